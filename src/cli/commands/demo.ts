@@ -1,0 +1,60 @@
+import type { Command } from 'commander';
+import { existsSync, renameSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DEMO_DEFAULTS, generateDemo } from '../../db/demo-data.js';
+import { openForWriting } from '../../db/open-database.js';
+import { EXIT, UsageError } from '../errors.js';
+import type { Console } from '../output.js';
+import { positiveInteger } from './shared-options.js';
+
+interface DemoFlags {
+  db: string;
+  users: number;
+  seed: number;
+  ifMissing?: boolean;
+  force?: boolean;
+}
+
+export function registerDemo(program: Command, io: Console, setExit: (code: number) => void): void {
+  program
+    .command('demo')
+    .description('write a deterministic demo site database (same --users and --seed, same database)')
+    .requiredOption('--db <file>', 'database file to create')
+    .option('--users <n>', 'number of users (about five videos each)', positiveInteger('--users', 10_000_000), DEMO_DEFAULTS.users)
+    .option('--seed <n>', 'random seed', positiveInteger('--seed', 2 ** 31), DEMO_DEFAULTS.seed)
+    .option('--if-missing', 'do nothing when the file exists already')
+    .option('--force', 'replace the file when it exists')
+    .action((flags: DemoFlags) => {
+      const file = resolve(flags.db);
+      if (existsSync(file)) {
+        if (flags.ifMissing) {
+          io.err(`vidfeeds: ${file} exists; left as it is`);
+          setExit(EXIT.ok);
+          return;
+        }
+        if (!flags.force) throw new UsageError(`${file} exists: pass --force to replace it, or --if-missing to keep it`);
+        for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+      }
+      const started = Date.now();
+      // Write to a temporary name and rename, so an interrupted run leaves no half-made database.
+      const temp = `${file}.tmp-${process.pid}`;
+      const { db } = openForWriting(temp);
+      let counts;
+      try {
+        db.pragma('journal_mode = OFF');
+        db.pragma('synchronous = OFF');
+        counts = generateDemo(db, { users: flags.users, seed: flags.seed });
+        db.pragma('journal_mode = DELETE');
+      } catch (error) {
+        db.close();
+        rmSync(temp, { force: true });
+        throw error;
+      }
+      db.close();
+      rmSync(`${temp}-wal`, { force: true });
+      rmSync(`${temp}-shm`, { force: true });
+      renameSync(temp, file);
+      io.err(`vidfeeds: wrote ${file}: ${counts.users} users, ${counts.videos} videos in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+      setExit(EXIT.ok);
+    });
+}

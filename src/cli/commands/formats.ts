@@ -1,0 +1,25 @@
+import type { Command } from 'commander';
+import { FORMATS } from '../../formats/registry.js';
+import { EXIT } from '../errors.js';
+import type { Console } from '../output.js';
+
+function urlPattern(format: (typeof FORMATS)[number]): string {
+  return format.scope === 'site' ? `/${format.file}` : `/<${format.scope}>/${format.dir}/${format.urlName}`;
+}
+
+function filePattern(format: (typeof FORMATS)[number]): string {
+  return format.scope === 'site' ? format.file : `<${format.scope}>/${format.dir}/${format.file}`;
+}
+
+export function registerFormats(program: Command, io: Console, setExit: (code: number) => void): void {
+  program
+    .command('formats')
+    .description('list the documents vidfeeds publishes: name, URL, file and content type')
+    .option('--json', 'print JSON')
+    .action((flags: { json?: boolean }) => {
+      const rows = FORMATS.map((f) => ({ name: f.name, scope: f.scope, url: urlPattern(f), file: filePattern(f), mediaType: f.mediaType, summary: f.summary }));
+      if (flags.json) io.out(JSON.stringify(rows, null, 2));
+      else for (const r of rows) io.out(`${r.name.padEnd(16)} ${r.url.padEnd(30)} ${r.file.padEnd(34)} ${r.mediaType}`);
+      setExit(EXIT.ok);
+    });
+}

@@ -1,0 +1,30 @@
+import { InvalidArgumentError, type Command } from 'commander';
+
+/** Flags every command that reads the configuration accepts; flags win over the file. */
+export interface ConfigFlags {
+  config?: string;
+  baseUrl?: string;
+  siteName?: string;
+  strict?: boolean;
+}
+
+export function configOptions(command: Command): Command {
+  return command
+    .option('--config <file>', 'configuration file (default: vidfeeds.config.json if present)')
+    .option('--base-url <url>', 'base URL the tree is served under (overrides baseUrl)')
+    .option('--site-name <name>', 'name of the site (overrides siteName)')
+    .option('--strict', 'stop on a row that cannot be published instead of skipping it (overrides strict)');
+}
+
+export function configOverrides(flags: ConfigFlags): Record<string, unknown> {
+  return { baseUrl: flags.baseUrl, siteName: flags.siteName, strict: flags.strict };
+}
+
+export function positiveInteger(name: string, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number`);
+    const n = Number(value);
+    if (n < 1 || n > max) throw new InvalidArgumentError(`${name} must be from 1 to ${max}`);
+    return n;
+  };
+}

@@ -1,0 +1,51 @@
+import { Command, CommanderError } from 'commander';
+import { VIDFEEDS_VERSION } from '../build/site-context.js';
+import { registerBuild } from './commands/build.js';
+import { registerDemo } from './commands/demo.js';
+import { registerFormats } from './commands/formats.js';
+import { registerInit } from './commands/init.js';
+import { EXIT, isUsageError } from './errors.js';
+import { processConsole, type Console } from './output.js';
+
+/**
+ * The command line. Each command lives in its own file under commands/ and reports its exit code
+ * through `setExit`; this function alone turns errors into exit codes: 0 success, 1 a failed
+ * build, 2 bad usage or configuration.
+ */
+export async function main(argv: string[], io: Console = processConsole): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const setExit = (code: number) => {
+    exitCode = code;
+  };
+  const program = new Command()
+    .name('vidfeeds')
+    .description("Pre-render a video site's public data documents from its SQLite database into a static tree.")
+    .version(VIDFEEDS_VERSION)
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.out(text.replace(/\n$/, '')),
+      writeErr: (text) => io.err(text.replace(/\n$/, '')),
+    });
+  registerInit(program, io, setExit);
+  registerDemo(program, io, setExit);
+  registerBuild(program, io, setExit);
+  registerFormats(program, io, setExit);
+
+  try {
+    await program.parseAsync(argv);
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are successes; everything else commander raises is a usage error.
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (isUsageError(error)) {
+      io.err(`vidfeeds: ${(error as Error).message}`);
+      return EXIT.usage;
+    }
+    io.err(`vidfeeds: ${(error as Error).message ?? String(error)}`);
+    if (process.env.VIDFEEDS_DEBUG) io.err((error as Error).stack ?? '');
+    return EXIT.failed;
+  }
+}

@@ -1,0 +1,229 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Versioned schema of the site database. `PRAGMA user_version` holds the number of migrations
+ * applied; each migration runs once, in order, inside one transaction. Never edit a released
+ * migration: add a new one. Every table and column is documented in docs/database.md.
+ *
+ * Times are INTEGER Unix seconds (UTC). Booleans are INTEGER 0/1.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: everything every document of the seed needs.
+  `
+  CREATE TABLE users (
+    id              INTEGER PRIMARY KEY,
+    username        TEXT NOT NULL UNIQUE,
+    display_name    TEXT NOT NULL DEFAULT '',
+    title           TEXT NOT NULL DEFAULT '',
+    given_name      TEXT NOT NULL DEFAULT '',
+    family_name     TEXT NOT NULL DEFAULT '',
+    email           TEXT,
+    show_email      INTEGER NOT NULL DEFAULT 0 CHECK (show_email IN (0, 1)),
+    phone           TEXT,
+    show_phone      INTEGER NOT NULL DEFAULT 0 CHECK (show_phone IN (0, 1)),
+    homepage_url    TEXT,
+    avatar_url      TEXT,
+    openid_url      TEXT,
+    aim_chat_id     TEXT,
+    yahoo_chat_id   TEXT,
+    msn_chat_id     TEXT,
+    icq_chat_id     TEXT,
+    jabber_chat_id  TEXT,
+    show_chat_ids   INTEGER NOT NULL DEFAULT 0 CHECK (show_chat_ids IN (0, 1)),
+    street_address  TEXT,
+    locality        TEXT,
+    region          TEXT,
+    region_name     TEXT,
+    postal_code     TEXT,
+    country_name    TEXT,
+    show_address    INTEGER NOT NULL DEFAULT 0 CHECK (show_address IN (0, 1)),
+    history_public  INTEGER NOT NULL DEFAULT 0 CHECK (history_public IN (0, 1)),
+    state           TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'suspended', 'deleted')),
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+  );
+
+  CREATE TABLE online_accounts (
+    id                   INTEGER PRIMARY KEY,
+    user_id              INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    service_homepage_url TEXT NOT NULL,
+    account_name         TEXT NOT NULL,
+    profile_url          TEXT NOT NULL
+  );
+  CREATE INDEX online_accounts_user ON online_accounts(user_id);
+
+  CREATE TABLE categories (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL UNIQUE
+  );
+
+  CREATE TABLE tags (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL UNIQUE
+  );
+
+  CREATE TABLE interests (
+    user_id  INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    tag_id   INTEGER NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+    PRIMARY KEY (user_id, tag_id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE friendships (
+    user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    friend_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (user_id, friend_id),
+    CHECK (user_id <> friend_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX friendships_friend ON friendships(friend_id);
+
+  CREATE TABLE videos (
+    id                INTEGER PRIMARY KEY,
+    public_id         TEXT NOT NULL UNIQUE,
+    user_id           INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    title             TEXT NOT NULL,
+    description       TEXT NOT NULL DEFAULT '',
+    duration_seconds  INTEGER CHECK (duration_seconds IS NULL OR duration_seconds >= 0),
+    file_url          TEXT NOT NULL,
+    file_size         INTEGER CHECK (file_size IS NULL OR file_size >= 0),
+    file_type         TEXT NOT NULL DEFAULT 'video/x-flv',
+    width             INTEGER CHECK (width IS NULL OR width > 0),
+    height            INTEGER CHECK (height IS NULL OR height > 0),
+    thumbnail_url     TEXT NOT NULL,
+    thumbnail_width   INTEGER NOT NULL DEFAULT 120 CHECK (thumbnail_width > 0),
+    thumbnail_height  INTEGER NOT NULL DEFAULT 90 CHECK (thumbnail_height > 0),
+    captions_url      TEXT,
+    category_id       INTEGER REFERENCES categories(id) ON DELETE SET NULL,
+    visibility        TEXT NOT NULL DEFAULT 'public' CHECK (visibility IN ('public', 'private')),
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL
+  );
+  CREATE INDEX videos_user_created ON videos(user_id, created_at DESC, id DESC);
+
+  CREATE TABLE video_tags (
+    video_id  INTEGER NOT NULL REFERENCES videos(id) ON DELETE CASCADE,
+    tag_id    INTEGER NOT NULL REFERENCES tags(id) ON DELETE CASCADE,
+    PRIMARY KEY (video_id, tag_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX video_tags_tag ON video_tags(tag_id);
+
+  CREATE TABLE groups (
+    id                 INTEGER PRIMARY KEY,
+    slug               TEXT NOT NULL UNIQUE,
+    title              TEXT NOT NULL,
+    description        TEXT NOT NULL DEFAULT '',
+    owner_id           INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    featured_video_id  INTEGER REFERENCES videos(id) ON DELETE SET NULL,
+    hidden             INTEGER NOT NULL DEFAULT 0 CHECK (hidden IN (0, 1)),
+    created_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL
+  );
+  CREATE INDEX groups_featured ON groups(featured_video_id);
+
+  CREATE TABLE group_members (
+    group_id   INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    joined_at  INTEGER NOT NULL,
+    PRIMARY KEY (group_id, user_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX group_members_user ON group_members(user_id);
+
+  CREATE TABLE saved_videos (
+    user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    video_id  INTEGER NOT NULL REFERENCES videos(id) ON DELETE CASCADE,
+    position  INTEGER NOT NULL,
+    saved_at  INTEGER NOT NULL,
+    PRIMARY KEY (user_id, video_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX saved_videos_video ON saved_videos(video_id);
+
+  CREATE TABLE viewing_history (
+    id         INTEGER PRIMARY KEY,
+    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    video_id   INTEGER NOT NULL REFERENCES videos(id) ON DELETE CASCADE,
+    viewed_at  INTEGER NOT NULL
+  );
+  CREATE INDEX viewing_history_user ON viewing_history(user_id, viewed_at DESC);
+  CREATE INDEX viewing_history_video ON viewing_history(video_id);
+
+  CREATE TABLE recommendations (
+    id                INTEGER PRIMARY KEY,
+    user_id           INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    title             TEXT NOT NULL,
+    link              TEXT NOT NULL,
+    image             TEXT NOT NULL,
+    description       TEXT NOT NULL DEFAULT '',
+    duration_seconds  INTEGER CHECK (duration_seconds IS NULL OR duration_seconds >= 0),
+    is_public         INTEGER NOT NULL DEFAULT 1 CHECK (is_public IN (0, 1)),
+    created_at        INTEGER NOT NULL
+  );
+  CREATE INDEX recommendations_user ON recommendations(user_id, created_at DESC, id DESC);
+
+  CREATE TABLE attention_concepts (
+    user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    category_id  INTEGER NOT NULL REFERENCES categories(id) ON DELETE CASCADE,
+    value        REAL NOT NULL CHECK (value >= 0 AND value <= 1),
+    updated_at   INTEGER,
+    PRIMARY KEY (user_id, category_id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE attention_sources (
+    id           INTEGER PRIMARY KEY,
+    user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    video_id     INTEGER NOT NULL REFERENCES videos(id) ON DELETE CASCADE,
+    supplier_id  INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    value        REAL NOT NULL CHECK (value >= 0 AND value <= 1),
+    updated_at   INTEGER NOT NULL
+  );
+  CREATE INDEX attention_sources_user ON attention_sources(user_id);
+  CREATE INDEX attention_sources_video ON attention_sources(video_id);
+  CREATE INDEX attention_sources_supplier ON attention_sources(supplier_id);
+
+  CREATE TABLE reading_list (
+    id           INTEGER PRIMARY KEY,
+    user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    category_id  INTEGER REFERENCES categories(id) ON DELETE SET NULL,
+    title        TEXT NOT NULL,
+    description  TEXT NOT NULL DEFAULT '',
+    html_url     TEXT NOT NULL,
+    xml_url      TEXT NOT NULL,
+    position     INTEGER NOT NULL DEFAULT 0,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+  );
+  CREATE INDEX reading_list_user ON reading_list(user_id, position);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export class SchemaVersionError extends Error {
+  constructor(
+    readonly file: string,
+    readonly found: number,
+    readonly supported: number,
+  ) {
+    super(
+      `database ${file} has schema version ${found}, but this vidfeeds supports up to version ${supported}: ` +
+        `upgrade vidfeeds, or point --db at a database it made`,
+    );
+    this.name = 'SchemaVersionError';
+  }
+}
+
+export function schemaVersion(db: Database.Database): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+/** Applies the migrations a database lacks. Returns the versions before and after. */
+export function migrate(db: Database.Database, file: string): { from: number; to: number } {
+  const from = schemaVersion(db);
+  if (from > SCHEMA_VERSION) throw new SchemaVersionError(file, from, SCHEMA_VERSION);
+  for (let version = from; version < SCHEMA_VERSION; version++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[version]!);
+      db.pragma(`user_version = ${version + 1}`);
+    })();
+  }
+  return { from, to: SCHEMA_VERSION };
+}

@@ -1,0 +1,67 @@
+import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION } from './migrations.js';
+
+/** A database problem the operator must fix (missing file, wrong version). Exit code 2. */
+export class DatabaseError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DatabaseError';
+  }
+}
+
+/** Opens an existing site database read-only, refusing any schema version but the current one. */
+export function openForReading(file: string): Database.Database {
+  if (!existsSync(file)) {
+    throw new DatabaseError(`database ${file} does not exist: create it with \`vidfeeds init --db ${file}\` or \`vidfeeds demo --db ${file}\``);
+  }
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma('query_only = ON');
+  } catch (error) {
+    throw new DatabaseError(`database ${file} cannot be opened: ${(error as Error).message}`);
+  }
+  const version = readVersion(db, file);
+  if (version > SCHEMA_VERSION) {
+    db.close();
+    throw new SchemaVersionError(file, version, SCHEMA_VERSION);
+  }
+  if (version < SCHEMA_VERSION) {
+    db.close();
+    throw new DatabaseError(
+      `database ${file} has schema version ${version}, this vidfeeds needs version ${SCHEMA_VERSION}: ` +
+        `upgrade it with \`vidfeeds init --db ${file}\``,
+    );
+  }
+  return db;
+}
+
+/** Opens (creating if needed) a site database for writing and brings its schema up to date. */
+export function openForWriting(file: string): { db: Database.Database; from: number; to: number } {
+  let db: Database.Database;
+  try {
+    db = new Database(file);
+  } catch (error) {
+    throw new DatabaseError(`database ${file} cannot be opened for writing: ${(error as Error).message}`);
+  }
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('foreign_keys = ON');
+    readVersion(db, file);
+    const { from, to } = migrate(db, file);
+    return { db, from, to };
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+function readVersion(db: Database.Database, file: string): number {
+  try {
+    return schemaVersion(db);
+  } catch (error) {
+    db.close();
+    throw new DatabaseError(`${file} is not a SQLite database: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,437 @@
+import type Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
+import { fromUnix } from '../render/dates.js';
+import { webUrl } from '../render/urls.js';
+import type {
+  AttentionConcept,
+  AttentionSource,
+  GroupView,
+  OnlineAccount,
+  PersonRef,
+  ReadingListEntry,
+  RecommendationView,
+  UserBundle,
+  UserPart,
+  UserView,
+  VideoView,
+} from '../model/views.js';
+
+/**
+ * Reads the site database into view models. Every privacy rule lives here, in SQL, so no renderer
+ * can see what it must not publish:
+ * - a user is published only when `state = 'active'`;
+ * - a video only when it is public and its uploader is published;
+ * - a group only when it is not hidden and its owner is published;
+ * - e-mail, phone, chat ids and address only when the user chose to show them (the SHA-1 of the
+ *   e-mail is the one exception: FOAF publishes it, PRODUCT.md decision 3).
+ *
+ * Statements are prepared once. Callers hold one read transaction (`snapshot`) for a consistent view.
+ */
+
+export const RSS_ITEMS = 20;
+export const ATOM_ENTRIES = 20;
+
+/** The row a build iterates over before deciding whether a user can be published. */
+export interface UserRow {
+  id: number;
+  username: string;
+}
+
+export interface VideoRow {
+  id: number;
+  publicId: string;
+}
+
+interface RawUser {
+  id: number;
+  username: string;
+  display_name: string;
+  title: string;
+  given_name: string;
+  family_name: string;
+  email: string | null;
+  show_email: number;
+  phone: string | null;
+  show_phone: number;
+  homepage_url: string | null;
+  avatar_url: string | null;
+  openid_url: string | null;
+  aim_chat_id: string | null;
+  yahoo_chat_id: string | null;
+  msn_chat_id: string | null;
+  icq_chat_id: string | null;
+  jabber_chat_id: string | null;
+  show_chat_ids: number;
+  street_address: string | null;
+  locality: string | null;
+  region: string | null;
+  region_name: string | null;
+  postal_code: string | null;
+  country_name: string | null;
+  show_address: number;
+  history_public: number;
+  created_at: number;
+  updated_at: number;
+}
+
+interface RawPerson {
+  username: string;
+  display_name: string;
+  avatar_url: string | null;
+  homepage_url: string | null;
+  email: string | null;
+}
+
+interface RawVideo {
+  id: number;
+  public_id: string;
+  title: string;
+  description: string;
+  duration_seconds: number | null;
+  file_url: string;
+  file_size: number | null;
+  file_type: string;
+  width: number | null;
+  height: number | null;
+  thumbnail_url: string;
+  thumbnail_width: number;
+  thumbnail_height: number;
+  captions_url: string | null;
+  category: string | null;
+  tags_json: string;
+  created_at: number;
+  updated_at: number;
+  u_username: string;
+  u_display_name: string;
+  u_avatar_url: string | null;
+  u_homepage_url: string | null;
+  u_email: string | null;
+}
+
+const PUBLISHED_USER = `u.state = 'active'`;
+const PUBLISHED_VIDEO = `v.visibility = 'public' AND u.state = 'active'`;
+
+/** Columns of a video with its uploader; use with `FROM videos v JOIN users u ON u.id = v.user_id`. */
+const VIDEO_COLUMNS = `
+  v.id, v.public_id, v.title, v.description, v.duration_seconds, v.file_url, v.file_size, v.file_type,
+  v.width, v.height, v.thumbnail_url, v.thumbnail_width, v.thumbnail_height, v.captions_url,
+  (SELECT c.name FROM categories c WHERE c.id = v.category_id) AS category,
+  (SELECT json_group_array(name) FROM
+     (SELECT t.name FROM video_tags vt JOIN tags t ON t.id = vt.tag_id WHERE vt.video_id = v.id ORDER BY t.name)) AS tags_json,
+  v.created_at, v.updated_at,
+  u.username AS u_username, u.display_name AS u_display_name, u.avatar_url AS u_avatar_url,
+  u.homepage_url AS u_homepage_url, u.email AS u_email`;
+
+/** SHA-1 hex of `mailto:` + address, as FOAF's mbox_sha1sum defines it. */
+export function mboxSha1(email: string): string {
+  return createHash('sha1').update(`mailto:${email}`).digest('hex');
+}
+
+function person(raw: RawPerson): PersonRef {
+  return {
+    username: raw.username,
+    displayName: raw.display_name,
+    avatarUrl: webUrl(raw.avatar_url),
+    homepageUrl: webUrl(raw.homepage_url),
+    emailSha1: raw.email ? mboxSha1(raw.email) : null,
+  };
+}
+
+/** Why a video row cannot be published though it is public, or null. */
+function videoProblem(raw: RawVideo): string | null {
+  if (webUrl(raw.file_url) === null) return 'has a file_url that is not an absolute http(s) URL';
+  if (webUrl(raw.thumbnail_url) === null) return 'has a thumbnail_url that is not an absolute http(s) URL';
+  return null;
+}
+
+/** The view of a publishable video row (see `videoProblem`). */
+function video(raw: RawVideo): VideoView {
+  return {
+    id: raw.id,
+    publicId: raw.public_id,
+    title: raw.title,
+    description: raw.description,
+    durationSeconds: raw.duration_seconds,
+    fileUrl: webUrl(raw.file_url)!,
+    fileSize: raw.file_size,
+    fileType: raw.file_type,
+    width: raw.width,
+    height: raw.height,
+    thumbnailUrl: webUrl(raw.thumbnail_url)!,
+    thumbnailWidth: raw.thumbnail_width,
+    thumbnailHeight: raw.thumbnail_height,
+    captionsUrl: webUrl(raw.captions_url),
+    category: raw.category,
+    tags: JSON.parse(raw.tags_json) as string[],
+    uploader: person({
+      username: raw.u_username,
+      display_name: raw.u_display_name,
+      avatar_url: raw.u_avatar_url,
+      homepage_url: raw.u_homepage_url,
+      email: raw.u_email,
+    }),
+    createdAt: fromUnix(raw.created_at),
+    updatedAt: fromUnix(raw.updated_at),
+  };
+}
+
+function userView(raw: RawUser): UserView {
+  const shown = (flag: number, value: string | null) => (flag === 1 && value ? value : null);
+  const hasAddress = raw.show_address === 1 && [raw.street_address, raw.locality, raw.region, raw.postal_code, raw.country_name].some(Boolean);
+  const chatShown = raw.show_chat_ids === 1;
+  return {
+    id: raw.id,
+    username: raw.username,
+    displayName: raw.display_name,
+    title: raw.title,
+    givenName: raw.given_name,
+    familyName: raw.family_name,
+    email: shown(raw.show_email, raw.email),
+    emailSha1: raw.email ? mboxSha1(raw.email) : null,
+    phone: shown(raw.show_phone, raw.phone),
+    homepageUrl: webUrl(raw.homepage_url),
+    avatarUrl: webUrl(raw.avatar_url),
+    openidUrl: webUrl(raw.openid_url),
+    chatIds: chatShown
+      ? { aim: raw.aim_chat_id, yahoo: raw.yahoo_chat_id, msn: raw.msn_chat_id, icq: raw.icq_chat_id, jabber: raw.jabber_chat_id }
+      : null,
+    address: hasAddress
+      ? {
+          streetAddress: raw.street_address ?? '',
+          locality: raw.locality ?? '',
+          region: raw.region ?? '',
+          regionName: raw.region_name ?? raw.region ?? '',
+          postalCode: raw.postal_code ?? '',
+          countryName: raw.country_name ?? '',
+        }
+      : null,
+    createdAt: fromUnix(raw.created_at),
+    updatedAt: fromUnix(raw.updated_at),
+  };
+}
+
+export class SiteReader {
+  private readonly stmt;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly recommendationsCount: number,
+  ) {
+    const p = <T>(sql: string) => db.prepare<unknown[], T>(sql);
+    this.stmt = {
+      usersAll: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE ${PUBLISHED_USER} ORDER BY u.username`),
+      userByName: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.username = ? AND ${PUBLISHED_USER}`),
+      userRaw: p<RawUser>(`SELECT * FROM users WHERE id = ?`),
+      videosAll: p<VideoRow>(
+        `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      videosOfUser: p<VideoRow>(
+        `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      videoById: p<RawVideo>(`SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`),
+      uploads: p<RawVideo>(
+        `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
+         WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at DESC, v.id DESC LIMIT ${RSS_ITEMS}`,
+      ),
+      groups: p<{
+        id: number; slug: string; title: string; description: string; featured_video_id: number | null;
+        created_at: number; updated_at: number; o_username: string; o_display_name: string;
+        o_avatar_url: string | null; o_homepage_url: string | null; o_email: string | null;
+      }>(
+        `SELECT g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at,
+                o.username AS o_username, o.display_name AS o_display_name, o.avatar_url AS o_avatar_url,
+                o.homepage_url AS o_homepage_url, o.email AS o_email
+         FROM group_members m JOIN groups g ON g.id = m.group_id JOIN users o ON o.id = g.owner_id
+         WHERE m.user_id = ? AND g.hidden = 0 AND o.state = 'active'
+         ORDER BY g.created_at DESC, g.id DESC LIMIT ${ATOM_ENTRIES}`,
+      ),
+      friends: p<RawPerson>(
+        `SELECT u.username, u.display_name, u.avatar_url, u.homepage_url, u.email
+         FROM friendships f JOIN users u ON u.id = f.friend_id
+         WHERE f.user_id = ? AND ${PUBLISHED_USER} ORDER BY u.username`,
+      ),
+      accounts: p<{ service_homepage_url: string; account_name: string; profile_url: string }>(
+        `SELECT service_homepage_url, account_name, profile_url FROM online_accounts WHERE user_id = ? ORDER BY id`,
+      ),
+      interests: p<{ name: string }>(
+        `SELECT t.name FROM interests i JOIN tags t ON t.id = i.tag_id WHERE i.user_id = ? ORDER BY t.name`,
+      ),
+      saved: p<RawVideo>(
+        `SELECT ${VIDEO_COLUMNS} FROM saved_videos s JOIN videos v ON v.id = s.video_id JOIN users u ON u.id = v.user_id
+         WHERE s.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY s.position, s.saved_at, v.id`,
+      ),
+      history: p<RawVideo>(
+        `SELECT ${VIDEO_COLUMNS} FROM
+           (SELECT video_id, max(viewed_at) AS last_viewed FROM viewing_history WHERE user_id = ? GROUP BY video_id) h
+         JOIN videos v ON v.id = h.video_id JOIN users u ON u.id = v.user_id
+         WHERE ${PUBLISHED_VIDEO} ORDER BY h.last_viewed DESC, v.id DESC LIMIT 100`,
+      ),
+      recommendations: p<{
+        id: number; title: string; link: string; image: string; description: string;
+        duration_seconds: number | null; created_at: number;
+      }>(
+        `SELECT id, title, link, image, description, duration_seconds, created_at FROM recommendations
+         WHERE user_id = ? AND is_public = 1 ORDER BY created_at DESC, id DESC LIMIT ?`,
+      ),
+      concepts: p<{ category: string; value: number | null; updated_at: number | null }>(
+        `SELECT c.name AS category, a.value, a.updated_at FROM categories c
+         LEFT JOIN attention_concepts a ON a.category_id = c.id AND a.user_id = ? ORDER BY c.name`,
+      ),
+      sources: p<{ public_id: string; title: string; value: number; updated_at: number } & RawPerson>(
+        `SELECT v.public_id, v.title, s.value, s.updated_at,
+                su.username, su.display_name, su.avatar_url, su.homepage_url, su.email
+         FROM attention_sources s JOIN videos v ON v.id = s.video_id JOIN users u ON u.id = v.user_id
+              JOIN users su ON su.id = s.supplier_id
+         WHERE s.user_id = ? AND ${PUBLISHED_VIDEO} AND su.state = 'active'
+         ORDER BY s.value DESC, v.public_id, su.username`,
+      ),
+      readingList: p<{
+        category: string | null; title: string; description: string; html_url: string; xml_url: string;
+        created_at: number; updated_at: number;
+      }>(
+        `SELECT c.name AS category, r.title, r.description, r.html_url, r.xml_url, r.created_at, r.updated_at
+         FROM reading_list r LEFT JOIN categories c ON c.id = r.category_id
+         WHERE r.user_id = ? ORDER BY c.name IS NULL, c.name, r.position, r.id`,
+      ),
+    };
+  }
+
+  /** Runs `work` inside one read transaction, so every read sees the same snapshot. */
+  snapshot<T>(work: () => T): T {
+    this.db.exec('BEGIN');
+    try {
+      return work();
+    } finally {
+      this.db.exec('COMMIT');
+    }
+  }
+
+  /** Published users, by username; or the one named, if published. */
+  users(only?: string): Iterable<UserRow> {
+    return only === undefined ? this.stmt.usersAll.iterate() : this.stmt.userByName.all(only);
+  }
+
+  /** Published videos, by public id; or those of the one user named. */
+  videos(ofUser?: string): Iterable<VideoRow> {
+    return ofUser === undefined ? this.stmt.videosAll.iterate() : this.stmt.videosOfUser.all(ofUser);
+  }
+
+  /** A published video, or why a public video cannot be published, or null if it is not public. */
+  video(id: number): VideoView | { problem: string } | null {
+    const raw = this.stmt.videoById.get(id);
+    if (!raw) return null;
+    const problem = videoProblem(raw);
+    return problem === null ? video(raw) : { problem };
+  }
+
+  /** Loads a user's data, only the parts asked for (the others stay empty). */
+  userBundle(id: number, parts: ReadonlySet<UserPart>): UserBundle {
+    const raw = this.stmt.userRaw.get(id);
+    if (!raw) throw new Error(`user ${id} vanished inside the read transaction`);
+    const bundle: UserBundle = {
+      user: userView(raw),
+      uploads: [],
+      groups: [],
+      friends: [],
+      accounts: [],
+      interests: [],
+      playlist: { source: 'none', videos: [] },
+      recommendations: [],
+      attention: { concepts: [], sources: [] },
+      readingList: [],
+    };
+    if (parts.has('uploads')) bundle.uploads = videos(this.stmt.uploads.all(id));
+    if (parts.has('groups')) bundle.groups = this.groupsOf(id);
+    if (parts.has('friends')) bundle.friends = this.stmt.friends.all(id).map(person);
+    if (parts.has('accounts')) bundle.accounts = this.stmt.accounts.all(id).map(accountView);
+    if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name);
+    if (parts.has('playlist')) bundle.playlist = this.playlistOf(id, raw.history_public === 1);
+    if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
+    if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
+    if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
+    return bundle;
+  }
+
+  private groupsOf(userId: number): GroupView[] {
+    return this.stmt.groups.all(userId).map((g) => ({
+      id: g.id,
+      slug: g.slug,
+      title: g.title,
+      description: g.description,
+      owner: person({
+        username: g.o_username,
+        display_name: g.o_display_name,
+        avatar_url: g.o_avatar_url,
+        homepage_url: g.o_homepage_url,
+        email: g.o_email,
+      }),
+      featuredVideo: g.featured_video_id === null ? null : publishable(this.video(g.featured_video_id)),
+      createdAt: fromUnix(g.created_at),
+      updatedAt: fromUnix(g.updated_at),
+    }));
+  }
+
+  private playlistOf(userId: number, historyPublic: boolean): UserBundle['playlist'] {
+    const saved = videos(this.stmt.saved.all(userId));
+    if (saved.length > 0) return { source: 'saved', videos: saved };
+    if (historyPublic) {
+      const history = videos(this.stmt.history.all(userId));
+      if (history.length > 0) return { source: 'history', videos: history };
+    }
+    return { source: 'none', videos: [] };
+  }
+
+  private recommendationsOf(userId: number): RecommendationView[] {
+    return this.stmt.recommendations.all(userId, this.recommendationsCount).map((r) => ({
+      id: r.id,
+      title: r.title,
+      link: r.link,
+      image: r.image,
+      description: r.description,
+      durationSeconds: r.duration_seconds,
+      createdAt: fromUnix(r.created_at),
+    }));
+  }
+
+  private conceptsOf(userId: number): AttentionConcept[] {
+    return this.stmt.concepts.all(userId).map((c) => ({
+      category: c.category,
+      value: c.value ?? 0,
+      updatedAt: c.updated_at === null ? null : fromUnix(c.updated_at),
+    }));
+  }
+
+  private sourcesOf(userId: number): AttentionSource[] {
+    return this.stmt.sources.all(userId).map((s) => ({
+      video: { publicId: s.public_id, title: s.title },
+      value: s.value,
+      supplier: person(s),
+      updatedAt: fromUnix(s.updated_at),
+    }));
+  }
+
+  private readingListOf(userId: number): ReadingListEntry[] {
+    return this.stmt.readingList.all(userId).map((r) => ({
+      category: r.category,
+      title: r.title,
+      description: r.description,
+      htmlUrl: r.html_url,
+      xmlUrl: r.xml_url,
+      createdAt: fromUnix(r.created_at),
+      updatedAt: fromUnix(r.updated_at),
+    }));
+  }
+}
+
+/** Views of the publishable rows, in order; the others are left out. */
+function videos(rows: RawVideo[]): VideoView[] {
+  return rows.filter((raw) => videoProblem(raw) === null).map(video);
+}
+
+function publishable(result: VideoView | { problem: string } | null): VideoView | null {
+  return result === null || 'problem' in result ? null : result;
+}
+
+function accountView(r: { service_homepage_url: string; account_name: string; profile_url: string }): OnlineAccount {
+  return { serviceHomepageUrl: webUrl(r.service_homepage_url) ?? '', accountName: r.account_name, profileUrl: webUrl(r.profile_url) ?? '' };
+}

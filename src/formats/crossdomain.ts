@@ -1,0 +1,23 @@
+import type { SiteFormat } from './format.js';
+import { XmlDocument } from '../render/xml.js';
+
+/**
+ * crossdomain.xml for the Flash player (seed section 4). By default it allows no other domain
+ * (PRODUCT.md decision 8); `crossDomain.allowAccessFrom` names the domains that may read the site.
+ */
+export const crossdomain: SiteFormat = {
+  name: 'crossdomain',
+  scope: 'site',
+  file: 'crossdomain.xml',
+  mediaType: 'text/x-cross-domain-policy',
+  inSitemap: false,
+  summary: 'Adobe cross-domain policy (no other domain unless configured)',
+
+  *render(_index, site) {
+    const policy = site.config.crossDomain;
+    const doc = new XmlDocument('cross-domain-policy', undefined, { systemId: 'http://www.adobe.com/xml/dtds/cross-domain-policy.dtd' });
+    doc.root.el('site-control', { 'permitted-cross-domain-policies': policy.permittedCrossDomainPolicies });
+    for (const domain of policy.allowAccessFrom) doc.root.el('allow-access-from', { domain, secure: 'true' });
+    yield { file: 'crossdomain.xml', body: doc.end() };
+  },
+};

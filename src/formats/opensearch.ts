@@ -1,0 +1,34 @@
+import type { SiteFormat } from './format.js';
+import { NS, XmlDocument } from '../render/xml.js';
+
+/** OpenSearch 1.1 description of the site's search (seed section 4, static files). */
+
+/** Cuts text to at most `max` characters without splitting a character. */
+function cut(text: string, max: number): string {
+  const chars = Array.from(text);
+  return chars.length <= max ? text : chars.slice(0, max).join('');
+}
+
+export const opensearch: SiteFormat = {
+  name: 'opensearch',
+  scope: 'site',
+  file: 'opensearch.xml',
+  mediaType: 'application/opensearchdescription+xml; charset=utf-8',
+  inSitemap: false,
+  summary: "OpenSearch 1.1 description of the site's search",
+
+  *render(_index, site) {
+    const c = site.config;
+    const doc = new XmlDocument('OpenSearchDescription', { xmlns: NS.opensearch });
+    doc.root
+      .leaf('ShortName', cut(c.siteName, 16))
+      .leaf('LongName', cut(c.siteName, 48))
+      .leaf('Description', cut(c.siteDescription || c.siteName, 1024));
+    doc.root.el('Url', { type: 'text/html', template: site.paths.searchTemplate() });
+    doc.root.el('Url', { type: 'application/opensearchdescription+xml', rel: 'self', template: site.paths.siteUrl('opensearch.xml') });
+    doc.root.leaf('Contact', c.contactEmail);
+    if (c.logoUrl !== '') doc.root.leaf('Image', c.logoUrl);
+    doc.root.leaf('Language', c.language).leaf('InputEncoding', 'UTF-8').leaf('OutputEncoding', 'UTF-8');
+    yield { file: 'opensearch.xml', body: doc.end() };
+  },
+};

@@ -1,0 +1,27 @@
+import type { Format } from './format.js';
+import { atom } from './atom.js';
+import { crossdomain } from './crossdomain.js';
+import { opensearch } from './opensearch.js';
+import { robots } from './robots.js';
+import { rss } from './rss.js';
+import { sitemap } from './sitemap.js';
+
+/**
+ * The format table: every document vidfeeds publishes. The renderer, the writer, the sitemap, the
+ * host configurations and the preview server all read this list; there is no second copy.
+ * Adding a format: one file in src/formats/, one line here, one test.
+ */
+export const FORMATS: readonly Format[] = [
+  // per user
+  rss,
+  atom,
+  // site-wide
+  sitemap,
+  robots,
+  opensearch,
+  crossdomain,
+];
+
+export function formatByName(name: string): Format | undefined {
+  return FORMATS.find((f) => f.name === name);
+}

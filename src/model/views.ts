@@ -1,0 +1,176 @@
+/**
+ * View models: what renderers see. Built from the database by `src/db/site-reader.ts` with every
+ * privacy rule already applied: nothing private or hidden ever reaches a view. Dates stay `Date`
+ * until a renderer formats them through `src/render/dates.ts`.
+ */
+
+export interface Address {
+  streetAddress: string;
+  locality: string;
+  region: string;
+  /** Full name of the region (hCard `region` title). */
+  regionName: string;
+  postalCode: string;
+  countryName: string;
+}
+
+export interface ChatIds {
+  aim: string | null;
+  yahoo: string | null;
+  msn: string | null;
+  icq: string | null;
+  jabber: string | null;
+}
+
+export interface UserView {
+  id: number;
+  username: string;
+  displayName: string;
+  title: string;
+  givenName: string;
+  familyName: string;
+  /** The address itself: only when the user chose to show it. */
+  email: string | null;
+  /** SHA-1 hex of `mailto:` + address, for FOAF; null when the user has no address. */
+  emailSha1: string | null;
+  /** Only when the user chose to show it. */
+  phone: string | null;
+  homepageUrl: string | null;
+  avatarUrl: string | null;
+  openidUrl: string | null;
+  /** Only when the user chose to show them. */
+  chatIds: ChatIds | null;
+  /** Only when the user chose to show it. */
+  address: Address | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A public user as seen from someone else's document (a friend, an uploader, a group owner). */
+export interface PersonRef {
+  username: string;
+  displayName: string;
+  avatarUrl: string | null;
+  homepageUrl: string | null;
+  emailSha1: string | null;
+}
+
+export interface VideoView {
+  id: number;
+  publicId: string;
+  title: string;
+  description: string;
+  durationSeconds: number | null;
+  fileUrl: string;
+  fileSize: number | null;
+  fileType: string;
+  width: number | null;
+  height: number | null;
+  thumbnailUrl: string;
+  thumbnailWidth: number;
+  thumbnailHeight: number;
+  captionsUrl: string | null;
+  category: string | null;
+  tags: string[];
+  uploader: PersonRef;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface GroupView {
+  id: number;
+  slug: string;
+  title: string;
+  description: string;
+  owner: PersonRef;
+  /** The featured video when it is public; null otherwise. */
+  featuredVideo: VideoView | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface OnlineAccount {
+  serviceHomepageUrl: string;
+  accountName: string;
+  profileUrl: string;
+}
+
+export interface RecommendationView {
+  id: number;
+  title: string;
+  link: string;
+  image: string;
+  description: string;
+  durationSeconds: number | null;
+  createdAt: Date;
+}
+
+export interface AttentionConcept {
+  /** Category name; every category of the site is listed, value 0 where the user has none. */
+  category: string;
+  value: number;
+  updatedAt: Date | null;
+}
+
+export interface AttentionSource {
+  video: { publicId: string; title: string };
+  value: number;
+  supplier: PersonRef;
+  updatedAt: Date;
+}
+
+export interface ReadingListEntry {
+  category: string | null;
+  title: string;
+  description: string;
+  htmlUrl: string;
+  xmlUrl: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The parts of a user's data a format may need; the reader loads only what is asked for. */
+export type UserPart =
+  | 'uploads'
+  | 'groups'
+  | 'friends'
+  | 'accounts'
+  | 'interests'
+  | 'playlist'
+  | 'recommendations'
+  | 'attention'
+  | 'readingList';
+
+export interface UserBundle {
+  user: UserView;
+  /** Latest public uploads, newest first, at most 20. */
+  uploads: VideoView[];
+  /** The 20 most recent visible groups the user belongs to, newest first. */
+  groups: GroupView[];
+  /** Friends who are public users, by username. */
+  friends: PersonRef[];
+  accounts: OnlineAccount[];
+  /** Tag names. */
+  interests: string[];
+  /**
+   * The XSPF playlist: public saved videos in the user's order; when there are none, the user's
+   * public viewing history if the user made it public (PRODUCT.md decision 4); else empty.
+   */
+  playlist: { source: 'saved' | 'history' | 'none'; videos: VideoView[] };
+  /** Public recommendations, newest first, at most the configured count. */
+  recommendations: RecommendationView[];
+  attention: { concepts: AttentionConcept[]; sources: AttentionSource[] };
+  readingList: ReadingListEntry[];
+}
+
+export interface VideoBundle {
+  video: VideoView;
+}
+
+/** What site-wide documents read: streams of published keys, never the whole site in memory. */
+export interface SiteIndex {
+  /** Published usernames in a stable order. */
+  usernames(): Iterable<string>;
+  /** Published video ids in a stable order. */
+  videoIds(): Iterable<string>;
+}

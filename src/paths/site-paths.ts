@@ -1,0 +1,110 @@
+import { posix } from 'node:path';
+import type { PageTemplates } from '../config/config.js';
+import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
+import { segmentProblem } from './names.js';
+
+/**
+ * The one source of truth for URLs and paths: turns (format, key) into the public URL and the
+ * file under out/, and the site's own page templates into links.
+ */
+export class SitePaths {
+  /** Base URL without a trailing slash, e.g. `https://example.org/videos`. */
+  readonly base: string;
+  /** Path part of the base URL, e.g. `/videos` (empty at the root). */
+  readonly basePath: string;
+  private readonly siteFiles: readonly SiteFormat[];
+
+  constructor(
+    baseUrl: string,
+    private readonly pages: PageTemplates,
+    formats: readonly Format[],
+  ) {
+    this.base = baseUrl.replace(/\/+$/, '');
+    this.basePath = new URL(this.base).pathname.replace(/\/+$/, '');
+    this.siteFiles = formats.filter((f): f is SiteFormat => f.scope === 'site');
+  }
+
+  /** Relative path under out/ of a user's or video's document. Only for keys that passed `problem`. */
+  file(format: UserFormat | VideoFormat, key: string): string {
+    return `${key}/${format.dir}/${format.file}`;
+  }
+
+  /** Public URL of a user's or video's document. */
+  url(format: Pick<UserFormat | VideoFormat, 'dir' | 'urlName'>, key: string): string {
+    return `${this.base}/${encodeURIComponent(key)}/${format.dir}/${format.urlName}`;
+  }
+
+  /** Public URL of a site-wide file. */
+  siteUrl(file: string): string {
+    return `${this.base}/${file}`;
+  }
+
+  /** URL path (no scheme or host) of a file under out/, as a server sees the request. */
+  urlPathOfFile(relativeFile: string): string {
+    return `${this.basePath}/${relativeFile.split('/').map(encodeURIComponent).join('/')}`;
+  }
+
+  /** Why a username or video id cannot be a path segment, or null. */
+  problem(key: string): string | null {
+    return segmentProblem(key, (name) => this.isReserved(name));
+  }
+
+  /** Names that site-wide files take at the top of the tree. */
+  isReserved(name: string): boolean {
+    const lower = name.toLowerCase();
+    return this.siteFiles.some((f) => f.file.toLowerCase() === lower || (f.alsoWrites?.test(lower) ?? false));
+  }
+
+  userPage(username: string): string {
+    return this.fill(this.pages.user, { user: username });
+  }
+
+  videoPage(publicId: string): string {
+    return this.fill(this.pages.video, { video: publicId });
+  }
+
+  groupPage(slug: string): string {
+    return this.fill(this.pages.group, { group: slug });
+  }
+
+  tagPage(tag: string): string {
+    return this.fill(this.pages.tag, { tag });
+  }
+
+  /** The OpenSearch URL template: `{searchTerms}` stays for the client to fill. */
+  searchTemplate(): string {
+    return this.pages.search.replaceAll('{base}', this.base);
+  }
+
+  private fill(template: string, values: Record<string, string>): string {
+    let out = template.replaceAll('{base}', this.base);
+    for (const [name, value] of Object.entries(values)) out = out.replaceAll(`{${name}}`, encodeURIComponent(value));
+    return out;
+  }
+}
+
+/**
+ * Checks the format table itself: no two formats may claim one file or one URL. Runs before a build
+ * writes anything, naming both formats.
+ */
+export function checkFormatTable(formats: readonly Format[]): void {
+  const seenFile = new Map<string, string>();
+  const seenName = new Map<string, string>();
+  for (const format of formats) {
+    if (seenName.has(format.name)) throw new Error(`format table: two formats are named ${format.name}`);
+    seenName.set(format.name, format.name);
+    const claims =
+      format.scope === 'site'
+        ? [`file ${format.file}`, `url ${format.file}`]
+        : [`file <key>/${format.dir}/${format.file}`, `url <key>/${format.dir}/${format.urlName}`];
+    for (const claim of claims) {
+      const normal = posix.normalize(claim);
+      const other = seenFile.get(normal);
+      // A directory index URL and its file legitimately coincide within one format.
+      if (other !== undefined && other !== format.name) {
+        throw new Error(`format table: ${format.name} and ${other} both claim ${claim}`);
+      }
+      seenFile.set(normal, format.name);
+    }
+  }
+}

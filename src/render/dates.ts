@@ -1,0 +1,44 @@
+/** The only place dates become text. Every function formats in UTC. */
+
+const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+function pad(n: number, width = 2): string {
+  return String(n).padStart(width, '0');
+}
+
+/** RFC 822 (as updated by RFC 1123), as RSS 2.0 and OPML 2.0 require: `Sat, 07 Sep 2002 09:42:31 GMT`. */
+export function rfc822(date: Date): string {
+  return (
+    `${DAYS[date.getUTCDay()]}, ${pad(date.getUTCDate())} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()} ` +
+    `${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} GMT`
+  );
+}
+
+/** RFC 3339 in UTC without fractions: `2002-09-07T09:42:31Z` (Atom, APML, sitemaps). */
+export function rfc3339(date: Date): string {
+  return `${w3cDate(date)}T${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}Z`;
+}
+
+/** W3C date (a day): `2002-09-07`. */
+export function w3cDate(date: Date): string {
+  return `${pad(date.getUTCFullYear(), 4)}-${pad(date.getUTCMonth() + 1)}-${pad(date.getUTCDate())}`;
+}
+
+/** A duration as the seed writes it: `mm:ss`, minutes unbounded (`125:07` for over two hours). */
+export function minutesSeconds(totalSeconds: number): string {
+  const whole = Math.max(0, Math.floor(totalSeconds));
+  return `${pad(Math.floor(whole / 60))}:${pad(whole % 60)}`;
+}
+
+/** Unix seconds to a Date. */
+export function fromUnix(seconds: number): Date {
+  return new Date(seconds * 1000);
+}
+
+/** The latest of some dates, or `fallback` when there are none. */
+export function latest(dates: Iterable<Date>, fallback: Date): Date {
+  let best: Date | null = null;
+  for (const date of dates) if (best === null || date.getTime() > best.getTime()) best = date;
+  return best ?? fallback;
+}
