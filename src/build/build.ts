@@ -6,6 +6,7 @@ import type { SiteIndex, UserPart } from '../model/views.js';
 import { showName } from '../paths/names.js';
 import type { BuildState } from './build-state.js';
 import type { OutputWriter } from './output-writer.js';
+import { ownsKey, ownsSiteFiles, type ShardSpec } from './shard.js';
 
 /**
  * The build: read (one snapshot of the database) → view models → render → write → prune.
@@ -20,6 +21,8 @@ export interface BuildOptions {
   user?: string;
   /** An unpublishable row stops the build instead of being skipped. */
   strict?: boolean;
+  /** Build only this shard's part of the site (src/build/shard.ts); site-wide files only in shard 1. */
+  shard?: ShardSpec;
 }
 
 export interface Skipped {
@@ -37,12 +40,19 @@ export interface Failure {
   message: string;
 }
 
+/** How many skipped rows and failures a report keeps in full; the rest are only counted. */
+export const REPORT_KEEPS = 100;
+
 export interface BuildReport {
   written: number;
   unchanged: number;
   removed: number;
+  /** The first REPORT_KEEPS skipped rows; `skippedCount` counts them all. */
   skipped: Skipped[];
+  skippedCount: number;
+  /** The first REPORT_KEEPS failures; `failedCount` counts them all. */
   failed: Failure[];
+  failedCount: number;
   documents: number;
   bytesWritten: number;
   seconds: number;
@@ -87,7 +97,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   const formats = selectFormats(deps.formats, options.only);
   const userFormats = formats.filter((f): f is UserFormat => f.scope === 'user');
   const videoFormats = formats.filter((f): f is VideoFormat => f.scope === 'video');
-  const siteFormats = options.user === undefined ? formats.filter((f): f is SiteFormat => f.scope === 'site') : [];
+  const siteFormats =
+    options.user === undefined && ownsSiteFiles(options.shard) ? formats.filter((f): f is SiteFormat => f.scope === 'site') : [];
   const parts = new Set<UserPart>(userFormats.flatMap((f) => f.needs));
 
   const report: BuildReport = {
@@ -95,7 +106,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     unchanged: 0,
     removed: 0,
     skipped: [],
+    skippedCount: 0,
     failed: [],
+    failedCount: 0,
     documents: 0,
     bytesWritten: 0,
     seconds: 0,
@@ -108,7 +121,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       body = Buffer.from(render(), 'utf8');
     } catch (error) {
       const failure = { format: format.name, key, path, message: (error as Error).message };
-      report.failed.push(failure);
+      fail(failure);
       reporter?.warn?.(`failed: ${format.name} of ${showName(key)} (${path}): ${failure.message}`);
       state.keep(path);
       return;
@@ -130,9 +143,13 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     }
   };
 
+  // Kept in memory up to a cap, counted beyond: a site of bad rows must not grow the build.
+  const fail = (failure: Failure) => {
+    if (++report.failedCount <= REPORT_KEEPS) report.failed.push(failure);
+  };
   const skip = (skipped: Skipped) => {
     if (options.strict) throw new StrictModeError(skipped);
-    report.skipped.push(skipped);
+    if (++report.skippedCount <= REPORT_KEEPS) report.skipped.push(skipped);
     reporter?.warn?.(`skipped ${skipped.kind} ${showName(skipped.key)}: ${describeSkip(skipped)}`);
   };
 
@@ -145,7 +162,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
         try {
           files = format.render(index, site);
         } catch (error) {
-          report.failed.push({ format: format.name, key: '', path: format.file, message: (error as Error).message });
+          fail({ format: format.name, key: '', path: format.file, message: (error as Error).message });
           reporter?.warn?.(`failed: ${format.name} (${format.file}): ${(error as Error).message}`);
           continue;
         }
@@ -154,6 +171,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 
       if (userFormats.length > 0) {
         for (const row of reader.users(options.user)) {
+          if (!ownsKey(options.shard, row.username)) continue;
           const problem = site.paths.problem(row.username);
           if (problem !== null) {
             skip({ kind: 'user', key: row.username, reason: problem, isName: true });
@@ -168,6 +186,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 
       if (videoFormats.length > 0) {
         for (const row of reader.videos(options.user)) {
+          if (!ownsKey(options.shard, row.publicId)) continue;
           const problem = site.paths.problem(row.publicId);
           if (problem !== null) {
             skip({ kind: 'video', key: row.publicId, reason: problem, isName: true });
@@ -188,7 +207,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 
     // Prune: what an earlier build wrote, in this build's scope, that this build did not produce.
     const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
-    for (const path of [...state.stale(scope)]) {
+    for (const path of state.stale(scope)) {
       if (writer.remove(path)) report.removed++;
       state.forget(path);
     }
