@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BuildState } from '../../src/build/build-state.js';
 import { runBuild, StrictModeError } from '../../src/build/build.js';
 import { DirectoryWriter } from '../../src/build/output-writer.js';
@@ -10,11 +10,6 @@ import { SiteReader } from '../../src/db/site-reader.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { feedparser, jing, SCHEMAS } from '../helpers/validators.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 /** Every file under `dir`, relative, with `/` separators. */
 function walk(dir: string, root = dir): string[] {
@@ -29,10 +24,8 @@ const PUBLISHABLE = ['<b>bold<b>', ']]>', `q"uo'te&amp;`, '\u202eevil', '🎬', 
 
 describe('hostile usernames and video ids', () => {
   it('never writes outside out/, reports every unpublishable row, and keeps every document valid', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
-    const { dir, cleanup: rmOut } = tempDir('vidfeeds-out-');
-    cleanups.push(rmOut);
+    const { db, file } = createTestDb();
+    const { dir } = tempDir('vidfeeds-out-');
     const out = join(dir, 'out');
     for (const name of [...UNPUBLISHABLE, ...PUBLISHABLE]) {
       const u = insertUser(db, { username: name, display_name: `<script>alert(1)</script>]]>${name}` });
@@ -76,8 +69,7 @@ describe('hostile usernames and video ids', () => {
   });
 
   it('stops on the first unpublishable row with --strict', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     insertUser(db, { username: 'a/b' });
     expect(() => {
       const config = testConfig({ strict: true });
