@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
+import { segmentProblem } from '../paths/names.js';
 import { fromUnix } from '../render/dates.js';
 import { webUrl } from '../render/urls.js';
 import type {
@@ -41,6 +42,14 @@ export interface VideoRow {
   id: number;
   publicId: string;
 }
+
+/**
+ * A video looked up by its public id, as oEmbed answers it (PRODUCT.md decision 2): `private`
+ * (401) only when the uploader is published and the video is not public; a video of a suspended
+ * or deleted user, or a row that cannot be published, is `missing` (404) like an unknown id, so
+ * nothing about it is revealed.
+ */
+export type VideoLookup = { status: 'published'; video: VideoView } | { status: 'private' } | { status: 'missing' };
 
 interface RawUser {
   id: number;
@@ -228,6 +237,10 @@ export class SiteReader {
       videosOfUser: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
+      videoStatus: p<{ id: number; status: 'published' | 'private' | 'missing' }>(
+        `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${PUBLISHED_USER} THEN 'private' ELSE 'missing' END AS status
+         FROM videos v JOIN users u ON u.id = v.user_id WHERE v.public_id = ?`,
+      ),
       videoById: p<RawVideo>(`SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`),
       uploads: p<RawVideo>(
         `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
@@ -322,6 +335,20 @@ export class SiteReader {
     if (!raw) return null;
     const problem = videoProblem(raw);
     return problem === null ? video(raw) : { problem };
+  }
+
+  /**
+   * A video by its public id, for answering one request (`vidfeeds serve`). A published row whose
+   * id cannot be a path segment or whose URLs cannot be published is `missing`, as the build
+   * skips it. Names taken by site-wide files are the caller's to check (`site.paths.problem`).
+   */
+  videoByPublicId(publicId: string): VideoLookup {
+    const row = this.stmt.videoStatus.get(publicId);
+    if (row === undefined || row.status === 'missing') return { status: 'missing' };
+    if (row.status === 'private') return { status: 'private' };
+    if (segmentProblem(publicId, () => false) !== null) return { status: 'missing' };
+    const found = publishable(this.video(row.id));
+    return found === null ? { status: 'missing' } : { status: 'published', video: found };
   }
 
   /** Loads a user's data, only the parts asked for (the others stay empty). */
