@@ -147,7 +147,7 @@ function person(raw: RawPerson): PersonRef {
 }
 
 /** Why a video row cannot be published though it is public, or null. */
-function videoProblem(raw: RawVideo): string | null {
+function videoProblem(raw: Pick<RawVideo, 'file_url' | 'thumbnail_url'>): string | null {
   if (webUrl(raw.file_url) === null) return 'has a file_url that is not an absolute http(s) URL';
   if (webUrl(raw.thumbnail_url) === null) return 'has a thumbnail_url that is not an absolute http(s) URL';
   return null;
@@ -236,6 +236,9 @@ export class SiteReader {
       ),
       videosOfUser: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      publishableKeys: p<Pick<RawVideo, 'public_id' | 'file_url' | 'thumbnail_url'>>(
+        `SELECT v.public_id, v.file_url, v.thumbnail_url FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
       videoStatus: p<{ id: number; status: 'published' | 'private' | 'missing' }>(
         `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${PUBLISHED_USER} THEN 'private' ELSE 'missing' END AS status
@@ -327,6 +330,15 @@ export class SiteReader {
   /** Published videos, by public id; or those of the one user named. */
   videos(ofUser?: string): Iterable<VideoRow> {
     return ofUser === undefined ? this.stmt.videosAll.iterate() : this.stmt.videosOfUser.all(ofUser);
+  }
+
+  /**
+   * Public ids of the videos a build publishes, in order, without the rows it skips for their
+   * data (see `video`), so that site-wide lists (the sitemap) never point at a document that is
+   * not there. Names that cannot be paths are the caller's to filter.
+   */
+  *publishableVideoIds(): Iterable<string> {
+    for (const row of this.stmt.publishableKeys.iterate()) if (videoProblem(row) === null) yield row.public_id;
   }
 
   /** A published video, or why a public video cannot be published, or null if it is not public. */
