@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { PlayerConfig } from '../config/config.js';
 import type { VideoView } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
-import { loadTemplate, TemplateError, type CompiledTemplate } from './templates.js';
+import { loadTemplate, TemplateError, templateProblem, type CompiledTemplate } from './templates.js';
 import { xmlChars } from './xml.js';
 
 /**
@@ -71,7 +71,7 @@ export function createEmbedRenderer(player: PlayerConfig, paths: SitePaths, samp
   try {
     template(context({ ...sampleVideo, captionsUrl: null, durationSeconds: null }));
   } catch (error) {
-    throw new TemplateError(file, (error as Error).message.split('\n')[0] ?? String(error));
+    throw new TemplateError(file, templateProblem(error));
   }
   return {
     // Characters XML 1.0 forbids are dropped here, so the markup reads the same in the XML form,

@@ -45,7 +45,7 @@ describe('vidfeeds build with an embed template that cannot be used', () => {
     const before = listing(cwd);
     const { code, stderr } = build(cwd);
     expect(code).toBe(2);
-    expect(stderr).toContain(`template ${join(cwd, 'templates/embed/mine.hbs')}:`);
+    expect(stderr).toContain(`vidfeeds: template ${join(cwd, 'templates/embed/mine.hbs')}: Parse error on line 1:`);
     expect(listing(cwd)).toEqual(before);
   });
 

@@ -107,7 +107,9 @@ describe('embed templates', () => {
       expect(attempt({ template: name, templatesDir: dir }), name).toThrow(TemplateError);
       expect(attempt({ template: name, templatesDir: dir }), name).toThrow(join(dir, 'embed', `${name}.hbs`));
     }
-    expect(attempt({ template: 'misspelt', templatesDir: dir })).toThrow(/"titel" not defined/);
+    expect(attempt({ template: 'misspelt', templatesDir: dir })).toThrow('"titel" not defined (line 1, column 18)');
+    expect(attempt({ template: 'elsewrong', templatesDir: dir })).toThrow('"captionUrl" not defined');
+    expect(attempt({ template: 'broken', templatesDir: dir })).toThrow(/Parse error on line 1: Expecting .*got 'EOF'/);
     expect(attempt({ template: 'flash', templatesDir: join(dir, 'no-such-dir') })).toThrow(/no-such-dir \(player\.templatesDir\) is not a directory/);
   });
 });
