@@ -259,8 +259,8 @@ describe('oEmbed response of one video', () => {
   });
 
   it('keeps hostile titles, ids, names and URLs inside their attributes in every form and template', () => {
-    const title = `"><script>alert(1)</script><img src=x onerror=alert(2)> 'single' \`back\` & &amp; &#65; ]]> bell\u0007 \u202eRTL\u202c 🎬`;
-    const readable = title.replace('\u0007', '');
+    const title = `"><script>alert(1)</script><img src=x onerror=alert(2)> 'single' \`back\` & &amp; &#65; ]]> bell\u0007 cr\r crlf\r\n \u202eRTL\u202c 🎬`;
+    const readable = title.replace('\u0007', '').replace('\r\n', '\n').replace('\r', '\n');
     const fileUrl = `https://cdn.example.org/v/"q"<tag>.flv?a=1&b='x'&c=<script>`;
     const thumbUrl = `https://cdn.example.org/t/x.jpg?onerror="alert(1)"`;
     for (const template of ['flash', 'html5']) {
