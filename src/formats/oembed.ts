@@ -98,8 +98,9 @@ function checkOptions(options: OembedOptions): void {
 /**
  * The oEmbed response of a public video. `options.maxwidth`/`maxheight` shrink the player (see
  * `fitPlayer`); a thumbnail larger than they allow is left out, since oEmbed 1.0 requires the
- * thumbnail to respect them and we have no smaller one. Text has the characters XML 1.0 forbids
- * removed, so that the JSON and XML forms carry the same values.
+ * thumbnail to respect them and we have no smaller one. Text goes through `xmlChars` (forbidden
+ * characters removed, line ends as XML parsers report them), so the JSON and XML forms carry the
+ * same values.
  */
 export function oembedResponse(video: VideoView, site: SiteContext, options: OembedOptions = {}): OembedResponse {
   checkOptions(options);
