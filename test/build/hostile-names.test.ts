@@ -27,6 +27,8 @@ describe('hostile usernames and video ids', () => {
     const { db, file } = createTestDb();
     const { dir } = tempDir('vidfeeds-out-');
     const out = join(dir, 'out');
+    const owner = insertUser(db, { username: 'owner' });
+    for (const name of UNPUBLISHABLE) insertVideo(db, owner.id, { public_id: name });
     for (const name of [...UNPUBLISHABLE, ...PUBLISHABLE]) {
       const u = insertUser(db, { username: name, display_name: `<script>alert(1)</script>]]>${name}` });
       insertVideo(db, u.id, { title: `<i>${name}</i> ]]> &copy;` });
@@ -42,8 +44,11 @@ describe('hostile usernames and video ids', () => {
     state.close();
 
     // Every unpublishable user and video id is reported once, by name, and nothing else is.
-    expect(report.skipped.map((s) => `${s.kind}:${s.key}`).sort()).toEqual(UNPUBLISHABLE.map((n) => `user:${n}`).sort());
-    expect(warnings).toHaveLength(UNPUBLISHABLE.length);
+    expect(report.skipped.map((s) => `${s.kind}:${s.key}`).sort()).toEqual(
+      [...UNPUBLISHABLE.map((n) => `user:${n}`), ...UNPUBLISHABLE.map((n) => `video:${n}`)].sort(),
+    );
+    expect(warnings).toHaveLength(UNPUBLISHABLE.length * 2);
+    expect(warnings.find((w) => w.includes('video "../escape"'))).toMatch(/skipped video "\.\.\/escape": its name starts with a dot/);
     expect(warnings.find((w) => w.includes('"a/b"'))).toMatch(/skipped user "a\/b": its name contains "\/"/);
     expect(warnings.find((w) => w.includes('robots.txt'))).toMatch(/name of a site-wide file/);
     expect(warnings.find((w) => w.includes('éé'))).toMatch(/300 bytes long \(at most 255\)/);
