@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type { PlayerConfig } from '../config/config.js';
 import type { VideoView } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
+import { recommendations } from '../formats/recommendations.js';
 import { loadTemplate, TemplateError, templateProblem, type CompiledTemplate } from './templates.js';
 import { xmlChars } from './xml.js';
 
@@ -132,15 +133,9 @@ export function embedContext(video: VideoView, player: PlayerConfig, paths: Site
     durationSeconds: video.durationSeconds,
     authorName: video.uploader.username,
     authorUrl: paths.userPage(video.uploader.username),
-    recommendationsUrl: paths.url(RECOMMENDATIONS_REF, video.uploader.username),
+    recommendationsUrl: paths.url(recommendations, video.uploader.username),
     player,
   };
   const join = (list: Array<[string, string]>) => list.map(([name, value]) => `${name}=${encodeURIComponent(value)}`).join('&');
   return { ...base, flashvars: join(flashvarList(base, false)), flashvarsEmbed: join(flashvarList(base, true)) };
 }
-
-/**
- * Where the player finds a user's recommendations: the openrecommender document's URL. Only its
- * directory is needed; when that format joins the registry, this should become its descriptor.
- */
-const RECOMMENDATIONS_REF = { dir: 'openrecommender', urlName: '' } as const;

@@ -112,6 +112,24 @@ describe('vidfeeds recommend', () => {
     expect(existsSync(join(dir, 'missing.sqlite'))).toBe(false);
   });
 
+  it("leaves the site database's journal mode alone and refuses an older schema rather than migrating it", () => {
+    const { dir, db } = site();
+    const conn = new Database(db);
+    expect(conn.pragma('journal_mode', { simple: true })).toBe('delete');
+    conn.close();
+    expect(vidfeeds(dir, 'recommend', 'alice', '--db', db, ...GOOD).code).toBe(0);
+    const after = new Database(db);
+    expect(after.pragma('journal_mode', { simple: true })).toBe('delete');
+    after.pragma('user_version = 0');
+    after.close();
+    const old = vidfeeds(dir, 'recommend', 'alice', '--db', db, ...GOOD);
+    expect(old.code).toBe(2);
+    expect(old.stderr).toContain('has schema version 0, this vidfeeds needs version');
+    const check = new Database(db, { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(0);
+    check.close();
+  });
+
   it('needs --db and a user name (usage errors, exit 2)', () => {
     const { dir, cleanup } = tempDir('vidfeeds-cli-');
     cleanups.push(cleanup);

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { openForWriting, DatabaseError } from '../../db/open-database.js';
+import { openForUpdate } from '../../db/open-database.js';
 import { storeRecommendation, validateRecommendation, type NewRecommendation } from '../../db/recommendations.js';
 import { showName } from '../../paths/names.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -49,11 +48,7 @@ export function registerRecommend(program: Command, io: Console, setExit: (code:
     .option('--duration <time>', 'length of the video, as mm:ss or whole seconds')
     .action((username: string, flags: RecommendFlags) => {
       const request = parseRecommendRequest(username, flags);
-      // openForWriting would create a missing file: a recommendation needs the site's database.
-      if (!existsSync(request.db)) {
-        throw new DatabaseError(`database ${request.db} does not exist: point --db at the site database; nothing stored`);
-      }
-      const { db } = openForWriting(request.db);
+      const db = openForUpdate(request.db);
       let result;
       try {
         result = storeRecommendation(db, request.username, request.recommendation, new Date());
