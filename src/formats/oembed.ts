@@ -162,6 +162,21 @@ export function oembedHtml(response: OembedResponse): string {
   return response.html;
 }
 
+/**
+ * The default response of a video, computed once for its four forms: the build renders them one
+ * after the other from the same view object, so a memo keyed on that object (and the site) saves
+ * three embed renders per video. Weak keys: nothing outlives the view.
+ */
+const defaultResponses = new WeakMap<SiteContext, WeakMap<VideoView, OembedResponse>>();
+
+function defaultResponse(video: VideoView, site: SiteContext): OembedResponse {
+  let bySite = defaultResponses.get(site);
+  if (bySite === undefined) defaultResponses.set(site, (bySite = new WeakMap()));
+  let response = bySite.get(video);
+  if (response === undefined) bySite.set(video, (response = oembedResponse(video, site)));
+  return response;
+}
+
 /** What the four forms share: one directory per video, rendered from one response. */
 const OEMBED_DIR = { scope: 'video', dir: 'oembed' } as const;
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -175,7 +190,7 @@ export const oembed: VideoFormat = {
   mediaType: JSON_TYPE,
   inSitemap: true,
   summary: 'oEmbed 1.0 of a public video (JSON, the default)',
-  render: ({ video }, site) => oembedJson(oembedResponse(video, site)),
+  render: ({ video }, site) => oembedJson(defaultResponse(video, site)),
 };
 
 export const oembedJsonFormat: VideoFormat = {
@@ -186,7 +201,7 @@ export const oembedJsonFormat: VideoFormat = {
   mediaType: JSON_TYPE,
   inSitemap: false,
   summary: 'oEmbed 1.0 of a public video as JSON',
-  render: ({ video }, site) => oembedJson(oembedResponse(video, site)),
+  render: ({ video }, site) => oembedJson(defaultResponse(video, site)),
 };
 
 export const oembedXmlFormat: VideoFormat = {
@@ -197,7 +212,7 @@ export const oembedXmlFormat: VideoFormat = {
   mediaType: 'text/xml; charset=utf-8',
   inSitemap: false,
   summary: 'oEmbed 1.0 of a public video as XML',
-  render: ({ video }, site) => oembedXml(oembedResponse(video, site)),
+  render: ({ video }, site) => oembedXml(defaultResponse(video, site)),
 };
 
 export const oembedHtmlFormat: VideoFormat = {
@@ -208,5 +223,5 @@ export const oembedHtmlFormat: VideoFormat = {
   mediaType: 'text/html; charset=utf-8',
   inSitemap: false,
   summary: 'the embeddable player markup of a public video, bare',
-  render: ({ video }, site) => oembedHtml(oembedResponse(video, site)),
+  render: ({ video }, site) => oembedHtml(defaultResponse(video, site)),
 };
