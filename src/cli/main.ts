@@ -3,6 +3,8 @@ import { VIDFEEDS_VERSION } from '../build/site-context.js';
 import { registerBuild } from './commands/build.js';
 import { registerDemo } from './commands/demo.js';
 import { registerFormats } from './commands/formats.js';
+import { registerHosting } from './commands/hosting.js';
+import { registerServe } from './commands/serve.js';
 import { registerInit } from './commands/init.js';
 import { EXIT, isUsageError } from './errors.js';
 import { processConsole, type Console } from './output.js';
@@ -31,6 +33,8 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerDemo(program, io, setExit);
   registerBuild(program, io, setExit);
   registerFormats(program, io, setExit);
+  registerHosting(program, io, setExit);
+  registerServe(program, io, setExit);
 
   try {
     await program.parseAsync(argv);
