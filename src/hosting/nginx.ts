@@ -154,7 +154,7 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
   // nginx matches gzip_types against the whole Content-Type, parameters included.
   out(`    gzip_types ${compressible.map((t) => nginxQuote(t, 'media type')).join(' ')};`);
   if (options.botRate !== undefined) {
-    out('', `    limit_req zone=${name}_automated burst=${options.botBurst ?? 20} nodelay;`, '    limit_req_status 429;');
+    out('', `    limit_req zone=${name}_automated burst=${options.botBurst ?? 20} nodelay;`, '    limit_req_status 429;', '    limit_req_log_level warn;');
   }
   out(
     '',

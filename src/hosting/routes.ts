@@ -110,27 +110,35 @@ export function isServableKey(key: string): boolean {
 }
 
 /**
- * Splits the path of a request (as sent: percent-encoded) below `basePath` into decoded segments.
- * Returns null when the path is outside the base path, is malformed, or plays tricks: an encoded
- * `/` or `\`, NUL, `.` or `..` segments, empty segments (`//`) anywhere but the final slash.
+ * Splits the path of a request (as sent: percent-encoded) into decoded segments below `basePath`
+ * (the base URL's path, as `SitePaths.basePath` gives it). Returns null when the path is outside
+ * the base path, is malformed, or plays tricks: an encoded `/` or `\`, NUL, `.` or `..` segments,
+ * empty segments (`//`) anywhere but the final slash.
  */
 export function splitUrlPath(rawPath: string, basePath: string): string[] | null {
-  const prefix = `${basePath}/`;
-  if (!rawPath.startsWith(prefix)) return null;
-  const parts = rawPath.slice(prefix.length).split('/');
-  const segments: string[] = [];
-  for (const [i, part] of parts.entries()) {
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(part);
-    } catch {
-      return null;
+  const decode = (path: string): string[] | null => {
+    const segments: string[] = [];
+    const parts = path.split('/');
+    for (const [i, part] of parts.entries()) {
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(part);
+      } catch {
+        return null;
+      }
+      if (decoded === '' && i !== parts.length - 1) return null;
+      if (decoded === '.' || decoded === '..' || /[/\\\u0000]/.test(decoded)) return null;
+      segments.push(decoded);
     }
-    if (decoded === '' && i !== parts.length - 1) return null;
-    if (decoded === '.' || decoded === '..' || /[/\\\u0000]/.test(decoded)) return null;
-    segments.push(decoded);
-  }
-  return segments;
+    return segments;
+  };
+  if (!rawPath.startsWith('/')) return null;
+  const segments = decode(rawPath.slice(1));
+  const base = basePath === '' ? [] : decode(basePath.slice(1));
+  if (segments === null || base === null || segments.length <= base.length) return null;
+  // The base path compares decoded, as nginx compares it (`%C3%AD` and `%c3%ad` are one name).
+  if (base.some((segment, i) => segments[i] !== segment)) return null;
+  return segments.slice(base.length);
 }
 
 /** The URL path pattern of a keyed format, for people: `/<user>/rss/`. */
