@@ -151,7 +151,9 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
     '    gzip_min_length 256;',
   );
   const compressible = [...new Set([...routes.keyed, ...routes.site].map((f) => f.mediaType).filter(isCompressible))];
-  // nginx matches gzip_types against the whole Content-Type, parameters included.
+  // nginx matches gzip_types against the whole Content-Type, parameters included; long types
+  // need a larger hash bucket than the default.
+  out('    types_hash_bucket_size 128;');
   out(`    gzip_types ${compressible.map((t) => nginxQuote(t, 'media type')).join(' ')};`);
   if (options.botRate !== undefined) {
     out('', `    limit_req zone=${name}_automated burst=${options.botBurst ?? 20} nodelay;`, '    limit_req_status 429;', '    limit_req_log_level warn;');
