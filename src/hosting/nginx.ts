@@ -100,7 +100,9 @@ function plainName(value: string, what: string): string {
 }
 
 function typeLines(mediaType: string, indent: string): string[] {
-  return [`${indent}types { }`, `${indent}default_type ${nginxQuote(mediaType, 'media type')};`];
+  const lines = [`${indent}types { }`, `${indent}default_type ${nginxQuote(mediaType, 'media type')};`];
+  if (!isCompressible(mediaType)) lines.push(`${indent}gzip off;`);
+  return lines;
 }
 
 export function nginxConfig(routes: Routes, options: NginxOptions): string {
@@ -150,11 +152,10 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
     '    gzip_proxied any;',
     '    gzip_min_length 256;',
   );
-  const compressible = [...new Set([...routes.keyed, ...routes.site].map((f) => f.mediaType).filter(isCompressible))];
-  // nginx matches gzip_types against the whole Content-Type, parameters included; long types
-  // need a larger hash bucket than the default.
-  out('    types_hash_bucket_size 128;');
-  out(`    gzip_types ${compressible.map((t) => nginxQuote(t, 'media type')).join(' ')};`);
+  // gzip_types compares the whole Content-Type, parameters included, in a hash whose buckets are too
+  // small for ours (nginx: "could not build test_types_hash"). So: every type, and `gzip off` in
+  // the locations of a type that does not compress (video files, any such format).
+  out('    gzip_types *;');
   if (options.botRate !== undefined) {
     out('', `    limit_req zone=${name}_automated burst=${options.botBurst ?? 20} nodelay;`, '    limit_req_status 429;', '    limit_req_log_level warn;');
   }
@@ -275,6 +276,7 @@ function videoLocation(options: NginxOptions): string[] {
     `        alias ${literalPath(options.videoRoot!.replace(/\/?$/, '/'), '--video-root')};`,
     `        types { ${VIDEO_TYPES.map(([type, ext]) => `${type} ${ext};`).join(' ')} }`,
     '        default_type application/octet-stream;',
+    '        gzip off;',
   ];
   if (options.refuseHotlinks) {
     const hosts = (options.allowReferers ?? []).map((h) => {
