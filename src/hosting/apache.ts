@@ -62,7 +62,7 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
   lines.push('', 'RewriteEngine On', `RewriteBase ${quote(`${options.basePath}/`)}`, '');
   lines.push(
     '# Tricks never reach a file: an encoded slash, backslash or NUL, a `.` or `..` segment.',
-    'RewriteCond %{THE_REQUEST} "(?i)%2f|%5c|%00|/(\\.|%2e)(\\.|%2e)?(/|\\?|\\s)"',
+    'RewriteCond %{THE_REQUEST} "(?i)^\\S+\\s[^?\\s]*(%2f|%5c|%00|/(\\.|%2e)(\\.|%2e)?(/|\\?|\\s))"',
     'RewriteRule ^ - [R=404,L]',
     '',
   );

@@ -161,8 +161,8 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
   }
   out(
     '',
-    '    # Tricks never reach a file: an encoded slash, backslash or NUL, a `.` or `..` segment.',
-    '    if ($request_uri ~* "%2f|%5c|%00|/(\\.|%2e)(\\.|%2e)?(/|\\?|$)") { return 404; }',
+    '    # Tricks never reach a file: an encoded slash, backslash or NUL, a `.` or `..` segment in the path.',
+    '    if ($request_uri ~* "^[^?]*(%2f|%5c|%00|/(\\.|%2e)(\\.|%2e)?(/|\\?|$))") { return 404; }',
     '    # nginx answers some of them itself with 400 (`/../` above the root): 404 as well.',
     `    error_page 400 =404 /.${name}-not-found;`,
     `    location = /.${name}-not-found { internal; return 404; }`,
