@@ -186,6 +186,7 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
       '        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
       '        proxy_set_header X-Forwarded-Proto $scheme;',
       '        proxy_intercept_errors off;',
+      '        proxy_hide_header X-Content-Type-Options;   # the server block adds it once',
       '    }',
     );
   }
