@@ -187,6 +187,8 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
       '        proxy_set_header X-Forwarded-Proto $scheme;',
       '        proxy_intercept_errors off;',
       '        proxy_hide_header X-Content-Type-Options;   # the server block adds it once',
+      // Checked here too: a chunked body is measured only while it is read, in this location.
+      `        client_max_body_size ${RECOMMENDATION_POST_MAX_BYTES};`,
       '    }',
     );
   }
