@@ -33,6 +33,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-la
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? '0');
     if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
       resolve('too-large');
       return;
     }
@@ -41,8 +42,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-la
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
+        // Answer now; the rest is read and dropped (bounded by requestTimeout), so the client,
+        // still sending, gets the 413 instead of a reset connection.
         req.removeAllListeners('data');
-        req.pause();
+        req.resume();
         resolve('too-large');
         return;
       }
@@ -66,7 +69,6 @@ export function listen(core: SiteServer, options: ListenOptions): Promise<Runnin
     body.then(
       (bytes) => {
         if (bytes === 'too-large') {
-          // Answer at once and close: the rest of the body is never read.
           res.setHeader('Connection', 'close');
           done(textResponse(413, `the body is larger than ${RECOMMENDATION_POST_MAX_BYTES} bytes`));
           return;
