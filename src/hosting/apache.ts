@@ -18,7 +18,7 @@ export interface ApacheOptions {
 
 /** A value in Apache's double quotes. */
 function quote(value: string): string {
-  if (/[\u0000-\u001f"\\]/.test(value)) throw new Error(`cannot write ${JSON.stringify(value)} into an Apache configuration`);
+  if (/[\u0000-\u001f"]/.test(value) || value.endsWith("\\")) throw new Error(`cannot write ${JSON.stringify(value)} into an Apache configuration`);
   return `"${value}"`;
 }
 
