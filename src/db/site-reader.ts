@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
+import { segmentProblem } from '../paths/names.js';
 import { fromUnix } from '../render/dates.js';
 import { webUrl } from '../render/urls.js';
 import type {
@@ -41,6 +42,14 @@ export interface VideoRow {
   id: number;
   publicId: string;
 }
+
+/**
+ * A video looked up by its public id, as oEmbed answers it (PRODUCT.md decision 2): `private`
+ * (401) only when the uploader is published and the video is not public; a video of a suspended
+ * or deleted user, or a row that cannot be published, is `missing` (404) like an unknown id, so
+ * nothing about it is revealed.
+ */
+export type VideoLookup = { status: 'published'; video: VideoView } | { status: 'private' } | { status: 'missing' };
 
 interface RawUser {
   id: number;
@@ -138,7 +147,7 @@ function person(raw: RawPerson): PersonRef {
 }
 
 /** Why a video row cannot be published though it is public, or null. */
-function videoProblem(raw: RawVideo): string | null {
+function videoProblem(raw: Pick<RawVideo, 'file_url' | 'thumbnail_url'>): string | null {
   if (webUrl(raw.file_url) === null) return 'has a file_url that is not an absolute http(s) URL';
   if (webUrl(raw.thumbnail_url) === null) return 'has a thumbnail_url that is not an absolute http(s) URL';
   return null;
@@ -228,6 +237,13 @@ export class SiteReader {
       videosOfUser: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
+      publishableKeys: p<Pick<RawVideo, 'public_id' | 'file_url' | 'thumbnail_url'>>(
+        `SELECT v.public_id, v.file_url, v.thumbnail_url FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      videoStatus: p<{ id: number; status: 'published' | 'private' | 'missing' }>(
+        `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${PUBLISHED_USER} THEN 'private' ELSE 'missing' END AS status
+         FROM videos v JOIN users u ON u.id = v.user_id WHERE v.public_id = ?`,
+      ),
       videoById: p<RawVideo>(`SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`),
       uploads: p<RawVideo>(
         `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
@@ -316,12 +332,35 @@ export class SiteReader {
     return ofUser === undefined ? this.stmt.videosAll.iterate() : this.stmt.videosOfUser.all(ofUser);
   }
 
+  /**
+   * Public ids of the videos a build publishes, in order, without the rows it skips for their
+   * data (see `video`), so that site-wide lists (the sitemap) never point at a document that is
+   * not there. Names that cannot be paths are the caller's to filter.
+   */
+  *publishableVideoIds(): Iterable<string> {
+    for (const row of this.stmt.publishableKeys.iterate()) if (videoProblem(row) === null) yield row.public_id;
+  }
+
   /** A published video, or why a public video cannot be published, or null if it is not public. */
   video(id: number): VideoView | { problem: string } | null {
     const raw = this.stmt.videoById.get(id);
     if (!raw) return null;
     const problem = videoProblem(raw);
     return problem === null ? video(raw) : { problem };
+  }
+
+  /**
+   * A video by its public id, for answering one request (`vidfeeds serve`). A published row whose
+   * id cannot be a path segment or whose URLs cannot be published is `missing`, as the build
+   * skips it. Names taken by site-wide files are the caller's to check (`site.paths.problem`).
+   */
+  videoByPublicId(publicId: string): VideoLookup {
+    const row = this.stmt.videoStatus.get(publicId);
+    if (row === undefined || row.status === 'missing') return { status: 'missing' };
+    if (row.status === 'private') return { status: 'private' };
+    if (segmentProblem(publicId, () => false) !== null) return { status: 'missing' };
+    const found = publishable(this.video(row.id));
+    return found === null ? { status: 'missing' } : { status: 'published', video: found };
   }
 
   /** Loads a user's data, only the parts asked for (the others stay empty). */

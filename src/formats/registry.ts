@@ -1,6 +1,7 @@
 import type { Format } from './format.js';
 import { atom } from './atom.js';
 import { crossdomain } from './crossdomain.js';
+import { oembed, oembedHtmlFormat, oembedJsonFormat, oembedXmlFormat } from './oembed.js';
 import { opensearch } from './opensearch.js';
 import { robots } from './robots.js';
 import { rss } from './rss.js';
@@ -15,6 +16,11 @@ export const FORMATS: readonly Format[] = [
   // per user
   rss,
   atom,
+  // per video
+  oembed,
+  oembedJsonFormat,
+  oembedXmlFormat,
+  oembedHtmlFormat,
   // site-wide
   sitemap,
   robots,

@@ -39,6 +39,11 @@ export class SitePaths {
     return `${this.base}/${file}`;
   }
 
+  /** The site's home page: the base URL with its trailing slash (`https://example.org/videos/`). */
+  home(): string {
+    return `${this.base}/`;
+  }
+
   /** URL path (no scheme or host) of a file under out/, as a server sees the request. */
   urlPathOfFile(relativeFile: string): string {
     return `${this.basePath}/${relativeFile.split('/').map(encodeURIComponent).join('/')}`;

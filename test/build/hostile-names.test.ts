@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BuildState } from '../../src/build/build-state.js';
 import { runBuild, StrictModeError } from '../../src/build/build.js';
 import { DirectoryWriter } from '../../src/build/output-writer.js';
@@ -10,11 +10,6 @@ import { SiteReader } from '../../src/db/site-reader.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { feedparser, jing, SCHEMAS } from '../helpers/validators.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 /** Every file under `dir`, relative, with `/` separators. */
 function walk(dir: string, root = dir): string[] {
@@ -29,11 +24,11 @@ const PUBLISHABLE = ['<b>bold<b>', ']]>', `q"uo'te&amp;`, '\u202eevil', '🎬', 
 
 describe('hostile usernames and video ids', () => {
   it('never writes outside out/, reports every unpublishable row, and keeps every document valid', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
-    const { dir, cleanup: rmOut } = tempDir('vidfeeds-out-');
-    cleanups.push(rmOut);
+    const { db, file } = createTestDb();
+    const { dir } = tempDir('vidfeeds-out-');
     const out = join(dir, 'out');
+    const owner = insertUser(db, { username: 'owner' });
+    for (const name of UNPUBLISHABLE) insertVideo(db, owner.id, { public_id: name });
     for (const name of [...UNPUBLISHABLE, ...PUBLISHABLE]) {
       const u = insertUser(db, { username: name, display_name: `<script>alert(1)</script>]]>${name}` });
       insertVideo(db, u.id, { title: `<i>${name}</i> ]]> &copy;` });
@@ -49,8 +44,11 @@ describe('hostile usernames and video ids', () => {
     state.close();
 
     // Every unpublishable user and video id is reported once, by name, and nothing else is.
-    expect(report.skipped.map((s) => `${s.kind}:${s.key}`).sort()).toEqual(UNPUBLISHABLE.map((n) => `user:${n}`).sort());
-    expect(warnings).toHaveLength(UNPUBLISHABLE.length);
+    expect(report.skipped.map((s) => `${s.kind}:${s.key}`).sort()).toEqual(
+      [...UNPUBLISHABLE.map((n) => `user:${n}`), ...UNPUBLISHABLE.map((n) => `video:${n}`)].sort(),
+    );
+    expect(warnings).toHaveLength(UNPUBLISHABLE.length * 2);
+    expect(warnings.find((w) => w.includes('video "../escape"'))).toMatch(/skipped video "\.\.\/escape": its name starts with a dot/);
     expect(warnings.find((w) => w.includes('"a/b"'))).toMatch(/skipped user "a\/b": its name contains "\/"/);
     expect(warnings.find((w) => w.includes('robots.txt'))).toMatch(/name of a site-wide file/);
     expect(warnings.find((w) => w.includes('éé'))).toMatch(/300 bytes long \(at most 255\)/);
@@ -76,8 +74,7 @@ describe('hostile usernames and video ids', () => {
   });
 
   it('stops on the first unpublishable row with --strict', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     insertUser(db, { username: 'a/b' });
     expect(() => {
       const config = testConfig({ strict: true });

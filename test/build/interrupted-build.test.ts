@@ -1,15 +1,10 @@
 import Database from 'better-sqlite3';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { STAGING_DIR } from '../../src/build/output-writer.js';
 import { cli, cliAsync, readTree } from '../helpers/cli.js';
 import { tempDir } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 /** Polls until `check` holds or the deadline passes; never sleeps longer than it must. */
 async function until(check: () => boolean, deadlineMs: number): Promise<boolean> {
@@ -23,8 +18,7 @@ async function until(check: () => boolean, deadlineMs: number): Promise<boolean>
 
 describe('a build killed midway', () => {
   it('leaves every served file either the old or the new whole file, and the next build finishes the job', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const { dir } = tempDir();
     const db = join(dir, 'site.sqlite');
     const out = join(dir, 'out');
     expect(cli(['demo', '--db', db, '--users', '600']).code).toBe(0);

@@ -1,11 +1,6 @@
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 /** The forms a text can take in our documents: as is, XML/HTML-escaped, URL-encoded. */
 function forms(text: string): string[] {
@@ -15,8 +10,7 @@ function forms(text: string): string[] {
 
 describe('privacy across every document of the demo site', () => {
   it('publishes nothing private, hidden or of inactive users', () => {
-    const { file, cleanup } = createDemoDb({ users: 120, seed: 11 });
-    cleanups.push(cleanup);
+    const { file } = createDemoDb({ users: 120, seed: 11 });
     const { writer } = buildInMemory(file);
     const documents = [...writer.files].map(([path, body]) => ({ path, text: body.toString('utf8') }));
     expect(documents.length).toBeGreaterThan(200);

@@ -64,7 +64,18 @@ describe('vidfeeds build', () => {
     expect(cli(['build', '--db', db, '--out', out, '--user', 'alice']).code).toBe(0);
     const second = readTree(out);
     const added = [...second.keys()].filter((p) => !first.has(p)).sort();
-    expect(added).toEqual(['alice/atom/index.atom']);
+    // alice's own documents (those not built yet) and her public videos' documents, nothing else.
+    const conn = new Database(db, { readonly: true });
+    const videos = conn
+      .prepare(`SELECT public_id FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = 'alice' AND v.visibility = 'public'`)
+      .pluck()
+      .all() as string[];
+    conn.close();
+    expect(videos.length).toBeGreaterThan(10);
+    const notAlices = added.filter((p) => !p.startsWith('alice/') && !videos.includes(p.split('/')[0]!));
+    expect(notAlices).toEqual([]);
+    expect(added).toContain('alice/atom/index.atom');
+    for (const id of videos) expect(added).toContain(`${id}/oembed/index.json`);
   });
 
   it('exits 2 naming the problem, before touching any file, on bad usage or configuration', () => {

@@ -1,18 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0 } from '../helpers/site-fixture.js';
 import { feedparser, jing, SCHEMAS, xpath } from '../helpers/validators.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
-function fixture() {
-  const f = createTestDb();
-  cleanups.push(f.cleanup);
-  return f;
-}
 
 /** RFC 4287's Schematron rules, which RELAX NG validators ignore (schemas/README.md). */
 function atomRules(doc: string) {
@@ -29,7 +18,7 @@ function atomRules(doc: string) {
 
 describe('Atom feed of groups', () => {
   it('lists the 20 most recent visible groups with the corrected seed fields', () => {
-    const { db, file } = fixture();
+    const { db, file } = createTestDb();
     const member = insertUser(db, { username: 'member', updated_at: T0 });
     const owner = insertUser(db, { username: 'owner', display_name: 'The Owner', email: 'owner@example.net' });
     const suspended = insertUser(db, { username: 'gone', state: 'suspended' });
@@ -74,7 +63,7 @@ describe('Atom feed of groups', () => {
   });
 
   it('gives a user with no groups a valid feed', () => {
-    const { db, file } = fixture();
+    const { db, file } = createTestDb();
     insertUser(db, { username: 'loner' });
     const body = buildInMemory(file, { only: new Set(['atom']) }).writer.text('loner/atom/index.atom');
     expect(jing(join(SCHEMAS, 'atom-rfc4287.rnc'), { atom: body }).ok).toBe(true);
@@ -83,7 +72,6 @@ describe('Atom feed of groups', () => {
 
   it('validates every demo feed, hostile text included', () => {
     const f = createDemoDb();
-    cleanups.push(f.cleanup);
     const { writer } = buildInMemory(f.file, { only: new Set(['atom']) });
     const feeds = Object.fromEntries([...writer.files].map(([path, body]) => [path, body.toString('utf8')]));
     expect(Object.keys(feeds).length).toBeGreaterThan(30);

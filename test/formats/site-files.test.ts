@@ -1,17 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 import { jing, SCHEMAS, xmllintDtd, xmllintSchema } from '../helpers/validators.js';
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 describe('site-wide files', () => {
   it('validates sitemap, opensearch and crossdomain of the demo site against their schemas', () => {
     const f = createDemoDb();
-    cleanups.push(f.cleanup);
     const { writer } = buildInMemory(f.file, { only: new Set(['sitemap', 'robots', 'opensearch', 'crossdomain']) });
     expect([...writer.files.keys()].sort()).toEqual(['crossdomain.xml', 'opensearch.xml', 'robots.txt', 'sitemap.xml']);
     expect(xmllintSchema(join(SCHEMAS, 'sitemap.xsd'), { sitemap: writer.text('sitemap.xml') })).toMatchObject({ ok: true });
@@ -20,8 +14,7 @@ describe('site-wide files', () => {
   });
 
   it('lists every published document and nothing private in the sitemap', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     const a = insertUser(db, { username: 'ann' });
     insertUser(db, { username: 'sus', state: 'suspended' });
     insertUser(db, { username: 'zoë' });
@@ -36,8 +29,7 @@ describe('site-wide files', () => {
   });
 
   it('allows no other domain by default and the configured ones otherwise', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     insertUser(db);
     const closed = buildInMemory(file, { only: new Set(['crossdomain']) }).writer.text('crossdomain.xml');
     expect(closed).not.toContain('allow-access-from');
@@ -50,8 +42,7 @@ describe('site-wide files', () => {
   });
 
   it('follows a base URL with a path, and cuts the OpenSearch short name to 16 characters', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     insertUser(db, { username: 'ann' });
     const config = testConfig({ baseUrl: 'https://example.org/videos', siteName: 'A very long site name indeed', robots: { disallow: ['/private/'] } });
     const { writer } = buildInMemory(file, { config });
