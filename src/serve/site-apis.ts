@@ -1,80 +1,22 @@
 import type Database from 'better-sqlite3';
-import type { SiteReader } from '../db/site-reader.js';
-import type { SiteContext } from '../model/site-context.js';
-import type { VideoView } from '../model/views.js';
-import { XmlDocument } from '../render/xml.js';
+import type { SiteReader, VideoLookup } from '../db/site-reader.js';
 import { webUrl } from '../render/urls.js';
 
 /**
  * The APIs `vidfeeds serve` calls that other modules own: the oEmbed renderer
  * (src/formats/oembed.ts), the video look-up by public id (SiteReader) and the recommendation
- * validation and storage (src/db/recommendations.ts). Kept behind this one module so the server
- * code does not care where they live.
+ * validation and storage (src/db/recommendations.ts), in one module, so the server code does not
+ * care where they live.
  *
- * INTERIM: until those modules land on main, minimal stand-ins below keep serve working; each is
- * replaced by a re-export of the real one when it lands.
+ * INTERIM: until src/db/recommendations.ts (issue 3) lands on main, the two recommendation
+ * functions below stand in for it; they are then replaced by
+ * `export { storeRecommendation, validateRecommendation, type NewRecommendation } from '../db/recommendations.js';`
  */
+export { oembedJson, oembedResponse, oembedXml, type OembedResponse } from '../formats/oembed.js';
 
-export interface OembedResponse {
-  version: '1.0';
-  type: 'video';
-  title: string;
-  author_name: string;
-  author_url: string;
-  provider_name: string;
-  provider_url: string;
-  width: number;
-  height: number;
-  html: string;
-  thumbnail_url: string;
-  thumbnail_width: number;
-  thumbnail_height: number;
-}
-
-export function oembedResponse(video: VideoView, site: SiteContext, options: { maxwidth?: number; maxheight?: number } = {}): OembedResponse {
-  let width = site.config.player.width;
-  let height = site.config.player.height;
-  const scale = Math.min(1, (options.maxwidth ?? width) / width, (options.maxheight ?? height) / height);
-  width = Math.max(1, Math.floor(width * scale));
-  height = Math.max(1, Math.floor(height * scale));
-  return {
-    version: '1.0',
-    type: 'video',
-    title: video.title,
-    author_name: video.uploader.username,
-    author_url: site.paths.userPage(video.uploader.username),
-    provider_name: site.config.siteName,
-    provider_url: `${site.paths.base}/`,
-    width,
-    height,
-    html: site.embed.render(video, { width, height }),
-    thumbnail_url: video.thumbnailUrl,
-    thumbnail_width: video.thumbnailWidth,
-    thumbnail_height: video.thumbnailHeight,
-  };
-}
-
-export function oembedJson(r: OembedResponse): string {
-  return JSON.stringify(r);
-}
-
-export function oembedXml(r: OembedResponse): string {
-  const doc = new XmlDocument('oembed');
-  for (const [name, value] of Object.entries(r)) doc.root.leaf(name, value as string | number);
-  return doc.end();
-}
-
-export type VideoLookup = { status: 'published'; video: VideoView } | { status: 'private' } | { status: 'missing' };
-
-/** A video by public id: published, private (exists, not public: 401) or missing (404). */
-export function videoByPublicId(reader: SiteReader, db: Database.Database, publicId: string): VideoLookup {
-  for (const row of reader.videos()) {
-    if (row.publicId !== publicId) continue;
-    const video = reader.video(row.id);
-    if (video !== null && !('problem' in video)) return { status: 'published', video };
-  }
-  const exists = db.prepare('SELECT 1 FROM videos WHERE public_id = ?').get(publicId);
-  return exists === undefined ? { status: 'missing' } : { status: 'private' };
+/** A video by public id: published, private (401) or missing (404). */
+export function videoByPublicId(reader: SiteReader, publicId: string): VideoLookup {
+  return reader.videoByPublicId(publicId);
 }
 
 export interface NewRecommendation {

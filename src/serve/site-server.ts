@@ -150,8 +150,9 @@ export class SiteServer {
       if (!isJson) return textResponse(400, 'callback works only with the JSON form');
     }
 
-    const { site, db } = this.deps;
-    const found = this.reader(site.config.recommendationsCount).snapshot(() => videoByPublicId(this.reader(site.config.recommendationsCount), db, key));
+    const { site } = this.deps;
+    const reader = this.reader(site.config.recommendationsCount);
+    const found = reader.snapshot(() => videoByPublicId(reader, key));
     if (found.status === 'missing') return notFound(`no video ${JSON.stringify(key)}`);
     if (found.status === 'private') return textResponse(401, `video ${JSON.stringify(key)} is not public`);
     if (present(query, 'url')) {
