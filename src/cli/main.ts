@@ -6,6 +6,7 @@ import { registerFormats } from './commands/formats.js';
 import { registerHosting } from './commands/hosting.js';
 import { registerServe } from './commands/serve.js';
 import { registerInit } from './commands/init.js';
+import { registerRecommend } from './commands/recommend.js';
 import { EXIT, isUsageError } from './errors.js';
 import { processConsole, type Console } from './output.js';
 
@@ -33,6 +34,7 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerDemo(program, io, setExit);
   registerBuild(program, io, setExit);
   registerFormats(program, io, setExit);
+  registerRecommend(program, io, setExit);
   registerHosting(program, io, setExit);
   registerServe(program, io, setExit);
 

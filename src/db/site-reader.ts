@@ -133,7 +133,11 @@ const VIDEO_COLUMNS = `
 
 /** SHA-1 hex of `mailto:` + address, as FOAF's mbox_sha1sum defines it. */
 export function mboxSha1(email: string): string {
-  return createHash('sha1').update(`mailto:${email}`).digest('hex');
+  return sha1Hex(`mailto:${email}`);
+}
+
+function sha1Hex(text: string): string {
+  return createHash('sha1').update(text).digest('hex');
 }
 
 function person(raw: RawPerson): PersonRef {
@@ -202,7 +206,14 @@ function userView(raw: RawUser): UserView {
     avatarUrl: webUrl(raw.avatar_url),
     openidUrl: webUrl(raw.openid_url),
     chatIds: chatShown
-      ? { aim: raw.aim_chat_id, yahoo: raw.yahoo_chat_id, msn: raw.msn_chat_id, icq: raw.icq_chat_id, jabber: raw.jabber_chat_id }
+      ? {
+          aim: raw.aim_chat_id || null,
+          yahoo: raw.yahoo_chat_id || null,
+          // E-mail-shaped ids: published only as their hash (seed 2.3, "some are hashed").
+          msnSha1: raw.msn_chat_id ? sha1Hex(raw.msn_chat_id) : null,
+          icq: raw.icq_chat_id || null,
+          jabberSha1: raw.jabber_chat_id ? sha1Hex(raw.jabber_chat_id) : null,
+        }
       : null,
     address: hasAddress
       ? {
@@ -287,7 +298,7 @@ export class SiteReader {
         duration_seconds: number | null; created_at: number;
       }>(
         `SELECT id, title, link, image, description, duration_seconds, created_at FROM recommendations
-         WHERE user_id = ? AND is_public = 1 ORDER BY created_at DESC, id DESC LIMIT ?`,
+         WHERE user_id = ? AND is_public = 1 ORDER BY created_at DESC, id DESC`,
       ),
       concepts: p<{ category: string; value: number | null; updated_at: number | null }>(
         `SELECT c.name AS category, a.value, a.updated_at FROM categories c
@@ -420,16 +431,31 @@ export class SiteReader {
     return { source: 'none', videos: [] };
   }
 
-  private recommendationsOf(userId: number): RecommendationView[] {
-    return this.stmt.recommendations.all(userId, this.recommendationsCount).map((r) => ({
-      id: r.id,
-      title: r.title,
-      link: r.link,
-      image: r.image,
-      description: r.description,
-      durationSeconds: r.duration_seconds,
-      createdAt: fromUnix(r.created_at),
-    }));
+  /**
+   * The newest public recommendations whose link and image are web URLs. The URL check cannot be
+   * SQL, so the rows are read newest first and the scan stops as soon as `count` are kept: a
+   * LIMIT in SQL would come up short whenever an unpublishable row is among the newest.
+   */
+  private recommendationsOf(userId: number, count = this.recommendationsCount): RecommendationView[] {
+    const kept: RecommendationView[] = [];
+    if (count <= 0) return kept;
+    for (const r of this.stmt.recommendations.iterate(userId)) {
+      const link = webUrl(r.link);
+      const image = webUrl(r.image);
+      if (link === null || image === null) continue;
+      kept.push({
+        id: r.id,
+        title: r.title,
+        link,
+        image,
+        description: r.description,
+        durationSeconds: r.duration_seconds,
+        createdAt: fromUnix(r.created_at),
+      });
+      // Returning from the loop closes the iterator, which frees the statement.
+      if (kept.length >= count) break;
+    }
+    return kept;
   }
 
   private conceptsOf(userId: number): AttentionConcept[] {
@@ -449,16 +475,23 @@ export class SiteReader {
     }));
   }
 
+  /** The reading list; an entry whose feed URL is not a web URL has nothing to subscribe to and is left out. */
   private readingListOf(userId: number): ReadingListEntry[] {
-    return this.stmt.readingList.all(userId).map((r) => ({
-      category: r.category,
-      title: r.title,
-      description: r.description,
-      htmlUrl: r.html_url,
-      xmlUrl: r.xml_url,
-      createdAt: fromUnix(r.created_at),
-      updatedAt: fromUnix(r.updated_at),
-    }));
+    const entries: ReadingListEntry[] = [];
+    for (const r of this.stmt.readingList.all(userId)) {
+      const xmlUrl = webUrl(r.xml_url);
+      if (xmlUrl === null) continue;
+      entries.push({
+        category: r.category,
+        title: r.title,
+        description: r.description,
+        htmlUrl: webUrl(r.html_url),
+        xmlUrl,
+        createdAt: fromUnix(r.created_at),
+        updatedAt: fromUnix(r.updated_at),
+      });
+    }
+    return entries;
   }
 }
 
@@ -472,5 +505,5 @@ function publishable(result: VideoView | { problem: string } | null): VideoView 
 }
 
 function accountView(r: { service_homepage_url: string; account_name: string; profile_url: string }): OnlineAccount {
-  return { serviceHomepageUrl: webUrl(r.service_homepage_url) ?? '', accountName: r.account_name, profileUrl: webUrl(r.profile_url) ?? '' };
+  return { serviceHomepageUrl: webUrl(r.service_homepage_url), accountName: r.account_name, profileUrl: webUrl(r.profile_url) };
 }

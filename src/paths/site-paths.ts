@@ -56,8 +56,7 @@ export class SitePaths {
 
   /** Names that site-wide files take at the top of the tree. */
   isReserved(name: string): boolean {
-    const lower = name.toLowerCase();
-    return this.siteFiles.some((f) => f.file.toLowerCase() === lower || (f.alsoWrites?.test(lower) ?? false));
+    return isSiteFileName(name, this.siteFiles);
   }
 
   userPage(username: string): string {
@@ -119,6 +118,12 @@ export class SitePaths {
     for (const [name, value] of Object.entries(values)) out = out.replaceAll(`{${name}}`, encodeURIComponent(value));
     return out;
   }
+}
+
+/** Whether `name` is taken at the top of the tree by one of the site-wide `formats`. */
+export function isSiteFileName(name: string, formats: readonly Format[]): boolean {
+  const lower = name.toLowerCase();
+  return formats.some((f) => f.scope === 'site' && (f.file.toLowerCase() === lower || (f.alsoWrites?.test(lower) ?? false)));
 }
 
 /**
