@@ -3,6 +3,8 @@ import { VIDFEEDS_VERSION } from '../build/site-context.js';
 import { registerBuild } from './commands/build.js';
 import { registerDemo } from './commands/demo.js';
 import { registerFormats } from './commands/formats.js';
+import { registerHosting } from './commands/hosting.js';
+import { registerServe } from './commands/serve.js';
 import { registerInit } from './commands/init.js';
 import { registerRecommend } from './commands/recommend.js';
 import { EXIT, isUsageError } from './errors.js';
@@ -33,6 +35,8 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerBuild(program, io, setExit);
   registerFormats(program, io, setExit);
   registerRecommend(program, io, setExit);
+  registerHosting(program, io, setExit);
+  registerServe(program, io, setExit);
 
   try {
     await program.parseAsync(argv);

@@ -67,6 +67,39 @@ export class SitePaths {
     return this.fill(this.pages.video, { video: publicId });
   }
 
+  /**
+   * The video id of one of the site's video pages: the inverse of `videoPage`, for oEmbed's `url`
+   * parameter. The scheme may differ (sites answer on http and https), a fragment is ignored, and
+   * so is a query when the page template has none. Anything else gives null.
+   */
+  videoIdOfPage(pageUrl: string): string | null {
+    let url: URL;
+    try {
+      url = new URL(pageUrl);
+    } catch {
+      return null;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    const template = this.pages.video.replaceAll('{base}', this.base);
+    const at = template.indexOf('{video}');
+    const templateUrl = new URL(template.replaceAll('{video}', 'x'));
+    url.hash = '';
+    if (templateUrl.search === '') url.search = '';
+    url.protocol = templateUrl.protocol;
+    const normal = url.href;
+    const prefix = new URL(template.slice(0, at) + 'x').href.slice(0, -1);
+    const suffix = template.slice(at + '{video}'.length).replaceAll('{video}', '');
+    if (!normal.startsWith(prefix) || !normal.endsWith(suffix) || normal.length < prefix.length + suffix.length + 1) return null;
+    const raw = normal.slice(prefix.length, normal.length - suffix.length);
+    // The id is one segment: a raw `/`, `?` or `#` means another page of the site.
+    if (/[/?#]/.test(raw)) return null;
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return null;
+    }
+  }
+
   groupPage(slug: string): string {
     return this.fill(this.pages.group, { group: slug });
   }
