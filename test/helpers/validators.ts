@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tempDir } from './site-fixture.js';
 
@@ -10,6 +10,9 @@ import { tempDir } from './site-fixture.js';
  */
 
 export const SCHEMAS = resolve(import.meta.dirname, '../../../shared/schemas');
+if (!existsSync(join(SCHEMAS, 'catalog.xml'))) {
+  throw new Error(`the shared schemas are not at ${SCHEMAS}: the tests expect the project's shared/ folder beside the checkout`);
+}
 
 export interface ToolResult {
   ok: boolean;

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import Database from 'better-sqlite3';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createSiteContext } from '../../build/site-context.js';
 import { loadConfig } from '../../config/config.js';
-import { openForReading } from '../../db/open-database.js';
+import { openForReading, openForUpdate } from '../../db/open-database.js';
 import { FORMATS } from '../../formats/registry.js';
 import { routesOf } from '../../hosting/routes.js';
 import { listen } from '../../serve/http-server.js';
@@ -51,12 +50,7 @@ export function registerServe(program: Command, io: Console, setExit: (code: num
       site,
       routes: routesOf(FORMATS),
       db,
-      openForWriting: () => {
-        const writer = new Database(dbFile, { fileMustExist: true });
-        writer.pragma('busy_timeout = 5000');
-        writer.pragma('foreign_keys = ON');
-        return writer;
-      },
+      openForWriting: () => openForUpdate(dbFile),
     });
     let running;
     try {
