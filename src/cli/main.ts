@@ -4,6 +4,7 @@ import { registerBuild } from './commands/build.js';
 import { registerDemo } from './commands/demo.js';
 import { registerFormats } from './commands/formats.js';
 import { registerInit } from './commands/init.js';
+import { registerWatch } from './commands/watch.js';
 import { EXIT, isUsageError } from './errors.js';
 import { processConsole, type Console } from './output.js';
 
@@ -31,6 +32,7 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerDemo(program, io, setExit);
   registerBuild(program, io, setExit);
   registerFormats(program, io, setExit);
+  registerWatch(program, io, setExit);
 
   try {
     await program.parseAsync(argv);

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { openForReading } from './open-database.js';
 import type { ChangeKeys, ChangeOp, ChangeRecord, OwnerLookups } from '../build/changes.js';
 
 /**
@@ -87,5 +88,15 @@ export class ChangeLog {
         new: raw.new_keys === null ? null : (JSON.parse(raw.new_keys) as ChangeKeys),
       };
     }
+  }
+}
+
+/** Where the change log of a database file stands now (one short read; for the watcher). */
+export function readChangeLogPosition(file: string): ChangeLogPosition {
+  const db = openForReading(file);
+  try {
+    return new ChangeLog(db).current();
+  } finally {
+    db.close();
   }
 }

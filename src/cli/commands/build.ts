@@ -101,6 +101,11 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
 }
 
 export function summary(report: BuildReport): string {
+  return `vidfeeds: ${summaryText(report)}`;
+}
+
+/** What kind of build, why, and what it did, in one line. */
+export function summaryText(report: BuildReport): string {
   const parts = [
     `${report.written} written`,
     `${report.unchanged} unchanged`,
@@ -108,7 +113,7 @@ export function summary(report: BuildReport): string {
     `${report.skipped.length} skipped`,
   ];
   if (report.failed.length > 0) parts.push(`${report.failed.length} failed`);
-  return `vidfeeds: ${describeMode(report)}: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+  return `${describeMode(report)}: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
 }
 
 /** "incremental build (…)" / "full build (…)": what kind of build it was and why. */
