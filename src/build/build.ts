@@ -316,7 +316,7 @@ function siteIndex(reader: SiteReader, site: SiteContext): SiteIndex {
       for (const row of reader.users()) if (site.paths.problem(row.username) === null) yield row.username;
     },
     *videoIds() {
-      for (const row of reader.videos()) if (site.paths.problem(row.publicId) === null) yield row.publicId;
+      for (const id of reader.publishableVideoIds()) if (site.paths.problem(id) === null) yield id;
     },
   };
 }

@@ -16,9 +16,13 @@ import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
 const FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 const ENTITY_SHAPED_AMPERSAND = /&(?=[A-Za-z]+;|#\d+;)/g;
 
-/** Text as XML 1.0 can carry it: forbidden characters removed. */
+/**
+ * Text as XML 1.0 can carry it: forbidden characters removed, and line ends as every XML parser
+ * reports them (CR LF and a lone CR become LF, XML 1.0 section 2.11), so a value reads back exactly
+ * as we hold it, and equals the same value in a JSON form.
+ */
 export function xmlChars(text: string): string {
-  return text.replace(FORBIDDEN, '');
+  return text.replace(FORBIDDEN, '').replace(/\r\n?/g, '\n');
 }
 
 /** Text ready for the builder's `txt` or `att`. */

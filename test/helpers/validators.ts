@@ -133,3 +133,35 @@ print(json.dumps(out, default=str))
     cleanup();
   }
 }
+
+export interface ParsedOpml {
+  bozo: boolean;
+  bozo_exception: string | null;
+  meta: Record<string, unknown>;
+  feeds: Array<{ url: string; title: string; categories: string[][]; tags: string[] }>;
+  lists: unknown[];
+  opportunities: unknown[];
+}
+
+/** Reads OPML subscription lists with Python's listparser (Debian python3-listparser). */
+export function listparser(documents: Record<string, string>): Record<string, ParsedOpml> {
+  const { files, cleanup } = materialise(documents, '.opml');
+  try {
+    const script = `
+import sys, json, listparser
+out = {}
+for path in sys.argv[1:]:
+    d = listparser.parse(path)
+    out[path] = {"bozo": bool(d.bozo), "bozo_exception": str(d.get("bozo_exception")) if d.bozo else None,
+                 "meta": d.meta, "feeds": d.feeds, "lists": d.lists, "opportunities": d.opportunities}
+print(json.dumps(out, default=str))
+`;
+    const result = spawnSync('/usr/bin/python3', ['-c', script, ...files], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+    if (result.status !== 0) throw new Error(`listparser failed (is python3-listparser installed? .ci/run installs it): ${result.stderr}`);
+    const parsed = JSON.parse(result.stdout) as Record<string, ParsedOpml>;
+    const names = Object.keys(documents);
+    return Object.fromEntries(files.map((file, i) => [names[i]!, parsed[file]!]));
+  } finally {
+    cleanup();
+  }
+}
