@@ -125,6 +125,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   };
   let lastProgress = 0;
   let verify = false;
+  /** An owner gained a document: the published names may have changed. */
+  let newPaths = false;
   /** The change log as the build's snapshot saw it. */
   let log: ChangeLogPosition | undefined;
 
@@ -136,11 +138,13 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       const failure = { format: format.name, key, path, message: (error as Error).message };
       report.failed.push(failure);
       reporter?.warn?.(`failed: ${format.name} of ${showName(key)} (${path}): ${failure.message}`);
+      if (state.previous(path) === undefined) newPaths = true;
       state.keep(path);
       return;
     }
     const hash = createHash('sha1').update(body).digest();
     const previous = state.previous(path);
+    if (previous === undefined) newPaths = true;
     const same = verify
       ? (writer.holds?.(path, body) ?? false)
       : previous !== undefined && previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length;
@@ -211,8 +215,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     }
   };
 
-  /** Renders the affected owners; returns the paths they (and the site files) no longer produce. */
-  const renderAffected = (affected: AffectedOwners): string[] => {
+  /**
+   * Renders the affected owners, and the site files when the published names may have changed
+   * (an owner gained or lost a document: created, renamed, published or withdrawn). Returns the
+   * paths they no longer produce.
+   */
+  const renderAffected = (affected: AffectedOwners): { stale: string[]; siteFiles: boolean } => {
     if (affected.users === 'all') {
       if (userFormats.length > 0) for (const row of reader.users()) renderUser(row);
     } else {
@@ -229,7 +237,6 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
         if (row !== null) renderVideo(row);
       }
     }
-    if (affected.siteFiles) renderSiteFiles();
     const stale: string[] = [];
     const collect = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
       if (owners === 'all') stale.push(...state.staleOwned(kind));
@@ -237,8 +244,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     };
     collect('user', affected.users);
     collect('video', affected.videos);
-    if (affected.siteFiles) stale.push(...state.staleOwned('site'));
-    return stale;
+    const siteFiles = affected.siteFiles || newPaths || stale.length > 0;
+    if (siteFiles) {
+      renderSiteFiles();
+      stale.push(...state.staleOwned('site'));
+    }
+    return { stale, siteFiles };
   };
 
   // What earlier builds left, read before this build marks itself as running.
@@ -267,8 +278,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
         const { changeLog } = deps.incremental!;
         const affected = affectedOwners(changeLog.since(plan.from!, log!.position), changeLog.lookups);
         report.changes = log!.position - plan.from!;
-        report.owners = { ...countOwners(affected), siteFiles: affected.siteFiles, unknownTables: affected.unknownTables };
-        return renderAffected(affected);
+        const { stale, siteFiles } = renderAffected(affected);
+        report.owners = { ...countOwners(affected), siteFiles, unknownTables: affected.unknownTables };
+        return stale;
       }
 
       renderSiteFiles();

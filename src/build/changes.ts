@@ -13,7 +13,8 @@
  * as people (friends, group owners, uploaders, attention suppliers); videos (uploads, saved, history,
  * group featured videos, attention sources) with their uploader, category and tags; every category
  * (APML lists them all). A video's documents read the video, its uploader, its category and tags.
- * Site files (the sitemap) read only the set of published names.
+ * Site files (the sitemap) read only the set of published names: the build renders them when an
+ * affected owner gained or lost documents.
  */
 
 export type ChangeOp = 'insert' | 'update' | 'delete';
@@ -65,7 +66,11 @@ export interface OwnerLookups {
 export interface AffectedOwners {
   users: ReadonlySet<number> | 'all';
   videos: ReadonlySet<number> | 'all';
-  /** The set of published names may have changed: the site files (sitemap) are rendered again. */
+  /**
+   * The site files must be rendered again whatever the owners' documents show (unknown tables).
+   * Otherwise the build decides: they are rendered when an owner gained or lost a document, since
+   * they list only published names (src/build/build.ts).
+   */
   siteFiles: boolean;
   /** Tables the change log named that this code does not know: everything is rendered again. */
   unknownTables: readonly string[];
@@ -104,7 +109,6 @@ export function affectedOwners(changes: Iterable<ChangeRecord>, lookups: OwnerLo
   const unknown = new Set<string>();
   let categoriesChanged = false;
   const categories = new Set<number>();
-  let siteFiles = false;
 
   const add = (set: Set<number>, value: number | null) => {
     if (value !== null) set.add(value);
@@ -126,13 +130,11 @@ export function affectedOwners(changes: Iterable<ChangeRecord>, lookups: OwnerLo
         if (change.op !== 'update' || change.new?.person_changed === 1 || differs(change, 'username') || differs(change, 'state')) {
           both(change, 'id', people);
         }
-        if (differs(change, 'username') || differs(change, 'state')) siteFiles = true;
         break;
       case 'videos':
         both(change, 'id', videos);
         // The uploader before and after: a video moved to another user leaves one feed for another.
         both(change, 'user_id', users);
-        if (differs(change, 'public_id') || differs(change, 'visibility') || differs(change, 'user_id')) siteFiles = true;
         break;
       case 'video_tags':
         both(change, 'video_id', videos);
@@ -180,7 +182,7 @@ export function affectedOwners(changes: Iterable<ChangeRecord>, lookups: OwnerLo
   if (groups.size > 0) addAll(users, lookups.membersOfGroups(ids(groups)));
   if (tags.size > 0) addAll(users, lookups.usersInterestedIn(ids(tags)));
 
-  return { users: categoriesChanged ? 'all' : users, videos, siteFiles, unknownTables: [] };
+  return { users: categoriesChanged ? 'all' : users, videos, siteFiles: false, unknownTables: [] };
 }
 
 /** How many owners an `AffectedOwners` names, for the summary. */

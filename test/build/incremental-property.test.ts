@@ -137,6 +137,13 @@ const MUTATIONS: Record<string, Mutation> = {
     db.prepare(`UPDATE videos SET visibility = CASE visibility WHEN 'public' THEN 'private' ELSE 'public' END WHERE id = ?`).run(id);
     return `video ${id} privacy flipped`;
   },
+  breakOrFixVideoUrl(db, r) {
+    // A video whose file URL is not http(s) is not published (nor listed in the sitemap).
+    const id = r.row(db, 'videos');
+    const url = r.chance(0.5) ? 'javascript:alert(1)' : `https://cdn.example.org/fixed${++serial}.flv`;
+    db.prepare('UPDATE videos SET file_url = ? WHERE id = ?').run(url, id);
+    return `video ${id} file_url ${url}`;
+  },
   moveVideo(db, r) {
     const id = r.row(db, 'videos');
     const user = r.row(db, 'users');

@@ -77,7 +77,6 @@ describe('change log (migration 2)', () => {
     const affected = affectedOwners(changes, log.lookups);
     expect(affected.users).toEqual(new Set([alice.id, bob.id]));
     expect(affected.videos).toEqual(new Set([video.id]));
-    expect(affected.siteFiles).toBe(true);
   });
 
   it('answers the owner look-ups in SQL', () => {
