@@ -26,7 +26,7 @@ describe('vidfeeds build', () => {
     const result = cli(['build', '--db', db, '--out', join(dir, 'out')], { cwd: dir });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(/^vidfeeds: \d+ documents in \d+\.\d\ds: \d+ written, 0 unchanged, 0 removed, 0 skipped\n$/);
+    expect(result.stderr).toMatch(/^vidfeeds: full build \(first build: no saved state\): \d+ documents in \d+\.\d\ds: \d+ written, 0 unchanged, 0 removed, 0 skipped\n$/);
     // No progress line when stderr is not a terminal.
     expect(result.stderr).not.toContain('\r');
     expect(existsSync(join(dir, 'out', 'alice', 'rss', 'index.rss'))).toBe(true);

@@ -1,6 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { STAGING_DIR } from '../../src/build/output-writer.js';
 
 /** A file of an output tree: its bytes and what tells a rewrite from an untouched file. */
 export interface TreeFile {
@@ -9,14 +8,14 @@ export interface TreeFile {
   ino: bigint;
 }
 
-/** Every file under `root` (the staging folder left out), by `/`-separated relative path. */
+/** Every served file under `root` (dot-named entries, such as a writer's staging, left out), by `/`-separated path. */
 export function readTree(root: string): Map<string, TreeFile> {
   const files = new Map<string, TreeFile>();
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const full = join(dir, entry.name);
+      if (entry.name.startsWith('.')) continue;
       if (entry.isDirectory()) {
-        if (dir === root && entry.name === STAGING_DIR) continue;
         walk(full);
       } else {
         const stat = statSync(full, { bigint: true });
