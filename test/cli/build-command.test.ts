@@ -151,7 +151,8 @@ describe('vidfeeds demo', () => {
     expect(cli(['demo', '--db', b, '--users', '25', '--seed', '3']).code).toBe(0);
     const dump = (file: string) => {
       const conn = new Database(file, { readonly: true });
-      const tables = conn.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).all() as Array<{ name: string }>;
+      // site_meta holds the database's random identity (docs/database.md): two databases are never one.
+      const tables = conn.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'site_meta' ORDER BY name`).all() as Array<{ name: string }>;
       const text = tables.map((t) => JSON.stringify(conn.prepare(`SELECT * FROM "${t.name}"`).raw().all())).join('\n');
       conn.close();
       return text;
