@@ -154,6 +154,19 @@ export class BuildState {
     return this.getMeta('basis_dropped');
   }
 
+  /**
+   * A partial build added or removed documents without rendering the site files, which list the
+   * published names: the next build renders them.
+   */
+  siteFilesStale(): boolean {
+    return this.getMeta('site_files_stale') !== null;
+  }
+
+  setSiteFilesStale(stale: boolean): void {
+    if (stale) this.setMeta('site_files_stale', '1');
+    else this.deleteMeta('site_files_stale');
+  }
+
   /** A build began on this state and never finished (it was killed, or crashed). */
   interrupted(): boolean {
     return this.getMeta('in_progress') !== null;

@@ -244,10 +244,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     };
     collect('user', affected.users);
     collect('video', affected.videos);
-    const siteFiles = affected.siteFiles || newPaths || stale.length > 0;
+    // A partial build since the last one may have added or removed documents without them.
+    const siteFiles = affected.siteFiles || newPaths || stale.length > 0 || saved.siteFilesStale;
     if (siteFiles) {
       renderSiteFiles();
       stale.push(...state.staleOwned('site'));
+      state.setSiteFilesStale(false);
     }
     return { stale, siteFiles };
   };
@@ -259,6 +261,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     interrupted: state.interrupted(),
     replacedVersion: state.replacedVersion,
     empty: state.count() === 0,
+    siteFilesStale: state.siteFilesStale(),
   };
   state.begin();
   try {
@@ -288,7 +291,11 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       if (videoFormats.length > 0) for (const row of reader.videos(options.user)) renderVideo(row);
       // What an earlier build wrote, in this build's scope, that this build did not produce.
       const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
-      return [...state.stale(scope)];
+      const stale = [...state.stale(scope)];
+      if (plan.mode === 'full') state.setSiteFilesStale(false);
+      // A partial build does not render the site files: the next build must, if names came or went.
+      else if (newPaths || stale.length > 0) state.setSiteFilesStale(true);
+      return stale;
     });
 
     for (const path of stale) {
