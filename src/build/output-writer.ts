@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 /**
@@ -12,6 +12,8 @@ export interface OutputWriter {
   size(path: string): number | null;
   /** Removes the file at `path` if it is there; returns whether it was. */
   remove(path: string): boolean;
+  /** Whether the file at `path` holds exactly `body` (to check a tree after an interrupted build). */
+  holds?(path: string, body: Buffer): boolean;
 }
 
 /** Name of the staging folder inside the output root; dot-named, so it is never served. */
@@ -75,6 +77,16 @@ export class DirectoryWriter implements OutputWriter {
     }
   }
 
+  holds(path: string, body: Buffer): boolean {
+    try {
+      const full = this.target(path);
+      const stat = statSync(full, { throwIfNoEntry: false });
+      return stat !== undefined && stat.isFile() && stat.size === body.length && readFileSync(full).equals(body);
+    } catch {
+      return false;
+    }
+  }
+
   remove(path: string): boolean {
     const full = this.target(path);
     try {
@@ -120,6 +132,10 @@ export class MemoryWriter implements OutputWriter {
 
   remove(path: string): boolean {
     return this.files.delete(path);
+  }
+
+  holds(path: string, body: Buffer): boolean {
+    return this.files.get(path)?.equals(body) ?? false;
   }
 
   text(path: string): string {

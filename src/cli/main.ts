@@ -7,6 +7,7 @@ import { registerHosting } from './commands/hosting.js';
 import { registerServe } from './commands/serve.js';
 import { registerInit } from './commands/init.js';
 import { registerRecommend } from './commands/recommend.js';
+import { registerWatch } from './commands/watch.js';
 import { EXIT, isUsageError } from './errors.js';
 import { processConsole, type Console } from './output.js';
 
@@ -37,6 +38,7 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerRecommend(program, io, setExit);
   registerHosting(program, io, setExit);
   registerServe(program, io, setExit);
+  registerWatch(program, io, setExit);
 
   try {
     await program.parseAsync(argv);

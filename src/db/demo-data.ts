@@ -270,6 +270,8 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
     }
     // alice belongs to more than 20 groups, including the hidden one and the one a suspended user owns.
     for (let g = 1; g <= Math.min(groups, 30); g++) ins.member.run(g, 1, EPOCH + g * DAY);
+    // A new site has no history worth keeping: its first build is a full one (docs/incremental.md).
+    db.exec('DELETE FROM change_log');
   })();
   return { users: Math.max(options.users, SHOWCASE.length), videos: videoCount };
 }

@@ -241,12 +241,16 @@ export class SiteReader {
     this.stmt = {
       usersAll: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE ${PUBLISHED_USER} ORDER BY u.username`),
       userByName: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.username = ? AND ${PUBLISHED_USER}`),
+      userById: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.id = ? AND ${PUBLISHED_USER}`),
       userRaw: p<RawUser>(`SELECT * FROM users WHERE id = ?`),
       videosAll: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
       videosOfUser: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      videoRowById: p<VideoRow>(
+        `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`,
       ),
       publishableKeys: p<Pick<RawVideo, 'public_id' | 'file_url' | 'thumbnail_url'>>(
         `SELECT v.public_id, v.file_url, v.thumbnail_url FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
@@ -341,6 +345,16 @@ export class SiteReader {
   /** Published videos, by public id; or those of the one user named. */
   videos(ofUser?: string): Iterable<VideoRow> {
     return ofUser === undefined ? this.stmt.videosAll.iterate() : this.stmt.videosOfUser.all(ofUser);
+  }
+
+  /** The published user with this id, or null (gone, or not published). */
+  userRow(id: number): UserRow | null {
+    return this.stmt.userById.get(id) ?? null;
+  }
+
+  /** The published video with this id, or null (gone, or not published). */
+  videoRow(id: number): VideoRow | null {
+    return this.stmt.videoRowById.get(id) ?? null;
   }
 
   /**

@@ -26,7 +26,7 @@ describe('vidfeeds build', () => {
     const result = cli(['build', '--db', db, '--out', join(dir, 'out')], { cwd: dir });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(/^vidfeeds: \d+ documents in \d+\.\d\ds: \d+ written, 0 unchanged, 0 removed, 0 skipped\n$/);
+    expect(result.stderr).toMatch(/^vidfeeds: full build \(first build: no saved state\): \d+ documents in \d+\.\d\ds: \d+ written, 0 unchanged, 0 removed, 0 skipped\n$/);
     // No progress line when stderr is not a terminal.
     expect(result.stderr).not.toContain('\r');
     expect(existsSync(join(dir, 'out', 'alice', 'rss', 'index.rss'))).toBe(true);
@@ -151,7 +151,8 @@ describe('vidfeeds demo', () => {
     expect(cli(['demo', '--db', b, '--users', '25', '--seed', '3']).code).toBe(0);
     const dump = (file: string) => {
       const conn = new Database(file, { readonly: true });
-      const tables = conn.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).all() as Array<{ name: string }>;
+      // site_meta holds the database's random identity (docs/database.md): two databases are never one.
+      const tables = conn.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'site_meta' ORDER BY name`).all() as Array<{ name: string }>;
       const text = tables.map((t) => JSON.stringify(conn.prepare(`SELECT * FROM "${t.name}"`).raw().all())).join('\n');
       conn.close();
       return text;

@@ -1,12 +1,10 @@
 import type { Command } from 'commander';
-import { resolve } from 'node:path';
-import { BuildState, defaultStateFile } from '../../build/build-state.js';
-import { runBuild, type BuildReport } from '../../build/build.js';
-import { DirectoryWriter } from '../../build/output-writer.js';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { defaultStateFile } from '../../build/build-state.js';
+import type { BuildReport } from '../../build/build.js';
+import { buildSite } from '../../build/site-build.js';
 import { createSiteContext } from '../../build/site-context.js';
 import { loadConfig } from '../../config/config.js';
-import { openForReading } from '../../db/open-database.js';
-import { SiteReader } from '../../db/site-reader.js';
 import { FORMATS } from '../../formats/registry.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
@@ -18,6 +16,7 @@ interface BuildFlags extends ConfigFlags {
   state?: string;
   only?: string;
   user?: string;
+  full?: boolean;
 }
 
 /** The typed options of one build, from raw flags. Everything is checked before a file is touched. */
@@ -27,6 +26,28 @@ export interface BuildRequest {
   stateFile: string;
   only?: Set<string>;
   user?: string;
+  full: boolean;
+}
+
+/** The typed request of a build from its flags; refuses a state file inside the served tree. */
+export function buildRequest(flags: { db: string; out: string; state?: string; only?: string; user?: string; full?: boolean }): BuildRequest {
+  const request: BuildRequest = {
+    db: resolve(flags.db),
+    out: resolve(flags.out),
+    stateFile: resolve(flags.state ?? defaultStateFile(flags.out)),
+    only: flags.only === undefined ? undefined : parseFormatList(flags.only),
+    user: flags.user,
+    full: flags.full ?? false,
+  };
+  if (request.user !== undefined && request.user === '') throw new UsageError('--user needs a name');
+  if (request.full && (request.only !== undefined || request.user !== undefined)) {
+    throw new UsageError('--full renders everything: it cannot be combined with --only or --user');
+  }
+  const inside = relative(request.out, request.stateFile);
+  if (inside === '' || !(inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside))) {
+    throw new UsageError(`--state ${request.stateFile} is inside the output directory ${request.out}, which is served: put it elsewhere`);
+  }
+  return request;
 }
 
 const MAX_WARNINGS = 50;
@@ -54,39 +75,24 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       .option('--out <dir>', 'output directory', 'out')
       .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
       .option('--only <formats>', 'comma-separated format names to build (see `vidfeeds formats`)')
-      .option('--user <name>', "build only this user's documents and their videos'"),
+      .option('--user <name>', "build only this user's documents and their videos'")
+      .option('--full', 'render everything, even when an incremental build is possible'),
   ).action((flags: BuildFlags) => {
     const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-    const request: BuildRequest = {
-      db: resolve(flags.db),
-      out: resolve(flags.out),
-      stateFile: resolve(flags.state ?? defaultStateFile(flags.out)),
-      only: flags.only === undefined ? undefined : parseFormatList(flags.only),
-      user: flags.user,
-    };
-    if (request.user !== undefined && request.user === '') throw new UsageError('--user needs a name');
+    const request = buildRequest(flags);
     const site = createSiteContext(config, FORMATS);
-    const db = openForReading(request.db);
-    const reader = new SiteReader(db, config.recommendationsCount);
-    const state = new BuildState(request.stateFile);
-    const writer = new DirectoryWriter(request.out);
     let warnings = 0;
-    let report: BuildReport;
-    try {
-      report = runBuild(
-        { reader, writer, state, site, formats: FORMATS, reporter: {
-          progress: io.interactive ? (done) => process.stderr.write(`\r${done} documents…`) : undefined,
-          warn: (message) => {
-            if (++warnings <= MAX_WARNINGS) io.err(`${io.interactive ? '\r' : ''}vidfeeds: ${message}`);
-          },
-        } },
-        { only: request.only, user: request.user, strict: config.strict },
-      );
-    } finally {
-      writer.close();
-      state.close();
-      db.close();
-    }
+    const report = buildSite({
+      ...request,
+      config,
+      site,
+      reporter: {
+        progress: io.interactive ? (done) => process.stderr.write(`\r${done} documents…`) : undefined,
+        warn: (message) => {
+          if (++warnings <= MAX_WARNINGS) io.err(`${io.interactive ? '\r' : ''}vidfeeds: ${message}`);
+        },
+      },
+    });
     if (io.interactive) process.stderr.write('\r\x1b[K');
     if (warnings > MAX_WARNINGS) io.err(`vidfeeds: … and ${warnings - MAX_WARNINGS} more warnings`);
     io.err(summary(report));
@@ -95,6 +101,11 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
 }
 
 export function summary(report: BuildReport): string {
+  return `vidfeeds: ${summaryText(report)}`;
+}
+
+/** What kind of build, why, and what it did, in one line. */
+export function summaryText(report: BuildReport): string {
   const parts = [
     `${report.written} written`,
     `${report.unchanged} unchanged`,
@@ -102,5 +113,15 @@ export function summary(report: BuildReport): string {
     `${report.skipped.length} skipped`,
   ];
   if (report.failed.length > 0) parts.push(`${report.failed.length} failed`);
-  return `vidfeeds: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+  return `${describeMode(report)}: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+}
+
+/** "incremental build (…)" / "full build (…)": what kind of build it was and why. */
+export function describeMode(report: BuildReport): string {
+  if (report.mode !== 'incremental' || report.owners === undefined) return `${report.mode} build (${report.reason})`;
+  const { users, videos, siteFiles } = report.owners;
+  if (report.changes === 0) return 'incremental build (no changes since the last build)';
+  const owners = `${users} users, ${videos} videos${siteFiles ? ', site files' : ''}`;
+  const unknown = report.owners.unknownTables.length === 0 ? '' : `; unknown tables ${report.owners.unknownTables.join(', ')} in the log: all rendered`;
+  return `incremental build (${report.changes} changes since the last build → ${owners}${unknown})`;
 }
