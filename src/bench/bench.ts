@@ -40,7 +40,7 @@ const TARGETS = { fullOverFloor: 1.5, peakRssMb: 300, noChangeOverFull: 0.1, one
  * the one-video measurement below then runs (edit one video in the run's database copy, build
  * again into the same tree with the same state).
  */
-const INCREMENTAL_BUILDS = false;
+const INCREMENTAL_BUILDS = true;
 
 interface ChildResult {
   seconds: number;
@@ -130,7 +130,7 @@ function buildArgs(db: string, out: string, extra: string[] = []): string[] {
 
 /** The "N documents in ..." summary the CLI prints. */
 function documentsOf(result: ChildResult): number {
-  const match = /vidfeeds: (\d+) documents in/.exec(result.stderr);
+  const match = /(\d+) documents in/.exec(result.stderr);
   if (!match) throw new Error(`no build summary in:\n${result.stderr.slice(-2000)}`);
   return Number(match[1]);
 }

@@ -1,11 +1,11 @@
 import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { tempName } from '../build/output-writer.js';
+import { dirname, join } from 'node:path';
+import { STAGING_DIR } from '../build/output-writer.js';
 
 /**
  * The floor: writes the bytes of a finished build to the same paths under a fresh directory, the
- * way DirectoryWriter does (write beside under a hidden name, rename into place, mkdir when the
- * directory changes) and nothing else. The bytes come from a pack made beforehand (see pack.ts),
+ * way DirectoryWriter does (write beside, in the staging folder on the same file system, rename
+ * into place, mkdir when the directory changes) and nothing else. The bytes come from a pack made beforehand (see pack.ts),
  * read sequentially in large chunks, which costs next to nothing beside creating the files.
  * Usage: node dist/bench/floor.js <pack> <out dir>
  */
@@ -31,6 +31,9 @@ function next(size: number): Buffer {
 }
 
 const started = process.hrtime.bigint();
+const staging = join(out, STAGING_DIR);
+mkdirSync(staging, { recursive: true });
+let counter = 0;
 let lastDir = '';
 for (const line of index) {
   const tab = line.indexOf('\t');
@@ -41,7 +44,7 @@ for (const line of index) {
     mkdirSync(dir, { recursive: true });
     lastDir = dir;
   }
-  const temp = join(dir, tempName(basename(full)));
+  const temp = join(staging, `${process.pid}-${counter++}`);
   const fd = openSync(temp, 'w', 0o644);
   let offset = 0;
   while (offset < body.length) offset += writeSync(fd, body, offset, body.length - offset);

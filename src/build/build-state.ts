@@ -3,14 +3,19 @@ import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
 /**
- * What earlier builds wrote: every output path with the hash and size of its bytes, the format
- * and the user it belongs to. It lets a build leave byte-identical files untouched and remove
- * exactly the files an earlier build wrote that this one no longer produces, and nothing else.
+ * What earlier builds wrote: every output path with the hash and size of its bytes, the format,
+ * the owner it belongs to (a user, a video, or the site) and the username it is filed under. It lets
+ * a build leave byte-identical files untouched and remove exactly the files an earlier build wrote
+ * that this one no longer produces, and nothing else.
+ *
+ * It also keeps the basis of the last complete build (vidfeeds version, hashes of configuration,
+ * format table and templates, database identity, change log position): an incremental build may
+ * follow only from the same basis (src/build/incremental.ts).
  *
  * It is a small SQLite file kept outside the served tree (by default `.vidfeeds/<out>.state.sqlite`
  * beside the output directory), queried per path so memory stays flat in site size.
  */
-export const STATE_VERSION = 1;
+export const STATE_VERSION = 2;
 
 /** Stale outputs are read this many at a time. */
 const STALE_PAGE = 1000;
@@ -20,11 +25,26 @@ export interface PreviousOutput {
   size: number;
 }
 
+/** Who a document belongs to: its owner's documents are rendered (and pruned) together. */
+export type Owner = { kind: 'user' | 'video'; id: number } | { kind: 'site' };
+export type OwnerKind = Owner['kind'];
+
 /** Which outputs a build is responsible for: outputs outside the scope are never pruned. */
 export interface PruneScope {
   formats: ReadonlySet<string>;
   /** Only outputs that belong to this user (their documents and their videos'). */
   user?: string;
+}
+
+/** What a complete build was made from and how far into the change log it had applied. */
+export interface BuildBasis {
+  vidfeedsVersion: string;
+  configHash: string;
+  formatsHash: string;
+  templatesHash: string;
+  databaseId: string;
+  /** The change log position of the build's snapshot: changes after it are not in the tree. */
+  position: number;
 }
 
 export function defaultStateFile(outDir: string): string {
@@ -37,36 +57,41 @@ export class BuildState {
   private readonly stmt;
   private pending = 0;
   buildId = 0;
+  /** The version of the state file found when it was another one (its basis is dropped), else null. */
+  readonly replacedVersion: number | null = null;
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS outputs (
-        path    TEXT PRIMARY KEY,
-        format  TEXT NOT NULL,
-        user    TEXT,
-        hash    BLOB NOT NULL,
-        size    INTEGER NOT NULL,
-        build   INTEGER NOT NULL
-      );
-      CREATE INDEX IF NOT EXISTS outputs_user ON outputs(user);
-    `);
+    this.db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     const version = this.getMeta('state_version');
     if (version !== null && version !== String(STATE_VERSION)) {
-      // A state of another version is not trusted: start over (the next build is a full one).
-      this.db.exec('DELETE FROM outputs; DELETE FROM meta;');
+      this.replacedVersion = Number(version);
+      this.replaceLayout();
     }
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS outputs (
+        path        TEXT PRIMARY KEY,
+        format      TEXT NOT NULL,
+        owner_kind  TEXT,
+        owner_id    INTEGER,
+        user        TEXT,
+        hash        BLOB NOT NULL,
+        size        INTEGER NOT NULL,
+        build       INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS outputs_user ON outputs(user);
+      CREATE INDEX IF NOT EXISTS outputs_owner ON outputs(owner_kind, owner_id);
+    `);
     this.setMeta('state_version', String(STATE_VERSION));
     this.stmt = {
       get: this.db.prepare<[string], PreviousOutput>('SELECT hash, size FROM outputs WHERE path = ?'),
       put: this.db.prepare(
-        `INSERT INTO outputs (path, format, user, hash, size, build) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT(path) DO UPDATE SET format = excluded.format, user = excluded.user, hash = excluded.hash,
-           size = excluded.size, build = excluded.build`,
+        `INSERT INTO outputs (path, format, owner_kind, owner_id, user, hash, size, build) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(path) DO UPDATE SET format = excluded.format, owner_kind = excluded.owner_kind, owner_id = excluded.owner_id,
+           user = excluded.user, hash = excluded.hash, size = excluded.size, build = excluded.build`,
       ),
       touch: this.db.prepare('UPDATE outputs SET build = ? WHERE path = ?'),
       forget: this.db.prepare('DELETE FROM outputs WHERE path = ?'),
@@ -78,8 +103,36 @@ export class BuildState {
       staleUser: this.db.prepare<[number, string, string], { path: string; format: string }>(
         `SELECT path, format FROM outputs WHERE build <> ? AND user = ? AND path > ? ORDER BY path LIMIT ${STALE_PAGE}`,
       ),
+      staleOwner: this.db.prepare<[string, number, number], string>(
+        'SELECT path FROM outputs WHERE owner_kind = ? AND owner_id = ? AND build <> ? ORDER BY path',
+      ).pluck(),
+      staleKind: this.db.prepare<[string, number], string>('SELECT path FROM outputs WHERE owner_kind = ? AND build <> ? ORDER BY path').pluck(),
       count: this.db.prepare<[], { n: number }>('SELECT count(*) AS n FROM outputs'),
     };
+  }
+
+  /**
+   * A state of another layout: keep only what every layout has (the paths and their hashes), so
+   * the full build that follows still removes the files earlier builds wrote and it does not.
+   */
+  private replaceLayout(): void {
+    this.db.exec('DROP TABLE IF EXISTS outputs_old');
+    const hasOutputs = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outputs'`).get() !== undefined;
+    this.db.transaction(() => {
+      if (hasOutputs) this.db.exec('ALTER TABLE outputs RENAME TO outputs_old');
+      this.db.exec(`DELETE FROM meta; DROP INDEX IF EXISTS outputs_user; DROP INDEX IF EXISTS outputs_owner;`);
+      this.db.exec(`CREATE TABLE outputs (
+        path TEXT PRIMARY KEY, format TEXT NOT NULL, owner_kind TEXT, owner_id INTEGER, user TEXT,
+        hash BLOB NOT NULL, size INTEGER NOT NULL, build INTEGER NOT NULL)`);
+      if (hasOutputs) {
+        try {
+          this.db.exec(`INSERT INTO outputs (path, format, hash, size, build) SELECT path, format, hash, size, 0 FROM outputs_old`);
+        } catch {
+          this.db.exec(`INSERT INTO outputs (path, format, hash, size, build) SELECT path, '', x'', -1, 0 FROM outputs_old`);
+        }
+        this.db.exec('DROP TABLE outputs_old');
+      }
+    })();
   }
 
   getMeta(key: string): string | null {
@@ -91,10 +144,47 @@ export class BuildState {
     this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
   }
 
-  /** Starts a build: a new build id, and one write transaction, committed in batches. */
+  private deleteMeta(key: string): void {
+    this.db.prepare('DELETE FROM meta WHERE key = ?').run(key);
+  }
+
+  /** The basis of the last complete build, or null when there is none to follow from. */
+  basis(): BuildBasis | null {
+    const text = this.getMeta('basis');
+    return text === null ? null : (JSON.parse(text) as BuildBasis);
+  }
+
+  /** Why there is no basis, when an earlier build dropped it (failures), else null. */
+  basisDropped(): string | null {
+    return this.getMeta('basis_dropped');
+  }
+
+  /**
+   * A partial build added or removed documents without rendering the site files, which list the
+   * published names: the next build renders them.
+   */
+  siteFilesStale(): boolean {
+    return this.getMeta('site_files_stale') !== null;
+  }
+
+  setSiteFilesStale(stale: boolean): void {
+    if (stale) this.setMeta('site_files_stale', '1');
+    else this.deleteMeta('site_files_stale');
+  }
+
+  /** A build began on this state and never finished (it was killed, or crashed). */
+  interrupted(): boolean {
+    return this.getMeta('in_progress') !== null;
+  }
+
+  /**
+   * Starts a build: a new build id, a mark that a build is running (committed at once, so a killed
+   * build is noticed by the next one), and one write transaction, committed in batches.
+   */
   begin(): number {
     this.buildId = Number(this.getMeta('last_build') ?? '0') + 1;
     this.setMeta('last_build', String(this.buildId));
+    this.setMeta('in_progress', new Date().toISOString());
     this.db.exec('BEGIN');
     return this.buildId;
   }
@@ -103,8 +193,8 @@ export class BuildState {
     return this.stmt.get.get(path);
   }
 
-  record(path: string, format: string, user: string | null, hash: Buffer, size: number): void {
-    this.stmt.put.run(path, format, user, hash, size, this.buildId);
+  record(path: string, format: string, owner: Owner, user: string | null, hash: Buffer, size: number): void {
+    this.stmt.put.run(path, format, owner.kind, owner.kind === 'site' ? null : owner.id, user, hash, size, this.buildId);
     this.tick();
   }
 
@@ -131,8 +221,31 @@ export class BuildState {
     }
   }
 
+  /** Outputs of one owner (or of every owner of a kind) that this build did not produce. */
+  staleOwned(kind: OwnerKind, id?: number): string[] {
+    return id === undefined ? this.stmt.staleKind.all(kind, this.buildId) : this.stmt.staleOwner.all(kind, id, this.buildId);
+  }
+
   count(): number {
     return this.stmt.count.get()!.n;
+  }
+
+  /**
+   * Ends a build's records. `basis` is what the next incremental build follows from: the new
+   * basis, the old one kept (a partial build, or an incremental one with failures), or a reason to
+   * have none (a full build with failures: the next build is full again).
+   */
+  finish(basis: BuildBasis | { dropped: string } | 'keep'): void {
+    if (basis !== 'keep') {
+      if ('dropped' in basis) {
+        this.deleteMeta('basis');
+        this.setMeta('basis_dropped', basis.dropped);
+      } else {
+        this.setMeta('basis', JSON.stringify(basis));
+        this.deleteMeta('basis_dropped');
+      }
+    }
+    this.deleteMeta('in_progress');
   }
 
   /** Commits the build's records. */

@@ -1,18 +1,29 @@
 import { createHash } from 'node:crypto';
-import type { SiteReader } from '../db/site-reader.js';
+import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
+import type { SiteReader, UserRow, VideoRow } from '../db/site-reader.js';
 import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { SiteContext } from '../model/site-context.js';
 import type { SiteIndex, UserPart } from '../model/views.js';
 import { showName } from '../paths/names.js';
-import type { BuildState } from './build-state.js';
-import type { OutputWriter } from './output-writer.js';
+import type { BuildState, Owner } from './build-state.js';
+import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
+import { basisOf, planBuild, type BuildFingerprint, type BuildMode } from './incremental.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from './shard.js';
+import type { OutputWriter } from './output-writer.js';
 
 /**
  * The build: read (one snapshot of the database) → view models → render → write → prune.
  * It knows nothing of the command line, the terminal or where files go: the writer, the state
  * and the reporter are handed in, so tests run it in memory.
+ *
+ * With a change log and a saved basis it is incremental (docs/incremental.md): inside the same
+ * snapshot it reads the changes since the last build, finds the owners they affect
+ * (src/build/changes.ts) and renders only those owners' documents, and the site files when the
+ * set of published names may have changed.
  */
+
+/** How many skipped rows and failures a report keeps in full; the rest are only counted. */
+export const REPORT_KEEPS = 100;
 
 export interface BuildOptions {
   /** Format names to build; all when absent. */
@@ -21,6 +32,8 @@ export interface BuildOptions {
   user?: string;
   /** An unpublishable row stops the build instead of being skipped. */
   strict?: boolean;
+  /** Render everything even when an incremental build is possible. */
+  full?: boolean;
   /** Build only this shard's part of the site (src/build/shard.ts); site-wide files only in shard 1. */
   shard?: ShardSpec;
 }
@@ -40,9 +53,6 @@ export interface Failure {
   message: string;
 }
 
-/** How many skipped rows and failures a report keeps in full; the rest are only counted. */
-export const REPORT_KEEPS = 100;
-
 export interface BuildReport {
   written: number;
   unchanged: number;
@@ -56,6 +66,12 @@ export interface BuildReport {
   documents: number;
   bytesWritten: number;
   seconds: number;
+  mode: BuildMode;
+  /** Why the build was full, incremental or partial. */
+  reason: string;
+  /** Incremental builds: how many changes were applied and how many owners they affected. */
+  changes?: number;
+  owners?: { users: number | 'all'; videos: number | 'all'; siteFiles: boolean; unknownTables: readonly string[] };
 }
 
 export interface BuildReporter {
@@ -72,6 +88,11 @@ export interface BuildDeps {
   site: SiteContext;
   formats: readonly Format[];
   reporter?: BuildReporter;
+  /**
+   * The change log on the reader's connection and the fingerprint of this build's configuration,
+   * templates and formats. Without them every build renders everything.
+   */
+  incremental?: { changeLog: ChangeLog; fingerprint: BuildFingerprint };
 }
 
 /** An unpublishable row under --strict. Exit code 1. */
@@ -112,10 +133,17 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     documents: 0,
     bytesWritten: 0,
     seconds: 0,
+    mode: 'full',
+    reason: '',
   };
   let lastProgress = 0;
+  let verify = false;
+  /** An owner gained a document: the published names may have changed. */
+  let newPaths = false;
+  /** The change log as the build's snapshot saw it. */
+  let log: ChangeLogPosition | undefined;
 
-  const emit = (format: Format, path: string, key: string, user: string | null, render: () => string) => {
+  const emit = (format: Format, path: string, key: string, owner: Owner, user: string | null, render: () => string) => {
     let body: Buffer;
     try {
       body = Buffer.from(render(), 'utf8');
@@ -123,19 +151,24 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       const failure = { format: format.name, key, path, message: (error as Error).message };
       fail(failure);
       reporter?.warn?.(`failed: ${format.name} of ${showName(key)} (${path}): ${failure.message}`);
+      if (state.previous(path) === undefined) newPaths = true;
       state.keep(path);
       return;
     }
     const hash = createHash('sha1').update(body).digest();
     const previous = state.previous(path);
-    if (previous !== undefined && previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length) {
+    if (previous === undefined) newPaths = true;
+    const same = verify
+      ? (writer.holds?.(path, body) ?? false)
+      : previous !== undefined && previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length;
+    if (same) {
       report.unchanged++;
     } else {
       writer.write(path, body);
       report.written++;
       report.bytesWritten += body.length;
     }
-    state.record(path, format.name, user, hash, body.length);
+    state.record(path, format.name, owner, user, hash, body.length);
     report.documents++;
     if (reporter?.progress && report.documents - lastProgress >= 500) {
       lastProgress = report.documents;
@@ -144,73 +177,151 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   };
 
   // Kept in memory up to a cap, counted beyond: a site of bad rows must not grow the build.
-  const fail = (failure: Failure) => {
+  function fail(failure: Failure): void {
     if (++report.failedCount <= REPORT_KEEPS) report.failed.push(failure);
-  };
+  }
   const skip = (skipped: Skipped) => {
     if (options.strict) throw new StrictModeError(skipped);
     if (++report.skippedCount <= REPORT_KEEPS) report.skipped.push(skipped);
     reporter?.warn?.(`skipped ${skipped.kind} ${showName(skipped.key)}: ${describeSkip(skipped)}`);
   };
 
+  const renderSiteFiles = () => {
+    for (const format of siteFormats) {
+      const index = siteIndex(reader, site);
+      let files;
+      try {
+        files = format.render(index, site);
+      } catch (error) {
+        fail({ format: format.name, key: '', path: format.file, message: (error as Error).message });
+        reporter?.warn?.(`failed: ${format.name} (${format.file}): ${(error as Error).message}`);
+        continue;
+      }
+      for (const file of files) emit(format, file.file, '', { kind: 'site' }, null, () => file.body);
+    }
+  };
+
+  const renderUser = (row: UserRow) => {
+    if (!ownsKey(options.shard, row.username)) return;
+    const problem = site.paths.problem(row.username);
+    if (problem !== null) {
+      skip({ kind: 'user', key: row.username, reason: problem, isName: true });
+      return;
+    }
+    const bundle = reader.userBundle(row.id, parts);
+    const owner: Owner = { kind: 'user', id: row.id };
+    for (const format of userFormats) {
+      emit(format, site.paths.file(format, row.username), row.username, owner, row.username, () => format.render(bundle, site));
+    }
+  };
+
+  const renderVideo = (row: VideoRow) => {
+    if (!ownsKey(options.shard, row.publicId)) return;
+    const problem = site.paths.problem(row.publicId);
+    if (problem !== null) {
+      skip({ kind: 'video', key: row.publicId, reason: problem, isName: true });
+      return;
+    }
+    const video = reader.video(row.id);
+    if (video === null) return;
+    if ('problem' in video) {
+      skip({ kind: 'video', key: row.publicId, reason: video.problem, isName: false });
+      return;
+    }
+    const owner: Owner = { kind: 'video', id: row.id };
+    for (const format of videoFormats) {
+      emit(format, site.paths.file(format, row.publicId), row.publicId, owner, video.uploader.username, () => format.render({ video }, site));
+    }
+  };
+
+  /**
+   * Renders the affected owners, and the site files when the published names may have changed
+   * (an owner gained or lost a document: created, renamed, published or withdrawn). Returns the
+   * paths they no longer produce.
+   */
+  const renderAffected = (affected: AffectedOwners): { stale: string[]; siteFiles: boolean } => {
+    if (affected.users === 'all') {
+      if (userFormats.length > 0) for (const row of reader.users()) renderUser(row);
+    } else {
+      for (const id of [...affected.users].sort((a, b) => a - b)) {
+        const row = reader.userRow(id);
+        if (row !== null) renderUser(row);
+      }
+    }
+    if (affected.videos === 'all') {
+      if (videoFormats.length > 0) for (const row of reader.videos()) renderVideo(row);
+    } else {
+      for (const id of [...affected.videos].sort((a, b) => a - b)) {
+        const row = reader.videoRow(id);
+        if (row !== null) renderVideo(row);
+      }
+    }
+    const stale: string[] = [];
+    const collect = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
+      if (owners === 'all') stale.push(...state.staleOwned(kind));
+      else for (const id of owners) stale.push(...state.staleOwned(kind, id));
+    };
+    collect('user', affected.users);
+    collect('video', affected.videos);
+    // A partial build since the last one may have added or removed documents without them.
+    const siteFiles = affected.siteFiles || newPaths || stale.length > 0 || saved.siteFilesStale;
+    if (siteFiles) {
+      renderSiteFiles();
+      stale.push(...state.staleOwned('site'));
+      state.setSiteFilesStale(false);
+    }
+    return { stale, siteFiles };
+  };
+
+  // What earlier builds left, read before this build marks itself as running.
+  const saved = {
+    basis: state.basis(),
+    basisDropped: state.basisDropped(),
+    interrupted: state.interrupted(),
+    replacedVersion: state.replacedVersion,
+    empty: state.count() === 0,
+    siteFilesStale: state.siteFilesStale(),
+  };
   state.begin();
   try {
-    reader.snapshot(() => {
-      for (const format of siteFormats) {
-        const index = siteIndex(reader, site);
-        let files;
-        try {
-          files = format.render(index, site);
-        } catch (error) {
-          fail({ format: format.name, key: '', path: format.file, message: (error as Error).message });
-          reporter?.warn?.(`failed: ${format.name} (${format.file}): ${(error as Error).message}`);
-          continue;
-        }
-        for (const file of files) emit(format, file.file, '', null, () => file.body);
+    const stale = reader.snapshot(() => {
+      log = deps.incremental?.changeLog.current();
+      const plan = planBuild({
+        state: saved,
+        fingerprint: deps.incremental?.fingerprint,
+        log,
+        options,
+      });
+      report.mode = plan.mode;
+      report.reason = plan.reason;
+      verify = plan.verify;
+
+      if (plan.mode === 'incremental') {
+        const { changeLog } = deps.incremental!;
+        const affected = affectedOwners(changeLog.since(plan.from!, log!.position), changeLog.lookups);
+        report.changes = log!.position - plan.from!;
+        const { stale, siteFiles } = renderAffected(affected);
+        report.owners = { ...countOwners(affected), siteFiles, unknownTables: affected.unknownTables };
+        return stale;
       }
 
-      if (userFormats.length > 0) {
-        for (const row of reader.users(options.user)) {
-          if (!ownsKey(options.shard, row.username)) continue;
-          const problem = site.paths.problem(row.username);
-          if (problem !== null) {
-            skip({ kind: 'user', key: row.username, reason: problem, isName: true });
-            continue;
-          }
-          const bundle = reader.userBundle(row.id, parts);
-          for (const format of userFormats) {
-            emit(format, site.paths.file(format, row.username), row.username, row.username, () => format.render(bundle, site));
-          }
-        }
-      }
-
-      if (videoFormats.length > 0) {
-        for (const row of reader.videos(options.user)) {
-          if (!ownsKey(options.shard, row.publicId)) continue;
-          const problem = site.paths.problem(row.publicId);
-          if (problem !== null) {
-            skip({ kind: 'video', key: row.publicId, reason: problem, isName: true });
-            continue;
-          }
-          const video = reader.video(row.id);
-          if (video === null) continue;
-          if ('problem' in video) {
-            skip({ kind: 'video', key: row.publicId, reason: video.problem, isName: false });
-            continue;
-          }
-          for (const format of videoFormats) {
-            emit(format, site.paths.file(format, row.publicId), row.publicId, video.uploader.username, () => format.render({ video }, site));
-          }
-        }
-      }
+      renderSiteFiles();
+      if (userFormats.length > 0) for (const row of reader.users(options.user)) renderUser(row);
+      if (videoFormats.length > 0) for (const row of reader.videos(options.user)) renderVideo(row);
+      // What an earlier build wrote, in this build's scope, that this build did not produce.
+      const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
+      const stale = [...state.stale(scope)];
+      if (plan.mode === 'full') state.setSiteFilesStale(false);
+      // A partial build does not render the site files: the next build must, if names came or went.
+      else if (newPaths || stale.length > 0) state.setSiteFilesStale(true);
+      return stale;
     });
 
-    // Prune: what an earlier build wrote, in this build's scope, that this build did not produce.
-    const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
-    for (const path of state.stale(scope)) {
+    for (const path of stale) {
       if (writer.remove(path)) report.removed++;
       state.forget(path);
     }
+    finishState(deps, report, log);
     state.commit();
   } catch (error) {
     state.rollback();
@@ -220,6 +331,22 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   return report;
 }
 
+/**
+ * What the next build may follow from. A complete build without failures moves the basis to its
+ * snapshot; a partial build, or an incremental one with failures (its changes are applied again
+ * next time), keeps the old one; a full build with failures leaves none, so the next is full too.
+ */
+function finishState(deps: BuildDeps, report: BuildReport, log: ChangeLogPosition | undefined): void {
+  const { state, incremental } = deps;
+  if (report.mode === 'partial') return state.finish('keep');
+  if (report.failedCount > 0) {
+    return state.finish(report.mode === 'incremental' ? 'keep' : { dropped: `the last full build had ${report.failedCount} failed documents` });
+  }
+  if (incremental === undefined || log === undefined) return state.finish({ dropped: 'the last build had no change log to follow' });
+  // The position read inside the build's snapshot: changes committed after it are the next build's.
+  state.finish(basisOf(incremental.fingerprint, log));
+}
+
 /** Published keys for site-wide documents: only names that can be paths (the rest are reported elsewhere). */
 function siteIndex(reader: SiteReader, site: SiteContext): SiteIndex {
   return {
@@ -227,7 +354,7 @@ function siteIndex(reader: SiteReader, site: SiteContext): SiteIndex {
       for (const row of reader.users()) if (site.paths.problem(row.username) === null) yield row.username;
     },
     *videoIds() {
-      for (const row of reader.videos()) if (site.paths.problem(row.publicId) === null) yield row.publicId;
+      for (const id of reader.publishableVideoIds()) if (site.paths.problem(id) === null) yield id;
     },
   };
 }

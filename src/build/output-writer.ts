@@ -1,5 +1,5 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 
 /**
  * Where a build puts its files. The pipeline talks only to this interface, so it runs against
@@ -12,32 +12,30 @@ export interface OutputWriter {
   size(path: string): number | null;
   /** Removes the file at `path` if it is there; returns whether it was. */
   remove(path: string): boolean;
+  /** Whether the file at `path` holds exactly `body` (to check a tree after an interrupted build). */
+  holds?(path: string, body: Buffer): boolean;
 }
 
-/**
- * The temporary name a file is written under before it is renamed into place: hidden (a dot file
- * is never served, nor a valid user or video name), beside the target so the rename stays inside
- * one directory. It is the same for every build, so a file left by a killed build is replaced the
- * next time that document is written.
- */
-export function tempName(file: string): string {
-  return `.${file}.vidfeeds-tmp`;
-}
+/** Name of the staging folder inside the output root; dot-named, so it is never served. */
+export const STAGING_DIR = '.vidfeeds-staging';
 
 /**
- * Writes into a directory. Every file is written beside its target under a hidden temporary name
- * and renamed into place, so a reader sees the old file or the new one, never a part.
- *
- * This is the build's hot loop with the file system: per file one open, write, close and rename,
- * and a mkdir only when the directory changes (docs/performance.md).
+ * Writes into a directory. Every file is written beside (in the staging folder of the same file
+ * system) and renamed into place, so a reader sees the old file or the new one, never a part.
+ * A killed build leaves at most files in the staging folder, which the next build clears.
  */
 export class DirectoryWriter implements OutputWriter {
   readonly root: string;
+  private readonly staging: string;
+  private counter = 0;
   private lastDir = '';
 
   constructor(root: string, private readonly durable = false) {
     this.root = resolve(root);
+    this.staging = join(this.root, STAGING_DIR);
     mkdirSync(this.root, { recursive: true });
+    rmSync(this.staging, { recursive: true, force: true });
+    mkdirSync(this.staging);
   }
 
   /** Resolves a relative output path, refusing anything that would land outside the root. */
@@ -47,6 +45,7 @@ export class DirectoryWriter implements OutputWriter {
     if (rel === '' || rel.startsWith('..') || rel.split(sep).includes('..') || resolve(this.root, rel) !== full) {
       throw new Error(`refusing to write outside the output directory: ${JSON.stringify(path)}`);
     }
+    if (rel.split(sep)[0] === STAGING_DIR) throw new Error(`refusing to write into the staging folder: ${path}`);
     return full;
   }
 
@@ -57,7 +56,7 @@ export class DirectoryWriter implements OutputWriter {
       mkdirSync(dir, { recursive: true });
       this.lastDir = dir;
     }
-    const temp = join(dir, tempName(basename(full)));
+    const temp = join(this.staging, `${process.pid}-${this.counter++}`);
     const fd = openSync(temp, 'w', 0o644);
     try {
       let offset = 0;
@@ -75,6 +74,16 @@ export class DirectoryWriter implements OutputWriter {
       return stat?.isFile() ? stat.size : null;
     } catch {
       return null;
+    }
+  }
+
+  holds(path: string, body: Buffer): boolean {
+    try {
+      const full = this.target(path);
+      const stat = statSync(full, { throwIfNoEntry: false });
+      return stat !== undefined && stat.isFile() && stat.size === body.length && readFileSync(full).equals(body);
+    } catch {
+      return false;
     }
   }
 
@@ -98,8 +107,10 @@ export class DirectoryWriter implements OutputWriter {
     return true;
   }
 
-  /** Called when a build ends; nothing is left to clean (kept for the callers' symmetry). */
-  close(): void {}
+  /** Removes the staging folder; called when a build ends. */
+  close(): void {
+    rmSync(this.staging, { recursive: true, force: true });
+  }
 }
 
 /** Keeps files in memory: for tests and for renderers' callers that want bytes, not files. */
@@ -121,6 +132,10 @@ export class MemoryWriter implements OutputWriter {
 
   remove(path: string): boolean {
     return this.files.delete(path);
+  }
+
+  holds(path: string, body: Buffer): boolean {
+    return this.files.get(path)?.equals(body) ?? false;
   }
 
   text(path: string): string {

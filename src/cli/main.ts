@@ -3,7 +3,11 @@ import { VIDFEEDS_VERSION } from '../build/site-context.js';
 import { registerBuild } from './commands/build.js';
 import { registerDemo } from './commands/demo.js';
 import { registerFormats } from './commands/formats.js';
+import { registerHosting } from './commands/hosting.js';
+import { registerServe } from './commands/serve.js';
 import { registerInit } from './commands/init.js';
+import { registerRecommend } from './commands/recommend.js';
+import { registerWatch } from './commands/watch.js';
 import { EXIT, isUsageError } from './errors.js';
 import { processConsole, type Console } from './output.js';
 
@@ -31,6 +35,10 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerDemo(program, io, setExit);
   registerBuild(program, io, setExit);
   registerFormats(program, io, setExit);
+  registerRecommend(program, io, setExit);
+  registerHosting(program, io, setExit);
+  registerServe(program, io, setExit);
+  registerWatch(program, io, setExit);
 
   try {
     await program.parseAsync(argv);

@@ -130,7 +130,7 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
       const first = pick(FIRST);
       const last = pick(LAST);
       const username = show?.username ?? `${first.toLowerCase()}${id}`;
-      const state = show?.state ?? (random() < 0.02 ? 'suspended' : 'active');
+      const state = show ? (show.state ?? 'active') : random() < 0.02 ? 'suspended' : 'active';
       const everything = show?.everything ?? false;
       const nothing = show?.nothing ?? false;
       const hostile = show?.hostile ?? false;
@@ -258,7 +258,8 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
     // Groups: some owned by inactive users, one hidden, featured videos that may be private.
     const groups = Math.max(30, Math.floor(users / 4));
     for (let g = 1; g <= groups; g++) {
-      const owner = g === 1 ? 1 : g === 2 ? 3 : int(1, users);
+      // Group 1 is alice's, 2 a suspended user's, 4 mallory's (hostile text).
+      const owner = g === 1 ? 1 : g === 2 ? 3 : g === 4 ? 9 : int(1, users);
       const hidden = g === 3 ? 1 : 0;
       const created = EPOCH + int(0, 300) * DAY;
       const title = g === 4 ? `${HOSTILE.markup} ${HOSTILE.cdataEnd}` : `${pick(WORDS)} lovers ${g}`;
@@ -268,7 +269,9 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
       for (let m = 0; m < members; m++) ins.member.run(g, int(1, users), created + int(0, 60) * DAY);
     }
     // alice belongs to more than 20 groups, including the hidden one and the one a suspended user owns.
-    for (let g = 1; g <= Math.min(groups, 24); g++) ins.member.run(g, 1, EPOCH + g * DAY);
+    for (let g = 1; g <= Math.min(groups, 30); g++) ins.member.run(g, 1, EPOCH + g * DAY);
+    // A new site has no history worth keeping: its first build is a full one (docs/incremental.md).
+    db.exec('DELETE FROM change_log');
   })();
   return { users: Math.max(options.users, SHOWCASE.length), videos: videoCount };
 }

@@ -12,13 +12,30 @@ export class DatabaseError extends Error {
 
 /** Opens an existing site database read-only, refusing any schema version but the current one. */
 export function openForReading(file: string): Database.Database {
+  const db = openExisting(file, true);
+  db.pragma('query_only = ON');
+  return db;
+}
+
+/**
+ * Opens an existing site database to add to it (a stored recommendation), refusing any schema
+ * version but the current one. Unlike `openForWriting` it creates nothing, migrates nothing and
+ * leaves the journal mode as the site set it: the database is the site's, not ours.
+ */
+export function openForUpdate(file: string): Database.Database {
+  const db = openExisting(file, false);
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  return db;
+}
+
+function openExisting(file: string, readonly: boolean): Database.Database {
   if (!existsSync(file)) {
     throw new DatabaseError(`database ${file} does not exist: create it with \`vidfeeds init --db ${file}\` or \`vidfeeds demo --db ${file}\``);
   }
   let db: Database.Database;
   try {
-    db = new Database(file, { readonly: true, fileMustExist: true });
-    db.pragma('query_only = ON');
+    db = new Database(file, { readonly, fileMustExist: true });
   } catch (error) {
     throw new DatabaseError(`database ${file} cannot be opened: ${(error as Error).message}`);
   }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
+import { segmentProblem } from '../paths/names.js';
 import { fromUnix } from '../render/dates.js';
 import { webUrl } from '../render/urls.js';
 import type {
@@ -41,6 +42,14 @@ export interface VideoRow {
   id: number;
   publicId: string;
 }
+
+/**
+ * A video looked up by its public id, as oEmbed answers it (PRODUCT.md decision 2): `private`
+ * (401) only when the uploader is published and the video is not public; a video of a suspended
+ * or deleted user, or a row that cannot be published, is `missing` (404) like an unknown id, so
+ * nothing about it is revealed.
+ */
+export type VideoLookup = { status: 'published'; video: VideoView } | { status: 'private' } | { status: 'missing' };
 
 interface RawUser {
   id: number;
@@ -124,7 +133,11 @@ const VIDEO_COLUMNS = `
 
 /** SHA-1 hex of `mailto:` + address, as FOAF's mbox_sha1sum defines it. */
 export function mboxSha1(email: string): string {
-  return createHash('sha1').update(`mailto:${email}`).digest('hex');
+  return sha1Hex(`mailto:${email}`);
+}
+
+function sha1Hex(text: string): string {
+  return createHash('sha1').update(text).digest('hex');
 }
 
 function person(raw: RawPerson): PersonRef {
@@ -138,7 +151,7 @@ function person(raw: RawPerson): PersonRef {
 }
 
 /** Why a video row cannot be published though it is public, or null. */
-function videoProblem(raw: RawVideo): string | null {
+function videoProblem(raw: Pick<RawVideo, 'file_url' | 'thumbnail_url'>): string | null {
   if (webUrl(raw.file_url) === null) return 'has a file_url that is not an absolute http(s) URL';
   if (webUrl(raw.thumbnail_url) === null) return 'has a thumbnail_url that is not an absolute http(s) URL';
   return null;
@@ -193,7 +206,14 @@ function userView(raw: RawUser): UserView {
     avatarUrl: webUrl(raw.avatar_url),
     openidUrl: webUrl(raw.openid_url),
     chatIds: chatShown
-      ? { aim: raw.aim_chat_id, yahoo: raw.yahoo_chat_id, msn: raw.msn_chat_id, icq: raw.icq_chat_id, jabber: raw.jabber_chat_id }
+      ? {
+          aim: raw.aim_chat_id || null,
+          yahoo: raw.yahoo_chat_id || null,
+          // E-mail-shaped ids: published only as their hash (seed 2.3, "some are hashed").
+          msnSha1: raw.msn_chat_id ? sha1Hex(raw.msn_chat_id) : null,
+          icq: raw.icq_chat_id || null,
+          jabberSha1: raw.jabber_chat_id ? sha1Hex(raw.jabber_chat_id) : null,
+        }
       : null,
     address: hasAddress
       ? {
@@ -221,12 +241,23 @@ export class SiteReader {
     this.stmt = {
       usersAll: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE ${PUBLISHED_USER} ORDER BY u.username`),
       userByName: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.username = ? AND ${PUBLISHED_USER}`),
+      userById: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.id = ? AND ${PUBLISHED_USER}`),
       userRaw: p<RawUser>(`SELECT * FROM users WHERE id = ?`),
       videosAll: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
       videosOfUser: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      videoRowById: p<VideoRow>(
+        `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`,
+      ),
+      publishableKeys: p<Pick<RawVideo, 'public_id' | 'file_url' | 'thumbnail_url'>>(
+        `SELECT v.public_id, v.file_url, v.thumbnail_url FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      videoStatus: p<{ id: number; status: 'published' | 'private' | 'missing' }>(
+        `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${PUBLISHED_USER} THEN 'private' ELSE 'missing' END AS status
+         FROM videos v JOIN users u ON u.id = v.user_id WHERE v.public_id = ?`,
       ),
       videoById: p<RawVideo>(`SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`),
       uploads: p<RawVideo>(
@@ -271,7 +302,7 @@ export class SiteReader {
         duration_seconds: number | null; created_at: number;
       }>(
         `SELECT id, title, link, image, description, duration_seconds, created_at FROM recommendations
-         WHERE user_id = ? AND is_public = 1 ORDER BY created_at DESC, id DESC LIMIT ?`,
+         WHERE user_id = ? AND is_public = 1 ORDER BY created_at DESC, id DESC`,
       ),
       concepts: p<{ category: string; value: number | null; updated_at: number | null }>(
         `SELECT c.name AS category, a.value, a.updated_at FROM categories c
@@ -316,12 +347,45 @@ export class SiteReader {
     return ofUser === undefined ? this.stmt.videosAll.iterate() : this.stmt.videosOfUser.all(ofUser);
   }
 
+  /** The published user with this id, or null (gone, or not published). */
+  userRow(id: number): UserRow | null {
+    return this.stmt.userById.get(id) ?? null;
+  }
+
+  /** The published video with this id, or null (gone, or not published). */
+  videoRow(id: number): VideoRow | null {
+    return this.stmt.videoRowById.get(id) ?? null;
+  }
+
+  /**
+   * Public ids of the videos a build publishes, in order, without the rows it skips for their
+   * data (see `video`), so that site-wide lists (the sitemap) never point at a document that is
+   * not there. Names that cannot be paths are the caller's to filter.
+   */
+  *publishableVideoIds(): Iterable<string> {
+    for (const row of this.stmt.publishableKeys.iterate()) if (videoProblem(row) === null) yield row.public_id;
+  }
+
   /** A published video, or why a public video cannot be published, or null if it is not public. */
   video(id: number): VideoView | { problem: string } | null {
     const raw = this.stmt.videoById.get(id);
     if (!raw) return null;
     const problem = videoProblem(raw);
     return problem === null ? video(raw) : { problem };
+  }
+
+  /**
+   * A video by its public id, for answering one request (`vidfeeds serve`). A published row whose
+   * id cannot be a path segment or whose URLs cannot be published is `missing`, as the build
+   * skips it. Names taken by site-wide files are the caller's to check (`site.paths.problem`).
+   */
+  videoByPublicId(publicId: string): VideoLookup {
+    const row = this.stmt.videoStatus.get(publicId);
+    if (row === undefined || row.status === 'missing') return { status: 'missing' };
+    if (row.status === 'private') return { status: 'private' };
+    if (segmentProblem(publicId, () => false) !== null) return { status: 'missing' };
+    const found = publishable(this.video(row.id));
+    return found === null ? { status: 'missing' } : { status: 'published', video: found };
   }
 
   /** Loads a user's data, only the parts asked for (the others stay empty). */
@@ -381,16 +445,31 @@ export class SiteReader {
     return { source: 'none', videos: [] };
   }
 
-  private recommendationsOf(userId: number): RecommendationView[] {
-    return this.stmt.recommendations.all(userId, this.recommendationsCount).map((r) => ({
-      id: r.id,
-      title: r.title,
-      link: r.link,
-      image: r.image,
-      description: r.description,
-      durationSeconds: r.duration_seconds,
-      createdAt: fromUnix(r.created_at),
-    }));
+  /**
+   * The newest public recommendations whose link and image are web URLs. The URL check cannot be
+   * SQL, so the rows are read newest first and the scan stops as soon as `count` are kept: a
+   * LIMIT in SQL would come up short whenever an unpublishable row is among the newest.
+   */
+  private recommendationsOf(userId: number, count = this.recommendationsCount): RecommendationView[] {
+    const kept: RecommendationView[] = [];
+    if (count <= 0) return kept;
+    for (const r of this.stmt.recommendations.iterate(userId)) {
+      const link = webUrl(r.link);
+      const image = webUrl(r.image);
+      if (link === null || image === null) continue;
+      kept.push({
+        id: r.id,
+        title: r.title,
+        link,
+        image,
+        description: r.description,
+        durationSeconds: r.duration_seconds,
+        createdAt: fromUnix(r.created_at),
+      });
+      // Returning from the loop closes the iterator, which frees the statement.
+      if (kept.length >= count) break;
+    }
+    return kept;
   }
 
   private conceptsOf(userId: number): AttentionConcept[] {
@@ -410,16 +489,23 @@ export class SiteReader {
     }));
   }
 
+  /** The reading list; an entry whose feed URL is not a web URL has nothing to subscribe to and is left out. */
   private readingListOf(userId: number): ReadingListEntry[] {
-    return this.stmt.readingList.all(userId).map((r) => ({
-      category: r.category,
-      title: r.title,
-      description: r.description,
-      htmlUrl: r.html_url,
-      xmlUrl: r.xml_url,
-      createdAt: fromUnix(r.created_at),
-      updatedAt: fromUnix(r.updated_at),
-    }));
+    const entries: ReadingListEntry[] = [];
+    for (const r of this.stmt.readingList.all(userId)) {
+      const xmlUrl = webUrl(r.xml_url);
+      if (xmlUrl === null) continue;
+      entries.push({
+        category: r.category,
+        title: r.title,
+        description: r.description,
+        htmlUrl: webUrl(r.html_url),
+        xmlUrl,
+        createdAt: fromUnix(r.created_at),
+        updatedAt: fromUnix(r.updated_at),
+      });
+    }
+    return entries;
   }
 }
 
@@ -433,5 +519,5 @@ function publishable(result: VideoView | { problem: string } | null): VideoView 
 }
 
 function accountView(r: { service_homepage_url: string; account_name: string; profile_url: string }): OnlineAccount {
-  return { serviceHomepageUrl: webUrl(r.service_homepage_url) ?? '', accountName: r.account_name, profileUrl: webUrl(r.profile_url) ?? '' };
+  return { serviceHomepageUrl: webUrl(r.service_homepage_url), accountName: r.account_name, profileUrl: webUrl(r.profile_url) };
 }

@@ -1,10 +1,17 @@
 import type { Format } from './format.js';
+import { apml } from './apml.js';
 import { atom } from './atom.js';
 import { crossdomain } from './crossdomain.js';
+import { foaf } from './foaf.js';
+import { hcard } from './hcard.js';
+import { oembed, oembedHtmlFormat, oembedJsonFormat, oembedXmlFormat } from './oembed.js';
+import { opml } from './opml.js';
 import { opensearch } from './opensearch.js';
+import { recommendations } from './recommendations.js';
 import { robots } from './robots.js';
 import { rss } from './rss.js';
 import { sitemap } from './sitemap.js';
+import { xspf } from './xspf.js';
 
 /**
  * The format table: every document vidfeeds publishes. The renderer, the writer, the sitemap, the
@@ -15,6 +22,17 @@ export const FORMATS: readonly Format[] = [
   // per user
   rss,
   atom,
+  recommendations,
+  foaf,
+  hcard,
+  xspf,
+  apml,
+  opml,
+  // per video
+  oembed,
+  oembedJsonFormat,
+  oembedXmlFormat,
+  oembedHtmlFormat,
   // site-wide
   sitemap,
   robots,

@@ -14,12 +14,19 @@ export interface Address {
   countryName: string;
 }
 
+/**
+ * Chat ids, only when the user chose to show them. MSN and Jabber ids are e-mail-shaped
+ * addresses (user@host); the seed publishes them hashed ("some are hashed"), so the view carries
+ * only their SHA-1 hex, never the address.
+ */
 export interface ChatIds {
   aim: string | null;
   yahoo: string | null;
-  msn: string | null;
+  /** SHA-1 hex of the MSN id. */
+  msnSha1: string | null;
   icq: string | null;
-  jabber: string | null;
+  /** SHA-1 hex of the Jabber id. */
+  jabberSha1: string | null;
 }
 
 export interface UserView {
@@ -90,9 +97,11 @@ export interface GroupView {
 }
 
 export interface OnlineAccount {
-  serviceHomepageUrl: string;
+  /** Null when the stored value is not an absolute http(s) URL. */
+  serviceHomepageUrl: string | null;
   accountName: string;
-  profileUrl: string;
+  /** Null when the stored value is not an absolute http(s) URL. */
+  profileUrl: string | null;
 }
 
 export interface RecommendationView {
@@ -123,7 +132,9 @@ export interface ReadingListEntry {
   category: string | null;
   title: string;
   description: string;
-  htmlUrl: string;
+  /** Null when the stored value is not an absolute http(s) URL. */
+  htmlUrl: string | null;
+  /** Always an absolute http(s) URL: entries without one are left out (nothing to subscribe to). */
   xmlUrl: string;
   createdAt: Date;
   updatedAt: Date;
@@ -157,7 +168,10 @@ export interface UserBundle {
    * public viewing history if the user made it public (PRODUCT.md decision 4); else empty.
    */
   playlist: { source: 'saved' | 'history' | 'none'; videos: VideoView[] };
-  /** Public recommendations, newest first, at most the configured count. */
+  /**
+   * Public recommendations whose link and image are absolute http(s) URLs, newest first, at most
+   * the configured count.
+   */
   recommendations: RecommendationView[];
   attention: { concepts: AttentionConcept[]; sources: AttentionSource[] };
   readingList: ReadingListEntry[];

@@ -39,6 +39,11 @@ export class SitePaths {
     return `${this.base}/${file}`;
   }
 
+  /** The site's home page: the base URL with its trailing slash (`https://example.org/videos/`). */
+  home(): string {
+    return `${this.base}/`;
+  }
+
   /** URL path (no scheme or host) of a file under out/, as a server sees the request. */
   urlPathOfFile(relativeFile: string): string {
     return `${this.basePath}/${relativeFile.split('/').map(encodeURIComponent).join('/')}`;
@@ -51,8 +56,7 @@ export class SitePaths {
 
   /** Names that site-wide files take at the top of the tree. */
   isReserved(name: string): boolean {
-    const lower = name.toLowerCase();
-    return this.siteFiles.some((f) => f.file.toLowerCase() === lower || (f.alsoWrites?.test(lower) ?? false));
+    return isSiteFileName(name, this.siteFiles);
   }
 
   userPage(username: string): string {
@@ -61,6 +65,39 @@ export class SitePaths {
 
   videoPage(publicId: string): string {
     return this.fill(this.pages.video, { video: publicId });
+  }
+
+  /**
+   * The video id of one of the site's video pages: the inverse of `videoPage`, for oEmbed's `url`
+   * parameter. The scheme may differ (sites answer on http and https), a fragment is ignored, and
+   * so is a query when the page template has none. Anything else gives null.
+   */
+  videoIdOfPage(pageUrl: string): string | null {
+    let url: URL;
+    try {
+      url = new URL(pageUrl);
+    } catch {
+      return null;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    const template = this.pages.video.replaceAll('{base}', this.base);
+    const at = template.indexOf('{video}');
+    const templateUrl = new URL(template.replaceAll('{video}', 'x'));
+    url.hash = '';
+    if (templateUrl.search === '') url.search = '';
+    url.protocol = templateUrl.protocol;
+    const normal = url.href;
+    const prefix = new URL(template.slice(0, at) + 'x').href.slice(0, -1);
+    const suffix = template.slice(at + '{video}'.length).replaceAll('{video}', '');
+    if (!normal.startsWith(prefix) || !normal.endsWith(suffix) || normal.length < prefix.length + suffix.length + 1) return null;
+    const raw = normal.slice(prefix.length, normal.length - suffix.length);
+    // The id is one segment: a raw `/`, `?` or `#` means another page of the site.
+    if (/[/?#]/.test(raw)) return null;
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return null;
+    }
   }
 
   groupPage(slug: string): string {
@@ -81,6 +118,12 @@ export class SitePaths {
     for (const [name, value] of Object.entries(values)) out = out.replaceAll(`{${name}}`, encodeURIComponent(value));
     return out;
   }
+}
+
+/** Whether `name` is taken at the top of the tree by one of the site-wide `formats`. */
+export function isSiteFileName(name: string, formats: readonly Format[]): boolean {
+  const lower = name.toLowerCase();
+  return formats.some((f) => f.scope === 'site' && (f.file.toLowerCase() === lower || (f.alsoWrites?.test(lower) ?? false)));
 }
 
 /**

@@ -42,3 +42,10 @@ export function latest(dates: Iterable<Date>, fallback: Date): Date {
   for (const date of dates) if (best === null || date.getTime() > best.getTime()) best = date;
   return best ?? fallback;
 }
+
+/** The earliest of some dates, or `fallback` when there are none. */
+export function earliest(dates: Iterable<Date>, fallback: Date): Date {
+  let best: Date | null = null;
+  for (const date of dates) if (best === null || date.getTime() < best.getTime()) best = date;
+  return best ?? fallback;
+}

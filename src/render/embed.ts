@@ -1,86 +1,141 @@
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { PlayerConfig } from '../config/config.js';
 import type { VideoView } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
-import { loadTemplate, type CompiledTemplate } from './templates.js';
+import { recommendations } from '../formats/recommendations.js';
+import { loadTemplate, TemplateError, templateProblem, type CompiledTemplate } from './templates.js';
+import { xmlChars } from './xml.js';
 
-/** Renders the player markup of a video (oEmbed `html`, the `/oembed/html` document). */
+/**
+ * The player markup of a video (oEmbed `html`, the `/oembed/html` document), rendered from the
+ * configured Handlebars template: `templates/embed/<player.template>.hbs`, looked up first in the
+ * site's own `player.templatesDir`, then among the shipped ones (`flash`, `html5`).
+ * docs/oembed.md lists the context a template gets.
+ */
 export interface EmbedRenderer {
   /** Markup for `video` at the given size (the configured player size when absent). */
-  render(video: VideoView, size?: { width: number; height: number }): string;
+  render(video: VideoView, size?: PlayerSize): string;
   /** The template file in use and its text, so a change of template can be detected. */
   readonly templateFile: string;
   readonly templateSource: string;
 }
 
-/**
- * The values an embed template sees. Every value is plain text; the template escapes it with
- * `{{ }}`, so nothing from the database can leave an attribute.
- */
-export interface EmbedContext {
+export interface PlayerSize {
   width: number;
   height: number;
+}
+
+/**
+ * The values an embed template sees. Every value is plain text or a number; the template escapes
+ * it with `{{ }}`, so nothing from the database can leave an attribute. URLs are absolute http(s)
+ * (the reader drops anything else) and the flashvars values are already URL-encoded.
+ */
+export interface EmbedContext {
+  /** The player size: the configured one, or smaller when an oEmbed consumer asked for a maximum. */
+  width: number;
+  height: number;
+  videoId: string;
   title: string;
   pageUrl: string;
   fileUrl: string;
   fileType: string;
   thumbnailUrl: string;
+  thumbnailWidth: number;
+  thumbnailHeight: number;
+  /** Null when the video has no captions. */
   captionsUrl: string | null;
+  /** Null when unknown. */
+  durationSeconds: number | null;
+  authorName: string;
+  authorUrl: string;
+  /** The uploader's recommendation list (seed 2.1), which the Flash player shows after the video. */
+  recommendationsUrl: string;
   player: PlayerConfig;
-  /** The Flash `flashvars` value: names and URL-encoded values joined with `&`. */
+  /** The Flash `flashvars` value of the `object`: names and URL-encoded values joined with `&`. */
   flashvars: string;
-  /** The same list for the `embed` fallback, which also carries `width`. */
+  /** The same list for the `embed` fallback, which also carries `width` (seed 2.2). */
   flashvarsEmbed: string;
 }
 
 export function createEmbedRenderer(player: PlayerConfig, paths: SitePaths, sampleVideo: VideoView): EmbedRenderer {
-  const context = (video: VideoView, size?: { width: number; height: number }) => embedContext(video, player, paths, size);
+  checkTemplatesDir(player);
+  const context = (video: VideoView, size?: PlayerSize) => embedContext(video, player, paths, size);
   const { template, file, source }: { template: CompiledTemplate; file: string; source: string } = loadTemplate(
     'embed',
     player.template,
     player.templatesDir,
     context(sampleVideo),
   );
+  // loadTemplate ran the template on a video that has everything; run it on one that lacks every
+  // optional field too, so a mistake in an `{{else}}` branch also stops the build before any write.
+  try {
+    template(context({ ...sampleVideo, captionsUrl: null, durationSeconds: null }));
+  } catch (error) {
+    throw new TemplateError(file, templateProblem(error));
+  }
   return {
-    render: (video, size) => template(context(video, size)),
+    // Characters XML 1.0 forbids are dropped here, so the markup reads the same in the XML form,
+    // the JSON form and the bare HTML. Surrounding white space (an editor's final newline) goes too.
+    render: (video, size) => xmlChars(template(context(video, size))).trim(),
     templateFile: file,
     templateSource: source,
   };
 }
 
-export function embedContext(video: VideoView, player: PlayerConfig, paths: SitePaths, size?: { width: number; height: number }): EmbedContext {
-  const width = size?.width ?? player.width;
-  const height = size?.height ?? player.height;
-  const pageUrl = paths.videoPage(video.publicId);
-  const vars: Array<[string, string]> = [
-    ['file', video.fileUrl],
-    ['image', video.thumbnailUrl],
-    ['captions', video.captionsUrl ?? ''],
-    ['recommendations', paths.url(RECOMMENDATIONS_REF, video.uploader.username)],
+/**
+ * A site's own templates directory that is not there is a mistake in the configuration: without
+ * this check every template would silently come from the shipped ones.
+ */
+function checkTemplatesDir(player: PlayerConfig): void {
+  if (player.templatesDir === null) return;
+  const dir = resolve(player.templatesDir);
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new TemplateError(`embed/${player.template}.hbs`, `the templates directory ${dir} (player.templatesDir) is not a directory`);
+  }
+}
+
+/** The seed's flashvars (section 2.2), in its order; `width` goes to the `embed` fallback only. */
+function flashvarList(context: Omit<EmbedContext, 'flashvars' | 'flashvarsEmbed'>, withWidth: boolean): Array<[string, string]> {
+  const { player } = context;
+  return [
+    ['file', context.fileUrl],
+    ['image', context.thumbnailUrl],
+    ...(withWidth ? [['width', String(context.width)] as [string, string]] : []),
+    // Every name is always present, as the seed lists them; an empty value means "none".
+    ['captions', context.captionsUrl ?? ''],
+    ['recommendations', context.recommendationsUrl],
     ['callback', player.statsCallbackUrl],
     ['location', player.playerUrl],
     ['logo', player.logoUrl],
     ['linkfromdisplay', String(player.linkFromDisplay)],
-    ['link', pageUrl],
+    ['link', context.pageUrl],
     ['linktarget', player.linkTarget],
     ['backcolor', player.backColor],
     ['frontcolor', player.frontColor],
     ['lightcolor', player.lightColor],
   ];
-  const join = (list: Array<[string, string]>) => list.map(([name, value]) => `${name}=${encodeURIComponent(value)}`).join('&');
-  return {
-    width,
-    height,
+}
+
+export function embedContext(video: VideoView, player: PlayerConfig, paths: SitePaths, size?: PlayerSize): EmbedContext {
+  const base = {
+    width: size?.width ?? player.width,
+    height: size?.height ?? player.height,
+    videoId: video.publicId,
     title: video.title,
-    pageUrl,
+    pageUrl: paths.videoPage(video.publicId),
     fileUrl: video.fileUrl,
     fileType: video.fileType,
     thumbnailUrl: video.thumbnailUrl,
+    thumbnailWidth: video.thumbnailWidth,
+    thumbnailHeight: video.thumbnailHeight,
     captionsUrl: video.captionsUrl,
+    durationSeconds: video.durationSeconds,
+    authorName: video.uploader.username,
+    authorUrl: paths.userPage(video.uploader.username),
+    recommendationsUrl: paths.url(recommendations, video.uploader.username),
     player,
-    flashvars: join(vars),
-    flashvarsEmbed: join([...vars.slice(0, 2), ['width', String(width)], ...vars.slice(2)]),
   };
+  const join = (list: Array<[string, string]>) => list.map(([name, value]) => `${name}=${encodeURIComponent(value)}`).join('&');
+  return { ...base, flashvars: join(flashvarList(base, false)), flashvarsEmbed: join(flashvarList(base, true)) };
 }
-
-/** Where the player finds a user's recommendations: the openrecommender document's URL. */
-const RECOMMENDATIONS_REF = { dir: 'openrecommender', urlName: '' } as const;

@@ -44,7 +44,19 @@ export function loadTemplate(subdir: string, name: string, siteDir: string | nul
     template = handlebars.compile(source, { strict: true, noEscape: false });
     template(sample);
   } catch (error) {
-    throw new TemplateError(file, (error as Error).message.split('\n')[0] ?? String(error));
+    throw new TemplateError(file, templateProblem(error));
   }
   return { template, file, source };
+}
+
+/**
+ * Handlebars' error as one line an operator can act on: a parse error keeps its first line (where)
+ * and its last (what was expected); a strict-mode lookup names the field and its line and column.
+ */
+export function templateProblem(error: unknown): string {
+  const lines = (error instanceof Error ? error.message : String(error)).split('\n').filter((line) => line.trim() !== '');
+  const first = lines[0] ?? 'unknown error';
+  const strict = /^(".*" not defined) in .* - (\d+):(\d+)$/.exec(first);
+  if (strict) return `${strict[1]} (line ${strict[2]}, column ${Number(strict[3]) + 1})`;
+  return lines.length > 1 ? `${first} ${lines[lines.length - 1]}` : first;
 }

@@ -15,3 +15,20 @@ export function webUrl(value: string | null | undefined): string | null {
   if (url.hostname === '') return null;
   return url.href;
 }
+
+/**
+ * A phone number as a `tel:` URI (RFC 3966: digits with an optional leading `+` and the visual
+ * separators `-`, `.`, `(`, `)`; spaces dropped), or null when the text is not a phone number.
+ */
+export function telUri(phone: string): string | null {
+  const compact = phone.replace(/\s+/gu, '');
+  if (!/^\+?[0-9().-]*[0-9][0-9().-]*$/.test(compact)) return null;
+  return `tel:${compact}`;
+}
+
+/** A `mailto:` URI for an address, its parts percent-encoded so no character of it can end the URI. */
+export function mailtoUri(address: string): string {
+  const at = address.lastIndexOf('@');
+  if (at < 0) return `mailto:${encodeURIComponent(address)}`;
+  return `mailto:${encodeURIComponent(address.slice(0, at))}@${encodeURIComponent(address.slice(at + 1))}`;
+}

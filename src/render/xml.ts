@@ -29,14 +29,18 @@ import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
 
 // Everything outside XML 1.0's Char production. With the u flag a lone surrogate is one code point.
 const FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
-// A quick test without the u flag: also true for every surrogate, valid pairs included; then the
-// exact replacement above decides. Most text is plain and skips the replacement altogether.
-const MAYBE_FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD]/;
+// A quick test without the u flag: also true for every surrogate (valid pairs included) and for CR;
+// then the exact replacements below decide. Most text is plain and skips them altogether.
+const MAYBE_FORBIDDEN = /[^\t\n\u0020-\uD7FF\uE000-\uFFFD]/;
 const ENTITY_SHAPED_AMPERSAND = /&(?=[A-Za-z]+;|#\d+;)/g;
 
-/** Text as XML 1.0 can carry it: forbidden characters removed. */
+/**
+ * Text as XML 1.0 can carry it: forbidden characters removed, and line ends as every XML parser
+ * reports them (CR LF and a lone CR become LF, XML 1.0 section 2.11), so a value reads back exactly
+ * as we hold it, and equals the same value in a JSON form.
+ */
 export function xmlChars(text: string): string {
-  return MAYBE_FORBIDDEN.test(text) ? text.replace(FORBIDDEN, '') : text;
+  return MAYBE_FORBIDDEN.test(text) ? text.replace(FORBIDDEN, '').replace(/\r\n?/g, '\n') : text;
 }
 
 /** Text ready for the builder's `txt` or `att` (the builder path only). */

@@ -1,21 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0 } from '../helpers/site-fixture.js';
 import { feedparser, xmllintWellFormed } from '../helpers/validators.js';
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
-function fixture() {
-  const f = createTestDb();
-  cleanups.push(f.cleanup);
-  return f;
-}
-
 describe('RSS 2.0 feed of latest uploads', () => {
   it('lists the 20 newest public uploads, newest first, as feedparser reads them', () => {
-    const { db, file } = fixture();
+    const { db, file } = createTestDb();
     const u = insertUser(db, { username: 'uploader' });
     for (let i = 0; i < 25; i++) insertVideo(db, u.id, { public_id: `clip${i}`, title: `Clip ${i}`, created_at: T0 + i * 1000 });
     insertVideo(db, u.id, { public_id: 'secret', title: 'Secret clip', visibility: 'private', created_at: T0 + 99_999 });
@@ -32,7 +21,7 @@ describe('RSS 2.0 feed of latest uploads', () => {
   });
 
   it('carries the seed item description and Media RSS', () => {
-    const { db, file } = fixture();
+    const { db, file } = createTestDb();
     const u = insertUser(db, { username: 'tagger' });
     const v = insertVideo(db, u.id, { public_id: 'tagged', description: 'Plain words', duration_seconds: 125, created_at: T0 });
     insertRow(db, 'tags', { id: 1, name: 'cats' });
@@ -53,11 +42,7 @@ describe('RSS 2.0 feed of latest uploads', () => {
   });
 
   it('keeps hostile text readable and well-formed in every demo feed', () => {
-    const { file } = (() => {
-      const f = createDemoDb();
-      cleanups.push(f.cleanup);
-      return f;
-    })();
+    const { file } = createDemoDb();
     const { writer } = buildInMemory(file, { only: new Set(['rss']) });
     const feeds = Object.fromEntries([...writer.files].map(([path, body]) => [path, body.toString('utf8')]));
     expect(Object.keys(feeds).length).toBeGreaterThan(30);

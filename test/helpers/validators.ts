@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tempDir } from './site-fixture.js';
 
@@ -10,6 +10,9 @@ import { tempDir } from './site-fixture.js';
  */
 
 export const SCHEMAS = resolve(import.meta.dirname, '../../../shared/schemas');
+if (!existsSync(join(SCHEMAS, 'catalog.xml'))) {
+  throw new Error(`the shared schemas are not at ${SCHEMAS}: the tests expect the project's shared/ folder beside the checkout`);
+}
 
 export interface ToolResult {
   ok: boolean;
@@ -127,6 +130,38 @@ print(json.dumps(out, default=str))
     const result = spawnSync('/usr/bin/python3', ['-c', script, ...files], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
     if (result.status !== 0) throw new Error(`feedparser failed: ${result.stderr}`);
     const parsed = JSON.parse(result.stdout) as Record<string, ParsedFeed>;
+    const names = Object.keys(documents);
+    return Object.fromEntries(files.map((file, i) => [names[i]!, parsed[file]!]));
+  } finally {
+    cleanup();
+  }
+}
+
+export interface ParsedOpml {
+  bozo: boolean;
+  bozo_exception: string | null;
+  meta: Record<string, unknown>;
+  feeds: Array<{ url: string; title: string; categories: string[][]; tags: string[] }>;
+  lists: unknown[];
+  opportunities: unknown[];
+}
+
+/** Reads OPML subscription lists with Python's listparser (Debian python3-listparser). */
+export function listparser(documents: Record<string, string>): Record<string, ParsedOpml> {
+  const { files, cleanup } = materialise(documents, '.opml');
+  try {
+    const script = `
+import sys, json, listparser
+out = {}
+for path in sys.argv[1:]:
+    d = listparser.parse(path)
+    out[path] = {"bozo": bool(d.bozo), "bozo_exception": str(d.get("bozo_exception")) if d.bozo else None,
+                 "meta": d.meta, "feeds": d.feeds, "lists": d.lists, "opportunities": d.opportunities}
+print(json.dumps(out, default=str))
+`;
+    const result = spawnSync('/usr/bin/python3', ['-c', script, ...files], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+    if (result.status !== 0) throw new Error(`listparser failed (is python3-listparser installed? .ci/run installs it): ${result.stderr}`);
+    const parsed = JSON.parse(result.stdout) as Record<string, ParsedOpml>;
     const names = Object.keys(documents);
     return Object.fromEntries(files.map((file, i) => [names[i]!, parsed[file]!]));
   } finally {

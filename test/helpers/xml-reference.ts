@@ -1,5 +1,5 @@
-// The original builder-only src/render/xml.ts (commit 80d8bc1), kept verbatim as the oracle for
-// test/render/xml-equivalence.test.ts. Do not edit: it is what the fast path must reproduce.
+// The builder-only src/render/xml.ts as it was before the fast path (main at 53cc061), kept verbatim
+// as the oracle for test/render/xml-equivalence.test.ts. Do not edit: it is what the fast path must reproduce.
 import { create } from 'xmlbuilder2';
 import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
 
@@ -18,9 +18,13 @@ import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
 const FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 const ENTITY_SHAPED_AMPERSAND = /&(?=[A-Za-z]+;|#\d+;)/g;
 
-/** Text as XML 1.0 can carry it: forbidden characters removed. */
+/**
+ * Text as XML 1.0 can carry it: forbidden characters removed, and line ends as every XML parser
+ * reports them (CR LF and a lone CR become LF, XML 1.0 section 2.11), so a value reads back exactly
+ * as we hold it, and equals the same value in a JSON form.
+ */
 export function xmlChars(text: string): string {
-  return text.replace(FORBIDDEN, '');
+  return text.replace(FORBIDDEN, '').replace(/\r\n?/g, '\n');
 }
 
 /** Text ready for the builder's `txt` or `att`. */

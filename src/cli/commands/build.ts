@@ -1,13 +1,11 @@
 import type { Command } from 'commander';
-import { resolve } from 'node:path';
-import { BuildState, defaultStateFile } from '../../build/build-state.js';
-import { runBuild, type BuildReport } from '../../build/build.js';
-import { DirectoryWriter } from '../../build/output-writer.js';
-import { parseShard, showShard, type ShardSpec } from '../../build/shard.js';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { defaultStateFile } from '../../build/build-state.js';
+import type { BuildReport } from '../../build/build.js';
+import { buildSite } from '../../build/site-build.js';
+import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
 import { createSiteContext } from '../../build/site-context.js';
 import { loadConfig } from '../../config/config.js';
-import { openForReading } from '../../db/open-database.js';
-import { SiteReader } from '../../db/site-reader.js';
 import { FORMATS } from '../../formats/registry.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
@@ -19,6 +17,7 @@ interface BuildFlags extends ConfigFlags {
   state?: string;
   only?: string;
   user?: string;
+  full?: boolean;
   shard?: string;
 }
 
@@ -29,7 +28,32 @@ export interface BuildRequest {
   stateFile: string;
   only?: Set<string>;
   user?: string;
+  full: boolean;
   shard?: ShardSpec;
+}
+
+/** The typed request of a build from its flags; refuses a state file inside the served tree. */
+export function buildRequest(flags: { db: string; out: string; state?: string; only?: string; user?: string; full?: boolean; shard?: string }): BuildRequest {
+  const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
+  const request: BuildRequest = {
+    db: resolve(flags.db),
+    out: resolve(flags.out),
+    // Each shard keeps its own state, so shards may even share one output directory.
+    stateFile: resolve(flags.state ?? shardStateFile(defaultStateFile(flags.out), shard)),
+    only: flags.only === undefined ? undefined : parseFormatList(flags.only),
+    user: flags.user,
+    full: flags.full ?? false,
+    shard,
+  };
+  if (request.user !== undefined && request.user === '') throw new UsageError('--user needs a name');
+  if (request.full && (request.only !== undefined || request.user !== undefined)) {
+    throw new UsageError('--full renders everything: it cannot be combined with --only or --user');
+  }
+  const inside = relative(request.out, request.stateFile);
+  if (inside === '' || !(inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside))) {
+    throw new UsageError(`--state ${request.stateFile} is inside the output directory ${request.out}, which is served: put it elsewhere`);
+  }
+  return request;
 }
 
 const MAX_WARNINGS = 50;
@@ -58,48 +82,24 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
       .option('--only <formats>', 'comma-separated format names to build (see `vidfeeds formats`)')
       .option('--user <name>', "build only this user's documents and their videos'")
+      .option('--full', 'render everything, even when an incremental build is possible')
       .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md'),
   ).action((flags: BuildFlags) => {
     const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-    const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
-    const request: BuildRequest = {
-      db: resolve(flags.db),
-      out: resolve(flags.out),
-      stateFile: resolve(flags.state ?? shardStateFile(defaultStateFile(flags.out), shard)),
-      only: flags.only === undefined ? undefined : parseFormatList(flags.only),
-      user: flags.user,
-      shard,
-    };
-    if (request.user !== undefined && request.user === '') throw new UsageError('--user needs a name');
+    const request = buildRequest(flags);
     const site = createSiteContext(config, FORMATS);
-    const db = openForReading(request.db);
-    const reader = new SiteReader(db, config.recommendationsCount);
-    const state = new BuildState(request.stateFile);
-    try {
-      checkStateShard(state, request);
-    } catch (error) {
-      state.close();
-      db.close();
-      throw error;
-    }
-    const writer = new DirectoryWriter(request.out);
     let warnings = 0;
-    let report: BuildReport;
-    try {
-      report = runBuild(
-        { reader, writer, state, site, formats: FORMATS, reporter: {
-          progress: io.interactive ? (done) => process.stderr.write(`\r${done} documents…`) : undefined,
-          warn: (message) => {
-            if (++warnings <= MAX_WARNINGS) io.err(`${io.interactive ? '\r' : ''}vidfeeds: ${message}`);
-          },
-        } },
-        { only: request.only, user: request.user, strict: config.strict, shard: request.shard },
-      );
-    } finally {
-      writer.close();
-      state.close();
-      db.close();
-    }
+    const report = buildSite({
+      ...request,
+      config,
+      site,
+      reporter: {
+        progress: io.interactive ? (done) => process.stderr.write(`\r${done} documents…`) : undefined,
+        warn: (message) => {
+          if (++warnings <= MAX_WARNINGS) io.err(`${io.interactive ? '\r' : ''}vidfeeds: ${message}`);
+        },
+      },
+    });
     if (io.interactive) process.stderr.write('\r\x1b[K');
     if (warnings > MAX_WARNINGS) io.err(`vidfeeds: … and ${warnings - MAX_WARNINGS} more warnings`);
     io.err(summary(report));
@@ -108,6 +108,11 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
 }
 
 export function summary(report: BuildReport): string {
+  return `vidfeeds: ${summaryText(report)}`;
+}
+
+/** What kind of build, why, and what it did, in one line. */
+export function summaryText(report: BuildReport): string {
   const parts = [
     `${report.written} written`,
     `${report.unchanged} unchanged`,
@@ -115,35 +120,21 @@ export function summary(report: BuildReport): string {
     `${report.skippedCount} skipped`,
   ];
   if (report.failedCount > 0) parts.push(`${report.failedCount} failed`);
-  return `vidfeeds: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+  return `${describeMode(report)}: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+}
+
+/** "incremental build (…)" / "full build (…)": what kind of build it was and why. */
+export function describeMode(report: BuildReport): string {
+  if (report.mode !== 'incremental' || report.owners === undefined) return `${report.mode} build (${report.reason})`;
+  const { users, videos, siteFiles } = report.owners;
+  if (report.changes === 0) return 'incremental build (no changes since the last build)';
+  const owners = `${users} users, ${videos} videos${siteFiles ? ', site files' : ''}`;
+  const unknown = report.owners.unknownTables.length === 0 ? '' : `; unknown tables ${report.owners.unknownTables.join(', ')} in the log: all rendered`;
+  return `incremental build (${report.changes} changes since the last build → ${owners}${unknown})`;
 }
 
 function parseShardFlag(text: string): ShardSpec {
   const shard = parseShard(text);
   if ('problem' in shard) throw new UsageError(`--shard: ${shard.problem}`);
   return shard;
-}
-
-/** Each shard keeps its own state, so shards may even share one output directory. */
-function shardStateFile(file: string, shard: ShardSpec | undefined): string {
-  return shard === undefined ? file : file.replace(/\.state\.sqlite$/, `.shard-${shard.index}-of-${shard.count}.state.sqlite`);
-}
-
-/**
- * A state knows which part of the site it covers: building another part with it would prune the
- * other part's files as gone. It is recorded on first use and checked after.
- */
-function checkStateShard(state: BuildState, request: BuildRequest): void {
-  const part = request.shard === undefined || request.shard.count === 1 ? 'all' : showShard(request.shard);
-  // A state from before shards existed covers the whole site.
-  const recorded = state.getMeta('shard') ?? (state.count() > 0 ? 'all' : null);
-  if (recorded !== null && recorded !== part) {
-    const was = recorded === 'all' ? 'the whole site' : `shard ${recorded}`;
-    const now = part === 'all' ? 'the whole site' : `shard ${part}`;
-    throw new UsageError(
-      `build state ${request.stateFile} belongs to ${was}, this build is ${now}: give each shard its own --state ` +
-        '(the default does), or start over with a new state file and output directory',
-    );
-  }
-  state.setMeta('shard', part);
 }

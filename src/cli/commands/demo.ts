@@ -43,6 +43,7 @@ export function registerDemo(program: Command, io: Console, setExit: (code: numb
       try {
         db.pragma('journal_mode = OFF');
         db.pragma('synchronous = OFF');
+        db.pragma('cache_size = -262144');
         counts = generateDemo(db, { users: flags.users, seed: flags.seed });
         db.pragma('journal_mode = DELETE');
       } catch (error) {

@@ -1,0 +1,88 @@
+import type { SiteConfig } from '../config/config.js';
+import { ChangeLog } from '../db/change-log.js';
+import { openForReading } from '../db/open-database.js';
+import { SiteReader } from '../db/site-reader.js';
+import type { Format } from '../formats/format.js';
+import { FORMATS } from '../formats/registry.js';
+import type { SiteContext } from '../model/site-context.js';
+import { BuildState, defaultStateFile } from './build-state.js';
+import { runBuild, type BuildReport, type BuildReporter } from './build.js';
+import { buildFingerprint } from './incremental.js';
+import { acquireBuildLock, type BuildLock } from './lock.js';
+import { DirectoryWriter } from './output-writer.js';
+import { checkStateShard, type ShardSpec } from './shard.js';
+import { createSiteContext, VIDFEEDS_VERSION } from './site-context.js';
+
+/**
+ * One build of a database into an output directory, with its edges: the lock, the database, the
+ * saved state and the directory writer. `vidfeeds build`, `vidfeeds watch` and the benchmark call
+ * this; it is incremental whenever the saved state allows (docs/incremental.md).
+ */
+
+export interface SiteBuildRequest {
+  /** Site database file. */
+  db: string;
+  /** Output directory. */
+  out: string;
+  /** Build state file; by default `.vidfeeds/<out>.state.sqlite` beside the output directory. */
+  stateFile?: string;
+  config: SiteConfig;
+  /** The site context to render with (built from `config` when absent). */
+  site?: SiteContext;
+  formats?: readonly Format[];
+  full?: boolean;
+  only?: ReadonlySet<string>;
+  user?: string;
+  /** Build only this part of the site (docs/scale.md). */
+  shard?: ShardSpec;
+  reporter?: BuildReporter;
+  /**
+   * The lock of the output directory when the caller holds it already (`vidfeeds watch` holds it
+   * for its whole life). Without it, the build takes the lock and releases it when done.
+   */
+  lock?: BuildLock;
+  /** Names the lock's holder, e.g. `vidfeeds build`. */
+  command?: string;
+}
+
+export function buildSite(request: SiteBuildRequest): BuildReport {
+  const formats = request.formats ?? FORMATS;
+  const { config } = request;
+  // Configuration and templates are checked before the lock is taken or a file is touched.
+  const site = request.site ?? createSiteContext(config, formats);
+  const fingerprint = buildFingerprint(config, formats, VIDFEEDS_VERSION);
+  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build' });
+  try {
+    const db = openForReading(request.db);
+    try {
+      const stateFile = request.stateFile ?? defaultStateFile(request.out);
+      const state = new BuildState(stateFile);
+      try {
+        checkStateShard(state, stateFile, request.shard);
+        const writer = new DirectoryWriter(request.out);
+        try {
+          return runBuild(
+            {
+              reader: new SiteReader(db, config.recommendationsCount),
+              writer,
+              state,
+              site,
+              formats,
+              reporter: request.reporter,
+              incremental: { changeLog: new ChangeLog(db), fingerprint },
+            },
+            { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
+          );
+        } finally {
+          writer.close();
+        }
+      } finally {
+        state.close();
+      }
+    } finally {
+      db.close();
+    }
+  } finally {
+    if (request.lock === undefined) lock.release();
+  }
+}

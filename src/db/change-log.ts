@@ -1,0 +1,102 @@
+import type Database from 'better-sqlite3';
+import { openForReading } from './open-database.js';
+import type { ChangeKeys, ChangeOp, ChangeRecord, OwnerLookups } from '../build/changes.js';
+
+/**
+ * Reads the database's change log (migration 2, docs/database.md "change_log") and answers the
+ * owner look-ups of src/build/changes.ts. Use it on the connection the build reads with, inside the
+ * same read transaction (`SiteReader.snapshot`), so the log position and the rendered rows agree.
+ */
+
+/** Where the change log stands: the database's identity and its last sequence number. */
+export interface ChangeLogPosition {
+  databaseId: string;
+  /** Highest sequence number ever given (0 when nothing was ever logged). */
+  position: number;
+  /** Lowest sequence number still in the log, or null when it is empty. */
+  oldest: number | null;
+}
+
+interface RawChange {
+  seq: number;
+  table_name: string;
+  op: ChangeOp;
+  old_keys: string | null;
+  new_keys: string | null;
+}
+
+export class ChangeLog {
+  private readonly stmt;
+  /** The owner look-ups over the rows as they are now (src/build/changes.ts). */
+  readonly lookups: OwnerLookups;
+
+  constructor(db: Database.Database) {
+    const p = <T>(sql: string) => db.prepare<unknown[], T>(sql);
+    // Each look-up binds one JSON array of ids (`ids` below): one query for any number of them.
+    const lookup = (sql: string) => {
+      const statement = db.prepare<[string], number>(`WITH ids(id) AS (SELECT value FROM json_each(?)) ${sql}`).pluck();
+      return (values: readonly number[]) => (values.length === 0 ? [] : statement.all(JSON.stringify(values)));
+    };
+    this.stmt = {
+      databaseId: p<{ value: string }>(`SELECT value FROM site_meta WHERE key = 'database_id'`),
+      position: p<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'change_log'`),
+      oldest: p<{ seq: number | null }>(`SELECT min(seq) AS seq FROM change_log`),
+      since: p<RawChange>(`SELECT seq, table_name, op, old_keys, new_keys FROM change_log WHERE seq > ? AND seq <= ? ORDER BY seq`),
+      count: p<{ n: number }>(`SELECT count(*) AS n FROM change_log WHERE seq > ? AND seq <= ?`),
+    };
+    this.lookups = {
+      usersBefriending: lookup(`SELECT DISTINCT user_id FROM friendships WHERE friend_id IN ids`),
+      usersReferencingVideos: lookup(
+        `SELECT user_id FROM saved_videos WHERE video_id IN ids
+         UNION SELECT user_id FROM viewing_history WHERE video_id IN ids
+         UNION SELECT user_id FROM attention_sources WHERE video_id IN ids`,
+      ),
+      usersSuppliedBy: lookup(`SELECT DISTINCT user_id FROM attention_sources WHERE supplier_id IN ids`),
+      usersInterestedIn: lookup(`SELECT DISTINCT user_id FROM interests WHERE tag_id IN ids`),
+      membersOfGroups: lookup(`SELECT DISTINCT user_id FROM group_members WHERE group_id IN ids`),
+      groupsOwnedBy: lookup(`SELECT id FROM groups WHERE owner_id IN ids`),
+      groupsFeaturing: lookup(`SELECT id FROM groups WHERE featured_video_id IN ids`),
+      videosUploadedBy: lookup(`SELECT id FROM videos WHERE user_id IN ids`),
+      videosInCategories: lookup(`SELECT id FROM videos WHERE category_id IN ids`),
+      videosTagged: lookup(`SELECT DISTINCT video_id FROM video_tags WHERE tag_id IN ids`),
+      uploadersOf: lookup(`SELECT DISTINCT user_id FROM videos WHERE id IN ids`),
+    };
+  }
+
+  /** The log's identity and extent now. */
+  current(): ChangeLogPosition {
+    return {
+      databaseId: this.stmt.databaseId.get()?.value ?? '',
+      position: this.stmt.position.get()?.seq ?? 0,
+      oldest: this.stmt.oldest.get()?.seq ?? null,
+    };
+  }
+
+  /** Number of changes after `from` up to and including `to`. */
+  count(from: number, to: number): number {
+    return this.stmt.count.get(from, to)!.n;
+  }
+
+  /** The changes after `from` up to and including `to`, oldest first, one at a time. */
+  *since(from: number, to: number): Generator<ChangeRecord> {
+    for (const raw of this.stmt.since.iterate(from, to)) {
+      yield {
+        seq: raw.seq,
+        table: raw.table_name,
+        op: raw.op,
+        old: raw.old_keys === null ? null : (JSON.parse(raw.old_keys) as ChangeKeys),
+        new: raw.new_keys === null ? null : (JSON.parse(raw.new_keys) as ChangeKeys),
+      };
+    }
+  }
+}
+
+/** Where the change log of a database file stands now (one short read; for the watcher). */
+export function readChangeLogPosition(file: string): ChangeLogPosition {
+  const db = openForReading(file);
+  try {
+    return new ChangeLog(db).current();
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,82 @@
+import type { UserFormat } from './format.js';
+import type { SiteContext } from '../model/site-context.js';
+import type { UserBundle } from '../model/views.js';
+import { latest, rfc3339 } from '../render/dates.js';
+import { xmlChars, XmlDocument } from '../render/xml.js';
+
+/**
+ * APML 0.6 attention profile (seed 2.6) from the attention data the site computes: one implicit
+ * `Concept` per category of the site (value 0 where the user has none, PRODUCT.md decision 5) and
+ * one `Source` per video that supplied attention. Valid against the APML 0.6 schema.
+ *
+ * Corrections of the seed, for the APML 0.6 schema: every date is `YYYY-MM-DDThh:mm:ssZ`;
+ * `Head/UserEmail`, which the schema requires, is written only for users who chose to show their
+ * address (the others' documents validate against the schema with `UserEmail` optional);
+ * a `Source` carries the `name` and `type` the schema requires; the document is in the APML
+ * namespace.
+ */
+
+const APML_NS = 'http://www.apml.org/apml-0.6';
+const PROFILE = 'default';
+
+/** The address pattern of the APML 0.6 schema (`EmailType`); an address it refuses is left out. */
+const APML_EMAIL = /^[^@]+@[^@]+(\.[^.]+)+$/;
+
+/** A value as an `xs:decimal` (never in exponent notation), at most six decimals. */
+export function decimal(value: number): string {
+  if (!Number.isFinite(value)) return '0';
+  const text = Math.min(1, Math.max(-1, value)).toFixed(6).replace(/\.?0+$/, '');
+  return text === '-0' ? '0' : text;
+}
+
+export const apml: UserFormat = {
+  name: 'apml',
+  scope: 'user',
+  dir: 'apml',
+  file: 'index.apml',
+  urlName: '',
+  mediaType: 'application/xml+apml; charset=utf-8',
+  inSitemap: true,
+  summary: "APML 0.6 attention profile: the user's interest in every category, and its sources",
+  needs: ['attention'],
+
+  render({ user, attention }: UserBundle, site: SiteContext): string {
+    const { concepts, sources } = attention;
+    // The profile is as new as its newest datum: never the build's clock, so the bytes are stable.
+    const created = latest(
+      [...concepts.flatMap((c) => (c.updatedAt === null ? [] : [c.updatedAt])), ...sources.map((s) => s.updatedAt)],
+      user.updatedAt,
+    );
+    const doc = new XmlDocument('APML', { xmlns: APML_NS, version: '0.6' });
+    const head = doc.root.el('Head');
+    head.leaf('Title', `Attention profile of ${user.username} on ${site.config.siteName}`).leaf('Generator', site.paths.base);
+    if (user.email !== null && APML_EMAIL.test(xmlChars(user.email))) head.leaf('UserEmail', user.email);
+    head.leaf('DateCreated', rfc3339(created));
+
+    const profile = doc.root.el('Body', { defaultprofile: PROFILE }).el('Profile', { name: PROFILE });
+    const implicit = profile.el('ImplicitData');
+    const conceptList = implicit.el('Concepts');
+    for (const concept of concepts) {
+      conceptList.el('Concept', {
+        key: concept.category,
+        value: decimal(concept.value),
+        from: site.paths.base,
+        // A category never scored has been at 0 since the account was made.
+        updated: rfc3339(concept.updatedAt ?? user.createdAt),
+      });
+    }
+    const sourceList = implicit.el('Sources');
+    for (const source of sources) {
+      sourceList.el('Source', {
+        key: site.paths.videoPage(source.video.publicId),
+        name: source.video.title,
+        value: decimal(source.value),
+        type: 'text/html',
+        from: site.paths.userPage(source.supplier.username),
+        updated: rfc3339(source.updatedAt),
+      });
+    }
+    profile.el('ExplicitData');
+    return doc.end();
+  },
+};

@@ -1,0 +1,294 @@
+import type { SiteFormat } from '../formats/format.js';
+import {
+  bareMediaType,
+  isCompressible,
+  OEMBED_DYNAMIC_PARAMS,
+  RECOMMENDATION_POST_MAX_BYTES,
+  RECOMMENDATIONS_PARAM,
+  urlPattern,
+  type KeyedFormat,
+  type Routes,
+} from './routes.js';
+
+/**
+ * The nginx configuration of a tree: a `server` block (and, when rate limiting is on, the two
+ * http-level lines it needs) for a file in /etc/nginx/conf.d/. Every location comes from the
+ * format table through `Routes`; nothing here names a format, a file or a content type.
+ *
+ * How it serves (docs/deploy.md):
+ * - `location /` answers 404: only the URLs of the table are served;
+ * - one regex location per user or video document; the key is one segment not starting with a
+ *   dot, and `try_files` names the file, so neither a directory index nor a redirect is involved;
+ * - each location empties `types` and sets `default_type` to the format's media type, charset
+ *   included; `charset off` keeps nginx from adding a second one;
+ * - requests whose raw URI holds an encoded `/`, `\` or NUL, or a `.`/`..` segment, get 404, and
+ *   so do requests nginx itself rejects as malformed (400 → 404);
+ * - with an upstream (`vidfeeds serve`), only the parametrised oEmbed and recommendation requests
+ *   and the recommendation POST are proxied: every file is still sent by nginx.
+ */
+
+export interface NginxOptions {
+  /** Absolute path of the tree. */
+  root: string;
+  /** `PORT`, `ADDRESS:PORT` or `[IPv6]:PORT`. */
+  listen: string;
+  serverName: string;
+  /** Path of the base URL, percent-decoded, without a trailing slash ('' at the root). */
+  basePath: string;
+  /** `HOST:PORT` of `vidfeeds serve`. */
+  upstream?: string;
+  /** Rate limit for automated clients, nginx syntax (`30r/m`, `2r/s`); off when absent. */
+  botRate?: string;
+  /** Requests an automated client may send above the rate before getting 429. */
+  botBurst?: number;
+  /** Serve video files under this URL path prefix from `videoRoot`. */
+  videoLocation?: string;
+  videoRoot?: string;
+  /** Refuse requests for video files whose Referer is another site. */
+  refuseHotlinks?: boolean;
+  /** Other host names whose pages may link to the video files (besides server_name). */
+  allowReferers?: readonly string[];
+  /** Prefix of the names this configuration adds to nginx's http context (zones, maps). */
+  name: string;
+  /** One line naming the generator, for the header comment. */
+  generator: string;
+}
+
+/** User agents treated as automated clients by the rate limit (seed section 8 names them). */
+export const AUTOMATED_USER_AGENTS =
+  'bot|crawl|spider|slurp|scrap|archiver|fetch|wget|curl|python|java/|go-http|libwww|httpclient|okhttp|node-fetch|axios|feed|rss';
+
+/** Media types of the video files the hot-link location serves. */
+const VIDEO_TYPES: ReadonlyArray<[string, string]> = [
+  ['video/x-flv', 'flv'],
+  ['video/mp4', 'mp4 m4v'],
+  ['video/webm', 'webm'],
+  ['video/ogg', 'ogv'],
+  ['video/quicktime', 'mov'],
+];
+
+/** A value in nginx's double quotes: `\` and `"` escaped; control characters refused. */
+export function nginxQuote(value: string, what: string): string {
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw new Error(`${what} contains a control character, which nginx cannot read: ${JSON.stringify(value)}`);
+  return `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+}
+
+/** A value nginx would read variables in (`root`, `try_files`): a literal `$` cannot be written there. */
+function literalPath(value: string, what: string): string {
+  if (value.includes('$')) throw new Error(`${what} contains "$", which nginx reads as a variable: ${JSON.stringify(value)}`);
+  return nginxQuote(value, what);
+}
+
+/** Text matched literally inside a PCRE pattern. */
+export function pcreLiteral(text: string): string {
+  return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
+}
+
+/** A JavaScript RegExp of the table (`alsoWrites`) as a PCRE fragment, without its anchors. */
+function pcreOf(pattern: RegExp, format: string): string {
+  const source = pattern.source;
+  if (!source.startsWith('^') || !source.endsWith('$') || pattern.flags.replace('u', '') !== '') {
+    throw new Error(`format ${format}: alsoWrites must be an anchored /^...$/ pattern without flags to become an nginx location`);
+  }
+  return source.slice(1, -1);
+}
+
+/** Names of the table (dirs, files) go into paths and patterns: they must be plain. */
+function plainName(value: string, what: string): string {
+  if (!/^[A-Za-z0-9._-]*$/.test(value)) throw new Error(`${what} ${JSON.stringify(value)} is not a plain file name`);
+  return value;
+}
+
+function typeLines(mediaType: string, indent: string): string[] {
+  const lines = [`${indent}types { }`, `${indent}default_type ${nginxQuote(mediaType, 'media type')};`];
+  if (!isCompressible(mediaType)) lines.push(`${indent}gzip off;`);
+  return lines;
+}
+
+export function nginxConfig(routes: Routes, options: NginxOptions): string {
+  const base = options.basePath;
+  const prefix = pcreLiteral(base);
+  const name = options.name;
+  const upstream = options.upstream;
+  const lines: string[] = [];
+  const out = (...more: string[]) => lines.push(...more);
+
+  out(
+    `# nginx configuration of a vidfeeds tree, generated by ${options.generator} from its format table.`,
+    '# Regenerate it after upgrading vidfeeds instead of editing it. Include it inside http { }',
+    '# (Debian: save it as /etc/nginx/conf.d/<site>.conf, then `nginx -t && systemctl reload nginx`).',
+    '',
+  );
+  if (options.botRate !== undefined) {
+    out(
+      '# Rate limit for automated clients (seed section 8): requests whose User-Agent looks automated,',
+      '# or is missing, are counted per client address; people\'s browsers are not limited.',
+      `map $http_user_agent $${name}_automated_client {`,
+      `    default "";`,
+      `    "" $binary_remote_addr;`,
+      `    ${nginxQuote(`~*(${AUTOMATED_USER_AGENTS})`, 'user agent pattern')} $binary_remote_addr;`,
+      '}',
+      `limit_req_zone $${name}_automated_client zone=${name}_automated:10m rate=${options.botRate};`,
+      '',
+    );
+  }
+
+  out('server {');
+  out(`    listen ${options.listen};`);
+  out(`    server_name ${options.serverName};`);
+  out(`    root ${literalPath(options.root, '--root')};`);
+  out(
+    '',
+    '    charset off;          # every Content-Type below carries its charset already',
+    '    server_tokens off;',
+    '    autoindex off;',
+    '    merge_slashes off;    # `//user/rss/` is not `/user/rss/`: it gets 404',
+    '    disable_symlinks on from=$document_root;',
+    '    add_header X-Content-Type-Options nosniff;',
+    '    etag on;',
+    '',
+    '    gzip on;',
+    '    gzip_vary on;',
+    '    gzip_proxied any;',
+    '    gzip_min_length 256;',
+  );
+  // gzip_types compares the whole Content-Type, parameters included, in a hash whose buckets are too
+  // small for ours (nginx: "could not build test_types_hash"). So: every type, and `gzip off` in
+  // the locations of a type that does not compress (video files, any such format).
+  out('    gzip_types *;');
+  if (options.botRate !== undefined) {
+    out('', `    limit_req zone=${name}_automated burst=${options.botBurst ?? 20} nodelay;`, '    limit_req_status 429;', '    limit_req_log_level warn;');
+  }
+  out(
+    '',
+    '    # Tricks never reach a file: an encoded slash, backslash or NUL, a `.` or `..` segment in the path.',
+    '    if ($request_uri ~* "^[^?]*(%2f|%5c|%00|/(\\.|%2e)(\\.|%2e)?(/|\\?|$))") { return 404; }',
+    '    # nginx answers some of them itself with 400 (`/../` above the root): 404 as well.',
+    `    error_page 400 =404 /.${name}-not-found;`,
+    `    location = /.${name}-not-found { internal; return 404; }`,
+    '',
+    '    # Only the URLs of the format table are served.',
+    '    location / { return 404; }',
+  );
+
+  for (const format of routes.site) out('', ...siteLocation(format, base, prefix));
+  for (const format of routes.keyed) out('', ...keyedLocation(routes, format, base, prefix, options));
+
+  if (upstream !== undefined) {
+    out(
+      '',
+      '    # vidfeeds serve answers what files cannot: parametrised requests and the POST.',
+      `    location @${name}_serve {`,
+      `        proxy_pass http://${upstream};`,
+      '        proxy_http_version 1.1;',
+      '        proxy_set_header Connection "";',
+      '        proxy_set_header Host $host;',
+      '        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
+      '        proxy_set_header X-Forwarded-Proto $scheme;',
+      '        proxy_intercept_errors off;',
+      '        proxy_hide_header X-Content-Type-Options;   # the server block adds it once',
+      // Checked here too: a chunked body is measured only while it is read, in this location.
+      `        client_max_body_size ${RECOMMENDATION_POST_MAX_BYTES};`,
+      '    }',
+    );
+  }
+
+  if (options.videoLocation !== undefined && options.videoRoot !== undefined) {
+    out('', ...videoLocation(options));
+  }
+  out('}', '');
+  return lines.join('\n');
+}
+
+function siteLocation(format: SiteFormat, base: string, prefix: string): string[] {
+  const file = plainName(format.file, `format ${format.name}: file`);
+  const lines = [`    # ${format.name}: ${urlPattern(format)}`];
+  lines.push(`    location = ${nginxQuote(`${base}/${file}`, 'location')} {`, ...typeLines(format.mediaType, '        '), `        try_files /${file} =404;`, '    }');
+  if (format.alsoWrites !== undefined) {
+    lines.push(
+      `    location ~ ${nginxQuote(`^${prefix}/(?<file>${pcreOf(format.alsoWrites, format.name)})$`, 'location')} {`,
+      ...typeLines(format.mediaType, '        '),
+      '        try_files /$file =404;',
+      '    }',
+    );
+  }
+  return lines;
+}
+
+function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix: string, options: NginxOptions): string[] {
+  const dir = plainName(format.dir, `format ${format.name}: dir`);
+  const file = plainName(format.file, `format ${format.name}: file`);
+  const urlName = plainName(format.urlName, `format ${format.name}: urlName`);
+  const name = options.name;
+  // A directory URL is also answered without its final slash (routes.ts says why).
+  const tail = urlName === '' ? '/?' : `/${pcreLiteral(urlName)}`;
+  const pattern = `^${prefix}/(?<key>[^/.][^/]*)/${pcreLiteral(dir)}${tail}$`;
+  const lines = [`    # ${format.name}: ${urlPattern(format)} (${bareMediaType(format.mediaType)})`];
+  lines.push(`    location ~ ${nginxQuote(pattern, 'location')} {`);
+  const body: string[] = [];
+
+  const oembed = routes.oembed !== null && routes.oembed.dir === format.dir && format.scope === 'video' ? routes.oembed : null;
+  const dynamicParams: string[] = [];
+  if (oembed !== null) dynamicParams.push(...OEMBED_DYNAMIC_PARAMS);
+  const isRecommendations = routes.recommendations !== null && routes.recommendations === format;
+  if (isRecommendations) dynamicParams.push(RECOMMENDATIONS_PARAM);
+
+  if (options.upstream !== undefined && dynamicParams.length > 0) {
+    body.push(`error_page 418 = @${name}_serve;`);
+    body.push(`if ($args ~ ${nginxQuote(`(^|&)(${dynamicParams.join('|')})=[^&]`, 'pattern')}) { return 418; }`);
+    if (isRecommendations) {
+      body.push(`if ($request_method = POST) { return 418; }`);
+      body.push(`client_max_body_size ${RECOMMENDATION_POST_MAX_BYTES};`);
+    }
+  }
+  if (oembed !== null && format === oembed.index) {
+    // `?format=` on the endpoint: json and xml from their files, any other value 501.
+    const values = [...oembed.byFormatParam.keys()];
+    body.push(`if ($arg_format !~ ${nginxQuote(`^(|${values.map(pcreLiteral).join('|')})$`, 'pattern')}) { return 501; }`);
+    for (const [value, form] of oembed.byFormatParam) {
+      if (form === format) continue;
+      body.push(`error_page 4${19 + values.indexOf(value)} = @${name}_${form.name.replace(/[^A-Za-z0-9_]/g, '_')};`);
+      body.push(`if ($arg_format = ${value}) { return 4${19 + values.indexOf(value)}; }`);
+    }
+  }
+  body.push(...typeLines(format.mediaType, ''));
+  body.push(`try_files ${nginxQuote(`/$key/${dir}/${file}`, 'path')} =404;`);
+  lines.push(...body.map((line) => `        ${line}`), '    }');
+
+  if (oembed !== null && format === oembed.index) {
+    // Named locations that answer `?format=` with a sibling's file and type.
+    for (const form of oembed.byFormatParam.values()) {
+      if (form === format) continue;
+      lines.push(
+        `    location @${name}_${form.name.replace(/[^A-Za-z0-9_]/g, '_')} {`,
+        ...typeLines(form.mediaType, '        '),
+        `        try_files "/$key/${dir}/${plainName(form.file, `format ${form.name}: file`)}" =404;`,
+        '    }',
+      );
+    }
+  }
+  return lines;
+}
+
+function videoLocation(options: NginxOptions): string[] {
+  const location = options.videoLocation!;
+  const lines = [
+    '    # Video files. Hot-linking them from other sites is refused when the operator turns it on',
+    '    # (seed section 8); requests without a Referer (players, downloads) are let through.',
+    `    location ^~ ${nginxQuote(location, '--video-location')} {`,
+    `        alias ${literalPath(options.videoRoot!.replace(/\/?$/, '/'), '--video-root')};`,
+    `        types { ${VIDEO_TYPES.map(([type, ext]) => `${type} ${ext};`).join(' ')} }`,
+    '        default_type application/octet-stream;',
+    '        gzip off;',
+  ];
+  if (options.refuseHotlinks) {
+    const hosts = (options.allowReferers ?? []).map((h) => {
+      if (!/^[A-Za-z0-9*.:-]+$/.test(h)) throw new Error(`--allow-referer ${JSON.stringify(h)} is not a host name`);
+      return h;
+    });
+    lines.push(`        valid_referers none blocked server_names ${hosts.join(' ')};`.replace(/ ;$/, ';'));
+    lines.push('        if ($invalid_referer) { return 403; }');
+  }
+  lines.push('    }');
+  return lines;
+}

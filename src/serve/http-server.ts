@@ -1,0 +1,106 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RECOMMENDATION_POST_MAX_BYTES } from '../hosting/routes.js';
+import { textResponse, type ServeResponse } from './responses.js';
+import type { SiteServer } from './site-server.js';
+
+/**
+ * node:http around the server core: reads a request body up to the POST limit (413 past it,
+ * without reading the rest), hands the request to `SiteServer.handle`, writes the answer.
+ */
+
+export interface RunningServer {
+  server: Server;
+  /** The address it listens on, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  /** One line per request (method, target, status), e.g. to stderr; none when absent. */
+  log?: (line: string) => void;
+}
+
+function send(res: ServerResponse, response: ServeResponse): void {
+  res.writeHead(response.status, response.headers);
+  res.end(response.body);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? '0');
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
+      resolve('too-large');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        // Answer now; the rest is read and dropped (bounded by requestTimeout), so the client,
+        // still sending, gets the 413 instead of a reset connection.
+        req.removeAllListeners('data');
+        req.resume();
+        resolve('too-large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+export function listen(core: SiteServer, options: ListenOptions): Promise<RunningServer> {
+  const server = createServer((req, res) => {
+    const method = req.method ?? 'GET';
+    const target = req.url ?? '/';
+    const done = (response: ServeResponse) => {
+      options.log?.(`${method} ${target} ${response.status}`);
+      send(res, response);
+    };
+    const hasBody = method === 'POST' || method === 'PUT' || method === 'PATCH';
+    const body = hasBody ? readBody(req, RECOMMENDATION_POST_MAX_BYTES) : Promise.resolve(Buffer.alloc(0));
+    body.then(
+      (bytes) => {
+        if (bytes === 'too-large') {
+          res.setHeader('Connection', 'close');
+          done(textResponse(413, `the body is larger than ${RECOMMENDATION_POST_MAX_BYTES} bytes`));
+          return;
+        }
+        try {
+          done(core.handle({ method, target, headers: req.headers, body: bytes }));
+        } catch (error) {
+          options.log?.(`error: ${(error as Error).stack ?? String(error)}`);
+          done(textResponse(500, 'internal error'));
+        }
+      },
+      () => res.destroy(),
+    );
+  });
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      const address = server.address() as AddressInfo;
+      const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+      resolve({
+        server,
+        port: address.port,
+        url: `http://${host}:${address.port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}

@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { isCompressible } from '../hosting/routes.js';
+
+/** What the server core answers; the HTTP layer only writes it. */
+export interface ServeResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export function textResponse(status: number, message: string, headers: Record<string, string> = {}): ServeResponse {
+  return { status, headers: { 'Content-Type': 'text/plain; charset=utf-8', ...headers }, body: Buffer.from(`${message}\n`, 'utf8') };
+}
+
+export function documentResponse(status: number, mediaType: string, body: string | Buffer, headers: Record<string, string> = {}): ServeResponse {
+  return { status, headers: { 'Content-Type': mediaType, ...headers }, body: typeof body === 'string' ? Buffer.from(body, 'utf8') : body };
+}
+
+/** Bodies smaller than this are sent as they are: gzip would not pay for its header. */
+export const MIN_COMPRESS_BYTES = 256;
+
+/** Whether the client takes gzip (RFC 9110 section 12.5.3: `gzip`, `x-gzip` or `*`, q above 0). */
+export function acceptsGzip(acceptEncoding: string | undefined): boolean {
+  if (acceptEncoding === undefined) return false;
+  let gzip: number | null = null;
+  let star: number | null = null;
+  for (const item of acceptEncoding.split(',')) {
+    const [coding = '', ...params] = item.trim().toLowerCase().split(';');
+    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
+    const weight = Number.isFinite(q) ? q : 0;
+    if (coding === 'gzip' || coding === 'x-gzip') gzip = weight;
+    else if (coding === '*') star = weight;
+  }
+  return (gzip ?? star ?? 0) > 0;
+}
+
+/** Whether an If-None-Match header matches `etag` (weak comparison, RFC 9110 section 13.1.2). */
+export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false;
+  if (ifNoneMatch.trim() === '*') return true;
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
+  return ifNoneMatch.split(',').some((tag) => opaque(tag) === opaque(etag));
+}
+
+/**
+ * What every 200 goes through, as a web server would: an ETag from the bytes, 304 when the client
+ * has them, gzip when the client takes it (the ETag then names the gzip bytes), Vary on
+ * compressible types, and HEAD without a body but with the length GET would have.
+ */
+export function finish(response: ServeResponse, request: { method: string; headers: Record<string, string | string[] | undefined> }): ServeResponse {
+  const headers: Record<string, string> = { 'X-Content-Type-Options': 'nosniff', ...response.headers };
+  const header = (name: string) => {
+    const value = request.headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  };
+  let body = response.body;
+  if (response.status === 200) {
+    const type = headers['Content-Type'] ?? '';
+    const compressible = isCompressible(type);
+    if (compressible) headers.Vary = 'Accept-Encoding';
+    const hash = createHash('sha1').update(body).digest('base64url').slice(0, 22);
+    if (compressible && body.length >= MIN_COMPRESS_BYTES && acceptsGzip(header('accept-encoding'))) {
+      body = gzipSync(body);
+      headers['Content-Encoding'] = 'gzip';
+      headers.ETag = `"${hash}-gzip"`;
+    } else {
+      headers.ETag = `"${hash}"`;
+    }
+    if (etagMatches(header('if-none-match'), headers.ETag)) {
+      const kept: Record<string, string> = { ETag: headers.ETag };
+      if (headers.Vary !== undefined) kept.Vary = headers.Vary;
+      return { status: 304, headers: kept, body: Buffer.alloc(0) };
+    }
+  }
+  headers['Content-Length'] = String(body.length);
+  return { status: response.status, headers, body: request.method === 'HEAD' ? Buffer.alloc(0) : body };
+}

@@ -1,0 +1,237 @@
+import type Database from 'better-sqlite3';
+import { readFileSync, realpathSync } from 'node:fs';
+import { join, sep } from 'node:path';
+import { SiteReader } from '../db/site-reader.js';
+import type { UserFormat, VideoFormat } from '../formats/format.js';
+import {
+  bareMediaType,
+  matchRoute,
+  MAX_RECOMMENDATIONS,
+  OEMBED_DYNAMIC_PARAMS,
+  RECOMMENDATION_POST_MAX_BYTES,
+  RECOMMENDATIONS_PARAM,
+  splitUrlPath,
+  type RouteMatch,
+  type Routes,
+} from '../hosting/routes.js';
+import type { SiteContext } from '../model/site-context.js';
+import { XmlDocument } from '../render/xml.js';
+import { callbackProblem, jsonpBody } from './jsonp.js';
+import { documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
+import { oembedJson, oembedResponse, oembedXml, storeRecommendation, validateRecommendation, videoByPublicId } from './site-apis.js';
+
+/**
+ * The core of `vidfeeds serve`: one request in, one response out, no socket. It serves the built
+ * tree with the rules of the generated nginx configuration (src/hosting/routes.ts) and answers from
+ * the database what files cannot: oEmbed parameters and JSONP, `?recommendations=N`, and the
+ * recommendation POST. The HTTP layer (http-server.ts) reads the body and writes the answer.
+ */
+
+export interface ServeRequest {
+  method: string;
+  /** The request target as sent (`/alice/rss/?x=1`), still percent-encoded. */
+  target: string;
+  headers: Record<string, string | string[] | undefined>;
+  body?: Buffer;
+}
+
+export interface SiteServerDeps {
+  /** The built tree. */
+  root: string;
+  site: SiteContext;
+  routes: Routes;
+  /** Read-only connection to the site database. */
+  db: Database.Database;
+  /** Opens a connection that may write (for the recommendation POST), on first use. */
+  openForWriting: () => Database.Database;
+  /** The clock for stored recommendations. */
+  now?: () => Date;
+}
+
+const OEMBED_SIZE_PARAMS = ['maxwidth', 'maxheight', 'width', 'height'] as const;
+const MAX_SIZE = 10_000;
+
+/** The form fields of the recommendation POST (seed section 4; `duration` is ours, mm:ss). */
+const POST_FIELDS = ['title', 'image', 'link', 'description', 'duration'] as const;
+
+export class SiteServer {
+  private readonly realRoot: string;
+  private readonly readers = new Map<number, SiteReader>();
+  private writer: Database.Database | null = null;
+
+  constructor(private readonly deps: SiteServerDeps) {
+    this.realRoot = realpathSync(deps.root);
+  }
+
+  /** Answers one request. Never throws for anything a client sends. */
+  handle(request: ServeRequest): ServeResponse {
+    return finish(this.route(request), request);
+  }
+
+  close(): void {
+    this.writer?.close();
+    this.writer = null;
+  }
+
+  private route(request: ServeRequest): ServeResponse {
+    const method = request.method.toUpperCase();
+    if (!request.target.startsWith('/')) return textResponse(400, 'bad request target');
+    const queryAt = request.target.indexOf('?');
+    const rawPath = queryAt === -1 ? request.target : request.target.slice(0, queryAt);
+    const query = new URLSearchParams(queryAt === -1 ? '' : request.target.slice(queryAt + 1));
+    const segments = splitUrlPath(rawPath, this.deps.site.paths.basePath);
+    const match = segments === null ? null : matchRoute(this.deps.routes, segments);
+    if (match === null) return notFound();
+
+    const { routes } = this.deps;
+    const isRecommendations = match.kind === 'keyed' && routes.recommendations !== null && match.format === routes.recommendations;
+    if (method === 'POST' && isRecommendations) return this.postRecommendation(match.key, request);
+    if (method !== 'GET' && method !== 'HEAD') {
+      return textResponse(405, `${method} is not allowed here`, { Allow: isRecommendations ? 'GET, HEAD, POST' : 'GET, HEAD' });
+    }
+
+    if (match.kind === 'keyed' && routes.oembed !== null && match.format.scope === 'video' && match.format.dir === routes.oembed.dir) {
+      return this.oembed(match.key, match.format, segments!, query);
+    }
+    if (isRecommendations && present(query, RECOMMENDATIONS_PARAM)) {
+      return this.recommendations(match.key, match.format as UserFormat, query.get(RECOMMENDATIONS_PARAM)!);
+    }
+    return this.file(match);
+  }
+
+  /** A file of the tree, as nginx sends it. */
+  private file(match: RouteMatch): ServeResponse {
+    const full = join(this.deps.root, ...match.file.split('/'));
+    let body: Buffer;
+    try {
+      // Never follow a link out of the tree (nginx: disable_symlinks).
+      const real = realpathSync(full);
+      if (!real.startsWith(this.realRoot + sep)) return notFound();
+      body = readFileSync(real);
+    } catch {
+      return notFound();
+    }
+    return documentResponse(200, match.format.mediaType, body);
+  }
+
+  /** The oEmbed endpoint: files for the defaults, the database for parameters (oEmbed 1.0 section 2.3). */
+  private oembed(key: string, format: VideoFormat, segments: string[], query: URLSearchParams): ServeResponse {
+    const endpoint = this.deps.routes.oembed!;
+    let form = format;
+    if (format === endpoint.index) {
+      const wanted = query.get('format') ?? '';
+      if (wanted !== '') {
+        const chosen = endpoint.byFormatParam.get(wanted);
+        if (chosen === undefined) {
+          return textResponse(501, `oEmbed format ${JSON.stringify(wanted)} is not supported; use ${[...endpoint.byFormatParam.keys()].join(' or ')}`);
+        }
+        form = chosen;
+      }
+    }
+    if (!OEMBED_DYNAMIC_PARAMS.some((name) => present(query, name))) {
+      return this.file({ kind: 'keyed', format: form, key, file: `${key}/${form.dir}/${form.file}` });
+    }
+
+    const sizes: Partial<Record<(typeof OEMBED_SIZE_PARAMS)[number], number>> = {};
+    for (const name of OEMBED_SIZE_PARAMS) {
+      if (!present(query, name)) continue;
+      const value = query.get(name)!;
+      if (!/^\d{1,5}$/.test(value) || Number(value) < 1 || Number(value) > MAX_SIZE) {
+        return textResponse(400, `${name} must be a whole number from 1 to ${MAX_SIZE}, not ${JSON.stringify(value.slice(0, 40))}`);
+      }
+      sizes[name] = Number(value);
+    }
+    const callback = present(query, 'callback') ? query.get('callback')! : null;
+    const kind = bareMediaType(form.mediaType);
+    const isJson = kind === 'application/json';
+    if (callback !== null) {
+      const problem = callbackProblem(callback);
+      if (problem !== null) return textResponse(400, `callback ${problem}`);
+      if (!isJson) return textResponse(400, 'callback works only with the JSON form');
+    }
+
+    const { site } = this.deps;
+    const reader = this.reader(site.config.recommendationsCount);
+    const found = reader.snapshot(() => videoByPublicId(reader, key));
+    if (found.status === 'missing') return notFound(`no video ${JSON.stringify(key)}`);
+    if (found.status === 'private') return textResponse(401, `video ${JSON.stringify(key)} is not public`);
+    if (present(query, 'url')) {
+      const id = site.paths.videoIdOfPage(query.get('url')!);
+      if (id === null) return notFound('url is not a video page of this site');
+      if (id !== key) return notFound(`url names video ${JSON.stringify(id)}, but this is the oEmbed endpoint of ${JSON.stringify(key)}`);
+    }
+    // The seed's width/height ask for a player size; oEmbed answers within bounds, so they bound it.
+    const response = oembedResponse(found.video, site, {
+      maxwidth: sizes.maxwidth ?? sizes.width,
+      maxheight: sizes.maxheight ?? sizes.height,
+    });
+    if (callback !== null) return documentResponse(200, 'application/javascript; charset=utf-8', jsonpBody(callback, oembedJson(response)));
+    const body = isJson ? oembedJson(response) : kind === 'text/html' ? response.html : oembedXml(response);
+    return documentResponse(200, form.mediaType, body);
+  }
+
+  /** `?recommendations=N`: the document rendered with N items instead of the configured count. */
+  private recommendations(username: string, format: UserFormat, raw: string): ServeResponse {
+    if (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_RECOMMENDATIONS) {
+      return textResponse(400, `${RECOMMENDATIONS_PARAM} must be a whole number from 1 to ${MAX_RECOMMENDATIONS}, not ${JSON.stringify(raw.slice(0, 40))}`);
+    }
+    const reader = this.reader(Number(raw));
+    const body = reader.snapshot(() => {
+      const [row] = [...reader.users(username)];
+      if (row === undefined || this.deps.site.paths.problem(row.username) !== null) return null;
+      return format.render(reader.userBundle(row.id, new Set(format.needs)), this.deps.site);
+    });
+    if (body === null) return notFound(`no user ${JSON.stringify(username)}`);
+    return documentResponse(200, format.mediaType, body);
+  }
+
+  /** The recommendation POST (seed section 4): form-encoded; 201 with the stored item. */
+  private postRecommendation(username: string, request: ServeRequest): ServeResponse {
+    const body = request.body ?? Buffer.alloc(0);
+    if (body.length > RECOMMENDATION_POST_MAX_BYTES) return textResponse(413, `the body is larger than ${RECOMMENDATION_POST_MAX_BYTES} bytes`);
+    const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/x-www-form-urlencoded') {
+      return textResponse(415, 'send the fields form-encoded (Content-Type: application/x-www-form-urlencoded)');
+    }
+    const text = body.toString('utf8');
+    if (Buffer.from(text, 'utf8').length !== body.length) return textResponse(400, 'the body is not valid UTF-8');
+    const form = new URLSearchParams(text);
+    const input: Partial<Record<(typeof POST_FIELDS)[number], string>> = {};
+    for (const field of POST_FIELDS) {
+      const values = form.getAll(field);
+      if (values.length > 1) return textResponse(400, `${field}: given ${values.length} times`);
+      if (values.length === 1) input[field] = values[0];
+    }
+    const checked = validateRecommendation(input);
+    if (!checked.ok) return textResponse(400, `${checked.field}: ${checked.message}`);
+    if (this.deps.site.paths.problem(username) !== null) return notFound(`no user ${JSON.stringify(username)}`);
+    this.writer ??= this.deps.openForWriting();
+    const stored = storeRecommendation(this.writer, username, checked.value, (this.deps.now ?? (() => new Date()))());
+    if (stored.status === 'unknown-user') return notFound(`no user ${JSON.stringify(username)}`);
+
+    const doc = new XmlDocument('recommendation', { id: stored.id });
+    const v = checked.value;
+    doc.root.leaf('title', v.title).leaf('link', v.link).leaf('image', v.image);
+    if (v.description !== '') doc.root.leaf('description', v.description);
+    const location = this.deps.site.paths.url(this.deps.routes.recommendations!, username);
+    return documentResponse(201, 'application/xml; charset=utf-8', doc.end(), { Location: location });
+  }
+
+  /** Readers by recommendation count: SiteReader takes the count when it prepares its statements. */
+  private reader(count: number): SiteReader {
+    let reader = this.readers.get(count);
+    if (reader === undefined) {
+      reader = new SiteReader(this.deps.db, count);
+      this.readers.set(count, reader);
+    }
+    return reader;
+  }
+}
+
+function present(query: URLSearchParams, name: string): boolean {
+  return (query.get(name) ?? '') !== '';
+}
+
+function notFound(message = 'not found'): ServeResponse {
+  return textResponse(404, message);
+}

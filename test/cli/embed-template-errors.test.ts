@@ -1,0 +1,79 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createDemoDb, tempDir } from '../helpers/site-fixture.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const BIN = join(ROOT, 'bin/vidfeeds.js');
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()!();
+});
+
+beforeAll(() => {
+  if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` (npm test does) before this test');
+});
+
+/** Every path under `dir`, relative, sorted. */
+function listing(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
+}
+
+/** A working directory with a demo database, a config file and a templates directory of its own. */
+function site(player: Record<string, unknown>, templates: Record<string, string> = {}) {
+  const { dir, cleanup } = tempDir('vidfeeds-cli-');
+  cleanups.push(cleanup);
+  const demo = createDemoDb({ users: 12, seed: 3 });
+  cleanups.push(demo.cleanup);
+  writeFileSync(join(dir, 'site.sqlite'), readFileSync(demo.file));
+  mkdirSync(join(dir, 'templates/embed'), { recursive: true });
+  for (const [name, source] of Object.entries(templates)) writeFileSync(join(dir, 'templates/embed', `${name}.hbs`), source);
+  writeFileSync(join(dir, 'vidfeeds.config.json'), JSON.stringify({ baseUrl: 'https://videos.example.org', player }));
+  return dir;
+}
+
+function build(cwd: string) {
+  const result = spawnSync(process.execPath, [BIN, 'build', '--db', 'site.sqlite', '--out', 'out'], { cwd, encoding: 'utf8' });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe('vidfeeds build with an embed template that cannot be used', () => {
+  it('exits 2 naming a broken template, before writing any file', () => {
+    const cwd = site({ template: 'mine', templatesDir: 'templates' }, { mine: '<object>{{#each}}</object>' });
+    const before = listing(cwd);
+    const { code, stderr } = build(cwd);
+    expect(code).toBe(2);
+    expect(stderr).toContain(`vidfeeds: template ${join(cwd, 'templates/embed/mine.hbs')}: Parse error on line 1:`);
+    expect(listing(cwd)).toEqual(before);
+  });
+
+  it('exits 2 naming a missing template and where it looked', () => {
+    const cwd = site({ template: 'nope', templatesDir: 'templates' });
+    const before = listing(cwd);
+    const { code, stderr } = build(cwd);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/template embed\/nope\.hbs: not found \(looked in .*templates\/embed\/nope\.hbs and .*templates\/embed\/nope\.hbs\)/);
+    expect(listing(cwd)).toEqual(before);
+  });
+
+  it('exits 2 when the templates directory is not there', () => {
+    const cwd = site({ template: 'flash', templatesDir: 'tempaltes' });
+    const before = listing(cwd);
+    const { code, stderr } = build(cwd);
+    expect(code).toBe(2);
+    expect(stderr).toContain('(player.templatesDir) is not a directory');
+    expect(listing(cwd)).toEqual(before);
+  });
+
+  it('builds with a template of the site directory when it works', () => {
+    const cwd = site({ template: 'mine', templatesDir: 'templates' }, { mine: '<iframe src="{{pageUrl}}" title="{{title}}"></iframe>\n' });
+    const { code, stderr } = build(cwd);
+    expect(stderr).toMatch(/documents in/);
+    expect(code).toBe(0);
+    const html = listing(join(cwd, 'out')).filter((p) => p.endsWith('oembed/html'));
+    expect(html.length).toBeGreaterThan(10);
+    expect(readFileSync(join(cwd, 'out', html[0]!), 'utf8')).toMatch(/^<iframe src="https:\/\/videos\.example\.org\/[^"]+\/" title="[^"]*"><\/iframe>$/);
+  });
+});

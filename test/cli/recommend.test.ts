@@ -1,0 +1,139 @@
+import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/site-fixture.js';
+import { xmllintSchema, xpath } from '../helpers/validators.js';
+
+/**
+ * `vidfeeds recommend` as an operator runs it: the built CLI (`npm test` compiles dist/ first;
+ * alone, run `npx tsc -p tsconfig.json` before this file) in a temporary directory.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const BIN = join(ROOT, 'bin/vidfeeds.js');
+const SCHEMA = join(ROOT, 'docs/schemas/recommendations.xsd');
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()!();
+});
+
+beforeAll(() => {
+  if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` (npm test does) first');
+});
+
+function vidfeeds(cwd: string, ...args: string[]) {
+  const result = spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', env: { ...process.env, VIDFEEDS_DEBUG: '' } });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A temporary directory holding a small demo site database. */
+function site(): { dir: string; db: string } {
+  const { dir, cleanup } = tempDir('vidfeeds-cli-');
+  cleanups.push(cleanup);
+  const made = vidfeeds(dir, 'demo', '--db', 'site.sqlite', '--users', '12');
+  expect(made.code, made.stderr).toBe(0);
+  return { dir, db: join(dir, 'site.sqlite') };
+}
+
+function recommendationRows(db: string): number {
+  const conn = new Database(db, { readonly: true });
+  try {
+    return (conn.prepare('SELECT count(*) AS n FROM recommendations').get() as { n: number }).n;
+  } finally {
+    conn.close();
+  }
+}
+
+const GOOD = ['--title', 'Brand <new> & "shiny"', '--image', 'https://img.example.org/new.jpg', '--link', 'https://video.example.org/watch?v=new&t=1'];
+
+describe('vidfeeds recommend', () => {
+  it('stores a recommendation that the next `build --user` shows first', () => {
+    const { dir } = site();
+    const stored = vidfeeds(dir, 'recommend', 'alice', '--db', 'site.sqlite', ...GOOD, '--description', 'Worth it', '--duration', '3:25');
+    expect(stored.code, stored.stderr).toBe(0);
+    expect(stored.stdout).toMatch(/^stored recommendation \d+ for alice\n$/);
+    expect(stored.stderr).toContain('vidfeeds build --user alice');
+
+    const built = vidfeeds(dir, 'build', '--db', 'site.sqlite', '--out', 'out', '--user', 'alice');
+    expect(built.code, built.stderr).toBe(0);
+    const body = readFileSync(join(dir, 'out/alice/openrecommender/index.xml'), 'utf8');
+    expect(xmllintSchema(SCHEMA, { alice: body }).ok).toBe(true);
+    expect(xpath(body, 'string(/recommendations/recommendation[1]/title)')).toBe('Brand <new> & "shiny"');
+    expect(xpath(body, 'string(/recommendations/recommendation[1]/title/@duration)')).toBe('03:25');
+    expect(xpath(body, 'string(/recommendations/recommendation[1]/link)')).toBe('https://video.example.org/watch?v=new&t=1');
+    expect(xpath(body, 'string(/recommendations/recommendation[1]/image)')).toBe('https://img.example.org/new.jpg');
+    expect(xpath(body, 'string(/recommendations/recommendation[1]/description)')).toBe('Worth it');
+    expect(xpath(body, 'count(/recommendations/recommendation)')).toBe('8');
+  });
+
+  it('refuses bad input with a clear error naming the flag, exit 2, nothing stored', () => {
+    const { dir, db } = site();
+    const before = recommendationRows(db);
+    const cases: Array<[string[], RegExp]> = [
+      [['--image', 'https://img.example.org/i.jpg', '--link', 'https://v.example.org/'], /--title: title is required; nothing stored/],
+      [['--title', 't', '--link', 'https://v.example.org/'], /--image: image is required/],
+      [['--title', 't', '--image', 'https://img.example.org/i.jpg'], /--link: link is required/],
+      [[...GOOD.slice(0, 4), '--link', 'javascript:alert(1)'], /--link: link must use http or https, not javascript:/],
+      [['--title', 't', '--image', '/thumbs/1.jpg', '--link', 'https://v.example.org/'], /--image: image must be an absolute http\(s\) URL/],
+      [['--title', 'x'.repeat(301), ...GOOD.slice(2)], /--title: title is 301 characters long; at most 300 are allowed/],
+      [['--title', 'bell\u0007', ...GOOD.slice(2)], /--title: title must not contain control characters/],
+      [[...GOOD, '--duration', '3:75'], /--duration: duration must be mm:ss .* or whole seconds/],
+    ];
+    for (const [args, message] of cases) {
+      const result = vidfeeds(dir, 'recommend', 'alice', '--db', 'site.sqlite', ...args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr, args.join(' ')).toMatch(message);
+      expect(result.stdout).toBe('');
+    }
+    expect(recommendationRows(db)).toBe(before);
+  });
+
+  it('refuses unknown, suspended and deleted users, exit 2, nothing stored', () => {
+    const { dir, db } = site();
+    const before = recommendationRows(db);
+    for (const user of ['no-such-user', 'carol', 'dave', 'robots.txt']) {
+      const result = vidfeeds(dir, 'recommend', user, '--db', 'site.sqlite', ...GOOD);
+      expect(result.code, user).toBe(2);
+      expect(result.stderr, user).toContain(`user "${user}" is not a published user of ${join(dir, 'site.sqlite')}`);
+      expect(result.stderr, user).toContain('nothing stored');
+    }
+    expect(recommendationRows(db)).toBe(before);
+  });
+
+  it('refuses a database that does not exist instead of creating one', () => {
+    const { dir, cleanup } = tempDir('vidfeeds-cli-');
+    cleanups.push(cleanup);
+    const result = vidfeeds(dir, 'recommend', 'alice', '--db', 'missing.sqlite', ...GOOD);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`database ${join(dir, 'missing.sqlite')} does not exist`);
+    expect(existsSync(join(dir, 'missing.sqlite'))).toBe(false);
+  });
+
+  it("leaves the site database's journal mode alone and refuses an older schema rather than migrating it", () => {
+    const { dir, db } = site();
+    const conn = new Database(db);
+    expect(conn.pragma('journal_mode', { simple: true })).toBe('delete');
+    conn.close();
+    expect(vidfeeds(dir, 'recommend', 'alice', '--db', db, ...GOOD).code).toBe(0);
+    const after = new Database(db);
+    expect(after.pragma('journal_mode', { simple: true })).toBe('delete');
+    after.pragma('user_version = 0');
+    after.close();
+    const old = vidfeeds(dir, 'recommend', 'alice', '--db', db, ...GOOD);
+    expect(old.code).toBe(2);
+    expect(old.stderr).toContain('has schema version 0, this vidfeeds needs version');
+    const check = new Database(db, { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(0);
+    check.close();
+  });
+
+  it('needs --db and a user name (usage errors, exit 2)', () => {
+    const { dir, cleanup } = tempDir('vidfeeds-cli-');
+    cleanups.push(cleanup);
+    expect(vidfeeds(dir, 'recommend', 'alice', ...GOOD).code).toBe(2);
+    expect(vidfeeds(dir, 'recommend', '--db', 'x.sqlite', ...GOOD).code).toBe(2);
+  });
+});

@@ -1,0 +1,35 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+
+/** The built command, run as a user runs it (npm test compiles dist/ first). */
+export const BIN = resolve(import.meta.dirname, '../../bin/vidfeeds.js');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function cli(args: string[], options: { cwd?: string; input?: string } = {}): CliResult {
+  const result = spawnSync(process.execPath, [BIN, ...args], { cwd: options.cwd, encoding: 'utf8', input: options.input ?? '', env: { ...process.env, FORCE_COLOR: '0' } });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+export function cliAsync(args: string[], options: { cwd?: string } = {}): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Every file under `dir` (relative paths) with its bytes. */
+export function readTree(dir: string): Map<string, Buffer> {
+  const files = new Map<string, Buffer>();
+  const visit = (current: string) => {
+    for (const name of readdirSync(current)) {
+      const full = join(current, name);
+      if (statSync(full).isDirectory()) visit(full);
+      else files.set(relative(dir, full).split('\\').join('/'), readFileSync(full));
+    }
+  };
+  visit(dir);
+  return files;
+}

@@ -1,0 +1,50 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+
+/** A file of an output tree: its bytes and what tells a rewrite from an untouched file. */
+export interface TreeFile {
+  body: Buffer;
+  mtimeNs: bigint;
+  ino: bigint;
+}
+
+/** Every served file under `root` (dot-named entries, such as a writer's staging, left out), by `/`-separated path. */
+export function readTree(root: string): Map<string, TreeFile> {
+  const files = new Map<string, TreeFile>();
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = join(dir, entry.name);
+      if (entry.name.startsWith('.')) continue;
+      if (entry.isDirectory()) {
+        walk(full);
+      } else {
+        const stat = statSync(full, { bigint: true });
+        files.set(relative(root, full).split(sep).join('/'), { body: readFileSync(full), mtimeNs: stat.mtimeNs, ino: stat.ino });
+      }
+    }
+  };
+  walk(root);
+  return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** Differences between two trees' bytes, as readable lines (empty when identical). */
+export function treeDifferences(actual: Map<string, TreeFile>, expected: Map<string, TreeFile>, limit = 20): string[] {
+  const lines: string[] = [];
+  for (const [path, file] of expected) {
+    const other = actual.get(path);
+    if (other === undefined) lines.push(`missing: ${path}`);
+    else if (!other.body.equals(file.body)) lines.push(`differs: ${path}`);
+  }
+  for (const path of actual.keys()) if (!expected.has(path)) lines.push(`extra: ${path}`);
+  return lines.slice(0, limit);
+}
+
+/** Files whose bytes did not change between two readings of one tree but that were rewritten. */
+export function touchedButSame(before: Map<string, TreeFile>, after: Map<string, TreeFile>): string[] {
+  const lines: string[] = [];
+  for (const [path, file] of before) {
+    const now = after.get(path);
+    if (now !== undefined && now.body.equals(file.body) && (now.mtimeNs !== file.mtimeNs || now.ino !== file.ino)) lines.push(path);
+  }
+  return lines;
+}

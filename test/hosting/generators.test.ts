@@ -1,0 +1,152 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Format } from '../../src/formats/format.js';
+import { FORMATS } from '../../src/formats/registry.js';
+import { htaccess } from '../../src/hosting/apache.js';
+import { nginxConfig } from '../../src/hosting/nginx.js';
+import { headersFile, redirectsFile } from '../../src/hosting/pages.js';
+import { matchRoute, routesOf, splitUrlPath } from '../../src/hosting/routes.js';
+import { cli } from '../helpers/cli.js';
+import { nginxMainConfig, nginxTest } from '../helpers/nginx.js';
+import { PRODUCT_TABLE } from '../helpers/served-urls.js';
+import { buildInMemory, createDemoDb, tempDir } from '../helpers/site-fixture.js';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()!();
+});
+
+function work() {
+  const t = tempDir('vidfeeds-hosting-');
+  cleanups.push(t.cleanup);
+  return t.dir;
+}
+
+describe('routes from the format table', () => {
+  const routes = routesOf(FORMATS);
+
+  it('resolve URLs to files, with and without the final slash, and nothing else', () => {
+    expect(matchRoute(routes, ['alice', 'rss', ''])).toMatchObject({ kind: 'keyed', file: 'alice/rss/index.rss' });
+    expect(matchRoute(routes, ['alice', 'rss'])).toMatchObject({ kind: 'keyed', file: 'alice/rss/index.rss' });
+    expect(matchRoute(routes, ['sitemap-3.xml'])).toMatchObject({ kind: 'site', file: 'sitemap-3.xml' });
+    expect(matchRoute(routes, ['alice', 'rss', 'index.rss'])).toBeNull();
+    expect(matchRoute(routes, ['.hidden', 'rss', ''])).toBeNull();
+    expect(matchRoute(routes, ['alice', 'rss', '', ''])).toBeNull();
+  });
+
+  it('split request paths, refusing tricks', () => {
+    expect(splitUrlPath('/zo%C3%AB/rss/', '')).toEqual(['zoë', 'rss', '']);
+    expect(splitUrlPath('/a%20b/x/rss/', '/a%20b')).toEqual(['x', 'rss', '']);
+    expect(splitUrlPath('/a b/x/rss/', '/a%20b')).toEqual(['x', 'rss', '']);
+    for (const bad of ['/..%2Fx/rss/', '/x%2Frss/', '/x%5Crss/', '/%00/rss/', '/./rss/', '/../rss/', '//x/rss/', '/x//rss/', '/%E0%A4%A/rss/']) {
+      expect(splitUrlPath(bad, ''), bad).toBeNull();
+    }
+    expect(splitUrlPath('/other/x/rss/', '/base')).toBeNull();
+  });
+
+  it('follow a format added to the table, with no other change', () => {
+    const extra: Format = { ...(FORMATS.find((f) => f.name === 'rss') as Format & { scope: 'user' }), name: 'extra', dir: 'extra', file: 'index.ext', mediaType: 'application/x-extra; charset=utf-8' } as Format;
+    const more = routesOf([...FORMATS, extra]);
+    expect(matchRoute(more, ['bob', 'extra', ''])).toMatchObject({ file: 'bob/extra/index.ext' });
+    const nginx = nginxConfig(more, { root: '/srv/out', listen: '80', serverName: 'x', basePath: '', name: 'vidfeeds', generator: 'test' });
+    expect(nginx).toContain('default_type "application/x-extra; charset=utf-8";');
+    expect(htaccess(more, { basePath: '', generator: 'test' })).toContain('ForceType "application/x-extra; charset=utf-8"');
+    expect(headersFile(more, '', 'test')).toContain('/*/extra/\n  Content-Type: application/x-extra; charset=utf-8');
+    expect(redirectsFile(more, '', 'netlify', 'test')).toContain('/:key/extra/  /:key/extra/index.ext  200');
+  });
+});
+
+describe('vidfeeds hosting nginx', () => {
+  it('prints a configuration nginx accepts, with every option on, under a base path', () => {
+    const dir = work();
+    const videos = join(dir, 'videos');
+    mkdirSync(videos);
+    const result = cli([
+      'hosting', 'nginx', '--root', dir, '--listen', '127.0.0.1:8089', '--base-url', 'https://example.org/v%C3%ADdeos/x',
+      '--upstream', '127.0.0.1:8081', '--automated-rate', '30r/m', '--video-location', '/files/', '--video-root', videos,
+      '--refuse-hotlinks', '--allow-referer', '*.partner.example',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('server_name example.org;');
+    expect(result.stdout).toContain('location = "/vídeos/x/robots.txt"');
+    const prefix = join(dir, 'nginx');
+    mkdirSync(prefix);
+    const verdict = nginxTest(prefix, nginxMainConfig(prefix, result.stdout));
+    expect(verdict.output).toMatch(/syntax is ok/);
+    expect(verdict.ok, verdict.output).toBe(true);
+  });
+
+  it('names each content type of the table once per location, and no charset directive that could add a second', () => {
+    const text = cli(['hosting', 'nginx', '--root', work()]).stdout;
+    for (const row of PRODUCT_TABLE) expect(text, row.url).toContain(`default_type "${row.type}";`);
+    expect(text).toContain('charset off;');
+    expect(text).not.toMatch(/^\s*(return|rewrite)\s+30[12]/m);
+  });
+
+  it('refuses what nginx could not read, with exit code 2', () => {
+    const dir = work();
+    const dollar = join(dir, 'a$b');
+    mkdirSync(dollar);
+    const result = cli(['hosting', 'nginx', '--root', dollar]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('nginx reads as a variable');
+    expect(cli(['hosting', 'nginx', '--root', dir, '--listen', 'port']).code).toBe(2);
+    expect(cli(['hosting', 'nginx', '--root', dir, '--upstream', 'nohost']).code).toBe(2);
+    expect(cli(['hosting', 'nginx', '--root', dir, '--refuse-hotlinks']).code).toBe(2);
+    expect(cli(['hosting', 'nginx', '--root', dir, '--automated-rate', 'fast']).code).toBe(2);
+  });
+});
+
+describe('vidfeeds hosting apache, headers, redirects', () => {
+  it('print an .htaccess that rewrites every URL to its file, forces its type and 404s the rest', () => {
+    const result = cli(['hosting', 'apache', '--base-url', 'https://example.org/videos', '--upstream', '127.0.0.1:8081']);
+    expect(result.code, result.stderr).toBe(0);
+    const text = result.stdout;
+    expect(text).toContain('RewriteBase "/videos/"');
+    expect(text).toContain('DirectorySlash Off');
+    expect(text).toContain('RewriteRule "^([^/.][^/]*)/rss/?$" "$1/rss/index.rss" [B=?#%,END]');
+    for (const row of PRODUCT_TABLE) expect(text, row.url).toContain(`ForceType "${row.type}"`);
+    expect(text.trimEnd().endsWith('RewriteRule ^ - [R=404,L]')).toBe(true);
+    expect(text).toContain('[P,L]');
+  });
+
+  it('print _headers with each URL pattern and its type, and _redirects that rewrite with 200', () => {
+    const headers = cli(['hosting', 'headers']).stdout;
+    for (const row of PRODUCT_TABLE) {
+      const pattern = row.url.replace(/<user>|<video>/, '*');
+      expect(headers, row.url).toContain(`${pattern}\n  Content-Type: ${row.type}\n`);
+    }
+    const netlify = cli(['hosting', 'redirects', '--for', 'netlify']).stdout;
+    expect(netlify).toContain('/:key/oembed/  format=xml  /:key/oembed/xml  200');
+    expect(netlify).toContain('/:key/rss  /:key/rss/index.rss  200');
+    const cloudflare = cli(['hosting', 'redirects', '--for', 'cloudflare']).stdout;
+    expect(cloudflare).not.toContain('format=');
+    for (const line of cloudflare.split('\n').filter((l) => l && !l.startsWith('#'))) expect(line.split(/\s+/)).toHaveLength(3);
+    expect(cli(['hosting', 'redirects', '--for', 'vercel']).code).toBe(2);
+  });
+});
+
+describe('vidfeeds hosting manifest', () => {
+  it('lists every file of a built tree with its content type and keys, and leaves out the rest', () => {
+    const fixture = createDemoDb({ users: 12, seed: 3 });
+    cleanups.push(fixture.cleanup);
+    const dir = work();
+    const { writer } = buildInMemory(fixture.file);
+    for (const [path, body] of writer.files) {
+      mkdirSync(join(dir, path, '..'), { recursive: true });
+      writeFileSync(join(dir, path), body);
+    }
+    writeFileSync(join(dir, '.secret'), 'x');
+    writeFileSync(join(dir, 'stray.txt'), 'x');
+    const result = cli(['hosting', 'manifest', '--root', dir, '--base-url', 'https://example.org/videos']);
+    expect(result.code, result.stderr).toBe(0);
+    const manifest = JSON.parse(result.stdout) as { basePath: string; files: Array<{ file: string; contentType: string; keys: string[] }> };
+    expect(manifest.basePath).toBe('/videos');
+    expect(manifest.files.map((f) => f.file).sort()).toEqual([...writer.files.keys()].sort());
+    const rss = manifest.files.find((f) => f.file === 'alice/rss/index.rss')!;
+    expect(rss).toEqual({ file: 'alice/rss/index.rss', contentType: 'application/rss+xml; charset=utf-8', keys: ['alice/rss/', 'alice/rss'] });
+    expect(result.stderr).toContain('1 files under');
+    expect(cli(['hosting', 'manifest', '--root', join(dir, 'missing')]).code).toBe(2);
+  });
+});

@@ -1,0 +1,258 @@
+import Database from 'better-sqlite3';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BuildState } from '../../src/build/build-state.js';
+import { runBuild } from '../../src/build/build.js';
+import { DirectoryWriter } from '../../src/build/output-writer.js';
+import { createSiteContext } from '../../src/build/site-context.js';
+import { SiteReader } from '../../src/db/site-reader.js';
+import { FORMATS } from '../../src/formats/registry.js';
+import { routesOf } from '../../src/hosting/routes.js';
+import { listen, type RunningServer } from '../../src/serve/http-server.js';
+import { SiteServer } from '../../src/serve/site-server.js';
+import { cli } from '../helpers/cli.js';
+import { freePort, http } from '../helpers/http.js';
+import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
+import { expectBodiesParse, expectServed, PRODUCT_TABLE, REFUSED_PATHS, servedUrls } from '../helpers/served-urls.js';
+import { createDemoDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
+
+/**
+ * The tree as hosts serve it: a demo build in a temporary folder, Debian's nginx with the
+ * configuration `vidfeeds hosting nginx` prints (at the root, under a base path, and with the
+ * operator options on), and `vidfeeds serve`, all on loopback ports. Every URL form of PRODUCT.md
+ * for several users and videos must come back with status 200, its exact Content-Type and the
+ * file's bytes; tricks and hidden files must get 404.
+ */
+
+const ODD_USER = `o'd "n?#%&+;=@$`;
+const ODD_VIDEO = 'v i?d#%&+';
+const USERS = ['alice', 'bob', 'مريم', 'zoë', '山田太郎', '🎬astral', 'mallory', ODD_USER];
+const BASE_PATH = '/vídeos x';
+
+let work: { dir: string; cleanup: () => void };
+let root: string;
+let videos: string[];
+let nginx: RunningNginx;
+let serve: RunningServer;
+let serveCore: SiteServer;
+let db: Database.Database;
+const port = { root: 0, base: 0, options: 0 };
+
+beforeAll(async () => {
+  work = tempDir('vidfeeds-serving-');
+  const fixture = createDemoDb({ users: 24, seed: 5 });
+  const odd = insertUser(fixture.db, { username: ODD_USER });
+  insertVideo(fixture.db, odd.id, { public_id: ODD_VIDEO, title: 'Odd <one> & "two"' });
+  fixture.db.close();
+  const dbFile = join(work.dir, 'site.sqlite');
+  const { copyFileSync } = await import('node:fs');
+  copyFileSync(fixture.file, dbFile);
+  fixture.cleanup();
+
+  // A real build into a folder, as `vidfeeds build` does it.
+  root = join(work.dir, 'out');
+  const config = testConfig({ baseUrl: 'http://127.0.0.1:8080' });
+  const site = createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1)));
+  db = new Database(dbFile, { readonly: true });
+  const writer = new DirectoryWriter(root);
+  const state = new BuildState(join(work.dir, 'state.sqlite'));
+  const report = runBuild({ reader: new SiteReader(db, config.recommendationsCount), writer, state, site, formats: FORMATS });
+  writer.close();
+  state.close();
+  expect(report.failed).toEqual([]);
+  // What must never be served, planted in the tree.
+  writeFileSync(join(root, '.secret'), 'secret');
+  writeFileSync(join(root, 'alice', '.secret'), 'secret');
+  mkdirSync(join(root, '.vidfeeds-staging'), { recursive: true });
+  writeFileSync(join(root, '.vidfeeds-staging', 'x'), 'partial');
+
+  videos = db
+    .prepare<[], { public_id: string }>(
+      `SELECT v.public_id FROM videos v JOIN users u ON u.id = v.user_id
+       WHERE v.visibility = 'public' AND u.state = 'active' AND u.username IN ('alice', 'mallory', 'zoë') ORDER BY v.public_id LIMIT 4`,
+    )
+    .all()
+    .map((r) => r.public_id);
+  videos.push(ODD_VIDEO);
+
+  serveCore = new SiteServer({ root, site, routes: routesOf(FORMATS), db, openForWriting: () => new Database(dbFile) });
+  serve = await listen(serveCore, { host: '127.0.0.1', port: 0 });
+
+  port.root = await freePort();
+  port.base = await freePort();
+  port.options = await freePort();
+  const videoFiles = join(work.dir, 'videos');
+  mkdirSync(videoFiles);
+  writeFileSync(join(videoFiles, 'clip.flv'), 'FLV');
+  const generate = (args: string[]) => {
+    const result = cli(['hosting', 'nginx', '--root', root, ...args]);
+    expect(result.code, result.stderr).toBe(0);
+    return result.stdout;
+  };
+  const servers = [
+    generate(['--listen', `127.0.0.1:${port.root}`, '--base-url', 'http://127.0.0.1:8080', '--upstream', `127.0.0.1:${serve.port}`]),
+    generate(['--listen', `127.0.0.1:${port.base}`, '--base-url', `http://127.0.0.1:8080${encodeURI(BASE_PATH)}`, '--name', 'based']),
+    generate([
+      '--listen', `127.0.0.1:${port.options}`, '--base-url', 'http://localhost:8080', '--name', 'opts',
+      '--automated-rate', '1r/m', '--automated-burst', '1',
+      '--video-location', '/files/', '--video-root', videoFiles, '--refuse-hotlinks', '--allow-referer', 'partner.example',
+    ]),
+  ];
+  const prefix = join(work.dir, 'nginx');
+  mkdirSync(prefix);
+  nginx = await startNginx(prefix, nginxMainConfig(prefix, servers.join('\n')), [port.root, port.base, port.options]);
+});
+
+afterAll(async () => {
+  await nginx?.stop();
+  await serve?.close();
+  serveCore?.close();
+  db?.close();
+  work?.cleanup();
+});
+
+describe('the URL table of PRODUCT.md', () => {
+  it('is the format table: every row has its format, path and content type', () => {
+    const rows = FORMATS.map((f) =>
+      f.scope === 'site'
+        ? { url: `/${f.file}`, file: f.file, type: f.mediaType }
+        : { url: `/<${f.scope}>/${f.dir}/${f.urlName}`, file: `<${f.scope}>/${f.dir}/${f.file}`, type: f.mediaType },
+    );
+    expect(new Set(rows.map((r) => JSON.stringify(r)))).toEqual(new Set(PRODUCT_TABLE.map((r) => JSON.stringify(r))));
+  });
+});
+
+describe.each([
+  ['nginx at the root', () => ({ port: port.root, base: '' })],
+  ['nginx under a base path', () => ({ port: port.base, base: encodeURI(BASE_PATH) })],
+  ['vidfeeds serve', () => ({ port: serve.port, base: '' })],
+])('%s', (where, target) => {
+  it('answers every URL form for several users and videos: 200, the exact Content-Type, the file', async () => {
+    const { port: p, base } = target();
+    const urls = servedUrls(USERS, videos);
+    expect(urls.length).toBeGreaterThan(150);
+    for (const url of urls) expectServed(await http(p, base + url.target), url, root, where);
+    expectBodiesParse(urls, root);
+  });
+
+  it('answers HEAD with the headers of GET and no body', async () => {
+    const { port: p, base } = target();
+    const get = await http(p, `${base}/alice/rss/`);
+    const head = await http(p, `${base}/alice/rss/`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.body.length).toBe(0);
+    expect(head.headers['content-type']).toBe(get.headers['content-type']);
+    expect(head.headers['content-length']).toBe(String(get.body.length));
+  });
+
+  it('sends an ETag and answers If-None-Match with 304', async () => {
+    const { port: p, base } = target();
+    const first = await http(p, `${base}/robots.txt`);
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^(W\/)?"[^"]+"$/);
+    const again = await http(p, `${base}/robots.txt`, { headers: { 'If-None-Match': etag } });
+    expect(again.status).toBe(304);
+    expect(again.body.length).toBe(0);
+  });
+
+  it('compresses when asked, with Vary, and the bytes inflate to the file', async () => {
+    const { port: p, base } = target();
+    const answer = await http(p, `${base}/alice/rss/`, { headers: { 'Accept-Encoding': 'gzip' } });
+    expect(answer.headers['content-encoding']).toBe('gzip');
+    expect(String(answer.headers.vary)).toMatch(/Accept-Encoding/i);
+    expect(answer.text).toBe((await http(p, `${base}/alice/rss/`)).body.toString('utf8'));
+    const refused = await http(p, `${base}/alice/rss/`, { headers: { 'Accept-Encoding': 'gzip;q=0' } });
+    expect(refused.headers['content-encoding']).toBeUndefined();
+  });
+
+  it('answers 404 to hidden files, file names, tricks and what is absent', async () => {
+    const { port: p, base } = target();
+    for (const path of REFUSED_PATHS) {
+      const answer = await http(p, base + path);
+      expect(answer.status, `${where} ${base}${path}`).toBe(404);
+      expect(answer.text).not.toContain('secret');
+    }
+    const privateVideo = db.prepare<[], { public_id: string }>(`SELECT public_id FROM videos WHERE visibility = 'private' LIMIT 1`).get()!;
+    expect((await http(p, `${base}/${privateVideo.public_id}/oembed/`)).status).toBe(404);
+  });
+
+  it('answers 501 to an oEmbed format it does not have', async () => {
+    const { port: p, base } = target();
+    for (const format of ['html', 'yaml', 'JSON']) {
+      expect((await http(p, `${base}/${videos[0]}/oembed/?format=${format}`)).status, format).toBe(501);
+    }
+  });
+});
+
+describe('nginx with vidfeeds serve as its upstream', () => {
+  it('hands parametrised oEmbed requests to vidfeeds serve', async () => {
+    const video = videos[0]!;
+    const answer = await http(port.root, `/${video}/oembed/?maxwidth=200&url=${encodeURIComponent(`http://127.0.0.1:8080/${video}/`)}`);
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(answer.text).width).toBeLessThanOrEqual(200);
+    const jsonp = await http(port.root, `/${video}/oembed/?callback=cb`);
+    expect(jsonp.headers['content-type']).toBe('application/javascript; charset=utf-8');
+    expect(jsonp.headers['x-content-type-options']).toBe('nosniff');
+    expect((await http(port.root, `/${video}/oembed/?callback=alert(1)`)).status).toBe(400);
+    expect((await http(port.root, `/nothing-here/oembed/?maxwidth=100`)).status).toBe(404);
+  });
+
+  it('hands ?recommendations=N and the POST to vidfeeds serve, and keeps its body limit', async () => {
+    const many = await http(port.root, '/alice/openrecommender/?recommendations=2');
+    expect(many.status, many.text).toBe(200);
+    expect(many.text.match(/<recommendation[ >]/g)?.length).toBe(2);
+    const form = new URLSearchParams({ title: 'Through nginx', image: 'https://img.example/1.jpg', link: 'https://vid.example/1' }).toString();
+    const post = await http(port.root, '/bob/openrecommender/', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: form,
+    });
+    expect(post.status, post.text).toBe(201);
+    const huge = await http(port.root, '/bob/openrecommender/', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: `title=${'x'.repeat(64 * 1024)}`,
+    });
+    expect(huge.status).toBe(413);
+  });
+
+  it('serves the same files itself without an upstream, and refuses the POST', async () => {
+    const post = await http(port.base, `${encodeURI(BASE_PATH)}/bob/openrecommender/`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: 'title=x',
+    });
+    expect(post.status).toBe(405);
+    // Outside the base path nothing is served.
+    expect((await http(port.base, '/alice/rss/')).status).toBe(404);
+  });
+});
+
+describe('nginx operator options', () => {
+  it('rate-limits automated clients by User-Agent and leaves browsers alone', async () => {
+    const bot = [];
+    for (let i = 0; i < 4; i++) bot.push((await http(port.options, '/robots.txt', { headers: { 'User-Agent': 'curl/8.0' } })).status);
+    expect(bot.slice(0, 2)).toEqual([200, 200]);
+    expect(bot.slice(2)).toEqual([429, 429]);
+    for (let i = 0; i < 4; i++) {
+      expect((await http(port.options, '/robots.txt', { headers: { 'User-Agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0' } })).status).toBe(200);
+    }
+  });
+
+  it('refuses hot-links to video files from other sites', async () => {
+    const browser = { 'User-Agent': 'Mozilla/5.0 Firefox/140.0' };
+    const own = await http(port.options, '/files/clip.flv', { headers: { ...browser, Referer: 'http://localhost/alice/' } });
+    expect(own.status).toBe(200);
+    expect(own.headers['content-type']).toBe('video/x-flv');
+    expect((await http(port.options, '/files/clip.flv', { headers: browser })).status).toBe(200);
+    expect((await http(port.options, '/files/clip.flv', { headers: { ...browser, Referer: 'https://partner.example/page' } })).status).toBe(200);
+    expect((await http(port.options, '/files/clip.flv', { headers: { ...browser, Referer: 'https://thief.example/page' } })).status).toBe(403);
+  });
+
+  it('logs nothing worse than a warning while serving all of this, but the refused large body', () => {
+    const bad = nginx.errorLog().split('\n').filter((line) => /\[(error|crit|alert|emerg)\]/.test(line) && !/too large (chunked )?body/.test(line));
+    expect(bad).toEqual([]);
+  });
+});

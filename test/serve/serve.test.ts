@@ -1,0 +1,322 @@
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { runInNewContext } from 'node:vm';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BuildState } from '../../src/build/build-state.js';
+import { runBuild } from '../../src/build/build.js';
+import { DirectoryWriter } from '../../src/build/output-writer.js';
+import { createSiteContext } from '../../src/build/site-context.js';
+import type { SiteConfig } from '../../src/config/config.js';
+import { SiteReader } from '../../src/db/site-reader.js';
+import { FORMATS } from '../../src/formats/registry.js';
+import { RECOMMENDATION_POST_MAX_BYTES, routesOf } from '../../src/hosting/routes.js';
+import { callbackProblem } from '../../src/serve/jsonp.js';
+import { acceptsGzip, etagMatches } from '../../src/serve/responses.js';
+import { SiteServer, type ServeRequest } from '../../src/serve/site-server.js';
+import { cliAsync } from '../helpers/cli.js';
+import { freePort, http, waitForHttp } from '../helpers/http.js';
+import { createTestDb, insertRow, insertUser, insertVideo, T0, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { jing, SCHEMAS } from '../helpers/validators.js';
+
+/**
+ * `vidfeeds serve`: the core answered without a socket (one request in, one response out), on a
+ * small site of each test's own, and the command itself over loopback HTTP.
+ */
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()!();
+});
+
+interface Site {
+  server: SiteServer;
+  db: Database.Database;
+  dbFile: string;
+  get(target: string, headers?: Record<string, string>): ReturnType<SiteServer['handle']>;
+  post(target: string, form: string | Record<string, string>, headers?: Record<string, string>): ReturnType<SiteServer['handle']>;
+}
+
+/** A site with one uploader (`uploader`, public video `pub`, private `priv`) built into a folder. */
+function site(config: SiteConfig = testConfig()): Site {
+  const fixture = createTestDb();
+  const work = tempDir('vidfeeds-serve-');
+  cleanups.push(fixture.cleanup, work.cleanup);
+  const u = insertUser(fixture.db, { username: 'uploader' });
+  insertVideo(fixture.db, u.id, { public_id: 'pub', title: 'Public <clip>' });
+  insertVideo(fixture.db, u.id, { public_id: 'priv', visibility: 'private' });
+  for (let i = 0; i < 12; i++) {
+    insertRow(fixture.db, 'recommendations', { user_id: u.id, title: `Rec ${i}`, link: `https://r.example/${i}`, image: `https://r.example/${i}.jpg`, created_at: T0 + i });
+  }
+  const root = join(work.dir, 'out');
+  const siteContext = createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1)));
+  const readDb = new Database(fixture.file, { readonly: true });
+  const writer = new DirectoryWriter(root);
+  const state = new BuildState(':memory:');
+  runBuild({ reader: new SiteReader(readDb, config.recommendationsCount), writer, state, site: siteContext, formats: FORMATS });
+  writer.close();
+  state.close();
+  const server = new SiteServer({
+    root,
+    site: siteContext,
+    routes: routesOf(FORMATS),
+    db: readDb,
+    openForWriting: () => new Database(fixture.file),
+    now: () => new Date(Date.UTC(2026, 1, 2)),
+  });
+  cleanups.push(() => {
+    server.close();
+    readDb.close();
+  });
+  const handle = (request: ServeRequest) => server.handle(request);
+  return {
+    server,
+    db: fixture.db,
+    dbFile: fixture.file,
+    get: (target, headers = {}) => handle({ method: 'GET', target, headers: lower(headers) }),
+    post: (target, form, headers = { 'Content-Type': 'application/x-www-form-urlencoded' }) =>
+      handle({ method: 'POST', target, headers: lower(headers), body: Buffer.from(typeof form === 'string' ? form : new URLSearchParams(form).toString()) }),
+  };
+}
+
+function lower(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+const text = (r: { body: Buffer }) => r.body.toString('utf8');
+const PAGE = 'https://videos.example.org/pub/';
+
+describe('oEmbed parameters', () => {
+  it('answers url, maxwidth/maxheight and the seed width/height from the database, within bounds', () => {
+    const s = site();
+    const plain = s.get(`/pub/oembed/?url=${encodeURIComponent(PAGE)}`);
+    expect(plain.status, text(plain)).toBe(200);
+    expect(plain.headers['Content-Type']).toBe('application/json; charset=utf-8');
+    const full = JSON.parse(text(plain));
+    expect(full).toMatchObject({ version: '1.0', type: 'video', title: 'Public <clip>', width: 400, height: 300 });
+    for (const query of ['maxwidth=200', 'width=200', 'maxwidth=200&maxheight=500', 'maxheight=150']) {
+      const r = JSON.parse(text(s.get(`/pub/oembed/?${query}`)));
+      expect(r.width, query).toBeLessThanOrEqual(200);
+      expect(r.height, query).toBeLessThanOrEqual(150);
+      expect(r.html, query).toContain(`${r.width}`);
+    }
+    // The XML form with parameters: valid against the oEmbed schema.
+    const xml = s.get(`/pub/oembed/?format=xml&maxwidth=100&url=${encodeURIComponent(PAGE)}`);
+    expect(xml.headers['Content-Type']).toBe('text/xml; charset=utf-8');
+    expect(jing(join(SCHEMAS, 'oembed-1.0-response.rng'), { xml: text(xml) }).output).toBe('');
+    const html = s.get('/pub/oembed/html?maxwidth=120');
+    expect(html.headers['Content-Type']).toBe('text/html; charset=utf-8');
+    expect(text(html)).toContain('120');
+  });
+
+  it('gives oEmbed 1.0 status codes: 404 unknown video or foreign url, 401 private, 501 format', () => {
+    const s = site();
+    expect(s.get('/nope/oembed/?maxwidth=100').status).toBe(404);
+    expect(s.get('/priv/oembed/?maxwidth=100').status).toBe(401);
+    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://elsewhere.example/pub/')}`).status).toBe(404);
+    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://videos.example.org/uploader/rss/')}`).status).toBe(404);
+    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://videos.example.org/priv/')}`).status).toBe(404);
+    expect(s.get(`/pub/oembed/?url=not-a-url`).status).toBe(404);
+    expect(s.get('/pub/oembed/?format=yaml&maxwidth=5').status).toBe(501);
+    // The page URL on http instead of https, with a fragment, still names the video.
+    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('http://VIDEOS.example.org/pub/#t=3')}`).status).toBe(200);
+    for (const bad of ['maxwidth=0', 'maxwidth=-1', 'maxwidth=abc', 'width=1e3', 'height=99999']) {
+      const r = s.get(`/pub/oembed/?${bad}`);
+      expect(r.status, bad).toBe(400);
+      expect(text(r)).toMatch(/^(max)?(width|height) must be/);
+    }
+  });
+
+  it('wraps JSON in a strictly named callback, as JavaScript that calls it', () => {
+    const s = site();
+    const r = s.get('/pub/oembed/?callback=my.handle_1');
+    expect(r.status).toBe(200);
+    expect(r.headers['Content-Type']).toBe('application/javascript; charset=utf-8');
+    expect(r.headers['X-Content-Type-Options']).toBe('nosniff');
+    const seen: unknown[] = [];
+    runInNewContext(text(r), { my: { handle_1: (value: unknown) => seen.push(value) } });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ type: 'video', title: 'Public <clip>' });
+    expect(s.get('/pub/oembed/?format=xml&callback=cb').status).toBe(400);
+  });
+
+  it.each([
+    'alert(1)',
+    'a;b',
+    'a b',
+    'cb//',
+    '<script>',
+    'a[0]',
+    "a'b",
+    'a"b',
+    '\\u0061',
+    'é',
+    '1abc',
+    'a..b',
+    '.a',
+    'a.',
+    'constructor',
+    'x.__proto__',
+    'function',
+    'a'.repeat(129),
+    'cb\nalert(1)',
+  ])('refuses the callback name %j with 400', (name) => {
+    const s = site();
+    expect(callbackProblem(name)).not.toBeNull();
+    const r = s.get(`/pub/oembed/?callback=${encodeURIComponent(name)}`);
+    expect(r.status).toBe(400);
+    expect(r.headers['Content-Type']).toBe('text/plain; charset=utf-8');
+  });
+});
+
+describe('?recommendations=N', () => {
+  it('lists N recommendations, from 1 to 100, newest first; other values get 400', () => {
+    const s = site();
+    const count = (r: { body: Buffer }) => text(r).match(/<recommendation[ >]/g)?.length ?? 0;
+    expect(count(s.get('/uploader/openrecommender/'))).toBe(8);
+    expect(count(s.get('/uploader/openrecommender/?recommendations=3'))).toBe(3);
+    expect(count(s.get('/uploader/openrecommender/?recommendations=100'))).toBe(12);
+    expect(text(s.get('/uploader/openrecommender/?recommendations=1'))).toContain('Rec 11');
+    for (const bad of ['0', '101', '-1', 'x', '2.5']) expect(s.get(`/uploader/openrecommender/?recommendations=${bad}`).status, bad).toBe(400);
+    expect(s.get('/nobody/openrecommender/?recommendations=3').status).toBe(404);
+  });
+});
+
+describe('the recommendation POST', () => {
+  const valid = { title: 'A <good> one', image: 'https://img.example/a.jpg', link: 'https://vid.example/a', description: 'Nice & short' };
+
+  it('stores a valid recommendation: 201 with the item, and the list shows it first', () => {
+    const s = site();
+    const r = s.post('/uploader/openrecommender/', valid);
+    expect(r.status, text(r)).toBe(201);
+    expect(r.headers['Content-Type']).toBe('application/xml; charset=utf-8');
+    expect(r.headers.Location).toBe('https://videos.example.org/uploader/openrecommender/');
+    expect(text(r)).toContain('<title>A &lt;good&gt; one</title>');
+    const list = s.get('/uploader/openrecommender/?recommendations=1');
+    expect(text(list)).toContain('A &lt;good&gt; one');
+  });
+
+  it.each([
+    [{ ...valid, title: '' }, 'title'],
+    [{ image: valid.image, link: valid.link }, 'title'],
+    [{ ...valid, image: 'javascript:alert(1)' }, 'image'],
+    [{ ...valid, link: '/relative' }, 'link'],
+    [{ ...valid, link: undefined }, 'link'],
+  ] as Array<[Record<string, string | undefined>, string]>)('answers 400 naming the bad field (%#)', (form, field) => {
+    const s = site();
+    const clean = Object.fromEntries(Object.entries(form).filter(([, v]) => v !== undefined)) as Record<string, string>;
+    const r = s.post('/uploader/openrecommender/', clean);
+    expect(r.status).toBe(400);
+    expect(text(r).startsWith(`${field}:`), text(r)).toBe(true);
+    expect(s.db.prepare('SELECT count(*) AS n FROM recommendations').get()).toEqual({ n: 12 });
+  });
+
+  it('answers 404 for an unknown or unpublished user, 413 past the limit, 415 for another encoding, 405 elsewhere', () => {
+    const s = site();
+    insertUser(s.db, { username: 'gone', state: 'suspended' });
+    expect(s.post('/nobody/openrecommender/', valid).status).toBe(404);
+    expect(s.post('/gone/openrecommender/', valid).status).toBe(404);
+    expect(s.post('/uploader/openrecommender/', `title=${'x'.repeat(RECOMMENDATION_POST_MAX_BYTES)}`).status).toBe(413);
+    expect(s.post('/uploader/openrecommender/', JSON.stringify(valid), { 'Content-Type': 'application/json' }).status).toBe(415);
+    expect(s.post('/uploader/openrecommender/', `${new URLSearchParams(valid)}&title=again`).status).toBe(400);
+    const elsewhere = s.post('/uploader/rss/', valid);
+    expect(elsewhere.status).toBe(405);
+    expect(elsewhere.headers.Allow).toBe('GET, HEAD');
+    expect(s.db.prepare('SELECT count(*) AS n FROM recommendations').get()).toEqual({ n: 12 });
+  });
+});
+
+describe('as a web server', () => {
+  it('serves under a base path with a path, and nothing outside it', () => {
+    const s = site(testConfig({ baseUrl: 'https://videos.example.org/my%20videos' }));
+    expect(s.get('/my%20videos/uploader/rss/').status).toBe(200);
+    expect(s.get('/my videos/uploader/rss/').status).toBe(200);
+    expect(s.get('/uploader/rss/').status).toBe(404);
+    expect(s.get('/my%20videos/pub/oembed/?maxwidth=50').status).toBe(200);
+  });
+
+  it('negotiates gzip and ETags like nginx', () => {
+    expect(acceptsGzip('gzip, deflate, br')).toBe(true);
+    expect(acceptsGzip('br;q=1, gzip;q=0')).toBe(false);
+    expect(acceptsGzip('*;q=0.5')).toBe(true);
+    expect(acceptsGzip('identity')).toBe(false);
+    expect(etagMatches('W/"abc", "def"', '"abc"')).toBe(true);
+    expect(etagMatches('"abc-gzip"', '"abc"')).toBe(false);
+    expect(etagMatches('*', '"x"')).toBe(true);
+    const s = site();
+    const zipped = s.get('/uploader/rss/', { 'Accept-Encoding': 'gzip' });
+    const plain = s.get('/uploader/rss/');
+    expect(zipped.headers.ETag).not.toBe(plain.headers.ETag);
+    expect(s.get('/uploader/rss/', { 'If-None-Match': plain.headers.ETag! }).status).toBe(304);
+    expect(s.get('/uploader/rss/', { 'Accept-Encoding': 'gzip', 'If-None-Match': zipped.headers.ETag! }).status).toBe(304);
+    // A dynamic answer gets its ETag too.
+    const dynamic = s.get('/pub/oembed/?maxwidth=80');
+    expect(s.get('/pub/oembed/?maxwidth=80', { 'If-None-Match': dynamic.headers.ETag! }).status).toBe(304);
+  });
+});
+
+describe('vidfeeds serve, the command', () => {
+  it('listens on loopback, answers, and stops on SIGTERM with exit code 0', async () => {
+    const s = site(testConfig({ baseUrl: 'http://127.0.0.1:9/base' }));
+    const work = tempDir('vidfeeds-serve-cli-');
+    cleanups.push(work.cleanup);
+    const out = join(work.dir, 'out');
+    {
+      // Build with the same base URL through the CLI, as an operator would.
+      const { cli } = await import('../helpers/cli.js');
+      const built = cli(['build', '--db', s.dbFile, '--out', out, '--base-url', 'http://127.0.0.1:9/base']);
+      expect(built.code, built.stderr).toBe(0);
+    }
+    const port = await freePort();
+    const child = cliAsync(['serve', '--db', s.dbFile, '--out', out, '--port', String(port), '--base-url', 'http://127.0.0.1:9/base']);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const watchdog = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    try {
+      await waitForHttp(port, '/base/robots.txt');
+      const feed = await http(port, '/base/uploader/atom/');
+      expect(feed.status).toBe(200);
+      expect(feed.headers['content-type']).toBe('application/atom+xml; charset=utf-8');
+      const head = await http(port, '/base/uploader/atom', { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(head.body.length).toBe(0);
+      expect(head.headers['content-length']).toBe(String(feed.body.length));
+      const post = await http(port, '/base/uploader/openrecommender/', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(RECOMMENDATION_POST_MAX_BYTES + 1) },
+        body: 'x'.repeat(RECOMMENDATION_POST_MAX_BYTES + 1),
+      });
+      expect(post.status).toBe(413);
+      const chunked = await http(port, '/base/uploader/openrecommender/', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: 'x'.repeat(RECOMMENDATION_POST_MAX_BYTES * 2),
+      });
+      expect(chunked.status).toBe(413);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited, stderr).toBe(0);
+      clearTimeout(watchdog);
+    }
+    expect(stderr).toContain(`serving ${out} at http://127.0.0.1:${port}/base/`);
+    expect(stderr).toContain('GET /base/uploader/atom/ 200');
+  });
+
+  it('refuses a port in use with exit code 2 and a hint', async () => {
+    const s = site();
+    const { createServer } = await import('node:net');
+    const blocker = createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => blocker.once('listening', r));
+    const { port } = blocker.address() as { port: number };
+    try {
+      const { cli } = await import('../helpers/cli.js');
+      const work = tempDir('vidfeeds-serve-busy-');
+      cleanups.push(work.cleanup);
+      const result = cli(['serve', '--db', s.dbFile, '--out', work.dir, '--port', String(port)]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`port ${port} on 127.0.0.1 is in use`);
+    } finally {
+      blocker.close();
+    }
+  });
+});
