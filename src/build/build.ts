@@ -264,7 +264,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     collect('user', affected.users);
     collect('video', affected.videos);
     // A partial build since the last one may have added or removed documents without them.
-    const siteFiles = affected.siteFiles || newPaths || stale.length > 0 || saved.siteFilesStale;
+    // In a sharded build, another shard's owners may gain or lose documents unseen here: the shard
+    // that writes the site files renders them whenever anything changed (unchanged bytes are not
+    // rewritten).
+    const sharded = options.shard !== undefined && options.shard.count > 1 && siteFormats.length > 0;
+    const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
+    const siteFiles = affected.siteFiles || newPaths || stale.length > 0 || saved.siteFilesStale || (sharded && anyOwner);
     if (siteFiles) {
       renderSiteFiles();
       stale.push(...state.staleOwned('site'));

@@ -155,3 +155,32 @@ describe('vidfeeds build --shard', () => {
     expect(other.stderr).toContain('belongs to shard 1/3, this build is shard 2/3');
   });
 });
+
+describe('incremental sharded builds', () => {
+  it('keep the union equal to a full build when a user appears in another shard than the site files', async () => {
+    const { cli, readTree } = await import('../helpers/cli.js');
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const db = join(dir, 'site.sqlite');
+    expect(cli(['demo', '--db', db, '--users', '20']).code).toBe(0);
+    // Both shards build into one tree (a shared volume), each with its own default state.
+    const shared = join(dir, 'shared');
+    for (const k of [1, 2]) expect(cli(['build', '--db', db, '--out', shared, '--shard', `${k}/2`]).code).toBe(0);
+
+    const name = Array.from({ length: 50 }, (_, i) => `newcomer${i}`).find((n) => shardOf(n, 2) === 2)!;
+    const conn = new (await import('better-sqlite3')).default(db);
+    conn.prepare(`INSERT INTO users (id, username, display_name, state, created_at, updated_at) VALUES (9999, ?, 'New', 'active', 1704067200, 1704067200)`).run(name);
+    conn.close();
+    for (const k of [1, 2]) {
+      const result = cli(['build', '--db', db, '--out', shared, '--shard', `${k}/2`]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain('incremental build');
+    }
+    expect(cli(['build', '--db', db, '--out', join(dir, 'full')]).code).toBe(0);
+    const full = readTree(join(dir, 'full'));
+    const merged = readTree(shared);
+    expect([...merged.keys()].sort()).toEqual([...full.keys()].sort());
+    for (const [path, body] of full) expect(merged.get(path)!.equals(body), path).toBe(true);
+    expect(merged.get('sitemap.xml')!.toString()).toContain(`/${name}/`);
+  });
+});
