@@ -17,6 +17,9 @@ import { basename, dirname, join, resolve } from 'node:path';
  */
 export const STATE_VERSION = 2;
 
+/** Stale outputs are read this many at a time. */
+const STALE_PAGE = 1000;
+
 export interface PreviousOutput {
   hash: Buffer;
   size: number;
@@ -92,11 +95,13 @@ export class BuildState {
       ),
       touch: this.db.prepare('UPDATE outputs SET build = ? WHERE path = ?'),
       forget: this.db.prepare('DELETE FROM outputs WHERE path = ?'),
-      staleAll: this.db.prepare<[number], { path: string; format: string }>(
-        'SELECT path, format FROM outputs WHERE build <> ? ORDER BY path',
+      // Read in pages after the last path seen, so a prune holds one page in memory, and the
+      // caller may forget paths between pages.
+      staleAll: this.db.prepare<[number, string], { path: string; format: string }>(
+        `SELECT path, format FROM outputs WHERE build <> ? AND path > ? ORDER BY path LIMIT ${STALE_PAGE}`,
       ),
-      staleUser: this.db.prepare<[number, string], { path: string; format: string }>(
-        'SELECT path, format FROM outputs WHERE build <> ? AND user = ? ORDER BY path',
+      staleUser: this.db.prepare<[number, string, string], { path: string; format: string }>(
+        `SELECT path, format FROM outputs WHERE build <> ? AND user = ? AND path > ? ORDER BY path LIMIT ${STALE_PAGE}`,
       ),
       staleOwner: this.db.prepare<[string, number, number], string>(
         'SELECT path FROM outputs WHERE owner_kind = ? AND owner_id = ? AND build <> ? ORDER BY path',
@@ -204,10 +209,16 @@ export class BuildState {
     this.tick();
   }
 
-  /** Outputs in scope that this build did not produce. */
+  /** Outputs in scope that this build did not produce, by path; the caller may `forget` each. */
   *stale(scope: PruneScope): Generator<string> {
-    const rows = scope.user === undefined ? this.stmt.staleAll.all(this.buildId) : this.stmt.staleUser.all(this.buildId, scope.user);
-    for (const row of rows) if (scope.formats.has(row.format)) yield row.path;
+    let after = '';
+    for (;;) {
+      const rows =
+        scope.user === undefined ? this.stmt.staleAll.all(this.buildId, after) : this.stmt.staleUser.all(this.buildId, scope.user, after);
+      for (const row of rows) if (scope.formats.has(row.format)) yield row.path;
+      if (rows.length < STALE_PAGE) return;
+      after = rows[rows.length - 1]!.path;
+    }
   }
 
   /** Outputs of one owner (or of every owner of a kind) that this build did not produce. */

@@ -8,6 +8,7 @@ import { showName } from '../paths/names.js';
 import type { BuildState, Owner } from './build-state.js';
 import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
 import { basisOf, planBuild, type BuildFingerprint, type BuildMode } from './incremental.js';
+import { ownsKey, ownsSiteFiles, type ShardSpec } from './shard.js';
 import type { OutputWriter } from './output-writer.js';
 
 /**
@@ -21,6 +22,9 @@ import type { OutputWriter } from './output-writer.js';
  * set of published names may have changed.
  */
 
+/** How many skipped rows and failures a report keeps in full; the rest are only counted. */
+export const REPORT_KEEPS = 100;
+
 export interface BuildOptions {
   /** Format names to build; all when absent. */
   only?: ReadonlySet<string>;
@@ -30,6 +34,8 @@ export interface BuildOptions {
   strict?: boolean;
   /** Render everything even when an incremental build is possible. */
   full?: boolean;
+  /** Build only this shard's part of the site (src/build/shard.ts); site-wide files only in shard 1. */
+  shard?: ShardSpec;
 }
 
 export interface Skipped {
@@ -51,8 +57,12 @@ export interface BuildReport {
   written: number;
   unchanged: number;
   removed: number;
+  /** The first REPORT_KEEPS skipped rows; `skippedCount` counts them all. */
   skipped: Skipped[];
+  skippedCount: number;
+  /** The first REPORT_KEEPS failures; `failedCount` counts them all. */
   failed: Failure[];
+  failedCount: number;
   documents: number;
   bytesWritten: number;
   seconds: number;
@@ -108,7 +118,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   const formats = selectFormats(deps.formats, options.only);
   const userFormats = formats.filter((f): f is UserFormat => f.scope === 'user');
   const videoFormats = formats.filter((f): f is VideoFormat => f.scope === 'video');
-  const siteFormats = options.user === undefined ? formats.filter((f): f is SiteFormat => f.scope === 'site') : [];
+  const siteFormats =
+    options.user === undefined && ownsSiteFiles(options.shard) ? formats.filter((f): f is SiteFormat => f.scope === 'site') : [];
   const parts = new Set<UserPart>(userFormats.flatMap((f) => f.needs));
 
   const report: BuildReport = {
@@ -116,7 +127,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     unchanged: 0,
     removed: 0,
     skipped: [],
+    skippedCount: 0,
     failed: [],
+    failedCount: 0,
     documents: 0,
     bytesWritten: 0,
     seconds: 0,
@@ -136,7 +149,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       body = Buffer.from(render(), 'utf8');
     } catch (error) {
       const failure = { format: format.name, key, path, message: (error as Error).message };
-      report.failed.push(failure);
+      fail(failure);
       reporter?.warn?.(`failed: ${format.name} of ${showName(key)} (${path}): ${failure.message}`);
       if (state.previous(path) === undefined) newPaths = true;
       state.keep(path);
@@ -165,9 +178,13 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     }
   };
 
+  // Kept in memory up to a cap, counted beyond: a site of bad rows must not grow the build.
+  function fail(failure: Failure): void {
+    if (++report.failedCount <= REPORT_KEEPS) report.failed.push(failure);
+  }
   const skip = (skipped: Skipped) => {
     if (options.strict) throw new StrictModeError(skipped);
-    report.skipped.push(skipped);
+    if (++report.skippedCount <= REPORT_KEEPS) report.skipped.push(skipped);
     reporter?.warn?.(`skipped ${skipped.kind} ${showName(skipped.key)}: ${describeSkip(skipped)}`);
   };
 
@@ -178,7 +195,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       try {
         files = format.render(index, site);
       } catch (error) {
-        report.failed.push({ format: format.name, key: '', path: format.file, message: (error as Error).message });
+        fail({ format: format.name, key: '', path: format.file, message: (error as Error).message });
         reporter?.warn?.(`failed: ${format.name} (${format.file}): ${(error as Error).message}`);
         continue;
       }
@@ -187,6 +204,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   };
 
   const renderUser = (row: UserRow) => {
+    if (!ownsKey(options.shard, row.username)) return;
     const problem = site.paths.problem(row.username);
     if (problem !== null) {
       skip({ kind: 'user', key: row.username, reason: problem, isName: true });
@@ -200,6 +218,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   };
 
   const renderVideo = (row: VideoRow) => {
+    if (!ownsKey(options.shard, row.publicId)) return;
     const problem = site.paths.problem(row.publicId);
     if (problem !== null) {
       skip({ kind: 'video', key: row.publicId, reason: problem, isName: true });
@@ -247,7 +266,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     collect('user', affected.users);
     collect('video', affected.videos);
     // A partial build since the last one may have added or removed documents without them.
-    const siteFiles = affected.siteFiles || newPaths || stale.length > 0 || saved.siteFilesStale;
+    // In a sharded build, another shard's owners may gain or lose documents unseen here: the shard
+    // that writes the site files renders them whenever anything changed (unchanged bytes are not
+    // rewritten).
+    const sharded = options.shard !== undefined && options.shard.count > 1 && siteFormats.length > 0;
+    const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
+    const siteFiles = affected.siteFiles || newPaths || stale.length > 0 || saved.siteFilesStale || (sharded && anyOwner);
     if (siteFiles) {
       renderSiteFiles();
       stale.push(...state.staleOwned('site'));
@@ -322,8 +346,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 function finishState(deps: BuildDeps, report: BuildReport, log: ChangeLogPosition | undefined): void {
   const { state, incremental } = deps;
   if (report.mode === 'partial') return state.finish('keep');
-  if (report.failed.length > 0) {
-    return state.finish(report.mode === 'incremental' ? 'keep' : { dropped: `the last full build had ${report.failed.length} failed documents` });
+  if (report.failedCount > 0) {
+    return state.finish(report.mode === 'incremental' ? 'keep' : { dropped: `the last full build had ${report.failedCount} failed documents` });
   }
   if (incremental === undefined || log === undefined) return state.finish({ dropped: 'the last build had no change log to follow' });
   // The position read inside the build's snapshot: changes committed after it are the next build's.

@@ -10,6 +10,7 @@ import { runBuild, type BuildReport, type BuildReporter } from './build.js';
 import { buildFingerprint } from './incremental.js';
 import { acquireBuildLock, type BuildLock } from './lock.js';
 import { DirectoryWriter } from './output-writer.js';
+import { checkStateShard, type ShardSpec } from './shard.js';
 import { createSiteContext, VIDFEEDS_VERSION } from './site-context.js';
 
 /**
@@ -32,6 +33,8 @@ export interface SiteBuildRequest {
   full?: boolean;
   only?: ReadonlySet<string>;
   user?: string;
+  /** Build only this part of the site (docs/scale.md). */
+  shard?: ShardSpec;
   reporter?: BuildReporter;
   /**
    * The lock of the output directory when the caller holds it already (`vidfeeds watch` holds it
@@ -52,8 +55,10 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   try {
     const db = openForReading(request.db);
     try {
-      const state = new BuildState(request.stateFile ?? defaultStateFile(request.out));
+      const stateFile = request.stateFile ?? defaultStateFile(request.out);
+      const state = new BuildState(stateFile);
       try {
+        checkStateShard(state, stateFile, request.shard);
         const writer = new DirectoryWriter(request.out);
         try {
           return runBuild(
@@ -66,7 +71,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               reporter: request.reporter,
               incremental: { changeLog: new ChangeLog(db), fingerprint },
             },
-            { only: request.only, user: request.user, strict: config.strict, full: request.full },
+            { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
           );
         } finally {
           writer.close();

@@ -2,6 +2,7 @@ import { ConfigError } from '../config/config.js';
 import { DatabaseError } from '../db/open-database.js';
 import { SchemaVersionError } from '../db/migrations.js';
 import { TemplateError } from '../render/templates.js';
+import { ShardStateError } from '../build/shard.js';
 
 /** Exit codes, decided in one place (`main`). */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -21,6 +22,7 @@ export function isUsageError(error: unknown): boolean {
     error instanceof ConfigError ||
     error instanceof DatabaseError ||
     error instanceof SchemaVersionError ||
-    error instanceof TemplateError
+    error instanceof TemplateError ||
+    error instanceof ShardStateError
   );
 }

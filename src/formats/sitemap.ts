@@ -10,8 +10,8 @@ import { NS, XmlDocument } from '../render/xml.js';
  */
 
 export const MAX_URLS_PER_SITEMAP = 50_000;
-/** 50 MiB is the limit; keep a margin for the wrapper and for escaping we estimate. */
-export const MAX_BYTES_PER_SITEMAP = 50 * 1024 * 1024 - 64 * 1024;
+/** The sitemaps.org limit for one file, uncompressed: 52,428,800 bytes, the wrapper included. */
+export const MAX_BYTES_PER_SITEMAP = 50 * 1024 * 1024;
 
 /** Every URL the sitemap lists, in a stable order: users by name, then videos by id. */
 export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<string> {
@@ -21,10 +21,19 @@ export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<str
   for (const id of index.videoIds()) for (const f of videoFormats) if (f.scope === 'video') yield site.paths.url(f, id);
 }
 
-/** Bytes one `<url>` entry takes, rounded up for escaping. */
+/**
+ * Bytes one `<url>` entry takes once escaped: `&` becomes `&amp;`, `<`/`>` `&lt;`/`&gt;` (a URL
+ * from site-paths holds none of them but `&`, from a configured page template). An upper bound.
+ */
 function entryBytes(url: string): number {
-  return Buffer.byteLength(url) + 4 * (url.split('&').length - 1) + '<url><loc></loc></url>'.length;
+  let escaped = 0;
+  for (let i = url.indexOf('&'); i >= 0; i = url.indexOf('&', i + 1)) escaped += 4;
+  for (const c of ['<', '>']) for (let i = url.indexOf(c); i >= 0; i = url.indexOf(c, i + 1)) escaped += 3;
+  return Buffer.byteLength(url) + escaped + '<url><loc></loc></url>'.length;
 }
+
+/** Bytes of a urlset besides its entries: the declaration, the root element, the final newline. */
+const URLSET_WRAPPER_BYTES = Buffer.byteLength(urlset(['x'])) - entryBytes('x');
 
 function urlset(urls: string[]): string {
   const doc = new XmlDocument('urlset', { xmlns: NS.sitemap });
@@ -32,10 +41,15 @@ function urlset(urls: string[]): string {
   return doc.end();
 }
 
+/**
+ * The sitemap files for `urls`: one `sitemap.xml`, or numbered parts of at most `maxUrls` URLs and
+ * `maxBytes` bytes each and `sitemap.xml` as their index. Parts are yielded as they fill, the index
+ * last, so no more than one part is in memory.
+ */
 export function* renderSitemaps(urls: Iterable<string>, site: SiteContext, maxUrls = MAX_URLS_PER_SITEMAP, maxBytes = MAX_BYTES_PER_SITEMAP): Generator<SiteFile> {
   const parts: string[] = [];
   let batch: string[] = [];
-  let bytes = 0;
+  let bytes = URLSET_WRAPPER_BYTES;
   for (const url of urls) {
     const size = entryBytes(url);
     if (batch.length === maxUrls || (batch.length > 0 && bytes + size > maxBytes)) {
@@ -43,7 +57,7 @@ export function* renderSitemaps(urls: Iterable<string>, site: SiteContext, maxUr
       parts.push(`sitemap-${parts.length + 1}.xml`);
       yield { file: parts[parts.length - 1]!, body: urlset(batch) };
       batch = [];
-      bytes = 0;
+      bytes = URLSET_WRAPPER_BYTES;
     }
     batch.push(url);
     bytes += size;

@@ -10,10 +10,28 @@ import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
  *    unescaped, assuming the caller pre-escaped it. Our text is never pre-escaped, so such an `&`
  *    would yield an undefined entity (not well-formed) or silently change the text (`&lt;` read
  *    back as `<`). We escape exactly those ampersands, and the builder escapes all the others.
+ *
+ * Speed (docs/performance.md). Building xmlbuilder2's DOM costs about 40 µs per element, which made
+ * rendering half of a build. So a document is first recorded as a plain tree, and `end()` writes
+ * it in one of two ways that give the same bytes:
+ *
+ * - the fast path serialises the tree itself, doing exactly what the builder's serialiser does
+ *   for the documents our formats make: every element and attribute name is one the builder
+ *   accepted (checked once per distinct name, by the builder), and after (2) above the builder's
+ *   escaping is "every `&`, `<`, `>` in text, and also `"` in attribute values";
+ * - anything outside that simple shape (namespace declarations below the root, an undeclared
+ *   prefix, a name the builder refuses or reads specially) is replayed into xmlbuilder2 call for
+ *   call, as this module always did, so the builder decides.
+ *
+ * test/render/xml-equivalence.test.ts holds both paths to the original builder-only module with
+ * random documents and hostile text, and the demo site to the byte.
  */
 
 // Everything outside XML 1.0's Char production. With the u flag a lone surrogate is one code point.
 const FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+// A quick test without the u flag: also true for every surrogate (valid pairs included) and for CR;
+// then the exact replacements below decide. Most text is plain and skips them altogether.
+const MAYBE_FORBIDDEN = /[^\t\n\u0020-\uD7FF\uE000-\uFFFD]/;
 const ENTITY_SHAPED_AMPERSAND = /&(?=[A-Za-z]+;|#\d+;)/g;
 
 /**
@@ -22,12 +40,12 @@ const ENTITY_SHAPED_AMPERSAND = /&(?=[A-Za-z]+;|#\d+;)/g;
  * as we hold it, and equals the same value in a JSON form.
  */
 export function xmlChars(text: string): string {
-  return text.replace(FORBIDDEN, '').replace(/\r\n?/g, '\n');
+  return MAYBE_FORBIDDEN.test(text) ? text.replace(FORBIDDEN, '').replace(/\r\n?/g, '\n') : text;
 }
 
-/** Text ready for the builder's `txt` or `att`. */
+/** Text ready for the builder's `txt` or `att` (the builder path only). */
 function forBuilder(text: string): string {
-  return xmlChars(text).replace(ENTITY_SHAPED_AMPERSAND, '&amp;');
+  return text.replace(ENTITY_SHAPED_AMPERSAND, '&amp;');
 }
 
 /** CDATA sections for `text`: one section cannot hold `]]>`, so it is split across two. */
@@ -40,30 +58,133 @@ export function cdataSections(text: string): string[] {
 export type AttrValue = string | number | null | undefined;
 export type Attrs = Record<string, AttrValue>;
 
-function cleanAttrs(attrs: Attrs | undefined): Record<string, string> | undefined {
-  if (attrs === undefined) return undefined;
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(attrs)) {
+// ---- The recorded tree -------------------------------------------------------------------------
+
+const TEXT = 0;
+const CDATA = 1;
+const ELEMENT = 2;
+
+interface TextNode {
+  readonly kind: typeof TEXT | typeof CDATA;
+  /** Forbidden characters already removed; not escaped. */
+  readonly text: string;
+}
+
+interface ElementNode {
+  readonly kind: typeof ELEMENT;
+  readonly name: string;
+  /** Name, value, name, value...: values with forbidden characters removed; not escaped. */
+  readonly attrs: string[];
+  readonly children: Array<ElementNode | TextNode>;
+}
+
+/** What the document needs to know while it is recorded: whether the fast path can write it. */
+interface Recording {
+  /** Namespace prefixes the root declares. */
+  readonly prefixes: Set<string>;
+  simple: boolean;
+}
+
+// ---- Names: the builder decides, once per distinct name -----------------------------------------
+
+const elementNameOk = new Map<string, boolean>();
+const attributeNameOk = new Map<string, boolean>();
+
+/** Whether xmlbuilder2 takes `name` as an element name as it is (a valid QName, nothing special). */
+function builderTakesElementName(name: string): boolean {
+  let ok = elementNameOk.get(name);
+  if (ok === undefined) {
+    // '@' splits off a namespace in xmlbuilder2; such names go the builder's way.
+    ok = !name.includes('@') && accepts(() => create().ele('urn:vidfeeds:name-check', name));
+    elementNameOk.set(name, ok);
+  }
+  return ok;
+}
+
+function builderTakesAttributeName(name: string): boolean {
+  let ok = attributeNameOk.get(name);
+  if (ok === undefined) {
+    ok = !name.includes('@') && accepts(() => create().ele('check').att(name, 'urn:vidfeeds:value-check'));
+    attributeNameOk.set(name, ok);
+  }
+  return ok;
+}
+
+function accepts(attempt: () => unknown): boolean {
+  try {
+    attempt();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function prefixOf(name: string): string | null {
+  const colon = name.indexOf(':');
+  return colon < 0 ? null : name.slice(0, colon);
+}
+
+function isNamespaceDeclaration(name: string): boolean {
+  return name === 'xmlns' || name.startsWith('xmlns:');
+}
+
+function recordAttrs(attrs: Attrs | undefined, recording: Recording, isRoot: boolean): string[] {
+  const out: string[] = [];
+  if (attrs === undefined) return out;
+  for (const name of Object.keys(attrs)) {
+    const value = attrs[name];
     if (value === null || value === undefined) continue;
-    out[name] = forBuilder(String(value));
+    const clean = xmlChars(String(value));
+    if (recording.simple) {
+      if (!builderTakesAttributeName(name)) {
+        recording.simple = false;
+      } else if (isNamespaceDeclaration(name)) {
+        // The fast path knows declarations on the root only, of real namespaces, each once.
+        const prefix = name === 'xmlns' ? '' : name.slice('xmlns:'.length);
+        if (!isRoot || clean === '' || prefix === 'xml' || prefix === 'xmlns' || recording.prefixes.has(prefix)) {
+          recording.simple = false;
+        } else {
+          recording.prefixes.add(prefix);
+        }
+      }
+    }
+    out.push(name, clean);
   }
   return out;
 }
 
+function newElement(name: string, attrs: Attrs | undefined, recording: Recording, isRoot: boolean): ElementNode {
+  const node: ElementNode = { kind: ELEMENT, name, attrs: recordAttrs(attrs, recording, isRoot), children: [] };
+  if (recording.simple) {
+    const prefix = prefixOf(name);
+    if (!builderTakesElementName(name) || (prefix !== null && (prefix === 'xml' || !recording.prefixes.has(prefix)))) {
+      recording.simple = false;
+    }
+  }
+  return node;
+}
+
 /** One element under construction. */
 export class XmlElement {
-  constructor(private readonly node: XMLBuilder) {}
+  /** @internal */
+  constructor(
+    private readonly node: ElementNode,
+    private readonly recording: Recording,
+  ) {}
 
   /** Appends a child element and returns it. Attributes that are null or undefined are left out. */
   el(name: string, attrs?: Attrs): XmlElement {
-    return new XmlElement(this.node.ele(name, cleanAttrs(attrs)));
+    const child = newElement(name, attrs, this.recording, false);
+    this.node.children.push(child);
+    return new XmlElement(child, this.recording);
   }
 
   /** Appends `<name attrs>text</name>` and returns this element, for chaining. */
   leaf(name: string, text: string | number, attrs?: Attrs): this {
-    const child = this.node.ele(name, cleanAttrs(attrs));
-    const value = forBuilder(String(text));
-    if (value !== '') child.txt(value);
+    const child = newElement(name, attrs, this.recording, false);
+    const value = xmlChars(String(text));
+    if (value !== '') child.children.push({ kind: TEXT, text: value });
+    this.node.children.push(child);
     return this;
   }
 
@@ -75,34 +196,117 @@ export class XmlElement {
 
   /** Appends `<name>` holding `html` as CDATA (for formats that carry HTML). */
   cdata(name: string, html: string): this {
-    const child = this.node.ele(name);
-    for (const section of cdataSections(html)) child.dat(section);
+    const child = newElement(name, undefined, this.recording, false);
+    for (const section of cdataSections(html)) child.children.push({ kind: CDATA, text: section });
+    this.node.children.push(child);
     return this;
   }
 
   /** Appends text to this element. */
   text(text: string): this {
-    const value = forBuilder(text);
-    if (value !== '') this.node.txt(value);
+    const value = xmlChars(text);
+    if (value !== '') this.node.children.push({ kind: TEXT, text: value });
     return this;
   }
+}
+
+export type XmlEngine = 'fast' | 'builder';
+
+/**
+ * Which way `end()` writes documents: 'fast' (the default) takes the fast path where it can;
+ * 'builder' sends every document through xmlbuilder2, as before. For the equivalence tests and the
+ * benchmark's before/after figures; the environment variable VIDFEEDS_XML_ENGINE=builder sets it too.
+ */
+let engine: XmlEngine = process.env.VIDFEEDS_XML_ENGINE === 'builder' ? 'builder' : 'fast';
+
+export function setXmlEngine(next: XmlEngine): XmlEngine {
+  const previous = engine;
+  engine = next;
+  return previous;
 }
 
 /** A document with its root element. `end()` serialises it. */
 export class XmlDocument {
   readonly root: XmlElement;
-  private readonly doc: XMLBuilder;
+  private readonly rootNode: ElementNode;
+  private readonly recording: Recording = { prefixes: new Set(), simple: true };
 
-  constructor(rootName: string, attrs?: Attrs, doctype?: { systemId: string }) {
-    this.doc = create({ version: '1.0', encoding: 'UTF-8' });
-    if (doctype !== undefined) this.doc.dtd({ name: rootName, sysID: doctype.systemId });
-    this.root = new XmlElement(this.doc.ele(rootName, cleanAttrs(attrs)));
+  constructor(
+    private readonly rootName: string,
+    attrs?: Attrs,
+    private readonly doctype?: { systemId: string },
+  ) {
+    this.rootNode = newElement(rootName, attrs, this.recording, true);
+    if (doctype !== undefined && /["']/.test(doctype.systemId)) this.recording.simple = false;
+    this.root = new XmlElement(this.rootNode, this.recording);
+  }
+
+  /** Whether `end()` takes the fast path (for the equivalence tests). */
+  get takesFastPath(): boolean {
+    return engine === 'fast' && this.recording.simple;
   }
 
   /** Serialises compactly (smaller files, no whitespace added to text), ending in a newline. */
   end(): string {
-    return `${this.doc.end({ prettyPrint: false })}\n`;
+    if (engine === 'fast' && this.recording.simple) {
+      const doctype = this.doctype === undefined ? '' : `<!DOCTYPE ${this.rootName} SYSTEM "${this.doctype.systemId}">`;
+      return `<?xml version="1.0" encoding="UTF-8"?>${doctype}${serialize(this.rootNode)}\n`;
+    }
+    return this.endWithBuilder();
   }
+
+  /** The builder path: the recorded calls, replayed into xmlbuilder2 exactly as they were made. */
+  private endWithBuilder(): string {
+    const doc = create({ version: '1.0', encoding: 'UTF-8' });
+    if (this.doctype !== undefined) doc.dtd({ name: this.rootName, sysID: this.doctype.systemId });
+    replay(doc, this.rootNode);
+    return `${doc.end({ prettyPrint: false })}\n`;
+  }
+}
+
+function replay(parent: XMLBuilder, node: ElementNode): void {
+  let attrs: Record<string, string> | undefined;
+  if (node.attrs.length > 0) {
+    attrs = {};
+    for (let i = 0; i < node.attrs.length; i += 2) attrs[node.attrs[i]!] = forBuilder(node.attrs[i + 1]!);
+  }
+  const element = parent.ele(node.name, attrs);
+  for (const child of node.children) {
+    if (child.kind === ELEMENT) replay(element, child);
+    else if (child.kind === TEXT) element.txt(forBuilder(child.text));
+    else element.dat(child.text);
+  }
+}
+
+// ---- The fast path: what xmlbuilder2's serialiser writes for a simple tree ----------------------
+
+const TEXT_SPECIAL = /[&<>]/;
+const ATTR_SPECIAL = /[&<>"]/;
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+const escapeChar = (c: string) => ESCAPES[c]!;
+
+function escapeText(text: string): string {
+  return TEXT_SPECIAL.test(text) ? text.replace(/[&<>]/g, escapeChar) : text;
+}
+
+function escapeAttr(value: string): string {
+  return ATTR_SPECIAL.test(value) ? value.replace(/[&<>"]/g, escapeChar) : value;
+}
+
+function serialize(node: ElementNode): string {
+  let out = `<${node.name}`;
+  const attrs = node.attrs;
+  for (let i = 0; i < attrs.length; i += 2) out += ` ${attrs[i]}="${escapeAttr(attrs[i + 1]!)}"`;
+  const children = node.children;
+  if (children.length === 0) return `${out}/>`;
+  out += '>';
+  for (const child of children) {
+    if (child.kind === ELEMENT) out += serialize(child);
+    else if (child.kind === TEXT) out += escapeText(child.text);
+    // The builder writes nothing for an empty section, yet the element is not empty: `<c></c>`.
+    else if (child.text !== '') out += `<![CDATA[${child.text}]]>`;
+  }
+  return `${out}</${node.name}>`;
 }
 
 /** Namespaces used by more than one format. */

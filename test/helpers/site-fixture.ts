@@ -132,7 +132,7 @@ export function buildInMemory(
   try {
     const report = runBuild(
       { reader: new SiteReader(db, config.recommendationsCount), writer, state, site, formats: FORMATS, reporter: { warn: (m) => warnings.push(m) } },
-      { only: options.only, user: options.user, strict: options.strict ?? config.strict },
+      { only: options.only, user: options.user, strict: options.strict ?? config.strict, shard: options.shard },
     );
     return { writer, report, warnings };
   } finally {

@@ -3,6 +3,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { defaultStateFile } from '../../build/build-state.js';
 import type { BuildReport } from '../../build/build.js';
 import { buildSite } from '../../build/site-build.js';
+import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
 import { createSiteContext } from '../../build/site-context.js';
 import { loadConfig } from '../../config/config.js';
 import { FORMATS } from '../../formats/registry.js';
@@ -17,6 +18,7 @@ interface BuildFlags extends ConfigFlags {
   only?: string;
   user?: string;
   full?: boolean;
+  shard?: string;
 }
 
 /** The typed options of one build, from raw flags. Everything is checked before a file is touched. */
@@ -27,17 +29,21 @@ export interface BuildRequest {
   only?: Set<string>;
   user?: string;
   full: boolean;
+  shard?: ShardSpec;
 }
 
 /** The typed request of a build from its flags; refuses a state file inside the served tree. */
-export function buildRequest(flags: { db: string; out: string; state?: string; only?: string; user?: string; full?: boolean }): BuildRequest {
+export function buildRequest(flags: { db: string; out: string; state?: string; only?: string; user?: string; full?: boolean; shard?: string }): BuildRequest {
+  const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
   const request: BuildRequest = {
     db: resolve(flags.db),
     out: resolve(flags.out),
-    stateFile: resolve(flags.state ?? defaultStateFile(flags.out)),
+    // Each shard keeps its own state, so shards may even share one output directory.
+    stateFile: resolve(flags.state ?? shardStateFile(defaultStateFile(flags.out), shard)),
     only: flags.only === undefined ? undefined : parseFormatList(flags.only),
     user: flags.user,
     full: flags.full ?? false,
+    shard,
   };
   if (request.user !== undefined && request.user === '') throw new UsageError('--user needs a name');
   if (request.full && (request.only !== undefined || request.user !== undefined)) {
@@ -76,7 +82,8 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
       .option('--only <formats>', 'comma-separated format names to build (see `vidfeeds formats`)')
       .option('--user <name>', "build only this user's documents and their videos'")
-      .option('--full', 'render everything, even when an incremental build is possible'),
+      .option('--full', 'render everything, even when an incremental build is possible')
+      .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md'),
   ).action((flags: BuildFlags) => {
     const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
     const request = buildRequest(flags);
@@ -96,7 +103,7 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
     if (io.interactive) process.stderr.write('\r\x1b[K');
     if (warnings > MAX_WARNINGS) io.err(`vidfeeds: … and ${warnings - MAX_WARNINGS} more warnings`);
     io.err(summary(report));
-    setExit(report.failed.length > 0 ? EXIT.failed : EXIT.ok);
+    setExit(report.failedCount > 0 ? EXIT.failed : EXIT.ok);
   });
 }
 
@@ -110,9 +117,9 @@ export function summaryText(report: BuildReport): string {
     `${report.written} written`,
     `${report.unchanged} unchanged`,
     `${report.removed} removed`,
-    `${report.skipped.length} skipped`,
+    `${report.skippedCount} skipped`,
   ];
-  if (report.failed.length > 0) parts.push(`${report.failed.length} failed`);
+  if (report.failedCount > 0) parts.push(`${report.failedCount} failed`);
   return `${describeMode(report)}: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
 }
 
@@ -124,4 +131,10 @@ export function describeMode(report: BuildReport): string {
   const owners = `${users} users, ${videos} videos${siteFiles ? ', site files' : ''}`;
   const unknown = report.owners.unknownTables.length === 0 ? '' : `; unknown tables ${report.owners.unknownTables.join(', ')} in the log: all rendered`;
   return `incremental build (${report.changes} changes since the last build → ${owners}${unknown})`;
+}
+
+function parseShardFlag(text: string): ShardSpec {
+  const shard = parseShard(text);
+  if ('problem' in shard) throw new UsageError(`--shard: ${shard.problem}`);
+  return shard;
 }

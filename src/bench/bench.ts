@@ -1,0 +1,221 @@
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateDemo } from '../db/demo-data.js';
+import { openForWriting } from '../db/open-database.js';
+import { packTree } from './pack.js';
+
+/**
+ * `npm run bench`: builds demo sites of 10,000 and 100,000 users and prints, for each, the full
+ * build (wall time, documents per second, MB written, peak RSS), a rebuild with nothing changed,
+ * a rebuild after one video edit, and the floor: the same bytes written to the same paths with
+ * write-beside-and-rename and nothing else (floor.ts). Figures, not a test: docs/performance.md.
+ *
+ *   npm run bench                      both sizes
+ *   npm run bench -- --users 10000     one size (a comma-separated list for several)
+ *   npm run bench -- --keep            keep this run's trees under bench-cache/runs/
+ *   npm run bench -- --xml builder     render every document through xmlbuilder2's DOM (the figures
+ *                                      before the fast path of src/render/xml.ts)
+ *
+ * Every build runs as its own process (child.ts) so its peak RSS is its own. Demo databases are
+ * cached in bench-cache/ (gitignored), keyed by the generator's code. Each run builds into fresh
+ * directories and removes them only after every timing (deleting a large tree just before timing
+ * a build slows the file system down), along with trees an interrupted run left.
+ */
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const CACHE = join(ROOT, 'bench-cache');
+const RUNS = join(CACHE, 'runs');
+const CLI_CHILD = join(ROOT, 'dist/bench/child.js');
+const FLOOR_CHILD = join(ROOT, 'dist/bench/floor.js');
+
+const TARGETS = { fullOverFloor: 1.5, peakRssMb: 300, noChangeOverFull: 0.1, oneVideoSeconds: 0.5 };
+
+/**
+ * Whether `vidfeeds build` is incremental on this branch (issue 6). When it is, set this to true:
+ * the one-video measurement below then runs (edit one video in the run's database copy, build
+ * again into the same tree with the same state).
+ */
+const INCREMENTAL_BUILDS = true;
+
+interface ChildResult {
+  seconds: number;
+  maxRssKb: number;
+  stderr: string;
+  report: Record<string, unknown>;
+}
+
+interface BenchOptions {
+  users: number[];
+  keep: boolean;
+  /** Environment of every build. */
+  env: Record<string, string>;
+}
+
+function parseArgs(argv: string[]): BenchOptions {
+  let users = [10_000, 100_000];
+  let keep = false;
+  const env: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--users') {
+      users = (argv[++i] ?? '').split(',').map((n) => Number(n.replace(/_/g, '')));
+      if (users.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--users takes a comma-separated list of user counts, e.g. 10000,100000');
+    } else if (arg === '--keep') {
+      keep = true;
+    } else if (arg === '--xml') {
+      const engine = argv[++i];
+      if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
+      env.VIDFEEDS_XML_ENGINE = engine;
+    } else {
+      throw new Error(`unknown option ${arg}; options: --users <n,...>, --keep, --xml fast|builder`);
+    }
+  }
+  return { users, keep, env };
+}
+
+/** The cached demo database of `users` users; made when missing or when the generator changed. */
+function demoDatabase(users: number): { file: string; made: boolean; seconds: number } {
+  const generator = readFileSync(join(ROOT, 'dist/db/demo-data.js'));
+  const migrations = readFileSync(join(ROOT, 'dist/db/migrations.js'));
+  const key = createHash('sha1').update(generator).update(migrations).digest('hex').slice(0, 10);
+  const file = join(CACHE, `demo-${users}-${key}.sqlite`);
+  if (existsSync(file)) return { file, made: false, seconds: 0 };
+  for (const old of readdirSync(CACHE).filter((f) => f.startsWith(`demo-${users}-`))) rmSync(join(CACHE, old), { force: true });
+  const started = process.hrtime.bigint();
+  const temp = `${file}.tmp-${process.pid}`;
+  const { db } = openForWriting(temp);
+  try {
+    db.pragma('journal_mode = OFF');
+    db.pragma('synchronous = OFF');
+    generateDemo(db, { users, seed: 1 });
+    db.pragma('journal_mode = DELETE');
+  } finally {
+    db.close();
+  }
+  renameSync(temp, file);
+  return { file, made: true, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+}
+
+/** Runs a child process to completion; wall time measured from here, from spawn to exit. */
+function runChild(script: string, args: string[], env: Record<string, string> = {}): Promise<ChildResult> {
+  return new Promise((resolvePromise, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const line = stdout.split('\n').find((l) => l.startsWith('BENCH '));
+      if (code !== 0 || line === undefined) {
+        reject(new Error(`${script} ${args.join(' ')} exited with ${code}:\n${stderr.slice(-4000)}`));
+        return;
+      }
+      const report = JSON.parse(line.slice('BENCH '.length)) as Record<string, unknown>;
+      resolvePromise({ seconds, maxRssKb: Number(report.maxRssKb), stderr, report });
+    });
+  });
+}
+
+function buildArgs(db: string, out: string, extra: string[] = []): string[] {
+  return ['build', '--db', db, '--out', out, '--state', `${out}.state.sqlite`, ...extra];
+}
+
+/** The "N documents in ..." summary the CLI prints. */
+function documentsOf(result: ChildResult): number {
+  const match = /(\d+) documents in/.exec(result.stderr);
+  if (!match) throw new Error(`no build summary in:\n${result.stderr.slice(-2000)}`);
+  return Number(match[1]);
+}
+
+const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
+const n = (value: number) => Math.round(value).toLocaleString('en-US');
+const s = (seconds: number) => `${seconds.toFixed(2)} s`.padStart(9);
+const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+
+async function benchSize(users: number, runDir: string, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
+  const demo = demoDatabase(users);
+  const db = join(runDir, 'site.sqlite');
+  copyFileSync(demo.file, db);
+  const counts = new Database(db, { readonly: true });
+  const videos = (counts.prepare('SELECT count(*) AS n FROM videos').get() as { n: number }).n;
+  counts.close();
+  lines(`== ${n(users)} users, ${n(videos)} videos (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'}: ${db.replace(`${ROOT}/`, '')})`);
+
+  // ext4 allocates inodes slowly for minutes after a large delete, and a build and its floor are
+  // compared in the same conditions: a first build (untimed) gives the bytes, then the floor and
+  // the measured full build each create a fresh tree, with nothing deleted in between.
+  const first = join(runDir, 'first');
+  const warmUp = await runChild(CLI_CHILD, buildArgs(db, first), env);
+  const pack = join(runDir, 'pack');
+  const packed = packTree(first, pack);
+  lines(`first full build    ${s(warmUp.seconds)}   (untimed warm-up: it makes the bytes the floor writes)`);
+
+  const floor = await runChild(FLOOR_CHILD, [pack, join(runDir, 'floor')]);
+  const out = join(runDir, 'full');
+  const full = await runChild(CLI_CHILD, buildArgs(db, out), env);
+  const documents = documentsOf(full);
+  const rssMb = full.maxRssKb / 1024;
+  lines(`full build          ${s(full.seconds)}   ${n(documents / full.seconds).padStart(7)} documents/s   ${mb(packed.bytes)} MB written in ${n(packed.files)} files   peak RSS ${rssMb.toFixed(0)} MB (target < ${TARGETS.peakRssMb} MB: ${mark(rssMb < TARGETS.peakRssMb)})`);
+
+  const again = await runChild(CLI_CHILD, buildArgs(db, out), env);
+  const ratio = again.seconds / full.seconds;
+  lines(`no-change rebuild   ${s(again.seconds)}   ${ratio.toFixed(2)} of full (target ≤ ${TARGETS.noChangeOverFull}: ${mark(ratio <= TARGETS.noChangeOverFull)})   peak RSS ${(again.maxRssKb / 1024).toFixed(0)} MB`);
+
+  lines(`one-video edit      ${await oneVideoEdit(db, out, env)}`);
+
+  const overFloor = full.seconds / floor.seconds;
+  lines(`floor               ${s(floor.seconds)}   the same ${n(packed.files)} files, write-beside-and-rename only`);
+  lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${TARGETS.fullOverFloor}: ${mark(overFloor <= TARGETS.fullOverFloor)})`);
+}
+
+/** The single place incremental builds are wired in (see INCREMENTAL_BUILDS). */
+async function oneVideoEdit(db: string, out: string, env: Record<string, string>): Promise<string> {
+  if (!INCREMENTAL_BUILDS) return 'n/a (incremental builds not on this branch)';
+  const site = new Database(db);
+  site.prepare(`UPDATE videos SET title = title || ' (edited)' WHERE id = (SELECT min(id) FROM videos WHERE visibility = 'public')`).run();
+  site.close();
+  const edit = await runChild(CLI_CHILD, buildArgs(db, out), env);
+  return `${s(edit.seconds)}   (target < ${TARGETS.oneVideoSeconds} s: ${mark(edit.seconds < TARGETS.oneVideoSeconds)})   peak RSS ${(edit.maxRssKb / 1024).toFixed(0)} MB`;
+}
+
+async function benchMain(): Promise<void> {
+  const { users, keep, env } = parseArgs(process.argv.slice(2));
+  mkdirSync(RUNS, { recursive: true });
+  const stale = readdirSync(RUNS).map((name) => join(RUNS, name));
+  const started = new Date();
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  console.log(`vidfeeds bench${env.VIDFEEDS_XML_ENGINE === 'builder' ? ' (xml: builder)' : ''}, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC: node ${process.version}, ${cpus().length} cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB`);
+  const lastCleanup = join(CACHE, 'last-cleanup');
+  if (existsSync(lastCleanup)) {
+    const ago = (Date.now() - statSync(lastCleanup).mtimeMs) / 1000;
+    if (ago < 300) console.log(`note: the previous run deleted its trees ${ago.toFixed(0)} s ago; ext4 creates files slowly for a few minutes after a large delete, so figures may read high`);
+  }
+  const mine: string[] = [];
+  try {
+    for (const count of users) {
+      const runDir = join(RUNS, `${count}-${started.getTime()}`);
+      mkdirSync(runDir, { recursive: true });
+      mine.push(runDir);
+      await benchSize(count, runDir, env, (line) => console.log(line));
+    }
+  } finally {
+    // Only now, after every timing: this run's trees (unless --keep) and any an earlier run left.
+    for (const dir of keep ? stale : [...stale, ...mine]) {
+      if (existsSync(dir) && statSync(dir).isDirectory()) rmSync(dir, { recursive: true, force: true });
+    }
+    writeFileSync(lastCleanup, `${new Date().toISOString()}\n`);
+  }
+}
+
+benchMain().catch((error: unknown) => {
+  console.error(`bench: ${(error as Error).message}`);
+  process.exitCode = 1;
+});

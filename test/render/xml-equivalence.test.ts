@@ -1,0 +1,181 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { setXmlEngine, XmlDocument, type Attrs } from '../../src/render/xml.js';
+import * as reference from '../helpers/xml-reference.js';
+import { HOSTILE } from '../../src/db/demo-data.js';
+import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
+import { xmllintWellFormed, xpath } from '../helpers/validators.js';
+
+/**
+ * src/render/xml.ts writes most documents without building xmlbuilder2's DOM (docs/performance.md).
+ * These tests hold it to the original builder-only module (test/helpers/xml-reference.ts, kept
+ * verbatim): same bytes for random documents over the whole API, hostile text and awkward names
+ * and namespaces included, and for the whole demo site.
+ */
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()!();
+  setXmlEngine('fast');
+});
+
+/** The part of the API both modules share, so one program drives either. */
+interface ElementApi {
+  el(name: string, attrs?: Attrs): ElementApi;
+  leaf(name: string, text: string | number, attrs?: Attrs): ElementApi;
+  optionalLeaf(name: string, text: string | number | null | undefined, attrs?: Attrs): ElementApi;
+  cdata(name: string, html: string): ElementApi;
+  text(text: string): ElementApi;
+}
+type MakeDocument = (root: string, attrs?: Attrs, doctype?: { systemId: string }) => { root: ElementApi; end(): string };
+
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const TEXTS = [
+  ...Object.values(HOSTILE),
+  '',
+  ' ',
+  'plain words',
+  '&copy; &#65; &#x41; &amp; &lt;b&gt; &#; &; &a1; & alone &&',
+  'line\nbreak\ttab\r\ncrlf',
+  '"quoted" and \'single\'',
+  ']]>',
+  ']]]]>>',
+  '\uD800 lone high, lone low \uDC00, pair \uD83C\uDFAC',
+  '\uFFFE\uFFFF\u0000\u0001\u001F',
+  'a'.repeat(3000),
+];
+const VALUES: Array<string | number | null | undefined> = [...TEXTS, 0, 42, -1.5, null, undefined];
+const ELEMENT_NAMES = ['a', 'item', 'title', 'media:content', 'dc:creator', 'rdf:Description', 'foaf:name', 'x:undeclared', 'xml:lang-el', 'xmlns:no', 'p:q:r', 'a@urn:x', '1bad', 'bad name', 'ünïcode', 'é:x'];
+const ATTR_NAMES = ['href', 'rel', 'type', 'xml:lang', 'rdf:about', 'rdf:resource', 'q:undeclared', 'xmlns', 'xmlns:media', 'xmlns:dc', 'xmlns:rdf', 'xmlns:foaf', 'xmlns:xml', 'xmlns:é', 'b@urn:y', 'bad attr', '1bad'];
+const NAMESPACES = ['http://search.yahoo.com/mrss/', 'http://purl.org/dc/elements/1.1/', 'http://www.w3.org/1999/02/22-rdf-syntax-ns#', '', 'urn:x', 'http://www.w3.org/XML/1998/namespace'];
+
+/** A random program over the API, as a function of the module that runs it. */
+function randomProgram(seed: number): (make: MakeDocument) => string {
+  const random = prng(seed);
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  // Mostly the shapes formats use (declarations on the root, declared prefixes), sometimes anything.
+  const wild = random() < 0.3;
+  const attrs = (isRoot: boolean): Attrs | undefined => {
+    if (random() < 0.3) return undefined;
+    const out: Attrs = {};
+    const n = Math.floor(random() * 5);
+    for (let i = 0; i < n; i++) {
+      const name = wild ? pick(ATTR_NAMES) : pick(ATTR_NAMES.slice(0, 6));
+      out[name] = name.startsWith('xmlns') ? pick(NAMESPACES) : pick(VALUES);
+    }
+    if (isRoot && !wild) {
+      // Declarations in a random order among the other attributes.
+      for (const [prefix, uri] of [['media', NAMESPACES[0]], ['dc', NAMESPACES[1]], ['rdf', NAMESPACES[2]], ['foaf', 'http://xmlns.com/foaf/0.1/']] as const) {
+        if (random() < 0.93) out[`xmlns:${prefix}`] = uri;
+      }
+      if (random() < 0.4) out.xmlns = 'http://www.w3.org/2005/Atom';
+    }
+    return out;
+  };
+  const steps: Array<(element: ElementApi, open: ElementApi[]) => void> = [];
+  const count = 1 + Math.floor(random() * 40);
+  for (let i = 0; i < count; i++) {
+    const op = random();
+    const name = wild ? pick(ELEMENT_NAMES) : pick(ELEMENT_NAMES.slice(0, 7));
+    const a = attrs(false);
+    const text = pick(VALUES);
+    const target = random();
+    steps.push((root, open) => {
+      // Append to any element made so far (formats go back to parents, e.g. after a nested leaf).
+      const element = open[Math.floor(target * open.length)] ?? root;
+      if (op < 0.3) open.push(element.el(name, a));
+      else if (op < 0.55) element.leaf(name, text ?? '', a);
+      else if (op < 0.7) element.optionalLeaf(name, text, a);
+      else if (op < 0.8) element.cdata(name, String(text ?? ''));
+      else element.text(String(text ?? ''));
+    });
+  }
+  const rootName = wild ? pick(ELEMENT_NAMES) : pick(['rss', 'feed', 'rdf:RDF', 'urlset']);
+  const rootAttrs = attrs(true);
+  const doctype = random() < 0.1 ? { systemId: pick(['http://www.adobe.com/xml/dtds/cross-domain-policy.dtd', 'has"quote']) } : undefined;
+  return (make) => {
+    const doc = make(rootName, rootAttrs, doctype);
+    const open: ElementApi[] = [doc.root];
+    for (const step of steps) step(doc.root, open);
+    return doc.end();
+  };
+}
+
+function outcome(run: () => string): string {
+  try {
+    return run();
+  } catch (error) {
+    return `threw: ${(error as Error).message.split('\n')[0]}`;
+  }
+}
+
+const makeNew: MakeDocument = (root, attrs, doctype) => new XmlDocument(root, attrs, doctype);
+const makeReference: MakeDocument = (root, attrs, doctype) => new reference.XmlDocument(root, attrs, doctype);
+
+describe('src/render/xml.ts is byte-identical to the builder-only original', () => {
+  it('for 2000 random documents, on the fast path and on the builder path', () => {
+    let fast = 0;
+    let threw = 0;
+    for (let seed = 1; seed <= 2000; seed++) {
+      const program = randomProgram(seed);
+      const expected = outcome(() => program(makeReference));
+      let tookFastPath = false;
+      const actual = outcome(() =>
+        program((root, attrs, doctype) => {
+          const doc = new XmlDocument(root, attrs, doctype);
+          return { root: doc.root, end: () => ((tookFastPath = doc.takesFastPath), doc.end()) };
+        }),
+      );
+      // Errors may be raised at another call (the builder path meets a bad name at `end()`), but
+      // a program fails in one module exactly when it fails in the other.
+      if (expected.startsWith('threw:')) {
+        expect(actual.startsWith('threw:'), `seed ${seed}: reference ${expected}`).toBe(true);
+        threw++;
+        continue;
+      }
+      expect(actual, `seed ${seed}`).toBe(expected);
+      if (tookFastPath) fast++;
+      setXmlEngine('builder');
+      expect(outcome(() => program(makeNew)), `seed ${seed}, builder engine`).toBe(expected);
+      setXmlEngine('fast');
+    }
+    // The fast path, the builder path and failures were each exercised often.
+    expect(fast).toBeGreaterThan(600);
+    expect(threw).toBeGreaterThan(50);
+    expect(2000 - fast - threw).toBeGreaterThan(100);
+  });
+
+  it('for every document of the demo site', () => {
+    const f = createDemoDb({ users: 30, seed: 3 });
+    cleanups.push(f.cleanup);
+    const fast = buildInMemory(f.file).writer.files;
+    setXmlEngine('builder');
+    const builder = buildInMemory(f.file).writer.files;
+    expect(fast.size).toBeGreaterThan(50);
+    expect([...fast.keys()]).toEqual([...builder.keys()]);
+    for (const [path, body] of fast) expect(body.equals(builder.get(path)!), path).toBe(true);
+  });
+});
+
+describe('text comes back as it went in', () => {
+  it('escapes entity-shaped ampersands (the xmlbuilder2 quirk), markup and quotes; drops forbidden characters', () => {
+    const tricky = '&copy; &#65; &#x41; &amp; &lt;b&gt; & alone <script>"q" \'s\' ]]>';
+    const doc = new XmlDocument('root');
+    doc.root.leaf('t', `${tricky}\u0000\uFFFE\uD800`, { a: tricky });
+    doc.root.cdata('c', tricky);
+    const body = doc.end();
+    expect(doc.takesFastPath).toBe(true);
+    expect(xmllintWellFormed({ body }).output).toBe('');
+    expect(xpath(body, 'string(/root/t)')).toBe(tricky);
+    expect(xpath(body, 'string(/root/t/@a)')).toBe(tricky);
+    expect(xpath(body, 'string(/root/c)')).toBe(tricky);
+  });
+});
