@@ -158,7 +158,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     const hash = createHash('sha1').update(body).digest();
     const previous = state.previous(path);
     if (previous === undefined) newPaths = true;
-    const same = verify
+    // Without a trustworthy saved hash (an interrupted build, or no record of this path: a lost or
+    // replaced state), the bytes on disk decide, so identical files keep their times and ETags.
+    const same = verify || previous === undefined
       ? (writer.holds?.(path, body) ?? false)
       : previous !== undefined && previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length;
     if (same) {

@@ -27,7 +27,7 @@ const EPOCH = 1_704_067_200;
 const DAY = 86_400;
 
 /** Small, fast, seedable PRNG (mulberry32). */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

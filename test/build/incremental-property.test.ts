@@ -6,6 +6,7 @@ import { createSiteContext } from '../../src/build/site-context.js';
 import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import type { UserPart } from '../../src/model/views.js';
+import { prng } from '../../src/db/demo-data.js';
 import { createDemoDb, T0, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
 
@@ -38,16 +39,6 @@ afterEach(() => {
   while (cleanups.length > 0) cleanups.pop()!();
 });
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Mutation = (db: Database.Database, r: Random) => string;
 

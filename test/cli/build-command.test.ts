@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../../src/db/migrations.js';
@@ -53,6 +53,20 @@ describe('vidfeeds build', () => {
     expect(existsSync(join(out, 'alice', 'rss'))).toBe(false);
     expect(readFileSync(join(out, 'alice', 'extra', 'keep.html'), 'utf8')).toBe('mine too');
     expect(readFileSync(join(out, 'operator-notes.txt'), 'utf8')).toBe('mine');
+  });
+
+  it('rewrites no identical file when the saved state is lost', () => {
+    const db = demo();
+    const out = join(dir, 'out');
+    expect(cli(['build', '--db', db, '--out', out]).code).toBe(0);
+    const feed = join(out, 'alice', 'rss', 'index.rss');
+    const before = statSync(feed);
+    rmSync(join(dir, '.vidfeeds'), { recursive: true, force: true });
+    const again = cli(['build', '--db', db, '--out', out]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/full build \(first build: no saved state\): \d+ documents in [\d.]+s: 0 written, [1-9]\d* unchanged/);
+    const after = statSync(feed);
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
   });
 
   it('builds one user with --user and some formats with --only, leaving the rest alone', () => {
