@@ -328,6 +328,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       if (writer.remove(path)) report.removed++;
       state.forget(path);
     }
+    // Every file is on disk before the state says so (a writer may write in the background).
+    writer.flush?.();
     finishState(deps, report, log);
     state.commit();
   } catch (error) {

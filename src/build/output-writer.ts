@@ -14,6 +14,8 @@ export interface OutputWriter {
   remove(path: string): boolean;
   /** Whether the file at `path` holds exactly `body` (to check a tree after an interrupted build). */
   holds?(path: string, body: Buffer): boolean;
+  /** Waits until every write so far is done, for writers that write in the background; throws their error. */
+  flush?(): void;
 }
 
 /** Name of the staging folder inside the output root; dot-named, so it is never served. */
@@ -39,7 +41,7 @@ export class DirectoryWriter implements OutputWriter {
   }
 
   /** Resolves a relative output path, refusing anything that would land outside the root. */
-  private target(path: string): string {
+  target(path: string): string {
     const full = resolve(this.root, path);
     const rel = relative(this.root, full);
     if (rel === '' || rel.startsWith('..') || rel.split(sep).includes('..') || resolve(this.root, rel) !== full) {

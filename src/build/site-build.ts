@@ -9,7 +9,7 @@ import { BuildState, defaultStateFile } from './build-state.js';
 import { runBuild, type BuildReport, type BuildReporter } from './build.js';
 import { buildFingerprint } from './incremental.js';
 import { acquireBuildLock, type BuildLock } from './lock.js';
-import { DirectoryWriter } from './output-writer.js';
+import { createDirectoryWriter } from './write-pool.js';
 import { checkStateShard, type ShardSpec } from './shard.js';
 import { createSiteContext, VIDFEEDS_VERSION } from './site-context.js';
 
@@ -59,7 +59,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
       const state = new BuildState(stateFile);
       try {
         checkStateShard(state, stateFile, request.shard);
-        const writer = new DirectoryWriter(request.out);
+        const writer = createDirectoryWriter(request.out);
         try {
           return runBuild(
             {

@@ -1,0 +1,70 @@
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+// The worker thread runs compiled JavaScript: these tests use dist/ (`npm test` compiles first).
+import { DirectoryWriter } from '../../dist/build/output-writer.js';
+import { ThreadedDirectoryWriter } from '../../dist/build/write-pool.js';
+import { tempDir } from '../helpers/site-fixture.js';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()!();
+});
+
+function tree(root: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const full = join(dir, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else out.set(relative(root, full), readFileSync(full, 'utf8'));
+    }
+  };
+  walk(root);
+  return out;
+}
+
+describe('ThreadedDirectoryWriter', () => {
+  it('writes the same files as DirectoryWriter, all on disk after flush, and leaves no staging behind', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const threaded = new ThreadedDirectoryWriter(join(dir, 'threaded'));
+    const direct = new DirectoryWriter(join(dir, 'direct'));
+    // Enough files and bytes for many batches and for the in-flight limit to be reached.
+    for (let i = 0; i < 3000; i++) {
+      const path = `user${i % 700}/f${Math.floor(i / 700)}/index.xml`;
+      const body = Buffer.from(`<doc n="${i}">${'x'.repeat(i % 997)}é</doc>\n`);
+      threaded.write(path, body);
+      direct.write(path, body);
+    }
+    threaded.flush();
+    expect(threaded.size('user3/f3/index.xml')).toBe(direct.size('user3/f3/index.xml'));
+    expect(threaded.remove('user0/f0/index.xml')).toBe(true);
+    direct.remove('user0/f0/index.xml');
+    threaded.close();
+    direct.close();
+    const a = tree(join(dir, 'threaded'));
+    expect(a.size).toBe(2999);
+    expect(a).toEqual(tree(join(dir, 'direct')));
+  });
+
+  it('refuses paths outside the output directory at once, like DirectoryWriter', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const writer = new ThreadedDirectoryWriter(join(dir, 'out'));
+    expect(() => writer.write('../escape.xml', Buffer.from('x'))).toThrow(/outside the output directory/);
+    writer.close();
+  });
+
+  it('reports a failed write, naming the file, at the next flush', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const root = join(dir, 'out');
+    const writer = new ThreadedDirectoryWriter(root);
+    // A directory where the file should go: the rename into place fails.
+    mkdirSync(join(root, 'alice/rss/index.rss'), { recursive: true });
+    writer.write('alice/rss/index.rss', Buffer.from('<rss/>'));
+    expect(() => writer.flush()).toThrow(/cannot write .*alice\/rss\/index\.rss/);
+    writer.close();
+  });
+});
