@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decimal } from '../../src/formats/apml.js';
-import { HOSTILE_TEXT, PRIVATE_STRINGS, seedProfiles } from '../helpers/profile-fixture.js';
-import { buildInMemory, createDemoDb, createTestDb } from '../helpers/site-fixture.js';
+import { HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
+import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 import { SCHEMAS, xmllintSchema, xpath } from '../helpers/validators.js';
 
 const ONLY = new Set(['apml']);
@@ -17,12 +17,7 @@ afterEach(() => {
   while (cleanups.length > 0) cleanups.pop()!();
 });
 
-function build() {
-  const f = createTestDb();
-  cleanups.push(f.cleanup);
-  seedProfiles(f.db);
-  return buildInMemory(f.file, { only: ONLY }).writer;
-}
+const build = () => buildProfiles(ONLY);
 
 function attrs(document: string, element: string, attribute: string): string[] {
   return xpath(document, `${x(element)}/@${attribute}`)

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { xmlChars } from '../../src/render/xml.js';
 import { objects, parseNTriples, type Triple } from '../helpers/ntriples.js';
-import { ALICE, HIDDEN, HOSTILE_TEXT, PRIVATE_STRINGS, seedProfiles } from '../helpers/profile-fixture.js';
-import { buildInMemory, createDemoDb, createTestDb } from '../helpers/site-fixture.js';
+import { ALICE, HIDDEN, HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
+import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 import { rapperTriples } from '../helpers/validators.js';
 
 const ONLY = new Set(['foaf']);
@@ -18,12 +18,7 @@ afterEach(() => {
   while (cleanups.length > 0) cleanups.pop()!();
 });
 
-function build() {
-  const f = createTestDb();
-  cleanups.push(f.cleanup);
-  seedProfiles(f.db);
-  return buildInMemory(f.file, { only: ONLY }).writer;
-}
+const build = () => buildProfiles(ONLY);
 
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
 const foafUrl = (user: string) => `${BASE}/${user}/foaf/`;

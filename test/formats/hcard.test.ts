@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { hcardReadings, type Mf2Item } from '../helpers/microformats.js';
-import { ALICE, HIDDEN, HOSTILE_TEXT, PRIVATE_STRINGS, seedProfiles } from '../helpers/profile-fixture.js';
-import { buildInMemory, createDemoDb, createTestDb } from '../helpers/site-fixture.js';
+import { ALICE, HIDDEN, HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
+import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 
 const ONLY = new Set(['hcard']);
 const BASE = 'https://videos.example.org';
@@ -11,12 +11,7 @@ afterEach(() => {
   while (cleanups.length > 0) cleanups.pop()!();
 });
 
-function build() {
-  const f = createTestDb();
-  cleanups.push(f.cleanup);
-  seedProfiles(f.db);
-  return buildInMemory(f.file, { only: ONLY }).writer;
-}
+const build = () => buildProfiles(ONLY);
 
 /** The one card of a page in each reading; every page has exactly one. */
 function cards(html: string, user: string): { mf2: Mf2Item; classic: Mf2Item } {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HOSTILE_TEXT, PRIVATE_STRINGS, seedProfiles } from '../helpers/profile-fixture.js';
-import { buildInMemory, createDemoDb, createTestDb } from '../helpers/site-fixture.js';
+import { HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
+import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 import { jing, listparser, SCHEMAS, xpath } from '../helpers/validators.js';
 
 const ONLY = new Set(['opml']);
@@ -14,12 +14,7 @@ afterEach(() => {
   while (cleanups.length > 0) cleanups.pop()!();
 });
 
-function build() {
-  const f = createTestDb();
-  cleanups.push(f.cleanup);
-  seedProfiles(f.db);
-  return buildInMemory(f.file, { only: ONLY }).writer;
-}
+const build = () => buildProfiles(ONLY);
 
 function valid(documents: Record<string, string>): void {
   const result = jing(RNC, documents);

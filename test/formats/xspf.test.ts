@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HOSTILE_TEXT, PRIVATE_STRINGS, seedProfiles } from '../helpers/profile-fixture.js';
+import { HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0 } from '../helpers/site-fixture.js';
 import { jing, SCHEMAS, xpath } from '../helpers/validators.js';
 
@@ -15,12 +15,7 @@ afterEach(() => {
   while (cleanups.length > 0) cleanups.pop()!();
 });
 
-function build() {
-  const f = createTestDb();
-  cleanups.push(f.cleanup);
-  seedProfiles(f.db);
-  return buildInMemory(f.file, { only: ONLY }).writer;
-}
+const build = () => buildProfiles(ONLY);
 
 function valid(documents: Record<string, string>): void {
   const result = jing(RNG, documents);

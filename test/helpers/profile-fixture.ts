@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { HOSTILE } from '../../src/db/demo-data.js';
-import { insertRow, insertUser, insertVideo, T0 } from './site-fixture.js';
+import type { MemoryWriter } from '../../src/build/output-writer.js';
+import { buildInMemory, createTestDb, insertRow, insertUser, insertVideo, T0 } from './site-fixture.js';
 
 /**
  * A small site for the per-user profile documents (recommendations, FOAF, hCard, XSPF, APML,
@@ -218,3 +219,10 @@ export const PRIVATE_STRINGS = [
   'dave@mail.example.net',
   'bob@mail.example.net',
 ] as const;
+
+/** The profile fixture built in memory with only `formats`; the database goes when the test ends. */
+export function buildProfiles(formats: ReadonlySet<string>): MemoryWriter {
+  const { db, file } = createTestDb();
+  seedProfiles(db);
+  return buildInMemory(file, { only: formats }).writer;
+}
