@@ -1,12 +1,13 @@
-import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { STAGING_DIR } from '../build/output-writer.js';
+import { closeSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { FilePlacer, STAGING_DIR } from '../build/output-writer.js';
 
 /**
- * The floor: writes the bytes of a finished build to the same paths under a fresh directory, the
- * way DirectoryWriter does (write beside, in the staging folder on the same file system, rename
- * into place, mkdir when the directory changes) and nothing else. The bytes come from a pack made beforehand (see pack.ts),
- * read sequentially in large chunks, which costs next to nothing beside creating the files.
+ * The floor: writes the bytes of a finished build to the same paths under a fresh directory, with
+ * the same system calls as DirectoryWriter (FilePlacer: a mkdir for each new directory, write
+ * beside in the staging folder, rename into place) and nothing else. The bytes come from a pack
+ * made beforehand (see pack.ts), read sequentially in large chunks, which costs next to nothing
+ * beside creating the files.
  * Usage: node dist/bench/floor.js <pack> <out dir>
  */
 const [pack, out] = process.argv.slice(2) as [string, string];
@@ -31,25 +32,13 @@ function next(size: number): Buffer {
 }
 
 const started = process.hrtime.bigint();
-const staging = join(out, STAGING_DIR);
-mkdirSync(staging, { recursive: true });
-let counter = 0;
-let lastDir = '';
+const root = resolve(out);
+mkdirSync(join(root, STAGING_DIR), { recursive: true });
+const placer = new FilePlacer(root, String(process.pid));
 for (const line of index) {
   const tab = line.indexOf('\t');
   const body = next(Number(line.slice(0, tab)));
-  const full = join(out, line.slice(tab + 1));
-  const dir = dirname(full);
-  if (dir !== lastDir) {
-    mkdirSync(dir, { recursive: true });
-    lastDir = dir;
-  }
-  const temp = join(staging, `${process.pid}-${counter++}`);
-  const fd = openSync(temp, 'w', 0o644);
-  let offset = 0;
-  while (offset < body.length) offset += writeSync(fd, body, offset, body.length - offset);
-  closeSync(fd);
-  renameSync(temp, full);
+  placer.place(join(root, line.slice(tab + 1)), body);
 }
 closeSync(data);
 const seconds = Number(process.hrtime.bigint() - started) / 1e9;

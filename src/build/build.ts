@@ -159,10 +159,11 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     const previous = state.previous(path);
     if (previous === undefined) newPaths = true;
     // Without a trustworthy saved hash (an interrupted build, or no record of this path: a lost or
-    // replaced state), the bytes on disk decide, so identical files keep their times and ETags.
+    // replaced state), the bytes on disk decide, so identical files keep their times and ETags;
+    // unless the output held nothing when the build began.
     const same = verify || previous === undefined
-      ? (writer.holds?.(path, body) ?? false)
-      : previous !== undefined && previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length;
+      ? !startedEmpty && (writer.holds?.(path, body) ?? false)
+      : previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length;
     if (same) {
       report.unchanged++;
     } else {
@@ -289,6 +290,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     empty: state.count() === 0,
     siteFilesStale: state.siteFilesStale(),
   };
+  // A first build into an empty directory compares nothing with the disk.
+  const startedEmpty = saved.empty && (writer.isEmpty?.() ?? false);
   state.begin();
   try {
     const stale = reader.snapshot(() => {

@@ -1,4 +1,16 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  opendirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 /**
@@ -16,10 +28,89 @@ export interface OutputWriter {
   holds?(path: string, body: Buffer): boolean;
   /** Waits until every write so far is done, for writers that write in the background; throws their error. */
   flush?(): void;
+  /** Whether it holds no files at all: then a first build has nothing on disk to compare with. */
+  isEmpty?(): boolean;
 }
 
 /** Name of the staging folder inside the output root; dot-named, so it is never served. */
 export const STAGING_DIR = '.vidfeeds-staging';
+
+/** How many directories a DirectoryMaker remembers before it starts again from the root. */
+const KNOWN_DIRECTORIES = 4096;
+
+/**
+ * Makes the directories files go into, with one mkdir per directory it creates: it remembers the
+ * directories it has made or seen (a bounded set), walks up from a new one to the nearest known
+ * ancestor and creates downwards from there. A site's layout puts nearly every file in a folder
+ * of its own (`alice/rss/index.rss`), so this is one mkdir per file where a recursive mkdir
+ * would make two or three calls (docs/performance.md).
+ */
+export class DirectoryMaker {
+  private readonly known = new Set<string>();
+
+  /** `root` must exist. */
+  constructor(private readonly root: string) {
+    this.known.add(root);
+  }
+
+  /** Makes `dir` (inside the root) and its missing parents. */
+  ensure(dir: string): void {
+    if (this.known.has(dir)) return;
+    const missing: string[] = [];
+    for (let at = dir; !this.known.has(at); at = dirname(at)) {
+      if (dirname(at) === at) throw new Error(`${dir} is not inside ${this.root}`);
+      missing.push(at);
+    }
+    if (this.known.size + missing.length > KNOWN_DIRECTORIES) this.forget();
+    for (let i = missing.length - 1; i >= 0; i--) {
+      try {
+        mkdirSync(missing[i]!);
+      } catch (error) {
+        // There already: made by an earlier build. A file in its place fails the write, naming it.
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      this.known.add(missing[i]!);
+    }
+  }
+
+  /** Forgets every directory but the root: after a removal, a remembered directory may be gone. */
+  forget(): void {
+    this.known.clear();
+    this.known.add(this.root);
+  }
+}
+
+/**
+ * Puts whole files in place: writes each into the staging folder (same file system) and renames
+ * it over its path, so a reader sees the old file or the new one, never a part. DirectoryWriter,
+ * the write thread (write-worker.ts) and the benchmark's floor (src/bench/floor.ts) all place
+ * files with it, so they make the same system calls.
+ */
+export class FilePlacer {
+  readonly dirs: DirectoryMaker;
+  private readonly staging: string;
+  private counter = 0;
+
+  /** `prefix` names the staging files of this placer apart from other placers' in the same folder. */
+  constructor(root: string, private readonly prefix: string) {
+    this.dirs = new DirectoryMaker(root);
+    this.staging = join(root, STAGING_DIR);
+  }
+
+  /** Writes `body` to `full`, an absolute path inside the root (checked by the caller). */
+  place(full: string, body: Uint8Array): void {
+    this.dirs.ensure(dirname(full));
+    const temp = join(this.staging, `${this.prefix}-${this.counter++}`);
+    const fd = openSync(temp, 'w', 0o644);
+    try {
+      let offset = 0;
+      while (offset < body.length) offset += writeSync(fd, body, offset, body.length - offset);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, full);
+  }
+}
 
 /**
  * Writes into a directory. Every file is written beside (in the staging folder of the same file
@@ -29,15 +120,15 @@ export const STAGING_DIR = '.vidfeeds-staging';
 export class DirectoryWriter implements OutputWriter {
   readonly root: string;
   private readonly staging: string;
-  private counter = 0;
-  private lastDir = '';
+  private readonly placer: FilePlacer;
 
-  constructor(root: string, private readonly durable = false) {
+  constructor(root: string) {
     this.root = resolve(root);
     this.staging = join(this.root, STAGING_DIR);
     mkdirSync(this.root, { recursive: true });
     rmSync(this.staging, { recursive: true, force: true });
     mkdirSync(this.staging);
+    this.placer = new FilePlacer(this.root, String(process.pid));
   }
 
   /** Resolves a relative output path, refusing anything that would land outside the root. */
@@ -52,22 +143,17 @@ export class DirectoryWriter implements OutputWriter {
   }
 
   write(path: string, body: Buffer): void {
-    const full = this.target(path);
-    const dir = dirname(full);
-    if (dir !== this.lastDir) {
-      mkdirSync(dir, { recursive: true });
-      this.lastDir = dir;
-    }
-    const temp = join(this.staging, `${process.pid}-${this.counter++}`);
-    const fd = openSync(temp, 'w', 0o644);
+    this.placer.place(this.target(path), body);
+  }
+
+  isEmpty(): boolean {
+    const dir = opendirSync(this.root);
     try {
-      let offset = 0;
-      while (offset < body.length) offset += writeSync(fd, body, offset, body.length - offset);
-      if (this.durable) fsyncSync(fd);
+      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) if (entry.name !== STAGING_DIR) return false;
+      return true;
     } finally {
-      closeSync(fd);
+      dir.closeSync();
     }
-    renameSync(temp, full);
   }
 
   size(path: string): number | null {
@@ -97,7 +183,7 @@ export class DirectoryWriter implements OutputWriter {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw error;
     }
-    this.lastDir = '';
+    this.placer.dirs.forget();
     // Remove directories the removal emptied, up to (not including) the root.
     for (let dir = dirname(full); dir !== this.root && dir.startsWith(this.root + sep); dir = dirname(dir)) {
       try {
@@ -138,6 +224,10 @@ export class MemoryWriter implements OutputWriter {
 
   holds(path: string, body: Buffer): boolean {
     return this.files.get(path)?.equals(body) ?? false;
+  }
+
+  isEmpty(): boolean {
+    return this.files.size === 0;
   }
 
   text(path: string): string {

@@ -35,6 +35,11 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private paths: string[] = [];
   private bodies: Uint8Array[] = [];
   private bytes = 0;
+  /** Files removed since the last batch: the worker must forget the directories it knows. */
+  private removed = false;
+  /** Paths of the batches not yet done, oldest first, and which batch last wrote each path. */
+  private readonly inFlight: string[][] = [];
+  private readonly pending = new Map<string, number>();
   private closed = false;
 
   constructor(root: string) {
@@ -58,7 +63,9 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   }
 
   write(path: string, body: Buffer): void {
-    this.paths.push(this.direct.target(path));
+    const target = this.direct.target(path);
+    this.paths.push(target);
+    this.pending.set(target, this.sent);
     // A copy with its own memory, so it can be moved to the worker (small Buffers share a pool).
     const own = new Uint8Array(body.length);
     own.set(body);
@@ -68,17 +75,24 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   }
 
   size(path: string): number | null {
+    this.settle(path);
     return this.direct.size(path);
   }
 
   remove(path: string): boolean {
     this.flush();
+    this.removed = true;
     return this.direct.remove(path);
   }
 
   holds(path: string, body: Buffer): boolean {
-    this.flush();
+    this.settle(path);
     return this.direct.holds(path, body);
+  }
+
+  isEmpty(): boolean {
+    this.flush();
+    return this.direct.isEmpty();
   }
 
   flush(): void {
@@ -98,13 +112,26 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     }
   }
 
+  /**
+   * Waits for the write of `path` if one is under way, so questions about a file answer for what
+   * this writer wrote to it. Other files are asked about without waiting: a build asks about
+   * each path before it writes it, and the write thread keeps working meanwhile.
+   */
+  private settle(path: string): void {
+    this.forgetFinished();
+    if (this.pending.has(this.direct.target(path))) this.flush();
+  }
+
   private send(): void {
     if (this.paths.length > 0) {
-      this.worker.postMessage({ paths: this.paths, bodies: this.bodies }, this.bodies.map((b) => b.buffer as ArrayBuffer));
+      const message = { paths: this.paths, bodies: this.bodies, removed: this.removed };
+      this.worker.postMessage(message, this.bodies.map((b) => b.buffer as ArrayBuffer));
+      this.inFlight.push(this.paths);
       this.sent++;
       this.paths = [];
       this.bodies = [];
       this.bytes = 0;
+      this.removed = false;
     }
     this.waitUntil(MAX_IN_FLIGHT);
   }
@@ -113,10 +140,21 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private waitUntil(inFlight: number): void {
     for (;;) {
       this.throwReported();
-      const finished = Atomics.load(this.done, 0);
+      const finished = this.forgetFinished();
       if (this.sent - finished <= inFlight) return;
       Atomics.wait(this.done, 0, finished, 1000);
     }
+  }
+
+  /** Drops the paths of the batches the worker has finished; returns how many it has finished. */
+  private forgetFinished(): number {
+    const finished = Atomics.load(this.done, 0);
+    // inFlight[0] is batch number sent - inFlight.length.
+    while (this.inFlight.length > 0 && this.sent - this.inFlight.length < finished) {
+      const batch = this.sent - this.inFlight.length;
+      for (const path of this.inFlight.shift()!) if (this.pending.get(path) === batch) this.pending.delete(path);
+    }
+    return finished;
   }
 
   private throwReported(): void {

@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BuildState, STATE_VERSION } from '../../src/build/build-state.js';
 import { planBuild, type PlanInput } from '../../src/build/incremental.js';
+import { MemoryWriter } from '../../src/build/output-writer.js';
 import { buildSite, type SiteBuildRequest } from '../../src/build/site-build.js';
 import type { UserFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { SHIPPED_TEMPLATES_DIR } from '../../src/render/templates.js';
-import { createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { buildInMemory, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree } from '../helpers/tree.js';
 
 /** When a build is incremental, when it falls back to a full one, and what it says about it. */
@@ -164,6 +165,29 @@ describe('build modes', () => {
     db.prepare(`UPDATE users SET display_name = 'fine' WHERE username = 'bob'`).run();
     const retried = build({ formats });
     expect(retried).toMatchObject({ mode: 'incremental', changes: 2, failed: [] });
+  });
+});
+
+/** A MemoryWriter that counts the files it was asked to compare with what it holds. */
+class CountingWriter extends MemoryWriter {
+  compared = 0;
+  override holds(path: string, body: Buffer): boolean {
+    this.compared++;
+    return super.holds(path, body);
+  }
+}
+
+describe('comparing with the disk', () => {
+  it('a first build into an empty output compares nothing; with its state lost, it compares every file and rewrites none', () => {
+    const { file } = site();
+    const writer = new CountingWriter();
+    const first = buildInMemory(file, { writer });
+    expect(first.report.written).toBeGreaterThan(0);
+    expect(writer.compared).toBe(0);
+    // A fresh state beside a full tree: every document is held to the bytes there.
+    const again = buildInMemory(file, { writer });
+    expect(writer.compared).toBe(first.report.documents);
+    expect(again.report).toMatchObject({ written: 0, unchanged: first.report.documents });
   });
 });
 

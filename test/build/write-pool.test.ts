@@ -72,3 +72,48 @@ describe('ThreadedDirectoryWriter', () => {
     writer.close();
   });
 });
+
+describe('ThreadedDirectoryWriter, while writes are under way', () => {
+  it('answers for a file it is still writing as for one it has written', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const writer = new ThreadedDirectoryWriter(join(dir, 'out'));
+    const body = Buffer.from('<doc/>');
+    writer.write('alice/rss/index.rss', body);
+    // No flush: the answers must wait for that one write, whichever batch it is in.
+    expect(writer.holds('alice/rss/index.rss', body)).toBe(true);
+    for (let i = 0; i < 500; i++) writer.write(`u${i}/rss/index.rss`, body);
+    expect(writer.size('u499/rss/index.rss')).toBe(body.length);
+    writer.close();
+  });
+
+  it('writes into a folder again after a removal emptied and removed it', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const root = join(dir, 'out');
+    const writer = new ThreadedDirectoryWriter(root);
+    writer.write('bob/atom/index.atom', Buffer.from('one'));
+    expect(writer.remove('bob/atom/index.atom')).toBe(true);
+    writer.write('bob/atom/index.atom', Buffer.from('two'));
+    writer.flush();
+    expect(readFileSync(join(root, 'bob/atom/index.atom'), 'utf8')).toBe('two');
+    writer.close();
+  });
+});
+
+describe('DirectoryWriter folders', () => {
+  it('makes every folder, also after it has forgotten the ones it made', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const root = join(dir, 'out');
+    const writer = new DirectoryWriter(root);
+    // More folders than a DirectoryMaker remembers, then siblings of the first ones.
+    for (let i = 0; i < 5000; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(String(i)));
+    writer.write('u0/atom/index.atom', Buffer.from('atom'));
+    writer.write('v1/oembed/json/index.json', Buffer.from('{}'));
+    writer.close();
+    expect(readFileSync(join(root, 'u4999/rss/index.rss'), 'utf8')).toBe('4999');
+    expect(readFileSync(join(root, 'u0/atom/index.atom'), 'utf8')).toBe('atom');
+    expect(readFileSync(join(root, 'v1/oembed/json/index.json'), 'utf8')).toBe('{}');
+  });
+});
