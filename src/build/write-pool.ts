@@ -8,21 +8,44 @@ import { DirectoryWriter, type OutputWriter } from './output-writer.js';
  * A DirectoryWriter whose file system calls run on a worker thread, so the kernel's work of
  * creating files (most of a build's time, docs/performance.md) overlaps with reading and
  * rendering on the main thread. The files, the staging folder and the rename are the same as
- * DirectoryWriter's; the worker (write-worker.ts) does the same calls in the same order.
+ * DirectoryWriter's; the worker (write-worker.ts) places them with the same FilePlacer.
  *
- * The build stays synchronous: documents go to the worker in batches, and when too many batches
- * are in flight the main thread waits on a shared counter (Atomics.wait), so memory stays bounded.
- * A failed write is reported at the next write, `flush` or `close`, naming the file.
+ * The build stays synchronous. Documents are copied into batches in a ring of fixed slots of
+ * shared memory and a message per batch tells the worker which slot to write; the main thread
+ * waits on a shared counter (Atomics.wait) before it reuses a slot the worker has not finished,
+ * so memory stays fixed whatever the size of the site. A document larger than a slot goes in a
+ * message of its own. A failed write is reported at the next write, `flush` or `close`, naming
+ * the file.
  */
 const WORKER = new URL('./write-worker.js', import.meta.url);
 /** How long the worker may take to start before the build writes without it. */
 const START_TIMEOUT_MS = 10_000;
-const BATCH_FILES = 64;
-const BATCH_BYTES = 256 * 1024;
-const MAX_IN_FLIGHT = 8;
+/** A batch is sent when it holds this many files or its slot is full: one message per batch. */
+const BATCH_FILES = 256;
+const SLOT_BYTES = 512 * 1024;
+/** Slots in the ring, so batches in flight at most: 16 MB of documents, to ride out short stalls of the disk. */
+const SLOTS = 32;
+
+/** The ring's shape; the defaults above except in tests, which make wrapping around the ring quick. */
+export interface RingShape {
+  slots: number;
+  slotBytes: number;
+  batchFiles: number;
+}
 
 interface WorkerReport {
   error?: string;
+}
+
+/** What the worker gets per batch (write-worker.ts). */
+export interface BatchMessage {
+  paths: string[];
+  /** File i is bytes [ends[i - 1] ?? 0, ends[i]) of the batch's memory. */
+  ends: number[];
+  /** The batch's memory: a slot of the ring, or its own buffer for a document larger than a slot. */
+  slot: number | Uint8Array;
+  /** Files were removed since the last batch: the worker forgets the folders it knows. */
+  removed: boolean;
 }
 
 export class ThreadedDirectoryWriter implements OutputWriter {
@@ -31,23 +54,30 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private readonly port: MessagePort;
   /** [0]: batches the worker finished; [1]: 1 once the worker runs. */
   private readonly done = new Int32Array(new SharedArrayBuffer(8));
+  private readonly ring: SharedArrayBuffer;
   private sent = 0;
+  /** The batch being filled, in slot `sent % slots`. */
   private paths: string[] = [];
-  private bodies: Uint8Array[] = [];
+  private ends: number[] = [];
+  private slot: Uint8Array;
   private bytes = 0;
-  /** Files removed since the last batch: the worker must forget the directories it knows. */
   private removed = false;
   /** Paths of the batches not yet done, oldest first, and which batch last wrote each path. */
   private readonly inFlight: string[][] = [];
   private readonly pending = new Map<string, number>();
   private closed = false;
 
-  constructor(root: string) {
+  constructor(
+    root: string,
+    private readonly shape: RingShape = { slots: SLOTS, slotBytes: SLOT_BYTES, batchFiles: BATCH_FILES },
+  ) {
     this.direct = new DirectoryWriter(root);
+    this.ring = new SharedArrayBuffer(shape.slots * shape.slotBytes);
+    this.slot = this.slotOf(0);
     const channel = new MessageChannel();
     this.port = channel.port1;
     this.worker = new Worker(WORKER, {
-      workerData: { root: this.direct.root, done: this.done, port: channel.port2 },
+      workerData: { root: this.direct.root, done: this.done, ring: this.ring, slotBytes: shape.slotBytes, port: channel.port2 },
       transferList: [channel.port2],
     });
     // The worker must not keep the process alive once the build is over.
@@ -64,14 +94,21 @@ export class ThreadedDirectoryWriter implements OutputWriter {
 
   write(path: string, body: Buffer): void {
     const target = this.direct.target(path);
-    this.paths.push(target);
+    if (this.bytes + body.length > this.shape.slotBytes) {
+      this.send();
+      if (body.length > this.shape.slotBytes) {
+        // Too large for a slot (a sitemap of 50,000 URLs): a batch of its own, in its own memory.
+        this.pending.set(target, this.sent);
+        this.post({ paths: [target], ends: [body.length], slot: Uint8Array.from(body), removed: this.takeRemoved() }, [target]);
+        return;
+      }
+    }
     this.pending.set(target, this.sent);
-    // A copy with its own memory, so it can be moved to the worker (small Buffers share a pool).
-    const own = new Uint8Array(body.length);
-    own.set(body);
-    this.bodies.push(own);
+    this.paths.push(target);
+    this.slot.set(body, this.bytes);
     this.bytes += body.length;
-    if (this.paths.length >= BATCH_FILES || this.bytes >= BATCH_BYTES) this.send();
+    this.ends.push(this.bytes);
+    if (this.paths.length >= this.shape.batchFiles) this.send();
   }
 
   size(path: string): number | null {
@@ -122,18 +159,32 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     if (this.pending.has(this.direct.target(path))) this.flush();
   }
 
+  /** Sends the batch being filled, if any, and readies the next slot. */
   private send(): void {
-    if (this.paths.length > 0) {
-      const message = { paths: this.paths, bodies: this.bodies, removed: this.removed };
-      this.worker.postMessage(message, this.bodies.map((b) => b.buffer as ArrayBuffer));
-      this.inFlight.push(this.paths);
-      this.sent++;
-      this.paths = [];
-      this.bodies = [];
-      this.bytes = 0;
-      this.removed = false;
-    }
-    this.waitUntil(MAX_IN_FLIGHT);
+    if (this.paths.length === 0) return;
+    this.post({ paths: this.paths, ends: this.ends, slot: this.sent % this.shape.slots, removed: this.takeRemoved() }, this.paths);
+    this.paths = [];
+    this.ends = [];
+    this.bytes = 0;
+  }
+
+  private post(message: BatchMessage, paths: string[]): void {
+    this.worker.postMessage(message, typeof message.slot === 'number' ? [] : [message.slot.buffer as ArrayBuffer]);
+    this.inFlight.push(paths);
+    this.sent++;
+    // The next batch goes in slot `sent % slots`: the batch that used it last must be written.
+    this.waitUntil(this.shape.slots - 1);
+    this.slot = this.slotOf(this.sent % this.shape.slots);
+  }
+
+  private takeRemoved(): boolean {
+    const removed = this.removed;
+    this.removed = false;
+    return removed;
+  }
+
+  private slotOf(index: number): Uint8Array {
+    return new Uint8Array(this.ring, index * this.shape.slotBytes, this.shape.slotBytes);
   }
 
   /** Blocks until at most `inFlight` batches are unfinished; throws what the worker reported. */

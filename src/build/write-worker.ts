@@ -1,27 +1,27 @@
 import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
 import { FilePlacer } from './output-writer.js';
+import type { BatchMessage } from './write-pool.js';
 
 /**
  * The worker of ThreadedDirectoryWriter (write-pool.ts): places each file of a batch as
  * DirectoryWriter does (FilePlacer: into the staging folder, renamed into place), then counts the
- * batch done. Paths arrive resolved and checked by the main thread.
+ * batch done, which frees its slot of the ring. Paths arrive resolved and checked by the main thread.
  */
-const { root, done, port } = workerData as { root: string; done: Int32Array; port: MessagePort };
+const { root, done, ring, slotBytes, port } = workerData as {
+  root: string;
+  done: Int32Array;
+  ring: SharedArrayBuffer;
+  slotBytes: number;
+  port: MessagePort;
+};
 const placer = new FilePlacer(root, `${process.pid}-w${threadId}`);
 let failed = false;
 
-interface Batch {
-  paths: string[];
-  bodies: Uint8Array[];
-  /** The main thread removed files (and maybe their folders) since the last batch. */
-  removed: boolean;
-}
-
-parentPort!.on('message', ({ paths, bodies, removed }: Batch) => {
+parentPort!.on('message', ({ paths, ends, slot, removed }: BatchMessage) => {
   // A batch is always counted done, or the main thread would wait for it forever.
   try {
     if (removed) placer.dirs.forget();
-    writeBatch(paths, bodies);
+    writeBatch(paths, ends, typeof slot === 'number' ? new Uint8Array(ring, slot * slotBytes, slotBytes) : slot);
   } finally {
     Atomics.add(done, 0, 1);
     Atomics.notify(done, 0);
@@ -32,11 +32,11 @@ parentPort!.on('message', ({ paths, bodies, removed }: Batch) => {
 Atomics.store(done, 1, 1);
 Atomics.notify(done, 1);
 
-function writeBatch(paths: string[], bodies: Uint8Array[]): void {
+function writeBatch(paths: string[], ends: number[], data: Uint8Array): void {
   if (failed) return;
   for (let i = 0; i < paths.length; i++) {
     try {
-      placer.place(paths[i]!, bodies[i]!);
+      placer.place(paths[i]!, data.subarray(i === 0 ? 0 : ends[i - 1], ends[i]));
     } catch (error) {
       // Reported once; the rest of the build's writes are dropped and the build fails.
       failed = true;

@@ -143,11 +143,18 @@ function fields(response: OembedResponse): Array<[string, string | number]> {
  * (line terminators in older JavaScript). Escaped as \uXXXX, which every JSON parser reads back.
  */
 const UNSAFE_IN_SCRIPT = /[<>&\u2028\u2029]/g;
+const SCRIPT_SAFE: Record<string, string> = {
+  '<': '\\u003c',
+  '>': '\\u003e',
+  '&': '\\u0026',
+  '\u2028': '\\u2028',
+  '\u2029': '\\u2029',
+};
 
 /** The JSON form: one object, sizes as numbers, ending in a newline. */
 export function oembedJson(response: OembedResponse): string {
   const json = JSON.stringify(Object.fromEntries(fields(response)));
-  return `${json.replace(UNSAFE_IN_SCRIPT, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
+  return `${json.replace(UNSAFE_IN_SCRIPT, (c) => SCRIPT_SAFE[c]!)}\n`;
 }
 
 /** The XML form: root `oembed`, one child per field; the markup in `html` is escaped text. */

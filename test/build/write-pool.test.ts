@@ -37,7 +37,9 @@ describe('ThreadedDirectoryWriter', () => {
     // Enough files and bytes for many batches and for the in-flight limit to be reached.
     for (let i = 0; i < 3000; i++) {
       const path = `user${i % 700}/f${Math.floor(i / 700)}/index.xml`;
-      const body = Buffer.from(`<doc n="${i}">${'x'.repeat(i % 997)}é</doc>\n`);
+      // Now and then a document larger than a batch's memory (a big sitemap).
+      const size = i % 1000 === 999 ? 700_000 + i : i % 997;
+      const body = Buffer.from(`<doc n="${i}">${'x'.repeat(size)}é</doc>\n`);
       threaded.write(path, body);
       direct.write(path, body);
     }
@@ -74,6 +76,23 @@ describe('ThreadedDirectoryWriter', () => {
 });
 
 describe('ThreadedDirectoryWriter, while writes are under way', () => {
+  it('reuses the slots of its ring only once their files are written', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    // A small ring wraps around hundreds of times, with documents that fill or overflow a slot.
+    const threaded = new ThreadedDirectoryWriter(join(dir, 'threaded'), { slots: 2, slotBytes: 64, batchFiles: 3 });
+    const direct = new DirectoryWriter(join(dir, 'direct'));
+    for (let i = 0; i < 1500; i++) {
+      const path = `u${i % 40}/f${Math.floor(i / 40)}/index.xml`;
+      const body = Buffer.from(`${i}:${'abcdefghij'.repeat(i % 9)}`);
+      threaded.write(path, body);
+      direct.write(path, body);
+    }
+    threaded.close();
+    direct.close();
+    expect(tree(join(dir, 'threaded'))).toEqual(tree(join(dir, 'direct')));
+  });
+
   it('answers for a file it is still writing as for one it has written', () => {
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);
