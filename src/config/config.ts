@@ -1,5 +1,5 @@
 import { readFileSync, existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 
 /** Every site-level setting the documents need. Loaded once, validated before any file is touched. */
 export interface SiteConfig {
@@ -152,7 +152,14 @@ export function loadConfig(options: { configFile?: string; overrides?: Partial<R
     if (value === undefined) continue;
     setPath(merged, key, value as Json, 'command line');
   }
-  return validateConfig(merged, source);
+  const config = validateConfig(merged, source);
+  // A relative templates directory in a file means a folder beside that file, wherever vidfeeds
+  // runs from (a cron job's working directory is rarely the site's).
+  const templatesDir = (fromFile as { player?: { templatesDir?: unknown } }).player?.templatesDir;
+  if (typeof templatesDir === 'string' && config.player.templatesDir === templatesDir) {
+    config.player.templatesDir = resolve(dirname(file), templatesDir);
+  }
+  return config;
 }
 
 function isObject(value: Json | undefined): value is { [key: string]: Json } {

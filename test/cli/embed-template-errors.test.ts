@@ -39,6 +39,23 @@ function build(cwd: string) {
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+describe('vidfeeds build with a templates directory of its own', () => {
+  it('finds a relative templatesDir beside the config file, whatever the working directory', () => {
+    const dir = site({ template: 'mine', templatesDir: 'templates' }, { mine: '<iframe src="{{fileUrl}}"></iframe>' });
+    // Run from elsewhere, as a cron job does, naming the files by absolute paths.
+    const elsewhere = tempDir('vidfeeds-cwd-');
+    cleanups.push(elsewhere.cleanup);
+    const result = spawnSync(
+      process.execPath,
+      [BIN, 'build', '--config', join(dir, 'vidfeeds.config.json'), '--db', join(dir, 'site.sqlite'), '--out', join(dir, 'out')],
+      { cwd: elsewhere.dir, encoding: 'utf8' },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const html = readdirSync(join(dir, 'out'), { recursive: true, encoding: 'utf8' }).find((p) => p.endsWith(join('oembed', 'html')));
+    expect(readFileSync(join(dir, 'out', html!), 'utf8')).toMatch(/^<iframe src="https:/);
+  });
+});
+
 describe('vidfeeds build with an embed template that cannot be used', () => {
   it('exits 2 naming a broken template, before writing any file', () => {
     const cwd = site({ template: 'mine', templatesDir: 'templates' }, { mine: '<object>{{#each}}</object>' });
