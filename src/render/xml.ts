@@ -124,6 +124,8 @@ function prefixOf(name: string): string | null {
   return colon < 0 ? null : name.slice(0, colon);
 }
 
+const XML_NAMESPACE = 'http://www.w3.org/XML/1998/namespace';
+
 function isNamespaceDeclaration(name: string): boolean {
   return name === 'xmlns' || name.startsWith('xmlns:');
 }
@@ -139,9 +141,10 @@ function recordAttrs(attrs: Attrs | undefined, recording: Recording, isRoot: boo
       if (!builderTakesAttributeName(name)) {
         recording.simple = false;
       } else if (isNamespaceDeclaration(name)) {
-        // The fast path knows declarations on the root only, of real namespaces, each once.
+        // The fast path knows declarations on the root only, of real namespaces, each once. The
+        // builder drops a declaration of the XML namespace (and renames elements into it).
         const prefix = name === 'xmlns' ? '' : name.slice('xmlns:'.length);
-        if (!isRoot || clean === '' || prefix === 'xml' || prefix === 'xmlns' || recording.prefixes.has(prefix)) {
+        if (!isRoot || clean === '' || clean === XML_NAMESPACE || prefix === 'xml' || prefix === 'xmlns' || recording.prefixes.has(prefix)) {
           recording.simple = false;
         } else {
           recording.prefixes.add(prefix);

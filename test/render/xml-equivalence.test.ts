@@ -153,6 +153,20 @@ describe('src/render/xml.ts is byte-identical to the builder-only original', () 
     expect(2000 - fast - threw).toBeGreaterThan(100);
   });
 
+  it('declarations of the XML namespace, which the builder drops, go the builder\'s way', () => {
+    const xmlNs = 'http://www.w3.org/XML/1998/namespace';
+    for (const attrs of [{ xmlns: xmlNs }, { 'xmlns:p': xmlNs }, { 'xmlns:media': NAMESPACES[0], xmlns: xmlNs }]) {
+      for (const child of [null, 'b']) {
+        const program = (make: MakeDocument) => {
+          const doc = make('a', attrs);
+          if (child !== null) doc.root.el(child);
+          return doc.end();
+        };
+        expect(program(makeNew), JSON.stringify({ attrs, child })).toBe(program(makeReference));
+      }
+    }
+  });
+
   it('for every document of the demo site', () => {
     const f = createDemoDb({ users: 30, seed: 3 });
     cleanups.push(f.cleanup);
