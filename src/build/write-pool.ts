@@ -12,6 +12,7 @@ import { DirectoryWriter, type OutputWriter } from './output-writer.js';
  *
  * The build stays synchronous: documents go to the worker in batches, and when too many batches
  * are in flight the main thread waits on a shared counter (Atomics.wait), so memory stays bounded.
+ * Large documents (256 KB or more: sitemap parts) are written on the main thread.
  * A failed write is reported at the next write, `flush` or `close`, naming the file.
  */
 const WORKER = new URL('./write-worker.js', import.meta.url);
@@ -20,6 +21,8 @@ const START_TIMEOUT_MS = 10_000;
 const BATCH_FILES = 64;
 const BATCH_BYTES = 256 * 1024;
 const MAX_IN_FLIGHT = 8;
+/** Bodies of this size or more are written on the calling thread (see `write`). */
+const DIRECT_BYTES = BATCH_BYTES;
 
 interface WorkerReport {
   error?: string;
@@ -58,6 +61,16 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   }
 
   write(path: string, body: Buffer): void {
+    if (body.length >= DIRECT_BYTES) {
+      // Written here instead. Copied and moved to the worker, a large body (a sitemap part:
+      // megabytes) stays in memory until the worker's GC collects it, which the worker's few
+      // allocations seldom bring on: a big site's dozens of parts piled up there (60 MB at
+      // 100,000 users). One write of megabytes gains little from a thread anyway. The batches
+      // before it are finished first, so writes to one path still land in order.
+      this.flush();
+      this.direct.write(path, body);
+      return;
+    }
     this.paths.push(this.direct.target(path));
     // A copy with its own memory, so it can be moved to the worker (small Buffers share a pool).
     const own = new Uint8Array(body.length);
