@@ -106,7 +106,13 @@ export class BuildState {
       staleOwner: this.db.prepare<[string, number, number], string>(
         'SELECT path FROM outputs WHERE owner_kind = ? AND owner_id = ? AND build <> ? ORDER BY path',
       ).pluck(),
-      staleKind: this.db.prepare<[string, number], string>('SELECT path FROM outputs WHERE owner_kind = ? AND build <> ? ORDER BY path').pluck(),
+      // Few rows (the site's own files): the owner index finds them.
+      staleSite: this.db.prepare<[number], string>(`SELECT path FROM outputs WHERE owner_kind = 'site' AND build <> ? ORDER BY path`).pluck(),
+      // Every owner of a kind: in pages by rowid, a walk along the table that a caller's `forget`
+      // between pages does not disturb (the unary + keeps SQLite from sorting the owner index).
+      staleKind: this.db.prepare<[string, number, number], { rowid: number; path: string }>(
+        `SELECT rowid, path FROM outputs WHERE +owner_kind = ? AND build <> ? AND rowid > ? ORDER BY rowid LIMIT ${STALE_PAGE}`,
+      ),
       count: this.db.prepare<[], { n: number }>('SELECT count(*) AS n FROM outputs'),
     };
   }
@@ -221,9 +227,21 @@ export class BuildState {
     }
   }
 
-  /** Outputs of one owner (or of every owner of a kind) that this build did not produce. */
-  staleOwned(kind: OwnerKind, id?: number): string[] {
-    return id === undefined ? this.stmt.staleKind.all(kind, this.buildId) : this.stmt.staleOwner.all(kind, id, this.buildId);
+  /**
+   * Outputs of one owner (or of every owner of a kind) that this build did not produce; the caller
+   * may `forget` each. Every owner of a kind is read a page at a time, since a build may have
+   * dropped most of a large site.
+   */
+  *staleOwned(kind: OwnerKind, id?: number): Generator<string> {
+    if (id !== undefined) return yield* this.stmt.staleOwner.all(kind, id, this.buildId);
+    if (kind === 'site') return yield* this.stmt.staleSite.all(this.buildId);
+    let after = 0;
+    for (;;) {
+      const rows = this.stmt.staleKind.all(kind, this.buildId, after);
+      for (const row of rows) yield row.path;
+      if (rows.length < STALE_PAGE) return;
+      after = rows[rows.length - 1]!.rowid;
+    }
   }
 
   count(): number {

@@ -238,11 +238,25 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   };
 
   /**
-   * Renders the affected owners, and the site files when the published names may have changed
-   * (an owner gained or lost a document: created, renamed, published or withdrawn). Returns the
-   * paths they no longer produce.
+   * Removes a file an earlier build wrote that this one does not produce, and its record. Called
+   * as the state yields stale paths, a page at a time, so no list of them is held: a build after
+   * the site shrank may have millions.
    */
-  const renderAffected = (affected: AffectedOwners): { stale: string[]; siteFiles: boolean } => {
+  let pruned = 0;
+  const prune = (paths: Iterable<string>) => {
+    for (const path of paths) {
+      if (writer.remove(path)) report.removed++;
+      state.forget(path);
+      pruned++;
+    }
+  };
+
+  /**
+   * Renders the affected owners, and the site files when the published names may have changed
+   * (an owner gained or lost a document: created, renamed, published or withdrawn), and prunes
+   * the paths they no longer produce.
+   */
+  const renderAffected = (affected: AffectedOwners): { siteFiles: boolean } => {
     if (affected.users === 'all') {
       if (userFormats.length > 0) for (const row of reader.users()) renderUser(row);
     } else {
@@ -259,26 +273,25 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
         if (row !== null) renderVideo(row);
       }
     }
-    const stale: string[] = [];
-    const collect = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
-      if (owners === 'all') stale.push(...state.staleOwned(kind));
-      else for (const id of owners) stale.push(...state.staleOwned(kind, id));
+    const pruneOwned = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
+      if (owners === 'all') prune(state.staleOwned(kind));
+      else for (const id of owners) prune(state.staleOwned(kind, id));
     };
-    collect('user', affected.users);
-    collect('video', affected.videos);
+    pruneOwned('user', affected.users);
+    pruneOwned('video', affected.videos);
     // A partial build since the last one may have added or removed documents without them.
     // In a sharded build, another shard's owners may gain or lose documents unseen here: the shard
     // that writes the site files renders them whenever anything changed (unchanged bytes are not
     // rewritten).
     const sharded = options.shard !== undefined && options.shard.count > 1 && siteFormats.length > 0;
     const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
-    const siteFiles = affected.siteFiles || newPaths || stale.length > 0 || saved.siteFilesStale || (sharded && anyOwner);
+    const siteFiles = affected.siteFiles || newPaths || pruned > 0 || saved.siteFilesStale || (sharded && anyOwner);
     if (siteFiles) {
       renderSiteFiles();
-      stale.push(...state.staleOwned('site'));
+      prune(state.staleOwned('site'));
       state.setSiteFilesStale(false);
     }
-    return { stale, siteFiles };
+    return { siteFiles };
   };
 
   // What earlier builds left, read before this build marks itself as running.
@@ -294,7 +307,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   const startedEmpty = saved.empty && (writer.isEmpty?.() ?? false);
   state.begin();
   try {
-    const stale = reader.snapshot(() => {
+    reader.snapshot(() => {
       log = deps.incremental?.changeLog.current();
       const plan = planBuild({
         state: saved,
@@ -310,9 +323,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
         const { changeLog } = deps.incremental!;
         const affected = affectedOwners(changeLog.since(plan.from!, log!.position), changeLog.lookups);
         report.changes = log!.position - plan.from!;
-        const { stale, siteFiles } = renderAffected(affected);
+        const { siteFiles } = renderAffected(affected);
         report.owners = { ...countOwners(affected), siteFiles, unknownTables: affected.unknownTables };
-        return stale;
+        return;
       }
 
       renderSiteFiles();
@@ -320,17 +333,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       if (videoFormats.length > 0) for (const row of reader.videos(options.user)) renderVideo(row);
       // What an earlier build wrote, in this build's scope, that this build did not produce.
       const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
-      const stale = [...state.stale(scope)];
+      prune(state.stale(scope));
       if (plan.mode === 'full') state.setSiteFilesStale(false);
       // A partial build does not render the site files: the next build must, if names came or went.
-      else if (newPaths || stale.length > 0) state.setSiteFilesStale(true);
-      return stale;
+      else if (newPaths || pruned > 0) state.setSiteFilesStale(true);
     });
 
-    for (const path of stale) {
-      if (writer.remove(path)) report.removed++;
-      state.forget(path);
-    }
     // Every file is on disk before the state says so (a writer may write in the background).
     writer.flush?.();
     finishState(deps, report, log);

@@ -13,8 +13,8 @@ import { DirectoryWriter, type OutputWriter } from './output-writer.js';
  * The build stays synchronous. Documents are copied into batches in a ring of fixed slots of
  * shared memory and a message per batch tells the worker which slot to write; the main thread
  * waits on a shared counter (Atomics.wait) before it reuses a slot the worker has not finished,
- * so memory stays fixed whatever the size of the site. A document larger than a slot goes in a
- * message of its own. A failed write is reported at the next write, `flush` or `close`, naming
+ * so memory stays fixed whatever the size of the site. A document larger than a slot is written
+ * on the main thread. A failed write is reported at the next write, `flush` or `close`, naming
  * the file.
  */
 const WORKER = new URL('./write-worker.js', import.meta.url);
@@ -42,8 +42,8 @@ export interface BatchMessage {
   paths: string[];
   /** File i is bytes [ends[i - 1] ?? 0, ends[i]) of the batch's memory. */
   ends: number[];
-  /** The batch's memory: a slot of the ring, or its own buffer for a document larger than a slot. */
-  slot: number | Uint8Array;
+  /** The slot of the ring that holds the batch's bytes. */
+  slot: number;
   /** Files were removed since the last batch: the worker forgets the folders it knows. */
   removed: boolean;
 }
@@ -93,16 +93,16 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   }
 
   write(path: string, body: Buffer): void {
-    const target = this.direct.target(path);
-    if (this.bytes + body.length > this.shape.slotBytes) {
-      this.send();
-      if (body.length > this.shape.slotBytes) {
-        // Too large for a slot (a sitemap of 50,000 URLs): a batch of its own, in its own memory.
-        this.pending.set(target, this.sent);
-        this.post({ paths: [target], ends: [body.length], slot: Uint8Array.from(body), removed: this.takeRemoved() }, [target]);
-        return;
-      }
+    if (body.length > this.shape.slotBytes) {
+      // Larger than a slot (in practice a sitemap part, megabytes): written here, once the batches
+      // before it are done, so writes to one path land in order. Moved to the worker in memory of
+      // its own, it would stay there until the worker's rare garbage collections.
+      this.flush();
+      this.direct.write(path, body);
+      return;
     }
+    const target = this.direct.target(path);
+    if (this.bytes + body.length > this.shape.slotBytes) this.send();
     this.pending.set(target, this.sent);
     this.paths.push(target);
     this.slot.set(body, this.bytes);
@@ -162,25 +162,17 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   /** Sends the batch being filled, if any, and readies the next slot. */
   private send(): void {
     if (this.paths.length === 0) return;
-    this.post({ paths: this.paths, ends: this.ends, slot: this.sent % this.shape.slots, removed: this.takeRemoved() }, this.paths);
+    const message: BatchMessage = { paths: this.paths, ends: this.ends, slot: this.sent % this.shape.slots, removed: this.removed };
+    this.worker.postMessage(message);
+    this.inFlight.push(this.paths);
+    this.sent++;
     this.paths = [];
     this.ends = [];
     this.bytes = 0;
-  }
-
-  private post(message: BatchMessage, paths: string[]): void {
-    this.worker.postMessage(message, typeof message.slot === 'number' ? [] : [message.slot.buffer as ArrayBuffer]);
-    this.inFlight.push(paths);
-    this.sent++;
+    this.removed = false;
     // The next batch goes in slot `sent % slots`: the batch that used it last must be written.
     this.waitUntil(this.shape.slots - 1);
     this.slot = this.slotOf(this.sent % this.shape.slots);
-  }
-
-  private takeRemoved(): boolean {
-    const removed = this.removed;
-    this.removed = false;
-    return removed;
   }
 
   private slotOf(index: number): Uint8Array {

@@ -21,7 +21,7 @@ parentPort!.on('message', ({ paths, ends, slot, removed }: BatchMessage) => {
   // A batch is always counted done, or the main thread would wait for it forever.
   try {
     if (removed) placer.dirs.forget();
-    writeBatch(paths, ends, typeof slot === 'number' ? new Uint8Array(ring, slot * slotBytes, slotBytes) : slot);
+    writeBatch(paths, ends, new Uint8Array(ring, slot * slotBytes, slotBytes));
   } finally {
     Atomics.add(done, 0, 1);
     Atomics.notify(done, 0);

@@ -1,7 +1,7 @@
 import type { SiteFile, SiteFormat } from './format.js';
 import type { SiteContext } from '../model/site-context.js';
 import type { SiteIndex } from '../model/views.js';
-import { NS, XmlDocument } from '../render/xml.js';
+import { FlatXmlDocument, NS } from '../render/xml.js';
 
 /**
  * sitemap.xml: every published document at its canonical URL (formats with `inSitemap`). Past
@@ -33,46 +33,46 @@ function entryBytes(url: string): number {
 }
 
 /** Bytes of a urlset besides its entries: the declaration, the root element, the final newline. */
-const URLSET_WRAPPER_BYTES = Buffer.byteLength(urlset(['x'])) - entryBytes('x');
+const URLSET_WRAPPER_BYTES = Buffer.byteLength(urlset().entry('x').end()) - entryBytes('x');
 
-function urlset(urls: string[]): string {
-  const doc = new XmlDocument('urlset', { xmlns: NS.sitemap });
-  for (const url of urls) doc.root.el('url').leaf('loc', url);
-  return doc.end();
+/** An empty urlset: entries are written as they are added, so a part is never held as a tree. */
+function urlset(): FlatXmlDocument {
+  return new FlatXmlDocument('urlset', { xmlns: NS.sitemap }, 'url', ['loc']);
 }
 
 /**
  * The sitemap files for `urls`: one `sitemap.xml`, or numbered parts of at most `maxUrls` URLs and
  * `maxBytes` bytes each and `sitemap.xml` as their index. Parts are yielded as they fill, the index
- * last, so no more than one part is in memory.
+ * last, so no more than one part is in memory, and that one as text.
  */
 export function* renderSitemaps(urls: Iterable<string>, site: SiteContext, maxUrls = MAX_URLS_PER_SITEMAP, maxBytes = MAX_BYTES_PER_SITEMAP): Generator<SiteFile> {
-  const parts: string[] = [];
-  let batch: string[] = [];
+  let parts = 0;
+  let part = urlset();
   let bytes = URLSET_WRAPPER_BYTES;
   for (const url of urls) {
     const size = entryBytes(url);
-    if (batch.length === maxUrls || (batch.length > 0 && bytes + size > maxBytes)) {
-      // More than one part: the batch becomes a numbered sitemap, written now to keep memory flat.
-      parts.push(`sitemap-${parts.length + 1}.xml`);
-      yield { file: parts[parts.length - 1]!, body: urlset(batch) };
-      batch = [];
+    if (part.length === maxUrls || (part.length > 0 && bytes + size > maxBytes)) {
+      // More than one part: this one becomes a numbered sitemap, written now to keep memory flat.
+      const body = part.end();
+      part = urlset();
       bytes = URLSET_WRAPPER_BYTES;
+      yield { file: partFile(++parts), body };
     }
-    batch.push(url);
+    part.entry(url);
     bytes += size;
   }
-  if (parts.length === 0) {
-    yield { file: 'sitemap.xml', body: urlset(batch) };
+  if (parts === 0) {
+    yield { file: 'sitemap.xml', body: part.end() };
     return;
   }
-  if (batch.length > 0) {
-    parts.push(`sitemap-${parts.length + 1}.xml`);
-    yield { file: parts[parts.length - 1]!, body: urlset(batch) };
-  }
-  const index = new XmlDocument('sitemapindex', { xmlns: NS.sitemap });
-  for (const part of parts) index.root.el('sitemap').leaf('loc', site.paths.siteUrl(part));
+  if (part.length > 0) yield { file: partFile(++parts), body: part.end() };
+  const index = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc']);
+  for (let n = 1; n <= parts; n++) index.entry(site.paths.siteUrl(partFile(n)));
   yield { file: 'sitemap.xml', body: index.end() };
+}
+
+function partFile(n: number): string {
+  return `sitemap-${n}.xml`;
 }
 
 export const sitemap: SiteFormat = {

@@ -23,8 +23,12 @@ import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
  *   prefix, a name the builder refuses or reads specially) is replayed into xmlbuilder2 call for
  *   call, as this module always did, so the builder decides.
  *
- * test/render/xml-equivalence.test.ts holds both paths to the original builder-only module with
- * random documents and hostile text, and the demo site to the byte.
+ * A long flat document (a sitemap part: 50,000 `<url>` entries) is not recorded at all:
+ * FlatXmlDocument writes each entry as it is added, the fast path's way, when the fast path would
+ * take the document, so memory does not grow with it.
+ *
+ * test/render/xml-equivalence.test.ts holds both paths and the flat writer to the original
+ * builder-only module with random documents and hostile text, and the demo site to the byte.
  */
 
 // Everything outside XML 1.0's Char production. With the u flag a lone surrogate is one code point.
@@ -124,6 +128,8 @@ function prefixOf(name: string): string | null {
   return colon < 0 ? null : name.slice(0, colon);
 }
 
+const XML_NAMESPACE = 'http://www.w3.org/XML/1998/namespace';
+
 function isNamespaceDeclaration(name: string): boolean {
   return name === 'xmlns' || name.startsWith('xmlns:');
 }
@@ -139,9 +145,10 @@ function recordAttrs(attrs: Attrs | undefined, recording: Recording, isRoot: boo
       if (!builderTakesAttributeName(name)) {
         recording.simple = false;
       } else if (isNamespaceDeclaration(name)) {
-        // The fast path knows declarations on the root only, of real namespaces, each once.
+        // The fast path knows declarations on the root only, of real namespaces, each once. The
+        // builder drops a declaration of the XML namespace (and renames elements into it).
         const prefix = name === 'xmlns' ? '' : name.slice('xmlns:'.length);
-        if (!isRoot || clean === '' || prefix === 'xml' || prefix === 'xmlns' || recording.prefixes.has(prefix)) {
+        if (!isRoot || clean === '' || clean === XML_NAMESPACE || prefix === 'xml' || prefix === 'xmlns' || recording.prefixes.has(prefix)) {
           recording.simple = false;
         } else {
           recording.prefixes.add(prefix);
@@ -264,6 +271,84 @@ export class XmlDocument {
   }
 }
 
+/**
+ * A document that is a root holding a long run of same-shaped entries, `<entry><leaf>text</leaf>
+ * ...</entry>` (a sitemap's urlset and index, 50,000 entries each), written as the entries come
+ * instead of recorded as a tree: the tree of such a document alone took more memory than the rest
+ * of a build. Its bytes are those of an XmlDocument made with the same calls
+ * (`doc.root.el(entry).leaf(name, text)...`), which test/render/xml-equivalence.test.ts checks.
+ *
+ * The names are all known up front, so whether the fast path can write it is decided once, here,
+ * by the same checks; when it cannot, or the engine is 'builder' when the document is made, the
+ * entries are recorded into an XmlDocument after all, and the builder decides as for any document.
+ */
+export class FlatXmlDocument {
+  private readonly tree: XmlDocument | null = null;
+  private readonly start: string = '';
+  /** Finished text, joined every so often so the garbage of the entries dies young. */
+  private readonly chunks: string[] = [];
+  private pending: string[] = [];
+  private entries = 0;
+
+  constructor(
+    private readonly rootName: string,
+    attrs: Attrs | undefined,
+    private readonly entryName: string,
+    private readonly leafNames: readonly string[],
+  ) {
+    const recording: Recording = { prefixes: new Set(), simple: true };
+    const root = newElement(rootName, attrs, recording, true);
+    // Only the checks matter here: the root has declared its prefixes by now, as in a tree.
+    for (const name of [entryName, ...leafNames]) newElement(name, undefined, recording, false);
+    if (engine === 'fast' && recording.simple) this.start = `<?xml version="1.0" encoding="UTF-8"?>${startTag(root)}`;
+    else this.tree = new XmlDocument(rootName, attrs);
+  }
+
+  /** Appends one entry holding one leaf per leaf name, with these texts, in order. */
+  entry(...texts: Array<string | number>): this {
+    const names = this.leafNames;
+    if (texts.length !== names.length) throw new Error(`<${this.entryName}> takes ${names.length} texts, got ${texts.length}`);
+    this.entries++;
+    if (this.tree !== null) {
+      const element = this.tree.root.el(this.entryName);
+      for (let i = 0; i < names.length; i++) element.leaf(names[i]!, texts[i]!);
+      return this;
+    }
+    if (names.length === 0) {
+      this.pending.push(`<${this.entryName}/>`);
+    } else {
+      let out = `<${this.entryName}>`;
+      for (let i = 0; i < names.length; i++) out += leafElement(names[i]!, xmlChars(String(texts[i]!)));
+      this.pending.push(`${out}</${this.entryName}>`);
+    }
+    if (this.pending.length === FLAT_CHUNK_ENTRIES) {
+      this.chunks.push(this.pending.join(''));
+      this.pending = [];
+    }
+    return this;
+  }
+
+  /** How many entries it holds. */
+  get length(): number {
+    return this.entries;
+  }
+
+  /** Whether it is written without a tree (for the equivalence tests). */
+  get takesFastPath(): boolean {
+    return this.tree === null;
+  }
+
+  /** The document, as XmlDocument's `end()` writes it. */
+  end(): string {
+    if (this.tree !== null) return this.tree.end();
+    if (this.entries === 0) return `${this.start}/>\n`;
+    // One join, so the result is one flat string and not a rope over the chunks.
+    return [`${this.start}>`, ...this.chunks, ...this.pending, `</${this.rootName}>\n`].join('');
+  }
+}
+
+const FLAT_CHUNK_ENTRIES = 1024;
+
 function replay(parent: XMLBuilder, node: ElementNode): void {
   let attrs: Record<string, string> | undefined;
   if (node.attrs.length > 0) {
@@ -293,10 +378,21 @@ function escapeAttr(value: string): string {
   return ATTR_SPECIAL.test(value) ? value.replace(/[&<>"]/g, escapeChar) : value;
 }
 
-function serialize(node: ElementNode): string {
+/** `<name attrs`, without the closing `>` or `/>`. */
+function startTag(node: ElementNode): string {
   let out = `<${node.name}`;
   const attrs = node.attrs;
   for (let i = 0; i < attrs.length; i += 2) out += ` ${attrs[i]}="${escapeAttr(attrs[i + 1]!)}"`;
+  return out;
+}
+
+/** `<name>text</name>`, or `<name/>` when the text is empty: a leaf as `serialize` writes it. */
+function leafElement(name: string, text: string): string {
+  return text === '' ? `<${name}/>` : `<${name}>${escapeText(text)}</${name}>`;
+}
+
+function serialize(node: ElementNode): string {
+  let out = startTag(node);
   const children = node.children;
   if (children.length === 0) return `${out}/>`;
   out += '>';

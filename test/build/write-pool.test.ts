@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type * as OutputWriterModule from '../../src/build/output-writer.js';
@@ -52,6 +52,24 @@ describe('ThreadedDirectoryWriter', () => {
     const a = tree(join(dir, 'threaded'));
     expect(a.size).toBe(2999);
     expect(a).toEqual(tree(join(dir, 'direct')));
+  });
+
+  it('writes a large body (a sitemap part) itself, at once, rather than leave it to the worker to hold', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const root = join(dir, 'out');
+    const writer = new ThreadedDirectoryWriter(root);
+    // Keep the worker busy with batches of small files, then a body of megabytes: it is on disk
+    // when write() returns (it was never queued for the worker), with no flush by the caller.
+    for (let i = 0; i < 64 * 8; i++) writer.write(`small/f${i}.xml`, Buffer.from(`<f>${i}</f>`));
+    const large = Buffer.alloc(3 * 1024 * 1024, 'x');
+    writer.write('sitemap-1.xml', large);
+    expect(existsSync(join(root, 'sitemap-1.xml'))).toBe(true);
+    expect(readFileSync(join(root, 'sitemap-1.xml')).equals(large)).toBe(true);
+    writer.close();
+    const files = tree(root);
+    expect(files.size).toBe(64 * 8 + 1);
+    expect(files.get('small/f511.xml')).toBe('<f>511</f>');
   });
 
   it('refuses paths outside the output directory at once, like DirectoryWriter', () => {

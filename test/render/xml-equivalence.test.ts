@@ -1,8 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { setXmlEngine, XmlDocument, type Attrs } from '../../src/render/xml.js';
+import { FlatXmlDocument, NS, setXmlEngine, XmlDocument, type Attrs } from '../../src/render/xml.js';
+import { renderSitemaps } from '../../src/formats/sitemap.js';
+import { createSiteContext } from '../../src/build/site-context.js';
+import { FORMATS } from '../../src/formats/registry.js';
 import * as reference from '../helpers/xml-reference.js';
 import { HOSTILE } from '../../src/db/demo-data.js';
-import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
+import { buildInMemory, createDemoDb, testConfig } from '../helpers/site-fixture.js';
 import { xmllintWellFormed, xpath } from '../helpers/validators.js';
 
 /**
@@ -153,6 +156,20 @@ describe('src/render/xml.ts is byte-identical to the builder-only original', () 
     expect(2000 - fast - threw).toBeGreaterThan(100);
   });
 
+  it('declarations of the XML namespace, which the builder drops, go the builder\'s way', () => {
+    const xmlNs = 'http://www.w3.org/XML/1998/namespace';
+    for (const attrs of [{ xmlns: xmlNs }, { 'xmlns:p': xmlNs }, { 'xmlns:media': NAMESPACES[0], xmlns: xmlNs }]) {
+      for (const child of [null, 'b']) {
+        const program = (make: MakeDocument) => {
+          const doc = make('a', attrs);
+          if (child !== null) doc.root.el(child);
+          return doc.end();
+        };
+        expect(program(makeNew), JSON.stringify({ attrs, child })).toBe(program(makeReference));
+      }
+    }
+  });
+
   it('for every document of the demo site', () => {
     const f = createDemoDb({ users: 30, seed: 3 });
     cleanups.push(f.cleanup);
@@ -162,6 +179,123 @@ describe('src/render/xml.ts is byte-identical to the builder-only original', () 
     expect(fast.size).toBeGreaterThan(50);
     expect([...fast.keys()]).toEqual([...builder.keys()]);
     for (const [path, body] of fast) expect(body.equals(builder.get(path)!), path).toBe(true);
+  });
+});
+
+/** URL-shaped text with everything a URL from a configured page template or a bad row might hold. */
+function hostileUrl(random: () => number): string {
+  const pieces = [
+    'https://videos.example.org/',
+    'user/rss/',
+    '?q=a&b=c',
+    '&',
+    '&amp;',
+    '&copy;',
+    '&#65;',
+    '&#x41;',
+    '&lt;',
+    '<',
+    '>',
+    '"',
+    "'",
+    ']]>',
+    '\u0000',
+    '\u0007',
+    '\u001F',
+    '\u007F',
+    '\u0085',
+    '\uFFFE',
+    '\uFFFF',
+    '\uD800',
+    '\uDC00',
+    '\uD83C\uDFAC',
+    '𝕏',
+    '\r\n',
+    '\r',
+    '\t',
+    ' ',
+    'é',
+    '\u202E',
+    ...Object.values(HOSTILE),
+  ];
+  let url = '';
+  const n = Math.floor(random() * 8);
+  for (let i = 0; i < n; i++) url += pieces[Math.floor(random() * pieces.length)];
+  return url;
+}
+
+describe('FlatXmlDocument writes what a tree of the same calls writes', () => {
+  it('for 1000 random documents of hostile entries, on either engine, with names the fast path takes or not', () => {
+    let flat = 0;
+    let fallback = 0;
+    let threw = 0;
+    for (let seed = 1; seed <= 1000; seed++) {
+      const random = prng(seed);
+      const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+      const wild = random() < 0.25;
+      const rootName = wild ? pick(ELEMENT_NAMES) : pick(['urlset', 'sitemapindex']);
+      const rootAttrs: Attrs | undefined = wild ? { [pick(ATTR_NAMES)]: pick(NAMESPACES), ...(random() < 0.5 ? { 'xmlns:media': NAMESPACES[0] } : {}) } : { xmlns: NS.sitemap };
+      const entryName = wild ? pick(ELEMENT_NAMES) : pick(['url', 'sitemap']);
+      const leafNames = wild ? ELEMENT_NAMES.filter(() => random() < 0.15) : random() < 0.8 ? ['loc'] : ['loc', 'lastmod', 'priority'].slice(0, Math.floor(random() * 4));
+      const entries = random() < 0.1 ? [] : [...Array(Math.floor(random() * 30)).keys()].map(() => leafNames.map(() => (random() < 0.1 ? pick([0, 42, -1.5]) : hostileUrl(random))));
+
+      const tree = (make: MakeDocument) => () => {
+        const doc = make(rootName, rootAttrs);
+        for (const texts of entries) {
+          const entry = doc.root.el(entryName);
+          texts.forEach((text, i) => entry.leaf(leafNames[i]!, text));
+        }
+        return doc.end();
+      };
+      const expected = outcome(tree(makeReference));
+      for (const engine of ['fast', 'builder'] as const) {
+        setXmlEngine(engine);
+        let tookFastPath = false;
+        const actual = outcome(() => {
+          const doc = new FlatXmlDocument(rootName, rootAttrs, entryName, leafNames);
+          tookFastPath = doc.takesFastPath;
+          for (const texts of entries) doc.entry(...texts);
+          expect(doc.length).toBe(entries.length);
+          return doc.end();
+        });
+        if (expected.startsWith('threw:')) {
+          expect(actual.startsWith('threw:'), `seed ${seed}, ${engine}: reference ${expected}`).toBe(true);
+          if (engine === 'fast') threw++;
+          continue;
+        }
+        expect(actual, `seed ${seed}, ${engine}`).toBe(expected);
+        // The tree path of this module agrees too (the reference is the builder alone).
+        expect(outcome(tree(makeNew)), `seed ${seed}, ${engine}, tree`).toBe(expected);
+        if (engine === 'fast') {
+          if (tookFastPath) flat++;
+          else fallback++;
+        } else {
+          expect(tookFastPath).toBe(false);
+        }
+      }
+      setXmlEngine('fast');
+    }
+    expect(flat).toBeGreaterThan(600);
+    expect(fallback).toBeGreaterThan(20);
+    expect(threw).toBeGreaterThan(20);
+  });
+
+  it('a sitemap of hostile URLs, split into parts and an index, is what the builder alone writes', () => {
+    const site = createSiteContext(testConfig(), FORMATS, new Date(Date.UTC(2026, 0, 1)));
+    const random = prng(99);
+    const urls = [...Array(2_000).keys()].map(() => hostileUrl(random));
+    const files = [...renderSitemaps(urls, site, 700)];
+    expect(files.map((f) => f.file)).toEqual(['sitemap-1.xml', 'sitemap-2.xml', 'sitemap-3.xml', 'sitemap.xml']);
+    const urlset = (part: string[]) => {
+      const doc = new reference.XmlDocument('urlset', { xmlns: NS.sitemap });
+      for (const url of part) doc.root.el('url').leaf('loc', url);
+      return doc.end();
+    };
+    for (let i = 0; i < 3; i++) expect(files[i]!.body, files[i]!.file).toBe(urlset(urls.slice(i * 700, (i + 1) * 700)));
+    const index = new reference.XmlDocument('sitemapindex', { xmlns: NS.sitemap });
+    for (const part of files.slice(0, 3)) index.root.el('sitemap').leaf('loc', site.paths.siteUrl(part.file));
+    expect(files[3]!.body).toBe(index.end());
+    expect(xmllintWellFormed(Object.fromEntries(files.map((f) => [f.file, f.body]))).output).toBe('');
   });
 });
 
