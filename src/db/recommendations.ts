@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { FORMATS } from '../formats/registry.js';
+import { SITE_FORMATS } from '../formats/site-formats.js';
 import { segmentProblem } from '../paths/names.js';
 import { isSiteFileName } from '../paths/site-paths.js';
 
@@ -150,7 +150,7 @@ function statements(db: Database.Database): Statements {
 
 /** Whether a username can be a path segment of the tree (PRODUCT.md, "Names"). */
 function canBePath(username: string): boolean {
-  return segmentProblem(username, (name) => isSiteFileName(name, FORMATS)) === null;
+  return segmentProblem(username, (name) => isSiteFileName(name, SITE_FORMATS)) === null;
 }
 
 /**

@@ -1,16 +1,13 @@
 import type { Format } from './format.js';
 import { apml } from './apml.js';
 import { atom } from './atom.js';
-import { crossdomain } from './crossdomain.js';
 import { foaf } from './foaf.js';
 import { hcard } from './hcard.js';
 import { oembed, oembedHtmlFormat, oembedJsonFormat, oembedXmlFormat } from './oembed.js';
 import { opml } from './opml.js';
-import { opensearch } from './opensearch.js';
 import { recommendations } from './recommendations.js';
-import { robots } from './robots.js';
 import { rss } from './rss.js';
-import { sitemap } from './sitemap.js';
+import { SITE_FORMATS } from './site-formats.js';
 import { xspf } from './xspf.js';
 
 /**
@@ -34,10 +31,7 @@ export const FORMATS: readonly Format[] = [
   oembedXmlFormat,
   oembedHtmlFormat,
   // site-wide
-  sitemap,
-  robots,
-  opensearch,
-  crossdomain,
+  ...SITE_FORMATS,
 ];
 
 export function formatByName(name: string): Format | undefined {
