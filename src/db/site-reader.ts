@@ -43,6 +43,12 @@ export interface VideoRow {
   publicId: string;
 }
 
+/** A published video's row, and its view (or why it cannot be published) when asked for. */
+export interface VideoEntry {
+  row: VideoRow;
+  read(): VideoView | { problem: string } | null;
+}
+
 /**
  * A video looked up by its public id, as oEmbed answers it (PRODUCT.md decision 2): `private`
  * (401) only when the uploader is published and the video is not public; a video of a suspended
@@ -257,6 +263,12 @@ export class SiteReader {
       videosOfUser: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
+      videosAllRead: rawVideos(
+        `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      videosOfUserRead: rawVideos(
+        `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
       videoRowById: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`,
       ),
@@ -353,6 +365,22 @@ export class SiteReader {
   /** Published videos, by public id; or those of the one user named. */
   videos(ofUser?: string): Iterable<VideoRow> {
     return ofUser === undefined ? this.stmt.videosAll.iterate() : this.stmt.videosOfUser.all(ofUser);
+  }
+
+  /**
+   * Published videos as `videos` lists them, each with a way to read its view. A caller that reads
+   * most of them (a build) has every column read by one statement as it goes, which costs less
+   * than a look-up per row; one that reads few (`lookUp`: a shard of several) gets rows with ids
+   * only, and each read is a look-up (`video`), so the rows it skips cost no more than their ids.
+   * The view is built only when read, after the caller has decided it wants the row.
+   */
+  *videoEntries(ofUser?: string, { lookUp = false } = {}): Iterable<VideoEntry> {
+    if (lookUp) {
+      for (const row of this.videos(ofUser)) yield { row, read: () => this.video(row.id) };
+      return;
+    }
+    const rows = ofUser === undefined ? this.stmt.videosAllRead.iterate() : this.stmt.videosOfUserRead.all(ofUser);
+    for (const raw of rows) yield { row: { id: raw[0], publicId: raw[1] }, read: () => videoOrProblem(raw) };
   }
 
   /** The published user with this id, or null (gone, or not published). */
