@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { segmentProblem } from '../paths/names.js';
 import { fromUnix } from '../render/dates.js';
 import { webUrl } from '../render/urls.js';
@@ -146,8 +146,9 @@ export function mboxSha1(email: string): string {
   return sha1Hex(`mailto:${email}`);
 }
 
+/** One-shot `hash` (the text as UTF-8, like `createHash().update()`): a third of the time of a Hash object, and every published person has one. */
 function sha1Hex(text: string): string {
-  return createHash('sha1').update(text).digest('hex');
+  return hash('sha1', text, 'hex');
 }
 
 function person(raw: RawPerson): PersonRef {
