@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
-import type { SiteReader, UserRow, VideoRow } from '../db/site-reader.js';
+import type { SiteReader, UserRow, VideoEntry } from '../db/site-reader.js';
 import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { SiteContext } from '../model/site-context.js';
 import type { SiteIndex, UserPart } from '../model/views.js';
@@ -218,14 +218,18 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     }
   };
 
-  const renderVideo = (row: VideoRow) => {
+  // Unsharded, a build reads every video and one statement reads them all; a shard of several
+  // reads a fraction of them, and looks up each one it wants (SiteReader.videoEntries).
+  const videoEntries = (ofUser?: string) => reader.videoEntries(ofUser, { lookUp: options.shard !== undefined && options.shard.count > 1 });
+
+  const renderVideo = ({ row, read }: VideoEntry) => {
     if (!ownsKey(options.shard, row.publicId)) return;
     const problem = site.paths.problem(row.publicId);
     if (problem !== null) {
       skip({ kind: 'video', key: row.publicId, reason: problem, isName: true });
       return;
     }
-    const video = reader.video(row.id);
+    const video = read();
     if (video === null) return;
     if ('problem' in video) {
       skip({ kind: 'video', key: row.publicId, reason: video.problem, isName: false });
@@ -266,11 +270,11 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       }
     }
     if (affected.videos === 'all') {
-      if (videoFormats.length > 0) for (const row of reader.videos()) renderVideo(row);
+      if (videoFormats.length > 0) for (const entry of videoEntries()) renderVideo(entry);
     } else {
       for (const id of [...affected.videos].sort((a, b) => a - b)) {
         const row = reader.videoRow(id);
-        if (row !== null) renderVideo(row);
+        if (row !== null) renderVideo({ row, read: () => reader.video(row.id) });
       }
     }
     const pruneOwned = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
@@ -330,7 +334,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 
       renderSiteFiles();
       if (userFormats.length > 0) for (const row of reader.users(options.user)) renderUser(row);
-      if (videoFormats.length > 0) for (const row of reader.videos(options.user)) renderVideo(row);
+      if (videoFormats.length > 0) for (const entry of videoEntries(options.user)) renderVideo(entry);
       // What an earlier build wrote, in this build's scope, that this build did not produce.
       const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
       prune(state.stale(scope));

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { segmentProblem } from '../paths/names.js';
 import { fromUnix } from '../render/dates.js';
 import { webUrl } from '../render/urls.js';
@@ -41,6 +41,12 @@ export interface UserRow {
 export interface VideoRow {
   id: number;
   publicId: string;
+}
+
+/** A published video's row, and its view (or why it cannot be published) when asked for. */
+export interface VideoEntry {
+  row: VideoRow;
+  read(): VideoView | { problem: string } | null;
 }
 
 /**
@@ -91,53 +97,58 @@ interface RawPerson {
   email: string | null;
 }
 
-interface RawVideo {
-  id: number;
-  public_id: string;
-  title: string;
-  description: string;
-  duration_seconds: number | null;
-  file_url: string;
-  file_size: number | null;
-  file_type: string;
-  width: number | null;
-  height: number | null;
-  thumbnail_url: string;
-  thumbnail_width: number;
-  thumbnail_height: number;
-  captions_url: string | null;
-  category: string | null;
-  tags_json: string;
-  created_at: number;
-  updated_at: number;
-  u_username: string;
-  u_display_name: string;
-  u_avatar_url: string | null;
-  u_homepage_url: string | null;
-  u_email: string | null;
-}
+/**
+ * A row of VIDEO_COLUMNS, in its order. Video statements return arrays (better-sqlite3's `raw`
+ * mode): it builds them in about 60% of the time it takes to build objects with named keys, and
+ * video rows are most of what a build reads (docs/performance.md, "Reading").
+ */
+type RawVideo = [
+  id: number,
+  publicId: string,
+  title: string,
+  description: string,
+  durationSeconds: number | null,
+  fileUrl: string,
+  fileSize: number | null,
+  fileType: string,
+  width: number | null,
+  height: number | null,
+  thumbnailUrl: string,
+  thumbnailWidth: number,
+  thumbnailHeight: number,
+  captionsUrl: string | null,
+  category: string | null,
+  tagsJson: string,
+  createdAt: number,
+  updatedAt: number,
+  uploaderUsername: string,
+  uploaderDisplayName: string,
+  uploaderAvatarUrl: string | null,
+  uploaderHomepageUrl: string | null,
+  uploaderEmail: string | null,
+];
 
 const PUBLISHED_USER = `u.state = 'active'`;
 const PUBLISHED_VIDEO = `v.visibility = 'public' AND u.state = 'active'`;
 
-/** Columns of a video with its uploader; use with `FROM videos v JOIN users u ON u.id = v.user_id`. */
+/** Columns of a video with its uploader, in the order of `RawVideo`; use with `FROM videos v JOIN users u ON u.id = v.user_id`. */
 const VIDEO_COLUMNS = `
   v.id, v.public_id, v.title, v.description, v.duration_seconds, v.file_url, v.file_size, v.file_type,
   v.width, v.height, v.thumbnail_url, v.thumbnail_width, v.thumbnail_height, v.captions_url,
-  (SELECT c.name FROM categories c WHERE c.id = v.category_id) AS category,
+  (SELECT c.name FROM categories c WHERE c.id = v.category_id),
   (SELECT json_group_array(name) FROM
-     (SELECT t.name FROM video_tags vt JOIN tags t ON t.id = vt.tag_id WHERE vt.video_id = v.id ORDER BY t.name)) AS tags_json,
+     (SELECT t.name FROM video_tags vt JOIN tags t ON t.id = vt.tag_id WHERE vt.video_id = v.id ORDER BY t.name)),
   v.created_at, v.updated_at,
-  u.username AS u_username, u.display_name AS u_display_name, u.avatar_url AS u_avatar_url,
-  u.homepage_url AS u_homepage_url, u.email AS u_email`;
+  u.username, u.display_name, u.avatar_url, u.homepage_url, u.email`;
 
 /** SHA-1 hex of `mailto:` + address, as FOAF's mbox_sha1sum defines it. */
 export function mboxSha1(email: string): string {
   return sha1Hex(`mailto:${email}`);
 }
 
+/** One-shot `hash` (the text as UTF-8, like `createHash().update()`): a third of the time of a Hash object, and every published person has one. */
 function sha1Hex(text: string): string {
-  return createHash('sha1').update(text).digest('hex');
+  return hash('sha1', text, 'hex');
 }
 
 function person(raw: RawPerson): PersonRef {
@@ -150,41 +161,44 @@ function person(raw: RawPerson): PersonRef {
   };
 }
 
-/** Why a video row cannot be published though it is public, or null. */
-function videoProblem(raw: Pick<RawVideo, 'file_url' | 'thumbnail_url'>): string | null {
-  if (webUrl(raw.file_url) === null) return 'has a file_url that is not an absolute http(s) URL';
-  if (webUrl(raw.thumbnail_url) === null) return 'has a thumbnail_url that is not an absolute http(s) URL';
+/** Why a public video cannot be published, given its file and thumbnail URLs as `webUrl` returns them; or null. */
+function videoProblem(fileUrl: string | null, thumbnailUrl: string | null): string | null {
+  if (fileUrl === null) return 'has a file_url that is not an absolute http(s) URL';
+  if (thumbnailUrl === null) return 'has a thumbnail_url that is not an absolute http(s) URL';
   return null;
 }
 
-/** The view of a publishable video row (see `videoProblem`). */
-function video(raw: RawVideo): VideoView {
+/** The view of a published video row, or why it cannot be published (see `videoProblem`). */
+function videoOrProblem(raw: RawVideo): VideoView | { problem: string } {
+  const [
+    id, publicId, title, description, durationSeconds, rawFileUrl, fileSize, fileType, width, height,
+    rawThumbnailUrl, thumbnailWidth, thumbnailHeight, captionsUrl, category, tagsJson, createdAt, updatedAt,
+    username, displayName, avatarUrl, homepageUrl, email,
+  ] = raw;
+  const fileUrl = webUrl(rawFileUrl);
+  const thumbnailUrl = webUrl(rawThumbnailUrl);
+  const problem = videoProblem(fileUrl, thumbnailUrl);
+  if (problem !== null) return { problem };
   return {
-    id: raw.id,
-    publicId: raw.public_id,
-    title: raw.title,
-    description: raw.description,
-    durationSeconds: raw.duration_seconds,
-    fileUrl: webUrl(raw.file_url)!,
-    fileSize: raw.file_size,
-    fileType: raw.file_type,
-    width: raw.width,
-    height: raw.height,
-    thumbnailUrl: webUrl(raw.thumbnail_url)!,
-    thumbnailWidth: raw.thumbnail_width,
-    thumbnailHeight: raw.thumbnail_height,
-    captionsUrl: webUrl(raw.captions_url),
-    category: raw.category,
-    tags: JSON.parse(raw.tags_json) as string[],
-    uploader: person({
-      username: raw.u_username,
-      display_name: raw.u_display_name,
-      avatar_url: raw.u_avatar_url,
-      homepage_url: raw.u_homepage_url,
-      email: raw.u_email,
-    }),
-    createdAt: fromUnix(raw.created_at),
-    updatedAt: fromUnix(raw.updated_at),
+    id,
+    publicId,
+    title,
+    description,
+    durationSeconds,
+    fileUrl: fileUrl!,
+    fileSize,
+    fileType,
+    width,
+    height,
+    thumbnailUrl: thumbnailUrl!,
+    thumbnailWidth,
+    thumbnailHeight,
+    captionsUrl: webUrl(captionsUrl),
+    category,
+    tags: JSON.parse(tagsJson) as string[],
+    uploader: person({ username, display_name: displayName, avatar_url: avatarUrl, homepage_url: homepageUrl, email }),
+    createdAt: fromUnix(createdAt),
+    updatedAt: fromUnix(updatedAt),
   };
 }
 
@@ -238,6 +252,7 @@ export class SiteReader {
     private readonly recommendationsCount: number,
   ) {
     const p = <T>(sql: string) => db.prepare<unknown[], T>(sql);
+    const rawVideos = (sql: string) => db.prepare<unknown[], RawVideo>(sql).raw(true);
     this.stmt = {
       usersAll: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE ${PUBLISHED_USER} ORDER BY u.username`),
       userByName: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.username = ? AND ${PUBLISHED_USER}`),
@@ -249,33 +264,38 @@ export class SiteReader {
       videosOfUser: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
+      videosAllRead: rawVideos(
+        `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
+      videosOfUserRead: rawVideos(
+        `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
+      ),
       videoRowById: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`,
       ),
-      publishableKeys: p<Pick<RawVideo, 'public_id' | 'file_url' | 'thumbnail_url'>>(
+      publishableKeys: p<{ public_id: string; file_url: string; thumbnail_url: string }>(
         `SELECT v.public_id, v.file_url, v.thumbnail_url FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
       videoStatus: p<{ id: number; status: 'published' | 'private' | 'missing' }>(
         `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${PUBLISHED_USER} THEN 'private' ELSE 'missing' END AS status
          FROM videos v JOIN users u ON u.id = v.user_id WHERE v.public_id = ?`,
       ),
-      videoById: p<RawVideo>(`SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`),
-      uploads: p<RawVideo>(
+      videoById: rawVideos(`SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`),
+      uploads: rawVideos(
         `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
          WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at DESC, v.id DESC LIMIT ${RSS_ITEMS}`,
       ),
-      groups: p<{
-        id: number; slug: string; title: string; description: string; featured_video_id: number | null;
-        created_at: number; updated_at: number; o_username: string; o_display_name: string;
-        o_avatar_url: string | null; o_homepage_url: string | null; o_email: string | null;
-      }>(
+      groups: p<[
+        id: number, slug: string, title: string, description: string, featuredVideoId: number | null,
+        createdAt: number, updatedAt: number, ownerUsername: string, ownerDisplayName: string,
+        ownerAvatarUrl: string | null, ownerHomepageUrl: string | null, ownerEmail: string | null,
+      ]>(
         `SELECT g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at,
-                o.username AS o_username, o.display_name AS o_display_name, o.avatar_url AS o_avatar_url,
-                o.homepage_url AS o_homepage_url, o.email AS o_email
+                o.username, o.display_name, o.avatar_url, o.homepage_url, o.email
          FROM group_members m JOIN groups g ON g.id = m.group_id JOIN users o ON o.id = g.owner_id
          WHERE m.user_id = ? AND g.hidden = 0 AND o.state = 'active'
          ORDER BY g.created_at DESC, g.id DESC LIMIT ${ATOM_ENTRIES}`,
-      ),
+      ).raw(true),
       friends: p<RawPerson>(
         `SELECT u.username, u.display_name, u.avatar_url, u.homepage_url, u.email
          FROM friendships f JOIN users u ON u.id = f.friend_id
@@ -287,11 +307,11 @@ export class SiteReader {
       interests: p<{ name: string }>(
         `SELECT t.name FROM interests i JOIN tags t ON t.id = i.tag_id WHERE i.user_id = ? ORDER BY t.name`,
       ),
-      saved: p<RawVideo>(
+      saved: rawVideos(
         `SELECT ${VIDEO_COLUMNS} FROM saved_videos s JOIN videos v ON v.id = s.video_id JOIN users u ON u.id = v.user_id
          WHERE s.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY s.position, s.saved_at, v.id`,
       ),
-      history: p<RawVideo>(
+      history: rawVideos(
         `SELECT ${VIDEO_COLUMNS} FROM
            (SELECT video_id, max(viewed_at) AS last_viewed FROM viewing_history WHERE user_id = ? GROUP BY video_id) h
          JOIN videos v ON v.id = h.video_id JOIN users u ON u.id = v.user_id
@@ -304,10 +324,11 @@ export class SiteReader {
         `SELECT id, title, link, image, description, duration_seconds, created_at FROM recommendations
          WHERE user_id = ? AND is_public = 1 ORDER BY created_at DESC, id DESC`,
       ),
-      concepts: p<{ category: string; value: number | null; updated_at: number | null }>(
+      // Every category for every user: an array per row (see RawVideo) costs less than an object.
+      concepts: p<[category: string, value: number | null, updatedAt: number | null]>(
         `SELECT c.name AS category, a.value, a.updated_at FROM categories c
          LEFT JOIN attention_concepts a ON a.category_id = c.id AND a.user_id = ? ORDER BY c.name`,
-      ),
+      ).raw(true),
       sources: p<{ public_id: string; title: string; value: number; updated_at: number } & RawPerson>(
         `SELECT v.public_id, v.title, s.value, s.updated_at,
                 su.username, su.display_name, su.avatar_url, su.homepage_url, su.email
@@ -347,6 +368,22 @@ export class SiteReader {
     return ofUser === undefined ? this.stmt.videosAll.iterate() : this.stmt.videosOfUser.all(ofUser);
   }
 
+  /**
+   * Published videos as `videos` lists them, each with a way to read its view. A caller that reads
+   * most of them (a build) has every column read by one statement as it goes, which costs less
+   * than a look-up per row; one that reads few (`lookUp`: a shard of several) gets rows with ids
+   * only, and each read is a look-up (`video`), so the rows it skips cost no more than their ids.
+   * The view is built only when read, after the caller has decided it wants the row.
+   */
+  *videoEntries(ofUser?: string, { lookUp = false } = {}): Iterable<VideoEntry> {
+    if (lookUp) {
+      for (const row of this.videos(ofUser)) yield { row, read: () => this.video(row.id) };
+      return;
+    }
+    const rows = ofUser === undefined ? this.stmt.videosAllRead.iterate() : this.stmt.videosOfUserRead.all(ofUser);
+    for (const raw of rows) yield { row: { id: raw[0], publicId: raw[1] }, read: () => videoOrProblem(raw) };
+  }
+
   /** The published user with this id, or null (gone, or not published). */
   userRow(id: number): UserRow | null {
     return this.stmt.userById.get(id) ?? null;
@@ -363,15 +400,15 @@ export class SiteReader {
    * not there. Names that cannot be paths are the caller's to filter.
    */
   *publishableVideoIds(): Iterable<string> {
-    for (const row of this.stmt.publishableKeys.iterate()) if (videoProblem(row) === null) yield row.public_id;
+    for (const row of this.stmt.publishableKeys.iterate()) {
+      if (videoProblem(webUrl(row.file_url), webUrl(row.thumbnail_url)) === null) yield row.public_id;
+    }
   }
 
   /** A published video, or why a public video cannot be published, or null if it is not public. */
   video(id: number): VideoView | { problem: string } | null {
     const raw = this.stmt.videoById.get(id);
-    if (!raw) return null;
-    const problem = videoProblem(raw);
-    return problem === null ? video(raw) : { problem };
+    return raw === undefined ? null : videoOrProblem(raw);
   }
 
   /**
@@ -417,22 +454,18 @@ export class SiteReader {
   }
 
   private groupsOf(userId: number): GroupView[] {
-    return this.stmt.groups.all(userId).map((g) => ({
-      id: g.id,
-      slug: g.slug,
-      title: g.title,
-      description: g.description,
-      owner: person({
-        username: g.o_username,
-        display_name: g.o_display_name,
-        avatar_url: g.o_avatar_url,
-        homepage_url: g.o_homepage_url,
-        email: g.o_email,
+    return this.stmt.groups.all(userId).map(
+      ([id, slug, title, description, featuredVideoId, createdAt, updatedAt, username, displayName, avatarUrl, homepageUrl, email]) => ({
+        id,
+        slug,
+        title,
+        description,
+        owner: person({ username, display_name: displayName, avatar_url: avatarUrl, homepage_url: homepageUrl, email }),
+        featuredVideo: featuredVideoId === null ? null : publishable(this.video(featuredVideoId)),
+        createdAt: fromUnix(createdAt),
+        updatedAt: fromUnix(updatedAt),
       }),
-      featuredVideo: g.featured_video_id === null ? null : publishable(this.video(g.featured_video_id)),
-      createdAt: fromUnix(g.created_at),
-      updatedAt: fromUnix(g.updated_at),
-    }));
+    );
   }
 
   private playlistOf(userId: number, historyPublic: boolean): UserBundle['playlist'] {
@@ -473,10 +506,10 @@ export class SiteReader {
   }
 
   private conceptsOf(userId: number): AttentionConcept[] {
-    return this.stmt.concepts.all(userId).map((c) => ({
-      category: c.category,
-      value: c.value ?? 0,
-      updatedAt: c.updated_at === null ? null : fromUnix(c.updated_at),
+    return this.stmt.concepts.all(userId).map(([category, value, updatedAt]) => ({
+      category,
+      value: value ?? 0,
+      updatedAt: updatedAt === null ? null : fromUnix(updatedAt),
     }));
   }
 
@@ -511,7 +544,12 @@ export class SiteReader {
 
 /** Views of the publishable rows, in order; the others are left out. */
 function videos(rows: RawVideo[]): VideoView[] {
-  return rows.filter((raw) => videoProblem(raw) === null).map(video);
+  const views: VideoView[] = [];
+  for (const raw of rows) {
+    const view = videoOrProblem(raw);
+    if (!('problem' in view)) views.push(view);
+  }
+  return views;
 }
 
 function publishable(result: VideoView | { problem: string } | null): VideoView | null {
