@@ -72,6 +72,8 @@ export interface BuildReport {
   /** Incremental builds: how many changes were applied and how many owners they affected. */
   changes?: number;
   owners?: { users: number | 'all'; videos: number | 'all'; siteFiles: boolean; unknownTables: readonly string[] };
+  /** The change log as the build's snapshot read it: what the tree is as of (absent without a change log). */
+  snapshot?: ChangeLogPosition;
 }
 
 export interface BuildReporter {
@@ -345,6 +347,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 
     // Every file is on disk before the state says so (a writer may write in the background).
     writer.flush?.();
+    report.snapshot = log;
     finishState(deps, report, log);
     state.commit();
   } catch (error) {

@@ -149,7 +149,8 @@ export class DirectoryWriter implements OutputWriter {
   isEmpty(): boolean {
     const dir = opendirSync(this.root);
     try {
-      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) if (entry.name !== STAGING_DIR) return false;
+      // No document is dot-named: the staging folder and the build records (build-record.ts) do not count.
+      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) if (!entry.name.startsWith('.')) return false;
       return true;
     } finally {
       dir.closeSync();

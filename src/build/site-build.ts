@@ -5,6 +5,7 @@ import { SiteReader } from '../db/site-reader.js';
 import type { Format } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
 import type { SiteContext } from '../model/site-context.js';
+import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './build-record.js';
 import { BuildState, defaultStateFile } from './build-state.js';
 import { runBuild, type BuildReport, type BuildReporter } from './build.js';
 import { buildFingerprint } from './incremental.js';
@@ -16,7 +17,8 @@ import { createSiteContext, VIDFEEDS_VERSION } from './site-context.js';
 /**
  * One build of a database into an output directory, with its edges: the lock, the database, the
  * saved state and the directory writer. `vidfeeds build`, `vidfeeds watch` and the benchmark call
- * this; it is incremental whenever the saved state allows (docs/incremental.md).
+ * this; it is incremental whenever the saved state allows (docs/incremental.md). A build that
+ * finishes leaves a record of what it read in the output directory (src/build/build-record.ts).
  */
 
 export interface SiteBuildRequest {
@@ -61,7 +63,8 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
         checkStateShard(state, stateFile, request.shard);
         const writer = createDirectoryWriter(request.out);
         try {
-          return runBuild(
+          removeBuildRecord(request.out, request.shard);
+          const report = runBuild(
             {
               reader: new SiteReader(db, config.recommendationsCount),
               writer,
@@ -73,6 +76,10 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
           );
+          // Every document is on disk (runBuild flushed the writer): the record may now say so.
+          const record = buildRecordOf({ report, fingerprint, shard: request.shard, only: request.only, user: request.user, finishedAt: new Date() });
+          if (record !== null) writeBuildRecord(request.out, record);
+          return report;
         } finally {
           writer.close();
         }

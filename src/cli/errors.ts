@@ -3,6 +3,7 @@ import { DatabaseError } from '../db/open-database.js';
 import { SchemaVersionError } from '../db/migrations.js';
 import { TemplateError } from '../render/templates.js';
 import { ShardStateError } from '../build/shard.js';
+import { BuildRecordError } from '../build/build-record.js';
 
 /** Exit codes, decided in one place (`main`). */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -15,7 +16,7 @@ export class UsageError extends Error {
   }
 }
 
-/** Errors the operator fixes in flags, configuration, templates or the database file: exit 2. */
+/** Errors the operator fixes in flags, configuration, templates, the database file or a build record: exit 2. */
 export function isUsageError(error: unknown): boolean {
   return (
     error instanceof UsageError ||
@@ -23,6 +24,7 @@ export function isUsageError(error: unknown): boolean {
     error instanceof DatabaseError ||
     error instanceof SchemaVersionError ||
     error instanceof TemplateError ||
-    error instanceof ShardStateError
+    error instanceof ShardStateError ||
+    error instanceof BuildRecordError
   );
 }

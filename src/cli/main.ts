@@ -5,6 +5,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerFormats } from './commands/formats.js';
 import { registerHosting } from './commands/hosting.js';
 import { registerServe } from './commands/serve.js';
+import { registerShards } from './commands/shards.js';
 import { registerInit } from './commands/init.js';
 import { registerRecommend } from './commands/recommend.js';
 import { registerWatch } from './commands/watch.js';
@@ -14,7 +15,7 @@ import { processConsole, type Console } from './output.js';
 /**
  * The command line. Each command lives in its own file under commands/ and reports its exit code
  * through `setExit`; this function alone turns errors into exit codes: 0 success, 1 a failed
- * build, 2 bad usage or configuration.
+ * build (or parts that do not agree), 2 bad usage or configuration.
  */
 export async function main(argv: string[], io: Console = processConsole): Promise<number> {
   let exitCode: number = EXIT.ok;
@@ -34,6 +35,7 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerInit(program, io, setExit);
   registerDemo(program, io, setExit);
   registerBuild(program, io, setExit);
+  registerShards(program, io, setExit);
   registerFormats(program, io, setExit);
   registerRecommend(program, io, setExit);
   registerHosting(program, io, setExit);

@@ -20,11 +20,15 @@ export function cliAsync(args: string[], options: { cwd?: string } = {}): ChildP
   return spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-/** Every file under `dir` (relative paths) with its bytes. */
+/**
+ * Every served file under `dir` (relative paths) with its bytes: dot-named entries (the writer's
+ * staging folder, the build records) are not documents and are left out.
+ */
 export function readTree(dir: string): Map<string, Buffer> {
   const files = new Map<string, Buffer>();
   const visit = (current: string) => {
     for (const name of readdirSync(current)) {
+      if (name.startsWith('.')) continue;
       const full = join(current, name);
       if (statSync(full).isDirectory()) visit(full);
       else files.set(relative(dir, full).split('\\').join('/'), readFileSync(full));

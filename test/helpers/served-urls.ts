@@ -64,6 +64,8 @@ export const REFUSED_PATHS: readonly string[] = [
   '/',
   '/.secret',
   '/.vidfeeds-staging/x',
+  '/.vidfeeds-build.json',
+  '/.vidfeeds-build.shard-2-of-8.json',
   '/alice/.secret',
   '/alice',
   '/alice/',

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildRecordName } from '../../src/build/build-record.js';
 import { BuildState } from '../../src/build/build-state.js';
 import { runBuild } from '../../src/build/build.js';
 import { DirectoryWriter } from '../../src/build/output-writer.js';
@@ -64,6 +65,9 @@ beforeAll(async () => {
   // What must never be served, planted in the tree.
   writeFileSync(join(root, '.secret'), 'secret');
   writeFileSync(join(root, 'alice', '.secret'), 'secret');
+  // The build records every build leaves (src/build/build-record.ts), for a whole site and for a part.
+  writeFileSync(join(root, buildRecordName(undefined)), 'secret');
+  writeFileSync(join(root, buildRecordName({ index: 2, count: 8 })), 'secret');
   mkdirSync(join(root, '.vidfeeds-staging'), { recursive: true });
   writeFileSync(join(root, '.vidfeeds-staging', 'x'), 'partial');
 
