@@ -23,8 +23,8 @@ const START_TIMEOUT_MS = 10_000;
 /** A batch is sent when it holds this many files or its slot is full: one message per batch. */
 const BATCH_FILES = 256;
 const SLOT_BYTES = 512 * 1024;
-/** Slots in the ring, so batches in flight at most: 16 MB of documents, to ride out short stalls of the disk. */
-const SLOTS = 32;
+/** Slots in the ring, so batches in flight at most: 8 MB of documents, to ride out short stalls of the disk. */
+const SLOTS = 16;
 
 /** The ring's shape; the defaults above except in tests, which make wrapping around the ring quick. */
 export interface RingShape {
@@ -79,6 +79,9 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     this.worker = new Worker(WORKER, {
       workerData: { root: this.direct.root, done: this.done, ring: this.ring, slotBytes: shape.slotBytes, port: channel.port2 },
       transferList: [channel.port2],
+      // The worker keeps almost nothing alive; a small young generation makes it collect the
+      // garbage of the batches' messages early instead of growing its heap by tens of megabytes.
+      resourceLimits: { maxYoungGenerationSizeMb: 4 },
     });
     // The worker must not keep the process alive once the build is over.
     this.worker.unref();
