@@ -146,6 +146,11 @@ export class DirectoryWriter implements OutputWriter {
     this.placer.place(this.target(path), body);
   }
 
+  /** `write` for a path `target` has already resolved and checked. */
+  writeResolved(full: string, body: Uint8Array): void {
+    this.placer.place(full, body);
+  }
+
   isEmpty(): boolean {
     const dir = opendirSync(this.root);
     try {

@@ -10,6 +10,9 @@ import { DirectoryWriter, type OutputWriter } from './output-writer.js';
  * rendering on the main thread. The files, the staging folder and the rename are the same as
  * DirectoryWriter's; the worker (write-worker.ts) places them with the same FilePlacer.
  *
+ * The thread starts when the first batch fills, so a build of a few documents (most incremental
+ * ones) writes them here and never waits for a thread to start.
+ *
  * The build stays synchronous. Documents are copied into batches in a ring of fixed slots of
  * shared memory and a message per batch tells the worker which slot to write; the main thread
  * waits on a shared counter (Atomics.wait) before it reuses a slot the worker has not finished,
@@ -50,8 +53,11 @@ export interface BatchMessage {
 
 export class ThreadedDirectoryWriter implements OutputWriter {
   private readonly direct: DirectoryWriter;
-  private readonly worker: Worker;
-  private readonly port: MessagePort;
+  /** Started when the first batch fills: a build of a few documents never waits for a thread. */
+  private worker: Worker | null = null;
+  private port: MessagePort | null = null;
+  /** The worker did not start in time: every batch is written here. */
+  private threadless = false;
   /** [0]: batches the worker finished; [1]: 1 once the worker runs. */
   private readonly done = new Int32Array(new SharedArrayBuffer(8));
   private readonly ring: SharedArrayBuffer;
@@ -74,25 +80,11 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     this.direct = new DirectoryWriter(root);
     this.ring = new SharedArrayBuffer(shape.slots * shape.slotBytes);
     this.slot = this.slotOf(0);
-    const channel = new MessageChannel();
-    this.port = channel.port1;
-    this.worker = new Worker(WORKER, {
-      workerData: { root: this.direct.root, done: this.done, ring: this.ring, slotBytes: shape.slotBytes, port: channel.port2 },
-      transferList: [channel.port2],
-      // The worker keeps almost nothing alive; a small young generation makes it collect the
-      // garbage of the batches' messages early instead of growing its heap by tens of megabytes.
-      resourceLimits: { maxYoungGenerationSizeMb: 4 },
-    });
-    // The worker must not keep the process alive once the build is over.
-    this.worker.unref();
   }
 
-  /** Waits for the worker to run; false if it did not start in time (it is then stopped). */
-  started(): boolean {
-    if (Atomics.wait(this.done, 1, 0, START_TIMEOUT_MS) !== 'timed-out' || Atomics.load(this.done, 1) === 1) return true;
-    void this.worker.terminate();
-    this.port.close();
-    return false;
+  /** Whether the write thread has been started (a batch filled). */
+  get threadStarted(): boolean {
+    return this.worker !== null;
   }
 
   write(path: string, body: Buffer): void {
@@ -136,8 +128,13 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   }
 
   flush(): void {
-    this.send();
-    this.waitUntil(0);
+    if (this.worker === null) {
+      // The thread is not running: a batch that never filled is written here.
+      this.writeHere();
+    } else {
+      this.send();
+      this.waitUntil(0);
+    }
   }
 
   close(): void {
@@ -146,8 +143,8 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     try {
       this.flush();
     } finally {
-      void this.worker.terminate();
-      this.port.close();
+      void this.worker?.terminate();
+      this.port?.close();
       this.direct.close();
     }
   }
@@ -165,8 +162,9 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   /** Sends the batch being filled, if any, and readies the next slot. */
   private send(): void {
     if (this.paths.length === 0) return;
+    if (this.worker === null && (this.threadless || !this.startWorker())) return this.writeHere();
     const message: BatchMessage = { paths: this.paths, ends: this.ends, slot: this.sent % this.shape.slots, removed: this.removed };
-    this.worker.postMessage(message);
+    this.worker!.postMessage(message);
     this.inFlight.push(this.paths);
     this.sent++;
     this.paths = [];
@@ -176,6 +174,54 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     // The next batch goes in slot `sent % slots`: the batch that used it last must be written.
     this.waitUntil(this.shape.slots - 1);
     this.slot = this.slotOf(this.sent % this.shape.slots);
+  }
+
+  /** Starts the worker and waits for it to run; false if it did not start in time (it is then stopped). */
+  private startWorker(): boolean {
+    const channel = new MessageChannel();
+    const worker = new Worker(WORKER, {
+      workerData: { root: this.direct.root, done: this.done, ring: this.ring, slotBytes: this.shape.slotBytes, port: channel.port2 },
+      transferList: [channel.port2],
+      // The worker keeps almost nothing alive; a small young generation makes it collect the
+      // garbage of the batches' messages early instead of growing its heap by tens of megabytes.
+      resourceLimits: { maxYoungGenerationSizeMb: 4 },
+    });
+    // The worker must not keep the process alive once the build is over.
+    worker.unref();
+    const running = Atomics.wait(this.done, 1, 0, START_TIMEOUT_MS) !== 'timed-out' || Atomics.load(this.done, 1) === 1;
+    if (!running) {
+      void worker.terminate();
+      channel.port1.close();
+      this.threadless = true;
+      return false;
+    }
+    this.worker = worker;
+    this.port = channel.port1;
+    // A new worker knows no folders: nothing for it to forget.
+    this.removed = false;
+    return true;
+  }
+
+  /**
+   * Writes the batch being filled on this thread (the same FilePlacer calls as the worker's). The
+   * batch is taken first: after a failure, as on the worker, the rest of it is dropped.
+   */
+  private writeHere(): void {
+    const { paths, ends } = this;
+    this.paths = [];
+    this.ends = [];
+    this.bytes = 0;
+    let start = 0;
+    for (let i = 0; i < paths.length; i++) {
+      const path = paths[i]!;
+      this.pending.delete(path);
+      try {
+        this.direct.writeResolved(path, this.slot.subarray(start, ends[i]));
+      } catch (error) {
+        throw new Error(`cannot write ${path}: ${(error as Error).message}`);
+      }
+      start = ends[i]!;
+    }
   }
 
   private slotOf(index: number): Uint8Array {
@@ -204,6 +250,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   }
 
   private throwReported(): void {
+    if (this.port === null) return;
     const message = receiveMessageOnPort(this.port)?.message as WorkerReport | undefined;
     if (message?.error !== undefined) throw new Error(message.error);
   }
@@ -216,9 +263,6 @@ export class ThreadedDirectoryWriter implements OutputWriter {
 export function createDirectoryWriter(root: string): OutputWriter & { close(): void } {
   const wanted = process.env.VIDFEEDS_WRITE_THREAD !== undefined ? process.env.VIDFEEDS_WRITE_THREAD !== '0' : availableParallelism() > 1;
   // The worker is compiled JavaScript: running from sources (tests), there is none to start.
-  if (wanted && existsSync(fileURLToPath(WORKER))) {
-    const writer = new ThreadedDirectoryWriter(root);
-    if (writer.started()) return writer;
-  }
+  if (wanted && existsSync(fileURLToPath(WORKER))) return new ThreadedDirectoryWriter(root);
   return new DirectoryWriter(root);
 }

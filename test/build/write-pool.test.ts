@@ -80,15 +80,19 @@ describe('ThreadedDirectoryWriter', () => {
     writer.close();
   });
 
-  it('reports a failed write, naming the file, at the next flush', () => {
+  it.each([
+    ['on the thread', { slots: 2, slotBytes: 1024, batchFiles: 1 }],
+    ['before the thread starts', { slots: 2, slotBytes: 1024, batchFiles: 64 }],
+  ])('reports a failed write %s, naming the file, at the next flush', (_, shape) => {
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);
     const root = join(dir, 'out');
-    const writer = new ThreadedDirectoryWriter(root);
+    const writer = new ThreadedDirectoryWriter(root, shape);
     // A directory where the file should go: the rename into place fails.
     mkdirSync(join(root, 'alice/rss/index.rss'), { recursive: true });
     writer.write('alice/rss/index.rss', Buffer.from('<rss/>'));
     expect(() => writer.flush()).toThrow(/cannot write .*alice\/rss\/index\.rss/);
+    expect(writer.threadStarted).toBe(shape.batchFiles === 1);
     writer.close();
   });
 });
@@ -135,6 +139,24 @@ describe('ThreadedDirectoryWriter, while writes are under way', () => {
     writer.flush();
     expect(readFileSync(join(root, 'bob/atom/index.atom'), 'utf8')).toBe('two');
     writer.close();
+  });
+});
+
+describe('ThreadedDirectoryWriter, for a few documents', () => {
+  it('writes them without starting the thread, and starts it once a batch fills', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const root = join(dir, 'out');
+    const writer = new ThreadedDirectoryWriter(root, { slots: 2, slotBytes: 1024, batchFiles: 4 });
+    for (let i = 0; i < 3; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss>${i}</rss>`));
+    expect(writer.holds('u2/rss/index.rss', Buffer.from('<rss>2</rss>'))).toBe(true);
+    writer.flush();
+    expect(writer.threadStarted).toBe(false);
+    expect(readFileSync(join(root, 'u0/rss/index.rss'), 'utf8')).toBe('<rss>0</rss>');
+    for (let i = 3; i < 9; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss>${i}</rss>`));
+    expect(writer.threadStarted).toBe(true);
+    writer.close();
+    expect(tree(root).size).toBe(9);
   });
 });
 
