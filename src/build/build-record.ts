@@ -174,7 +174,7 @@ function recordProblem(value: unknown): string | null {
   const database = r.database as Record<string, unknown> | undefined;
   if (typeof database !== 'object' || database === null || !isText(database.id) || !isCount(database.position)) return 'malformed build record ("database")';
   const fingerprint = r.fingerprint as Record<string, unknown> | undefined;
-  if (typeof fingerprint !== 'object' || fingerprint === null || !['vidfeedsVersion', 'configHash', 'formatsHash', 'templatesHash'].every((k) => isText(fingerprint[k]))) {
+  if (typeof fingerprint !== 'object' || fingerprint === null || !['vidfeedsVersion', 'codeHash', 'configHash', 'formatsHash', 'templatesHash'].every((k) => isText(fingerprint[k]))) {
     return 'malformed build record ("fingerprint")';
   }
   if (!['full', 'incremental', 'partial'].includes(r.mode as string)) return 'malformed build record ("mode")';

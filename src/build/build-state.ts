@@ -39,6 +39,7 @@ export interface PruneScope {
 /** What a complete build was made from and how far into the change log it had applied. */
 export interface BuildBasis {
   vidfeedsVersion: string;
+  codeHash: string;
   configHash: string;
   formatsHash: string;
   templatesHash: string;

@@ -1,7 +1,8 @@
 import fg from 'fast-glob';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { SiteConfig } from '../config/config.js';
 import type { ChangeLogPosition } from '../db/change-log.js';
 import type { Format } from '../formats/format.js';
@@ -11,13 +12,16 @@ import { STATE_VERSION, type BuildBasis } from './build-state.js';
 /**
  * When a build may be incremental, and from where. A build follows from the basis of the last
  * complete build (src/build/build-state.ts) only when everything that shapes the bytes besides
- * the data is the same: vidfeeds version, configuration, format table, templates and database.
+ * the data is the same: vidfeeds (its version and its code), configuration, format table,
+ * templates and database.
  * Otherwise it is a full build, and the report says why. `planBuild` is pure.
  */
 
 /** What shapes the documents besides the data. */
 export interface BuildFingerprint {
   vidfeedsVersion: string;
+  /** Hash of the code that runs: a build from changed sources with the same version is another vidfeeds. */
+  codeHash: string;
   configHash: string;
   formatsHash: string;
   templatesHash: string;
@@ -67,6 +71,7 @@ export function planBuild({ state, fingerprint, log, options }: PlanInput): Buil
   if (basis.vidfeedsVersion !== fingerprint.vidfeedsVersion) {
     return full(`vidfeeds changed from ${basis.vidfeedsVersion} to ${fingerprint.vidfeedsVersion}`);
   }
+  if (basis.codeHash !== fingerprint.codeHash) return full(`the code of vidfeeds ${fingerprint.vidfeedsVersion} changed`);
   if (basis.configHash !== fingerprint.configHash) return full('the configuration changed');
   if (basis.formatsHash !== fingerprint.formatsHash) return full('the format table changed');
   if (basis.templatesHash !== fingerprint.templatesHash) return full('a template changed');
@@ -95,19 +100,34 @@ export function buildFingerprint(config: SiteConfig, formats: readonly Format[],
   const { strict: _strict, ...shaping } = config;
   return {
     vidfeedsVersion,
+    codeHash: codeHash(),
     configHash: sha256(stableJson(shaping)),
     formatsHash: sha256(JSON.stringify(formats, (_key, value: unknown) => (value instanceof RegExp ? value.toString() : value))),
     templatesHash: templatesHash(templateDirs(config)),
   };
 }
 
+/** The folder of vidfeeds's modules: dist/ when installed, src/ when run from the sources (tests). */
+const CODE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+let code: string | undefined;
+
+/** Hash of every module of vidfeeds (names and bytes), computed once per process. */
+export function codeHash(): string {
+  code ??= filesHash([CODE_DIR], '**/*.{js,ts}');
+  return code;
+}
+
 /** Hash of every file under the template directories (names and bytes), so any edit is seen. */
 export function templatesHash(dirs: readonly string[]): string {
+  return filesHash(dirs, '**/*');
+}
+
+function filesHash(dirs: readonly string[], pattern: string): string {
   const hash = createHash('sha256');
   for (const dir of dirs) {
     hash.update(`dir\0${dir}\0`);
     if (!existsSync(dir)) continue;
-    for (const file of fg.sync('**/*', { cwd: dir, onlyFiles: true, dot: false }).sort()) {
+    for (const file of fg.sync(pattern, { cwd: dir, onlyFiles: true, dot: false }).sort()) {
       hash.update(`file\0${file}\0`).update(readFileSync(resolve(dir, file))).update('\0');
     }
   }

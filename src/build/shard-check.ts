@@ -127,6 +127,7 @@ function buildProblems(parts: readonly FoundRecord[], labels: Labels): string[] 
 
 const FINGERPRINT_PARTS: ReadonlyArray<readonly [keyof BuildFingerprint, string]> = [
   ['vidfeedsVersion', 'vidfeeds versions'],
+  ['codeHash', 'vidfeeds code'],
   ['configHash', 'configurations'],
   ['formatsHash', 'format tables'],
   ['templatesHash', 'templates'],

@@ -192,10 +192,10 @@ describe('comparing with the disk', () => {
 });
 
 describe('planBuild', () => {
-  const basis = { vidfeedsVersion: '1.0.0', configHash: 'c', formatsHash: 'f', templatesHash: 't', databaseId: 'db', position: 10 };
+  const basis = { vidfeedsVersion: '1.0.0', codeHash: 'k', configHash: 'c', formatsHash: 'f', templatesHash: 't', databaseId: 'db', position: 10 };
   const input = (patch: Partial<PlanInput> = {}): PlanInput => ({
     state: { basis, basisDropped: null, interrupted: false, replacedVersion: null, empty: false },
-    fingerprint: { vidfeedsVersion: '1.0.0', configHash: 'c', formatsHash: 'f', templatesHash: 't' },
+    fingerprint: { vidfeedsVersion: '1.0.0', codeHash: 'k', configHash: 'c', formatsHash: 'f', templatesHash: 't' },
     log: { databaseId: 'db', position: 12, oldest: 3 },
     options: {},
     ...patch,
@@ -207,6 +207,7 @@ describe('planBuild', () => {
 
   it('names why it cannot', () => {
     expect(planBuild(input({ fingerprint: { ...input().fingerprint!, vidfeedsVersion: '1.1.0' } })).reason).toBe('vidfeeds changed from 1.0.0 to 1.1.0');
+    expect(planBuild(input({ fingerprint: { ...input().fingerprint!, codeHash: 'k2' } })).reason).toBe('the code of vidfeeds 1.0.0 changed');
     expect(planBuild(input({ log: { databaseId: 'db', position: 5, oldest: 1 } })).reason).toMatch(/before the saved position 10/);
     expect(planBuild(input({ log: { databaseId: 'db', position: 12, oldest: 12 } })).reason).toBe('the change log was pruned past the saved position 10');
     expect(planBuild(input({ state: { ...input().state, basis: null, basisDropped: 'the last full build had 2 failed documents' } })).reason).toBe(

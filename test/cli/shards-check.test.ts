@@ -154,7 +154,7 @@ describe('checkShards', () => {
       record: 1,
       shard: { index, count: 2 },
       database: { id: 'db1', position: 7 },
-      fingerprint: { vidfeedsVersion: '0.1.0', configHash: 'c'.repeat(64), formatsHash: 'f'.repeat(64), templatesHash: 't'.repeat(64) },
+      fingerprint: { vidfeedsVersion: '0.1.0', codeHash: 'k'.repeat(64), configHash: 'c'.repeat(64), formatsHash: 'f'.repeat(64), templatesHash: 't'.repeat(64) },
       mode: 'full',
       partial: null,
       documents: 10,
