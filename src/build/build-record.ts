@@ -1,9 +1,9 @@
-import { closeSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { ChangeLogPosition } from '../db/change-log.js';
 import type { BuildReport } from './build.js';
 import type { BuildFingerprint, BuildMode } from './incremental.js';
-import { STAGING_DIR } from './output-writer.js';
+import { FilePlacer } from './output-writer.js';
 import type { ShardSpec } from './shard.js';
 
 /**
@@ -89,17 +89,9 @@ export function buildRecordOf({ report, fingerprint, shard, only, user, finished
  * Call it while the writer is open, after every document is on disk.
  */
 export function writeBuildRecord(out: string, record: BuildRecord): void {
-  const shard = record.shard ?? undefined;
-  const temp = join(out, STAGING_DIR, `build-record-${process.pid}`);
+  const root = resolve(out);
   const body = Buffer.from(`${JSON.stringify(record, null, 2)}\n`, 'utf8');
-  const fd = openSync(temp, 'w', 0o644);
-  try {
-    let offset = 0;
-    while (offset < body.length) offset += writeSync(fd, body, offset, body.length - offset);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, join(out, buildRecordName(shard)));
+  new FilePlacer(root, `build-record-${process.pid}`).place(join(root, buildRecordName(record.shard ?? undefined)), body);
 }
 
 /**
