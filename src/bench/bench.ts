@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -170,6 +170,27 @@ async function benchSize(users: number, runDir: string, env: Record<string, stri
 }
 
 /**
+ * What a run needs on disk per user, measured on a 10,000-user run (2026-11-21): two trees (the
+ * build's and the floor's) of 42 inodes and 178 KB each (nearly every file has a folder of its
+ * own, and every file and folder takes a 4 KB block), and the pack, with a margin.
+ */
+const NEEDS_PER_USER = { inodes: 90, bytes: 450_000 };
+
+/** Stops before building when the file system cannot hold the run: it fails hours in otherwise. */
+function checkRoom(users: number[], staleRuns: boolean): void {
+  const total = users.reduce((sum, count) => sum + count, 0);
+  const fs = statfsSync(RUNS);
+  const inodes = total * NEEDS_PER_USER.inodes;
+  const bytes = total * NEEDS_PER_USER.bytes;
+  const short: string[] = [];
+  if (fs.ffree < inodes) short.push(`${n(inodes)} inodes (${n(fs.ffree)} free)`);
+  if (fs.bavail * fs.bsize < bytes) short.push(`${(bytes / 1e9).toFixed(0)} GB (${((fs.bavail * fs.bsize) / 1e9).toFixed(0)} GB free)`);
+  if (short.length === 0) return;
+  const hint = staleRuns ? ' (the trees of an earlier run, under bench-cache/runs/, are removed only after this run: remove them first)' : '';
+  throw new Error(`${n(total)} users need about ${short.join(' and ')} on the file system of ${RUNS}${hint}`);
+}
+
+/**
  * Writes every dirty page to disk before a timed phase: otherwise the kernel is still writing back
  * what came before (the 5.7 GB pack, the tree of the full build) while the next phase runs, and
  * the floor measured after the pack reads high. `sync(1)`; where there is none, nothing.
@@ -203,6 +224,8 @@ async function benchMain(): Promise<void> {
     const ago = (Date.now() - statSync(lastCleanup).mtimeMs) / 1000;
     if (ago < 300) console.log(`note: the previous run deleted its trees ${ago.toFixed(0)} s ago; ext4 creates files slowly for a few minutes after a large delete, so figures may read high`);
   }
+  // Before the try: a run that cannot start must not spend minutes removing earlier trees first.
+  checkRoom(users, stale.length > 0);
   const mine: string[] = [];
   try {
     for (const count of users) {
