@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BuildState } from '../../src/build/build-state.js';
 import { MemoryWriter } from '../../src/build/output-writer.js';
 import { ownsKey, parseShard, shardOf } from '../../src/build/shard.js';
+import { readTree } from '../helpers/cli.js';
 import { buildInMemory, createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
 
 const cleanups: Array<() => void> = [];
@@ -100,21 +101,6 @@ describe('vidfeeds build --shard', () => {
   const bin = resolve(import.meta.dirname, '../../bin/vidfeeds.js');
   const run = (args: string[], cwd: string) => spawnSync(process.execPath, [bin, ...args], { cwd, encoding: 'utf8' });
 
-  function files(root: string): Map<string, Buffer> {
-    const out = new Map<string, Buffer>();
-    const walk = (dir: string) => {
-      for (const name of readdirSync(dir)) {
-        // Dot files (the build records) are not documents: each part has its own.
-        if (name.startsWith('.')) continue;
-        const full = join(dir, name);
-        if (statSync(full).isDirectory()) walk(full);
-        else out.set(relative(root, full), readFileSync(full));
-      }
-    };
-    walk(root);
-    return out;
-  }
-
   it('builds three parts into three directories whose union is the full build, each with its own state', () => {
     const { file } = demo(30);
     const { dir, cleanup } = tempDir();
@@ -124,10 +110,10 @@ describe('vidfeeds build --shard', () => {
       const result = run(['build', '--db', file, '--out', `part${k}`, '--shard', `${k}/3`], dir);
       expect(result.status, result.stderr).toBe(0);
     }
-    const full = files(join(dir, 'full'));
+    const full = readTree(join(dir, 'full'));
     const union = new Map<string, Buffer>();
     for (const k of [1, 2, 3]) {
-      for (const [path, body] of files(join(dir, `part${k}`))) {
+      for (const [path, body] of readTree(join(dir, `part${k}`))) {
         expect(union.has(path), path).toBe(false);
         union.set(path, body);
       }
@@ -160,7 +146,7 @@ describe('vidfeeds build --shard', () => {
 
 describe('incremental sharded builds', () => {
   it('keep the union equal to a full build when a user appears in another shard than the site files', async () => {
-    const { cli, readTree } = await import('../helpers/cli.js');
+    const { cli } = await import('../helpers/cli.js');
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);
     const db = join(dir, 'site.sqlite');

@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { readTree as readTreeFiles } from './tree.js';
 
 /** The built command, run as a user runs it (npm test compiles dist/ first). */
 export const BIN = resolve(import.meta.dirname, '../../bin/vidfeeds.js');
@@ -21,19 +21,9 @@ export function cliAsync(args: string[], options: { cwd?: string } = {}): ChildP
 }
 
 /**
- * Every served file under `dir` (relative paths) with its bytes: dot-named entries (the writer's
- * staging folder, the build records) are not documents and are left out.
+ * Every served file under `dir` (relative, `/`-separated paths) with its bytes: dot-named entries
+ * (the writer's staging folder, the build records) are not documents and are left out.
  */
 export function readTree(dir: string): Map<string, Buffer> {
-  const files = new Map<string, Buffer>();
-  const visit = (current: string) => {
-    for (const name of readdirSync(current)) {
-      if (name.startsWith('.')) continue;
-      const full = join(current, name);
-      if (statSync(full).isDirectory()) visit(full);
-      else files.set(relative(dir, full).split('\\').join('/'), readFileSync(full));
-    }
-  };
-  visit(dir);
-  return files;
+  return new Map([...readTreeFiles(dir)].map(([path, file]) => [path, file.body]));
 }
