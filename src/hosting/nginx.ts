@@ -282,6 +282,8 @@ function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix
 
   if (options.upstream !== undefined && dynamicParams.length > 0) {
     body.push(`error_page 418 = @${name}_serve;`);
+    // So that @serve's own error_page (429 past the limit) still applies after this one.
+    body.push('recursive_error_pages on;');
     body.push(`if ($args ~ ${nginxQuote(`(^|&)(${dynamicParams.join('|')})=[^&]`, 'pattern')}) { return 418; }`);
     if (isRecommendations) {
       body.push(`if ($request_method = POST) { return 418; }`);
