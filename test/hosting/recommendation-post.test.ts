@@ -133,6 +133,8 @@ describe('the recommendation POST through vidfeeds serve', () => {
   it('keeps a pending item out of every document until it is approved; the next incremental build publishes it', () => {
     const first = vidfeeds('build', '--db', 'site.sqlite', '--out', 'out');
     expect(first.code, first.stderr).toBe(0);
+    // Receiving pending rows changes no document: nothing is rendered again.
+    expect(first.stderr).toMatch(/incremental build \(\d+ changes since the last build → 0 users, 0 videos\)/);
     expect(document('target')).not.toContain('Item');
     const listed = vidfeeds('recommendations', 'list', '--db', 'site.sqlite', '--user', 'target');
     expect(listed.code, listed.stderr).toBe(0);
