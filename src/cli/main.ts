@@ -8,6 +8,7 @@ import { registerServe } from './commands/serve.js';
 import { registerShards } from './commands/shards.js';
 import { registerInit } from './commands/init.js';
 import { registerRecommend } from './commands/recommend.js';
+import { registerRecommendations } from './commands/recommendations.js';
 import { registerWatch } from './commands/watch.js';
 import { EXIT, isUsageError } from './errors.js';
 import { processConsole, type Console } from './output.js';
@@ -38,6 +39,7 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerShards(program, io, setExit);
   registerFormats(program, io, setExit);
   registerRecommend(program, io, setExit);
+  registerRecommendations(program, io, setExit);
   registerHosting(program, io, setExit);
   registerServe(program, io, setExit);
   registerWatch(program, io, setExit);

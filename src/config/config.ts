@@ -1,4 +1,5 @@
 import { readFileSync, existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { dirname, resolve } from 'node:path';
 
 /** Every site-level setting the documents need. Loaded once, validated before any file is touched. */
@@ -18,6 +19,8 @@ export interface SiteConfig {
   pages: PageTemplates;
   /** Number of recommendations in `/<user>/openrecommender/`. */
   recommendationsCount: number;
+  /** The recommendation submit (POST and `vidfeeds recommend`): moderation and limits. */
+  recommendationSubmit: RecommendationSubmitConfig;
   crossDomain: CrossDomainConfig;
   robots: RobotsConfig;
   player: PlayerConfig;
@@ -36,6 +39,29 @@ export interface PageTemplates {
   tag: string;
   /** The site's search, as an OpenSearch template. Placeholders: {base}, {searchTerms} (kept for clients). */
   search: string;
+}
+
+/** At most `limit` submissions in any `windowSeconds`, and at most `maxPending` awaiting moderation. */
+export interface SubmitLimit {
+  limit: number;
+  windowSeconds: number;
+  maxPending: number;
+}
+
+export interface RecommendationSubmitConfig {
+  /** Publish submissions at once (status `approved`) instead of holding them for moderation. */
+  publishAtOnce: boolean;
+  /** Hosts (or `*.example.org` suffixes) a submitted link and image may point at. Empty: any host. */
+  allowedHosts: string[];
+  /** Per client address (the POST only; the command line has none). */
+  perClient: SubmitLimit;
+  /** Per user whose list receives them. */
+  perUser: SubmitLimit;
+  /**
+   * Addresses (or CIDR ranges) of proxies whose X-Forwarded-For `vidfeeds serve` believes; a
+   * request from any other address is counted under the address it comes from.
+   */
+  trustedProxies: string[];
 }
 
 export interface CrossDomainConfig {
@@ -87,6 +113,13 @@ export const DEFAULT_CONFIG: SiteConfig = {
     search: '{base}/search?q={searchTerms}',
   },
   recommendationsCount: 8,
+  recommendationSubmit: {
+    publishAtOnce: false,
+    allowedHosts: [],
+    perClient: { limit: 10, windowSeconds: 3600, maxPending: 20 },
+    perUser: { limit: 30, windowSeconds: 3600, maxPending: 100 },
+    trustedProxies: ['127.0.0.1', '::1'],
+  },
   crossDomain: { allowAccessFrom: [], permittedCrossDomainPolicies: 'master-only' },
   robots: { disallow: [] },
   player: {
@@ -209,6 +242,21 @@ export function validateConfig(raw: Json, source: string): SiteConfig {
   check.template('pages.tag', c.pages.tag, ['{tag}']);
   check.template('pages.search', c.pages.search, ['{searchTerms}']);
   check.integer('recommendationsCount', c.recommendationsCount, 1, 100);
+  check.object('recommendationSubmit', c.recommendationSubmit);
+  const submit = c.recommendationSubmit;
+  check.boolean('recommendationSubmit.publishAtOnce', submit.publishAtOnce);
+  check.list('recommendationSubmit.allowedHosts', submit.allowedHosts, (name, value) =>
+    check.pattern(name, value, /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/, 'a host name or *.domain (such as videos.example.org or *.example.org)'),
+  );
+  submit.allowedHosts = submit.allowedHosts.map((host) => host.toLowerCase());
+  for (const scope of ['perClient', 'perUser'] as const) {
+    const name = `recommendationSubmit.${scope}`;
+    check.object(name, submit[scope]);
+    check.integer(`${name}.limit`, submit[scope].limit, 1, 1_000_000);
+    check.integer(`${name}.windowSeconds`, submit[scope].windowSeconds, 1, 31 * 24 * 3600);
+    check.integer(`${name}.maxPending`, submit[scope].maxPending, 1, 1_000_000);
+  }
+  check.list('recommendationSubmit.trustedProxies', submit.trustedProxies, (name, value) => check.addressRange(name, value));
   check.object('crossDomain', c.crossDomain);
   check.list('crossDomain.allowAccessFrom', c.crossDomain.allowAccessFrom, (name, value) =>
     check.pattern(name, value, /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/, 'a domain name (`*` alone is refused: name the domains)'),
@@ -288,6 +336,18 @@ class Checker {
   list(setting: string, value: unknown, each: (name: string, item: unknown) => void): void {
     if (!Array.isArray(value)) this.fail(setting, `must be a list, not ${describe(value)}`);
     value.forEach((item, i) => each(`${setting}[${i}]`, item));
+  }
+
+  /** An IPv4 or IPv6 address, or a CIDR range of them (`10.0.0.0/8`). */
+  addressRange(setting: string, value: unknown): string {
+    const text = this.text(setting, value, { min: 1, max: 64 });
+    const [address = '', bits, ...rest] = text.split('/');
+    const family = isIP(address);
+    const max = family === 6 ? 128 : 32;
+    if (family === 0 || rest.length > 0 || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max))) {
+      this.fail(setting, `must be an IP address or a CIDR range such as 10.0.0.0/8, not ${JSON.stringify(text)}`);
+    }
+    return text;
   }
 
   httpUrl(setting: string, value: unknown, { allowPath = true }: { allowPath?: boolean } = {}): string {

@@ -360,6 +360,34 @@ export const MIGRATIONS: readonly string[] = [
     INSERT INTO change_log (table_name, op, old_keys) VALUES ('reading_list', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id, 'category_id', OLD.category_id));
   END;
   `,
+
+  // 3: moderation of submitted recommendations (docs/database.md "recommendations", docs/deploy.md
+  // "Moderating recommendations"). A row is published only when approved; rows from before this
+  // migration stay published. The submitter's address feeds the per-client limits. The change log
+  // keys now carry the status, so a change that leaves a row unpublished on both sides (a pending
+  // row received, then rejected) renders nothing again.
+  `
+  ALTER TABLE recommendations ADD COLUMN status TEXT NOT NULL DEFAULT 'approved'
+    CHECK (status IN ('pending', 'approved', 'rejected'));
+  ALTER TABLE recommendations ADD COLUMN submitter_address TEXT;
+  ALTER TABLE recommendations ADD COLUMN reviewed_at INTEGER;
+  CREATE INDEX recommendations_submitter ON recommendations(submitter_address, created_at)
+    WHERE submitter_address IS NOT NULL;
+  CREATE INDEX recommendations_status ON recommendations(status, user_id) WHERE status = 'pending';
+
+  DROP TRIGGER recommendations_log_insert;
+  DROP TRIGGER recommendations_log_update;
+  DROP TRIGGER recommendations_log_delete;
+  CREATE TRIGGER recommendations_log_insert AFTER INSERT ON recommendations BEGIN
+    INSERT INTO change_log (table_name, op, new_keys) VALUES ('recommendations', 'insert', json_object('id', NEW.id, 'user_id', NEW.user_id, 'status', NEW.status));
+  END;
+  CREATE TRIGGER recommendations_log_update AFTER UPDATE ON recommendations BEGIN
+    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('recommendations', 'update', json_object('id', OLD.id, 'user_id', OLD.user_id, 'status', OLD.status), json_object('id', NEW.id, 'user_id', NEW.user_id, 'status', NEW.status));
+  END;
+  CREATE TRIGGER recommendations_log_delete AFTER DELETE ON recommendations BEGIN
+    INSERT INTO change_log (table_name, op, old_keys) VALUES ('recommendations', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id, 'status', OLD.status));
+  END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -322,7 +322,7 @@ export class SiteReader {
         duration_seconds: number | null; created_at: number;
       }>(
         `SELECT id, title, link, image, description, duration_seconds, created_at FROM recommendations
-         WHERE user_id = ? AND is_public = 1 ORDER BY created_at DESC, id DESC`,
+         WHERE user_id = ? AND is_public = 1 AND status = 'approved' ORDER BY created_at DESC, id DESC`,
       ),
       // Every category for every user: an array per row (see RawVideo) costs less than an object.
       concepts: p<[category: string, value: number | null, updatedAt: number | null]>(

@@ -1,3 +1,4 @@
+import { DEFAULT_CONFIG } from '../config/config.js';
 import type { SiteFormat } from '../formats/format.js';
 import {
   bareMediaType,
@@ -37,6 +38,8 @@ export interface NginxOptions {
   basePath: string;
   /** `HOST:PORT` of `vidfeeds serve`. */
   upstream?: string;
+  /** nginx's own limit on recommendation POSTs per client address, with an upstream (see `postLimitOf`). */
+  postLimit?: PostLimit;
   /** Rate limit for automated clients, nginx syntax (`30r/m`, `2r/s`); off when absent. */
   botRate?: string;
   /** Requests an automated client may send above the rate before getting 429. */
@@ -52,6 +55,23 @@ export interface NginxOptions {
   name: string;
   /** One line naming the generator, for the header comment. */
   generator: string;
+}
+
+/** nginx's limit on recommendation POSTs per client address: `limit_req` in whole requests per minute. */
+export interface PostLimit {
+  perMinute: number;
+  /** Requests at once before the rate applies (nginx's `burst`, with `nodelay`). */
+  burst: number;
+}
+
+/**
+ * nginx's form of the per-client limit of the configuration (`recommendationSubmit.perClient`):
+ * the same number of POSTs at once, then the same average rate, rounded up to whole requests a
+ * minute (the finest nginx has). It turns a flood away before `vidfeeds serve`, which counts the
+ * exact window itself.
+ */
+export function postLimitOf(perClient: { limit: number; windowSeconds: number }): PostLimit {
+  return { perMinute: Math.max(1, Math.ceil((perClient.limit * 60) / perClient.windowSeconds)), burst: perClient.limit - 1 };
 }
 
 /** User agents treated as automated clients by the rate limit (seed section 8 names them). */
@@ -132,6 +152,19 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
       '',
     );
   }
+  const postLimit = upstream === undefined ? undefined : (options.postLimit ?? postLimitOf(DEFAULT_CONFIG.recommendationSubmit.perClient));
+  if (postLimit !== undefined) {
+    out(
+      '# Recommendation POSTs per client address (recommendationSubmit.perClient of the configuration):',
+      '# a flood is turned away here, before it reaches vidfeeds serve. Other requests are not counted.',
+      `map $request_method $${name}_post_client {`,
+      `    default "";`,
+      `    POST $binary_remote_addr;`,
+      '}',
+      `limit_req_zone $${name}_post_client zone=${name}_post:10m rate=${postLimit.perMinute}r/m;`,
+      '',
+    );
+  }
 
   out('server {');
   out(`    listen ${options.listen};`);
@@ -179,16 +212,30 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
       '',
       '    # vidfeeds serve answers what files cannot: parametrised requests and the POST.',
       `    location @${name}_serve {`,
+      // A location with its own limit_req inherits none from the server block: the automated one again.
+      `        limit_req zone=${name}_post burst=${postLimit!.burst} nodelay;`,
+      ...(options.botRate !== undefined ? [`        limit_req zone=${name}_automated burst=${options.botBurst ?? 20} nodelay;`] : []),
+      '        limit_req_status 429;',
+      '        limit_req_log_level warn;',
+      `        error_page 429 @${name}_too_many;`,
       `        proxy_pass http://${upstream};`,
       '        proxy_http_version 1.1;',
       '        proxy_set_header Connection "";',
       '        proxy_set_header Host $host;',
+      // vidfeeds serve believes it only from a trusted proxy (recommendationSubmit.trustedProxies).
       '        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
       '        proxy_set_header X-Forwarded-Proto $scheme;',
       '        proxy_intercept_errors off;',
       '        proxy_hide_header X-Content-Type-Options;   # the server block adds it once',
       // Checked here too: a chunked body is measured only while it is read, in this location.
       `        client_max_body_size ${RECOMMENDATION_POST_MAX_BYTES};`,
+      '    }',
+      `    location @${name}_too_many {`,
+      '        types { }',
+      '        default_type "text/plain; charset=utf-8";',
+      '        add_header X-Content-Type-Options nosniff always;',
+      `        add_header Retry-After ${Math.ceil(60 / postLimit!.perMinute)} always;`,
+      '        return 429 "too many requests from your address; try again later\\n";',
       '    }',
     );
   }
@@ -235,6 +282,8 @@ function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix
 
   if (options.upstream !== undefined && dynamicParams.length > 0) {
     body.push(`error_page 418 = @${name}_serve;`);
+    // So that @serve's own error_page (429 past the limit) still applies after this one.
+    body.push('recursive_error_pages on;');
     body.push(`if ($args ~ ${nginxQuote(`(^|&)(${dynamicParams.join('|')})=[^&]`, 'pattern')}) { return 418; }`);
     if (isRecommendations) {
       body.push(`if ($request_method = POST) { return 418; }`);

@@ -74,7 +74,7 @@ export function listen(core: SiteServer, options: ListenOptions): Promise<Runnin
           return;
         }
         try {
-          done(core.handle({ method, target, headers: req.headers, body: bytes }));
+          done(core.handle({ method, target, headers: req.headers, body: bytes, remoteAddress: req.socket.remoteAddress }));
         } catch (error) {
           options.log?.(`error: ${(error as Error).stack ?? String(error)}`);
           done(textResponse(500, 'internal error'));

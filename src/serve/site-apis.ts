@@ -13,4 +13,4 @@ export function videoByPublicId(reader: SiteReader, publicId: string): VideoLook
   return reader.videoByPublicId(publicId);
 }
 
-export { storeRecommendation, validateRecommendation, type NewRecommendation } from '../db/recommendations.js';
+export { submitRecommendation } from '../db/recommendations.js';

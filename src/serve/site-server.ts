@@ -18,7 +18,8 @@ import type { SiteContext } from '../model/site-context.js';
 import { XmlDocument } from '../render/xml.js';
 import { callbackProblem, jsonpBody } from './jsonp.js';
 import { documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
-import { oembedJson, oembedResponse, oembedXml, storeRecommendation, validateRecommendation, videoByPublicId } from './site-apis.js';
+import { ClientAddresses } from './client-address.js';
+import { oembedJson, oembedResponse, oembedXml, submitRecommendation, videoByPublicId } from './site-apis.js';
 
 /**
  * The core of `vidfeeds serve`: one request in, one response out, no socket. It serves the built
@@ -33,6 +34,8 @@ export interface ServeRequest {
   target: string;
   headers: Record<string, string | string[] | undefined>;
   body?: Buffer;
+  /** The address of the connection (the socket's peer): a client, or a proxy in front. */
+  remoteAddress?: string;
 }
 
 export interface SiteServerDeps {
@@ -58,9 +61,11 @@ export class SiteServer {
   private readonly realRoot: string;
   private readonly readers = new Map<number, SiteReader>();
   private writer: Database.Database | null = null;
+  private readonly clients: ClientAddresses;
 
   constructor(private readonly deps: SiteServerDeps) {
     this.realRoot = realpathSync(deps.root);
+    this.clients = new ClientAddresses(deps.site.config.recommendationSubmit.trustedProxies);
   }
 
   /** Answers one request. Never throws for anything a client sends. */
@@ -185,7 +190,12 @@ export class SiteServer {
     return documentResponse(200, format.mediaType, body);
   }
 
-  /** The recommendation POST (seed section 4): form-encoded; 201 with the stored item. */
+  /**
+   * The recommendation POST (seed section 4), form-encoded, through the path `vidfeeds recommend`
+   * shares (src/db/recommendations.ts). 202 when held for moderation, 201 when published at once;
+   * 409 for a link the user's list already has; 429 with Retry-After past a limit. No answer
+   * repeats what was sent: the body names the stored id and its status, or the refused field.
+   */
   private postRecommendation(username: string, request: ServeRequest): ServeResponse {
     const body = request.body ?? Buffer.alloc(0);
     if (body.length > RECOMMENDATION_POST_MAX_BYTES) return textResponse(413, `the body is larger than ${RECOMMENDATION_POST_MAX_BYTES} bytes`);
@@ -202,19 +212,28 @@ export class SiteServer {
       if (values.length > 1) return textResponse(400, `${field}: given ${values.length} times`);
       if (values.length === 1) input[field] = values[0];
     }
-    const checked = validateRecommendation(input);
-    if (!checked.ok) return textResponse(400, `${checked.field}: ${checked.message}`);
-    if (this.deps.site.paths.problem(username) !== null) return notFound(`no user ${JSON.stringify(username)}`);
+    const submitter = this.clients.of(request.remoteAddress ?? '', request.headers['x-forwarded-for']);
+    if (submitter === null) return textResponse(400, 'X-Forwarded-For from a trusted proxy holds something that is not an address');
+    if (this.deps.site.paths.problem(username) !== null) return notFound('no such user');
     this.writer ??= this.deps.openForWriting();
-    const stored = storeRecommendation(this.writer, username, checked.value, (this.deps.now ?? (() => new Date()))());
-    if (stored.status === 'unknown-user') return notFound(`no user ${JSON.stringify(username)}`);
-
-    const doc = new XmlDocument('recommendation', { id: stored.id });
-    const v = checked.value;
-    doc.root.leaf('title', v.title).leaf('link', v.link).leaf('image', v.image);
-    if (v.description !== '') doc.root.leaf('description', v.description);
-    const location = this.deps.site.paths.url(this.deps.routes.recommendations!, username);
-    return documentResponse(201, 'application/xml; charset=utf-8', doc.end(), { Location: location });
+    const now = (this.deps.now ?? (() => new Date()))();
+    const result = submitRecommendation(this.writer, { username, input, submitter, now }, this.deps.site.config.recommendationSubmit);
+    switch (result.status) {
+      case 'invalid':
+        return textResponse(400, `${result.field}: ${result.reason}`);
+      case 'unknown-user':
+        return notFound('no such user');
+      case 'duplicate':
+        return textResponse(409, `this link is already among the user's recommendations (${result.id})`);
+      case 'limited':
+        return textResponse(429, `${result.message}; try again later`, { 'Retry-After': String(result.retryAfterSeconds) });
+      case 'stored': {
+        const status = result.published ? 'approved' : 'pending';
+        const doc = new XmlDocument('recommendation', { id: result.id, status });
+        const location = this.deps.site.paths.url(this.deps.routes.recommendations!, username);
+        return documentResponse(result.published ? 201 : 202, 'application/xml; charset=utf-8', doc.end(), { Location: location });
+      }
+    }
   }
 
   /** Readers by recommendation count: SiteReader takes the count when it prepares its statements. */

@@ -215,12 +215,21 @@ const MUTATIONS: Record<string, Mutation> = {
   },
   changeOwnRows(db, r) {
     const user = r.row(db, 'users');
-    const what = r.pick(['recommend', 'hideRecommendation', 'concept', 'source', 'reading', 'account']);
+    const what = r.pick(['recommend', 'hideRecommendation', 'receivePending', 'moderate', 'moderate', 'dropRecommendation', 'concept', 'source', 'reading', 'account']);
     if (what === 'recommend') {
       db.prepare('INSERT INTO recommendations (user_id, title, link, image, created_at) VALUES (?, ?, ?, ?, ?)').run(
         user, `Rec ${++serial}`, 'https://e.example.com/w', 'https://e.example.com/t.jpg', T0 + serial);
     }
     if (what === 'hideRecommendation') db.prepare('UPDATE recommendations SET is_public = 1 - is_public WHERE id = ?').run(r.row(db, 'recommendations'));
+    // Moderation (migration 3): a pending row received, then approved, rejected or deleted.
+    if (what === 'receivePending') {
+      db.prepare(`INSERT INTO recommendations (user_id, title, link, image, status, created_at) VALUES (?, ?, ?, ?, 'pending', ?)`).run(
+        user, `Pending ${++serial}`, `https://e.example.com/p${serial}`, 'https://e.example.com/t.jpg', T0 + serial);
+    }
+    if (what === 'moderate') {
+      db.prepare('UPDATE recommendations SET status = ? WHERE id = ?').run(r.pick(['approved', 'rejected', 'pending']), r.row(db, 'recommendations'));
+    }
+    if (what === 'dropRecommendation') db.prepare('DELETE FROM recommendations WHERE id = ?').run(r.row(db, 'recommendations'));
     if (what === 'concept') {
       db.prepare('INSERT OR REPLACE INTO attention_concepts (user_id, category_id, value, updated_at) VALUES (?, ?, ?, ?)').run(user, r.row(db, 'categories'), r.int(0, 100) / 100, T0);
     }

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/site-fixture.js';
@@ -50,13 +50,22 @@ function recommendationRows(db: string): number {
 const GOOD = ['--title', 'Brand <new> & "shiny"', '--image', 'https://img.example.org/new.jpg', '--link', 'https://video.example.org/watch?v=new&t=1'];
 
 describe('vidfeeds recommend', () => {
-  it('stores a recommendation that the next `build --user` shows first', () => {
+  it('holds a recommendation for moderation; once approved, the next build shows it first', () => {
     const { dir } = site();
     const stored = vidfeeds(dir, 'recommend', 'alice', '--db', 'site.sqlite', ...GOOD, '--description', 'Worth it', '--duration', '3:25');
     expect(stored.code, stored.stderr).toBe(0);
-    expect(stored.stdout).toMatch(/^stored recommendation \d+ for alice\n$/);
-    expect(stored.stderr).toContain('vidfeeds build --user alice');
+    const id = /^stored recommendation (\d+) for alice, pending moderation\n$/.exec(stored.stdout)?.[1];
+    expect(id, stored.stdout).toBeDefined();
+    expect(stored.stderr).toContain(`vidfeeds recommendations approve ${id} --db ${join(dir, 'site.sqlite')}`);
 
+    const first = vidfeeds(dir, 'build', '--db', 'site.sqlite', '--out', 'out', '--user', 'alice');
+    expect(first.code, first.stderr).toBe(0);
+    const before = readFileSync(join(dir, 'out/alice/openrecommender/index.xml'), 'utf8');
+    expect(before).not.toContain('Brand');
+
+    const approved = vidfeeds(dir, 'recommendations', 'approve', id!, '--db', 'site.sqlite');
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toBe(`${id}\n`);
     const built = vidfeeds(dir, 'build', '--db', 'site.sqlite', '--out', 'out', '--user', 'alice');
     expect(built.code, built.stderr).toBe(0);
     const body = readFileSync(join(dir, 'out/alice/openrecommender/index.xml'), 'utf8');
@@ -67,6 +76,45 @@ describe('vidfeeds recommend', () => {
     expect(xpath(body, 'string(/recommendations/recommendation[1]/image)')).toBe('https://img.example.org/new.jpg');
     expect(xpath(body, 'string(/recommendations/recommendation[1]/description)')).toBe('Worth it');
     expect(xpath(body, 'count(/recommendations/recommendation)')).toBe('8');
+  });
+
+  it('publishes at once when the configuration says so, and refuses the same link twice (exit 1)', () => {
+    const { dir, db } = site();
+    writeFileSync(join(dir, 'vidfeeds.config.json'), JSON.stringify({ recommendationSubmit: { publishAtOnce: true } }));
+    const stored = vidfeeds(dir, 'recommend', 'alice', '--db', 'site.sqlite', ...GOOD);
+    expect(stored.code, stored.stderr).toBe(0);
+    expect(stored.stdout).toMatch(/^stored recommendation \d+ for alice, published\n$/);
+    expect(stored.stderr).toContain('vidfeeds build --user alice');
+    const built = vidfeeds(dir, 'build', '--db', 'site.sqlite', '--out', 'out', '--user', 'alice');
+    expect(built.code, built.stderr).toBe(0);
+    const body = readFileSync(join(dir, 'out/alice/openrecommender/index.xml'), 'utf8');
+    expect(xpath(body, 'string(/recommendations/recommendation[1]/title)')).toBe('Brand <new> & "shiny"');
+
+    const rows = recommendationRows(db);
+    const again = vidfeeds(dir, 'recommend', 'alice', '--db', 'site.sqlite', ...GOOD);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/"alice" already has this link \(recommendation \d+\); nothing stored/);
+    expect(recommendationRows(db)).toBe(rows);
+  });
+
+  it('keeps to the per-user limits and the allowed hosts of the configuration', () => {
+    const { dir, db } = site();
+    writeFileSync(
+      join(dir, 'limits.json'),
+      JSON.stringify({ recommendationSubmit: { allowedHosts: ['*.example.org'], perUser: { limit: 100, windowSeconds: 3600, maxPending: 2 } } }),
+    );
+    const send = (n: number) =>
+      vidfeeds(dir, 'recommend', 'alice', '--db', 'site.sqlite', '--config', 'limits.json', ...GOOD.slice(0, 4), '--link', `https://video.example.org/${n}`);
+    const rows = recommendationRows(db);
+    expect(send(1).code).toBe(0);
+    expect(send(2).code).toBe(0);
+    const third = send(3);
+    expect(third.code).toBe(1);
+    expect(third.stderr).toMatch(/this user has 2 recommendations awaiting moderation, the most allowed \(try again in 3600 seconds\); nothing stored/);
+    const elsewhere = vidfeeds(dir, 'recommend', 'alice', '--db', 'site.sqlite', '--config', 'limits.json', ...GOOD.slice(0, 4), '--link', 'https://evil.example.net/x');
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.stderr).toContain('--link: link must point at *.example.org');
+    expect(recommendationRows(db)).toBe(rows + 2);
   });
 
   it('refuses bad input with a clear error naming the flag, exit 2, nothing stored', () => {

@@ -77,6 +77,23 @@ describe('vidfeeds hosting nginx', () => {
     expect(verdict.ok, verdict.output).toBe(true);
   });
 
+  it('limits recommendation POSTs per client address with --upstream, from recommendationSubmit.perClient', () => {
+    const dir = work();
+    writeFileSync(join(dir, 'vidfeeds.config.json'), JSON.stringify({ recommendationSubmit: { perClient: { limit: 120, windowSeconds: 60, maxPending: 5 } } }));
+    const proxied = cli(['hosting', 'nginx', '--root', dir, '--upstream', '127.0.0.1:8081'], { cwd: dir });
+    expect(proxied.code, proxied.stderr).toBe(0);
+    expect(proxied.stdout).toContain('limit_req_zone $vidfeeds_post_client zone=vidfeeds_post:10m rate=120r/m;');
+    expect(proxied.stdout).toContain('limit_req zone=vidfeeds_post burst=119 nodelay;');
+    expect(proxied.stdout).toContain('add_header Retry-After 1 always;');
+    expect(cli(['hosting', 'nginx', '--root', dir], { cwd: dir }).stdout).not.toContain('limit_req');
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ recommendationSubmit: { trustedProxies: ['10.0.0.0/33'] } }));
+    const bad = cli(['hosting', 'nginx', '--root', dir, '--upstream', '127.0.0.1:8081', '--config', 'bad.json'], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('recommendationSubmit.trustedProxies[0] must be an IP address or a CIDR range');
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ recommendationSubmit: { perUser: { limit: 0, windowSeconds: 60, maxPending: 1 } } }));
+    expect(cli(['hosting', 'nginx', '--root', dir, '--config', 'bad.json'], { cwd: dir }).stderr).toContain('recommendationSubmit.perUser.limit must be from 1');
+  });
+
   it('names each content type of the table once per location, and no charset directive that could add a second', () => {
     const text = cli(['hosting', 'nginx', '--root', work()]).stdout;
     for (const row of PRODUCT_TABLE) expect(text, row.url).toContain(`default_type "${row.type}";`);

@@ -213,7 +213,7 @@ describe('nginx with vidfeeds serve as its upstream', () => {
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: form,
     });
-    expect(post.status, post.text).toBe(201);
+    expect(post.status, post.text).toBe(202);
     const huge = await http(port.root, '/bob/openrecommender/', {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },

@@ -184,15 +184,74 @@ describe('?recommendations=N', () => {
 describe('the recommendation POST', () => {
   const valid = { title: 'A <good> one', image: 'https://img.example/a.jpg', link: 'https://vid.example/a', description: 'Nice & short' };
 
-  it('stores a valid recommendation: 201 with the item, and the list shows it first', () => {
+  it('holds a valid recommendation for moderation: 202 with its id and status, repeating nothing sent', () => {
     const s = site();
-    const r = s.post('/uploader/openrecommender/', valid);
-    expect(r.status, text(r)).toBe(201);
+    const r = s.post('/uploader/openrecommender/', { ...valid, link: 'https://vid.example/<script>alert(1)</script>' });
+    expect(r.status, text(r)).toBe(202);
     expect(r.headers['Content-Type']).toBe('application/xml; charset=utf-8');
     expect(r.headers.Location).toBe('https://videos.example.org/uploader/openrecommender/');
-    expect(text(r)).toContain('<title>A &lt;good&gt; one</title>');
+    const id = s.db.prepare<[], { id: number }>('SELECT max(id) AS id FROM recommendations').get()!.id;
+    expect(text(r)).toBe(`<?xml version="1.0" encoding="UTF-8"?><recommendation id="${id}" status="pending"/>\n`);
+    expect(text(s.get('/uploader/openrecommender/?recommendations=100'))).not.toContain('good');
+  });
+
+  it('publishes at once when the configuration says so: 201, and the list shows it first', () => {
+    const config = testConfig();
+    config.recommendationSubmit.publishAtOnce = true;
+    const s = site(config);
+    const r = s.post('/uploader/openrecommender/', valid);
+    expect(r.status, text(r)).toBe(201);
+    expect(text(r)).toMatch(/<recommendation id="\d+" status="approved"\/>\n$/);
     const list = s.get('/uploader/openrecommender/?recommendations=1');
     expect(text(list)).toContain('A &lt;good&gt; one');
+  });
+
+  it('refuses the same link twice (409) and answers 429 with Retry-After past the per-client rate', () => {
+    const config = testConfig();
+    config.recommendationSubmit.perClient = { limit: 2, windowSeconds: 600, maxPending: 10 };
+    const s = site(config);
+    const from = (address: string, n: number) => s.server.handle({
+      method: 'POST',
+      target: '/uploader/openrecommender/',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: Buffer.from(new URLSearchParams({ ...valid, link: `https://vid.example/${n}` }).toString()),
+      remoteAddress: address,
+    });
+    expect(from('192.0.2.1', 1).status).toBe(202);
+    expect(from('192.0.2.2', 1).status).toBe(409);
+    expect(from('192.0.2.1', 2).status).toBe(202);
+    const limited = from('192.0.2.1', 3);
+    expect(limited.status).toBe(429);
+    expect(limited.headers['Retry-After']).toBe('600');
+    expect(text(limited)).toContain('this address has sent 2 recommendations in 600 seconds');
+    expect(from('::ffff:192.0.2.1', 4).status).toBe(429);
+    expect(from('192.0.2.3', 3).status).toBe(202);
+    expect(s.db.prepare('SELECT count(*) AS n FROM recommendations').get()).toEqual({ n: 15 });
+  });
+
+  it('believes X-Forwarded-For only from a trusted proxy, read from the right', () => {
+    const config = testConfig();
+    config.recommendationSubmit.perClient = { limit: 1, windowSeconds: 600, maxPending: 10 };
+    config.recommendationSubmit.trustedProxies = ['127.0.0.1', '10.0.0.0/8'];
+    const s = site(config);
+    let n = 0;
+    const post = (remoteAddress: string, forwardedFor?: string) => s.server.handle({
+      method: 'POST',
+      target: '/uploader/openrecommender/',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) },
+      body: Buffer.from(new URLSearchParams({ ...valid, link: `https://vid.example/${++n}` }).toString()),
+      remoteAddress,
+    });
+    const submitters = () => s.db.prepare<[], { a: string }>('SELECT submitter_address AS a FROM recommendations WHERE submitter_address IS NOT NULL ORDER BY id').all().map((r) => r.a);
+    expect(post('127.0.0.1', '198.51.100.1').status).toBe(202);
+    // A client's own X-Forwarded-For is left of what nginx appends; the rightmost untrusted hop counts.
+    expect(post('127.0.0.1', '198.51.100.1, 198.51.100.2').status).toBe(202);
+    expect(post('127.0.0.1', '203.0.113.5, 198.51.100.1, 10.1.2.3').status).toBe(429);
+    // Anyone else's header is not believed: counted under the connection's own address.
+    expect(post('192.0.2.9', '198.51.100.3').status).toBe(202);
+    expect(post('192.0.2.9', '198.51.100.4').status).toBe(429);
+    expect(post('127.0.0.1', 'not-an-address').status).toBe(400);
+    expect(submitters()).toEqual(['198.51.100.1', '198.51.100.2', '192.0.2.9']);
   });
 
   it.each([

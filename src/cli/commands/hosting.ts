@@ -6,7 +6,7 @@ import { loadConfig } from '../../config/config.js';
 import { FORMATS } from '../../formats/registry.js';
 import { htaccess } from '../../hosting/apache.js';
 import { buildManifest } from '../../hosting/manifest.js';
-import { nginxConfig } from '../../hosting/nginx.js';
+import { nginxConfig, postLimitOf } from '../../hosting/nginx.js';
 import { headersFile, redirectsFile, type PagesHost } from '../../hosting/pages.js';
 import { routesOf } from '../../hosting/routes.js';
 import { checkFormatTable, SitePaths } from '../../paths/site-paths.js';
@@ -118,6 +118,7 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
       .option('--name <name>', 'prefix of the names added to nginx (zones, maps, locations)', parseName, 'vidfeeds'),
   ).action((flags: NginxFlags) => {
     const paths = sitePaths(flags);
+    const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
     if ((flags.videoLocation === undefined) !== (flags.videoRoot === undefined)) {
       throw new UsageError('--video-location and --video-root go together');
     }
@@ -133,6 +134,7 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
         serverName: flags.serverName ?? new URL(paths.base).hostname,
         basePath: decodedBasePath(paths),
         upstream: flags.upstream,
+        postLimit: postLimitOf(config.recommendationSubmit.perClient),
         botRate: flags.automatedRate,
         botBurst: flags.automatedBurst,
         videoLocation: flags.videoLocation,
