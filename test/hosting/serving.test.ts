@@ -314,8 +314,9 @@ describe.skipIf(APACHE_MISSING !== null)('Apache set up as docs/deploy.md says',
   });
 
   it('never serves the .htaccess itself (403 from Debian\'s own rule for .ht* names)', async () => {
-    for (const target of ['/.htaccess', `${encodeURI(BASE_PATH)}/.htaccess`]) {
-      const answer = await http(target.startsWith('/.') ? port.apacheRoot : port.apacheBase, target);
+    const requests: Array<[number, string]> = [[port.apacheRoot, '/.htaccess'], [port.apacheBase, `${encodeURI(BASE_PATH)}/.htaccess`]];
+    for (const [p, target] of requests) {
+      const answer = await http(p, target);
       expect(answer.status, target).toBe(403);
       expect(answer.text).not.toContain('RewriteRule');
     }
