@@ -105,7 +105,18 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
     lines.push('');
   }
 
-  lines.push('# Files answer GET and HEAD; another method gets 405, as from nginx.', 'RewriteCond %{REQUEST_METHOD} !^(GET|HEAD)$', 'RewriteRule ^ - [R=405,L]', '');
+  // Each served URL below the base, as the rules below match it (a capture group for the key).
+  const keyedPatterns = routes.keyed.map((format) => `${key}/${literal(format.dir)}${format.urlName === '' ? '/?' : `/${literal(format.urlName)}`}`);
+  const sitePatterns = routes.site.map((format) =>
+    format.alsoWrites === undefined ? literal(format.file) : `(${literal(format.file)}|${format.alsoWrites.source.slice(1, -1)})`,
+  );
+  // Apache would answer a POST to a file with the file; nginx answers 405, and 404 off the table.
+  lines.push(
+    '# The URLs of the table answer GET and HEAD; another method gets 405, as from nginx.',
+    'RewriteCond %{REQUEST_METHOD} !^(GET|HEAD)$',
+    `RewriteRule ${quote(`^(?:${[...keyedPatterns, ...sitePatterns].join('|')})$`)} - [R=405,L]`,
+    '',
+  );
   if (routes.oembed !== null) {
     const o = routes.oembed;
     const pattern = `^${key}/${literal(o.dir)}/?$`;
@@ -118,15 +129,13 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
       lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${form.dir}/${form.file}`)} [${flags}]`);
     }
   }
-  for (const format of routes.keyed) {
-    const tail = format.urlName === '' ? '/?' : `/${literal(format.urlName)}`;
+  for (const [i, format] of routes.keyed.entries()) {
     lines.push(`# ${format.name}: ${urlPattern(format)}`);
-    lines.push(`RewriteRule ${quote(`^${key}/${literal(format.dir)}${tail}$`)} ${quote(`$1/${format.dir}/${format.file}`)} [${flags}]`);
+    lines.push(`RewriteRule ${quote(`^${keyedPatterns[i]}$`)} ${quote(`$1/${format.dir}/${format.file}`)} [${flags}]`);
   }
-  for (const format of routes.site) {
+  for (const [i, format] of routes.site.entries()) {
     lines.push(`# ${format.name}: ${urlPattern(format)}`);
-    const name = format.alsoWrites === undefined ? `^${literal(format.file)}$` : `^(${literal(format.file)}|${format.alsoWrites.source.slice(1, -1)})$`;
-    lines.push(`RewriteRule ${quote(name)} - [END]`);
+    lines.push(`RewriteRule ${quote(`^${sitePatterns[i]}$`)} - [END]`);
   }
   lines.push('', '# Everything else, the files under their own names included.', 'RewriteRule ^ - [R=404,L]', '');
   return lines.join('\n');

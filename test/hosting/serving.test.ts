@@ -300,6 +300,8 @@ describe.each(PROXIES)('%s with vidfeeds serve as its upstream', (_server, ports
       body: 'title=x',
     });
     expect(post.status).toBe(405);
+    // A URL off the table is absent whatever the method.
+    expect((await http(base, `${encodeURI(BASE_PATH)}/bob/nothing/`, { method: 'POST', body: 'title=x' })).status).toBe(404);
     // Outside the base path nothing is served.
     expect((await http(base, '/alice/rss/')).status).toBe(404);
   });
