@@ -50,7 +50,10 @@ export interface RobotsConfig {
 }
 
 export interface PlayerConfig {
-  /** Name of the embed template in the templates directory (`flash` or `html5` ship with vidfeeds). */
+  /**
+   * Name of the embed template in the templates directory: `html5` (the default, a `<video>` that
+   * plays in current browsers) or `flash` (the seed's object/embed) ship with vidfeeds.
+   */
   template: string;
   /** A site's own templates directory; templates found there win over the shipped ones. */
   templatesDir: string | null;
@@ -65,6 +68,12 @@ export interface PlayerConfig {
   /** Flashvar `linkfromdisplay`: clicking the picture opens the video page. */
   linkFromDisplay: boolean;
   linkTarget: string;
+  /**
+   * The HTML5 player asks for the video and captions with CORS (`crossorigin="anonymous"`), which a
+   * `<track>` on another host than the embedding page needs, and which fails unless the hosts of
+   * the files send `Access-Control-Allow-Origin`. Off by default, so a host without CORS still plays.
+   */
+  crossOrigin: boolean;
   backColor: string;
   frontColor: string;
   lightColor: string;
@@ -90,7 +99,7 @@ export const DEFAULT_CONFIG: SiteConfig = {
   crossDomain: { allowAccessFrom: [], permittedCrossDomainPolicies: 'master-only' },
   robots: { disallow: [] },
   player: {
-    template: 'flash',
+    template: 'html5',
     templatesDir: null,
     width: 400,
     height: 300,
@@ -99,6 +108,7 @@ export const DEFAULT_CONFIG: SiteConfig = {
     statsCallbackUrl: '',
     linkFromDisplay: true,
     linkTarget: '_blank',
+    crossOrigin: false,
     backColor: '0x000000',
     frontColor: '0xCCCCCC',
     lightColor: '0x557722',
@@ -234,6 +244,7 @@ export function validateConfig(raw: Json, source: string): SiteConfig {
   if (p.statsCallbackUrl !== '') check.httpUrl('player.statsCallbackUrl', p.statsCallbackUrl);
   check.boolean('player.linkFromDisplay', p.linkFromDisplay);
   check.pattern('player.linkTarget', p.linkTarget, /^_?[A-Za-z0-9_-]{1,64}$/, 'a link target such as _blank or _self');
+  check.boolean('player.crossOrigin', p.crossOrigin);
   for (const key of ['backColor', 'frontColor', 'lightColor'] as const) {
     check.pattern(`player.${key}`, p[key], /^0x[0-9A-Fa-f]{6}$/, 'a colour written 0x followed by six hex digits');
   }

@@ -18,7 +18,7 @@ import type { SiteContext } from '../model/site-context.js';
 import { XmlDocument } from '../render/xml.js';
 import { callbackProblem, jsonpBody } from './jsonp.js';
 import { documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
-import { oembedJson, oembedResponse, oembedXml, storeRecommendation, validateRecommendation, videoByPublicId } from './site-apis.js';
+import { oembedHtml, oembedJson, oembedResponse, oembedXml, storeRecommendation, validateRecommendation, videoByPublicId } from './site-apis.js';
 
 /**
  * The core of `vidfeeds serve`: one request in, one response out, no socket. It serves the built
@@ -166,7 +166,7 @@ export class SiteServer {
       maxheight: sizes.maxheight ?? sizes.height,
     });
     if (callback !== null) return documentResponse(200, 'application/javascript; charset=utf-8', jsonpBody(callback, oembedJson(response)));
-    const body = isJson ? oembedJson(response) : kind === 'text/html' ? response.html : oembedXml(response);
+    const body = isJson ? oembedJson(response) : kind === 'text/html' ? oembedHtml(response, site.config.language) : oembedXml(response);
     return documentResponse(200, form.mediaType, body);
   }
 
