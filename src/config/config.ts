@@ -12,8 +12,15 @@ export interface SiteConfig {
   copyright: string;
   /** Address of the site's operator: FOAF `admin:errorReportsTo`, OpenSearch `Contact`. */
   contactEmail: string;
-  /** Site logo (RSS channel image). */
+  /** Site logo (RSS channel image, OpenSearch `Image`). */
   logoUrl: string;
+  /**
+   * The logo's size in pixels and media type, all three or none. The OpenSearch `Image` is
+   * written only when they are known: feed validators require its height, width and type.
+   */
+  logoWidth: number | null;
+  logoHeight: number | null;
+  logoType: string | null;
   /** URL templates of the site's own pages, which our documents link to. */
   pages: PageTemplates;
   /** Number of recommendations in `/<user>/openrecommender/`. */
@@ -88,6 +95,9 @@ export const DEFAULT_CONFIG: SiteConfig = {
   copyright: 'Copyright the uploaders. All rights reserved.',
   contactEmail: 'webmaster@example.org',
   logoUrl: 'http://localhost:8080/static/logo.png',
+  logoWidth: null,
+  logoHeight: null,
+  logoType: null,
   pages: {
     user: '{base}/{user}/',
     video: '{base}/{video}/',
@@ -212,6 +222,12 @@ export function validateConfig(raw: Json, source: string): SiteConfig {
   check.text('copyright', c.copyright, { max: 1024 });
   check.pattern('contactEmail', c.contactEmail, /^[^\s@<>"]+@[^\s@<>"]+$/, 'an e-mail address');
   if (c.logoUrl !== '') check.httpUrl('logoUrl', c.logoUrl);
+  if (c.logoWidth !== null) check.integer('logoWidth', c.logoWidth, 1, 10000);
+  if (c.logoHeight !== null) check.integer('logoHeight', c.logoHeight, 1, 10000);
+  if (c.logoType !== null) check.pattern('logoType', c.logoType, /^image\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/, 'an image media type such as image/png');
+  const logoFacts = [c.logoWidth, c.logoHeight, c.logoType].filter((v) => v !== null).length;
+  if (logoFacts !== 0 && logoFacts !== 3) check.fail('logoWidth/logoHeight/logoType', 'go together: set all three, or none (null)');
+  if (logoFacts === 3 && c.logoUrl === '') check.fail('logoUrl', 'must be set when logoWidth, logoHeight and logoType are (or set those to null)');
   check.object('pages', c.pages);
   check.template('pages.user', c.pages.user, ['{user}']);
   check.template('pages.video', c.pages.video, ['{video}']);
