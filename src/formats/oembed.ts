@@ -175,7 +175,7 @@ const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => HTML_ESCAPES
  */
 export function oembedHtml(response: OembedResponse, language: string): string {
   return (
-    `<!DOCTYPE html>\n<html lang="${escapeHtml(language)}">\n<head>\n<meta charset="utf-8">\n` +
+    `<!DOCTYPE html>\n<html lang="${escapeHtml(language)}">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
     `<title>${escapeHtml(response.title)}</title>\n<style>body{margin:0}</style>\n</head>\n` +
     `<body>\n${response.html}\n</body>\n</html>\n`
   );

@@ -87,6 +87,23 @@ describe('embed templates', () => {
     expect(without[1]!.attrs.type).toBe('video/webm');
   });
 
+  it('writes the source type only when the database holds a well-formed media type', () => {
+    const { db, file, cleanup } = createTestDb();
+    cleanups.push(cleanup);
+    const user = insertUser(db, { username: 'uploader' });
+    const types = { plain: 'video/mp4', codecs: 'video/webm; codecs="vp8, vorbis"', bare: 'flv', spaced: 'video/mp4 extra', markup: 'video/<b>' };
+    for (const [id, type] of Object.entries(types)) insertVideo(db, user.id, { public_id: id, file_type: type });
+    const { writer } = buildInMemory(file, { config: config({}), only: new Set(['oembed-html']) });
+    const sourceOf = (id: string) => allElements(parseHtmlPage(writer.text(`${id}/oembed/html`)).body).find((e) => e.tag === 'source')!.attrs;
+    expect(sourceOf('plain').type).toBe('video/mp4');
+    expect(sourceOf('codecs').type).toBe('video/webm; codecs="vp8, vorbis"');
+    // A browser skips a source whose type it cannot parse, and sniffs one without a type.
+    for (const id of ['bare', 'spaced', 'markup']) {
+      expect(sourceOf(id), id).not.toHaveProperty('type');
+      expect(sourceOf(id).src, id).toMatch(/^https:/);
+    }
+  });
+
   it('asks for the files with CORS only when player.crossOrigin is on', () => {
     const { db, file, cleanup } = createTestDb();
     cleanups.push(cleanup);
