@@ -13,8 +13,15 @@ export interface SiteConfig {
   copyright: string;
   /** Address of the site's operator: FOAF `admin:errorReportsTo`, OpenSearch `Contact`. */
   contactEmail: string;
-  /** Site logo (RSS channel image). */
+  /** Site logo (RSS channel image, OpenSearch `Image`). */
   logoUrl: string;
+  /**
+   * The logo's size in pixels and media type, all three or none. The OpenSearch `Image` is
+   * written only when they are known: feed validators require its height, width and type.
+   */
+  logoWidth: number | null;
+  logoHeight: number | null;
+  logoType: string | null;
   /** URL templates of the site's own pages, which our documents link to. */
   pages: PageTemplates;
   /** Number of recommendations in `/<user>/openrecommender/`. */
@@ -76,7 +83,10 @@ export interface RobotsConfig {
 }
 
 export interface PlayerConfig {
-  /** Name of the embed template in the templates directory (`flash` or `html5` ship with vidfeeds). */
+  /**
+   * Name of the embed template in the templates directory: `html5` (the default, a `<video>` that
+   * plays in current browsers) or `flash` (the seed's object/embed) ship with vidfeeds.
+   */
   template: string;
   /** A site's own templates directory; templates found there win over the shipped ones. */
   templatesDir: string | null;
@@ -91,6 +101,12 @@ export interface PlayerConfig {
   /** Flashvar `linkfromdisplay`: clicking the picture opens the video page. */
   linkFromDisplay: boolean;
   linkTarget: string;
+  /**
+   * The HTML5 player asks for the video and captions with CORS (`crossorigin="anonymous"`), which a
+   * `<track>` on another host than the embedding page needs, and which fails unless the hosts of
+   * the files send `Access-Control-Allow-Origin`. Off by default, so a host without CORS still plays.
+   */
+  crossOrigin: boolean;
   backColor: string;
   frontColor: string;
   lightColor: string;
@@ -105,6 +121,9 @@ export const DEFAULT_CONFIG: SiteConfig = {
   copyright: 'Copyright the uploaders. All rights reserved.',
   contactEmail: 'webmaster@example.org',
   logoUrl: 'http://localhost:8080/static/logo.png',
+  logoWidth: null,
+  logoHeight: null,
+  logoType: null,
   pages: {
     user: '{base}/{user}/',
     video: '{base}/{video}/',
@@ -123,7 +142,7 @@ export const DEFAULT_CONFIG: SiteConfig = {
   crossDomain: { allowAccessFrom: [], permittedCrossDomainPolicies: 'master-only' },
   robots: { disallow: [] },
   player: {
-    template: 'flash',
+    template: 'html5',
     templatesDir: null,
     width: 400,
     height: 300,
@@ -132,6 +151,7 @@ export const DEFAULT_CONFIG: SiteConfig = {
     statsCallbackUrl: '',
     linkFromDisplay: true,
     linkTarget: '_blank',
+    crossOrigin: false,
     backColor: '0x000000',
     frontColor: '0xCCCCCC',
     lightColor: '0x557722',
@@ -235,6 +255,12 @@ export function validateConfig(raw: Json, source: string): SiteConfig {
   check.text('copyright', c.copyright, { max: 1024 });
   check.pattern('contactEmail', c.contactEmail, /^[^\s@<>"]+@[^\s@<>"]+$/, 'an e-mail address');
   if (c.logoUrl !== '') check.httpUrl('logoUrl', c.logoUrl);
+  if (c.logoWidth !== null) check.integer('logoWidth', c.logoWidth, 1, 10000);
+  if (c.logoHeight !== null) check.integer('logoHeight', c.logoHeight, 1, 10000);
+  if (c.logoType !== null) check.pattern('logoType', c.logoType, /^image\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/, 'an image media type such as image/png');
+  const logoFacts = [c.logoWidth, c.logoHeight, c.logoType].filter((v) => v !== null).length;
+  if (logoFacts !== 0 && logoFacts !== 3) check.fail('logoWidth/logoHeight/logoType', 'go together: set all three, or none (null)');
+  if (logoFacts === 3 && c.logoUrl === '') check.fail('logoUrl', 'must be set when logoWidth, logoHeight and logoType are (or set those to null)');
   check.object('pages', c.pages);
   check.template('pages.user', c.pages.user, ['{user}']);
   check.template('pages.video', c.pages.video, ['{video}']);
@@ -282,6 +308,7 @@ export function validateConfig(raw: Json, source: string): SiteConfig {
   if (p.statsCallbackUrl !== '') check.httpUrl('player.statsCallbackUrl', p.statsCallbackUrl);
   check.boolean('player.linkFromDisplay', p.linkFromDisplay);
   check.pattern('player.linkTarget', p.linkTarget, /^_?[A-Za-z0-9_-]{1,64}$/, 'a link target such as _blank or _self');
+  check.boolean('player.crossOrigin', p.crossOrigin);
   for (const key of ['backColor', 'frontColor', 'lightColor'] as const) {
     check.pattern(`player.${key}`, p[key], /^0x[0-9A-Fa-f]{6}$/, 'a colour written 0x followed by six hex digits');
   }
