@@ -1,3 +1,5 @@
+import type { ChangeKeys, ChangeRecord, OwnerLookups } from '../db/change-log.js';
+
 /**
  * Which owners' documents a set of recorded database changes affects. Pure: it reads the change
  * records and asks `OwnerLookups` about the rows as they are now; it touches no database itself,
@@ -16,51 +18,6 @@
  * Site files (the sitemap) read only the set of published names: the build renders them when an
  * affected owner gained or lost documents.
  */
-
-export type ChangeOp = 'insert' | 'update' | 'delete';
-
-/** A row's keys as a trigger recorded them (see migration 2 and docs/database.md "change_log"). */
-export type ChangeKeys = Readonly<Record<string, string | number | null>>;
-
-/** One entry of the database's `change_log`. */
-export interface ChangeRecord {
-  readonly seq: number;
-  readonly table: string;
-  readonly op: ChangeOp;
-  /** The row's keys before the change; null for an insert. */
-  readonly old: ChangeKeys | null;
-  /** The row's keys after the change; null for a delete. */
-  readonly new: ChangeKeys | null;
-}
-
-/**
- * Questions about the database as it is now, each for many ids at once (one query, not one per
- * row). They answer with ids of rows that exist now; what is gone is known from the records' old keys.
- */
-export interface OwnerLookups {
-  /** Users who list one of these users as a friend (their FOAF `knows` shows them). */
-  usersBefriending(userIds: readonly number[]): number[];
-  /** Users who hold one of these videos in saved videos, history or attention sources. */
-  usersReferencingVideos(videoIds: readonly number[]): number[];
-  /** Users whose attention sources name one of these users as the supplier. */
-  usersSuppliedBy(userIds: readonly number[]): number[];
-  /** Users with an interest in one of these tags. */
-  usersInterestedIn(tagIds: readonly number[]): number[];
-  /** Members of these groups. */
-  membersOfGroups(groupIds: readonly number[]): number[];
-  /** Groups these users own. */
-  groupsOwnedBy(userIds: readonly number[]): number[];
-  /** Groups that feature one of these videos. */
-  groupsFeaturing(videoIds: readonly number[]): number[];
-  /** Videos these users uploaded. */
-  videosUploadedBy(userIds: readonly number[]): number[];
-  /** Videos in these categories. */
-  videosInCategories(categoryIds: readonly number[]): number[];
-  /** Videos carrying one of these tags. */
-  videosTagged(tagIds: readonly number[]): number[];
-  /** The uploaders of these videos. */
-  uploadersOf(videoIds: readonly number[]): number[];
-}
 
 /** Owners whose documents must be rendered again ('all' when every one of that kind is). */
 export interface AffectedOwners {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { affectedOwners, type ChangeRecord, type OwnerLookups } from '../../src/build/changes.js';
+import { affectedOwners } from '../../src/build/changes.js';
+import type { ChangeRecord, OwnerLookups } from '../../src/db/change-log.js';
 
 /**
  * The dependency rules, over change records and look-ups built in memory (no database): a tiny site
