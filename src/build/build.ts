@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
 import type { SiteReader, UserRow, VideoEntry } from '../db/site-reader.js';
-import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { Format, SiteContext, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { SiteIndex, UserPart } from '../model/views.js';
 import { showName } from '../paths/names.js';
 import type { BuildState, Owner } from './build-state.js';

@@ -2,9 +2,8 @@ import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';
-import type { Format } from '../formats/format.js';
+import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
-import type { SiteContext } from '../model/site-context.js';
 import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './build-record.js';
 import { BuildState, defaultStateFile } from './build-state.js';
 import { runBuild, type BuildReport, type BuildReporter } from './build.js';
@@ -12,7 +11,8 @@ import { buildFingerprint } from './incremental.js';
 import { acquireBuildLock, type BuildLock } from './lock.js';
 import { createDirectoryWriter } from './write-pool.js';
 import { checkStateShard, type ShardSpec } from './shard.js';
-import { createSiteContext, VIDFEEDS_VERSION } from './site-context.js';
+import { VIDFEEDS_VERSION } from '../config/version.js';
+import { createSiteContext } from './site-context.js';
 
 /**
  * One build of a database into an output directory, with its edges: the lock, the database, the

@@ -1,14 +1,11 @@
-import { readFileSync } from 'node:fs';
 import type { SiteConfig } from '../config/config.js';
-import type { Format } from '../formats/format.js';
-import type { SiteContext } from '../model/site-context.js';
+import { VIDFEEDS_GENERATOR } from '../config/version.js';
+import type { Format, SiteContext } from '../formats/format.js';
 import type { VideoView } from '../model/views.js';
-import { checkFormatTable, SitePaths } from '../paths/site-paths.js';
-import { createEmbedRenderer } from '../render/embed.js';
-
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string; name: string };
-
-export const VIDFEEDS_VERSION: string = pkg.version;
+import { SitePaths } from '../paths/site-paths.js';
+import { checkPlaces } from '../paths/url-scheme.js';
+import { recommendations } from '../formats/recommendations.js';
+import { createEmbedRenderer, type EmbedLinks } from '../render/embed.js';
 
 /** A video with every field set, to check templates before a build writes anything. */
 export const SAMPLE_VIDEO: VideoView = {
@@ -38,14 +35,23 @@ export const SAMPLE_VIDEO: VideoView = {
  * templates here means a missing or broken template stops the build before any file is written.
  */
 export function createSiteContext(config: SiteConfig, formats: readonly Format[], now: Date = new Date()): SiteContext {
-  checkFormatTable(formats);
+  checkPlaces(formats);
   const paths = new SitePaths(config.baseUrl, config.pages, formats);
   return {
     config,
     paths,
     now,
     formats,
-    embed: createEmbedRenderer(config.player, paths, SAMPLE_VIDEO),
-    generator: { name: 'vidfeeds', version: VIDFEEDS_VERSION, uri: 'https://www.npmjs.com/package/vidfeeds' },
+    embed: createEmbedRenderer(config.player, embedLinks(paths), SAMPLE_VIDEO),
+    generator: { ...VIDFEEDS_GENERATOR },
+  };
+}
+
+/** The URLs an embed links to: the site's pages and the uploader's recommendations document. */
+function embedLinks(paths: SitePaths): EmbedLinks {
+  return {
+    videoPage: (publicId) => paths.videoPage(publicId),
+    userPage: (username) => paths.userPage(username),
+    recommendations: (username) => paths.url(recommendations, username),
   };
 }

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { readFileSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { SiteReader } from '../db/site-reader.js';
-import type { UserFormat, VideoFormat } from '../formats/format.js';
+import type { SiteContext, UserFormat, VideoFormat } from '../formats/format.js';
 import {
   bareMediaType,
   matchRoute,
@@ -14,7 +14,6 @@ import {
   type RouteMatch,
   type Routes,
 } from '../hosting/routes.js';
-import type { SiteContext } from '../model/site-context.js';
 import { XmlDocument } from '../render/xml.js';
 import { callbackProblem, jsonpBody } from './jsonp.js';
 import { documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
@@ -134,7 +133,7 @@ export class SiteServer {
       }
     }
     if (!OEMBED_DYNAMIC_PARAMS.some((name) => present(query, name))) {
-      return this.file({ kind: 'keyed', format: form, key, file: `${key}/${form.dir}/${form.file}` });
+      return this.file({ kind: 'keyed', format: form, key, file: this.deps.site.paths.file(form, key) });
     }
 
     const sizes: Partial<Record<(typeof OEMBED_SIZE_PARAMS)[number], number>> = {};
@@ -192,7 +191,7 @@ export class SiteServer {
 
   /**
    * The recommendation POST (seed section 4), form-encoded, through the path `vidfeeds recommend`
-   * shares (src/db/recommendations.ts). 202 when held for moderation, 201 when published at once;
+   * shares (src/db/submit-recommendation.ts). 202 when held for moderation, 201 when published at once;
    * 409 for a link the user's list already has; 429 with Retry-After past a limit. No answer
    * repeats what was sent: the body names the stored id and its status, or the refused field.
    */

@@ -5,9 +5,8 @@ import { buildSite } from '../build/site-build.js';
 import { createSiteContext } from '../build/site-context.js';
 import type { SiteConfig } from '../config/config.js';
 import { readChangeLogPosition } from '../db/change-log.js';
-import type { Format } from '../formats/format.js';
+import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
-import type { SiteContext } from '../model/site-context.js';
 import { WatchQueue, type Scheduler } from './watch-queue.js';
 
 /**

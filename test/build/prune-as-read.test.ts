@@ -4,7 +4,8 @@ import { BuildState, type OwnerKind, type PruneScope } from '../../src/build/bui
 import { runBuild } from '../../src/build/build.js';
 import { buildFingerprint } from '../../src/build/incremental.js';
 import { MemoryWriter } from '../../src/build/output-writer.js';
-import { createSiteContext, VIDFEEDS_VERSION } from '../../src/build/site-context.js';
+import { VIDFEEDS_VERSION } from '../../src/config/version.js';
+import { createSiteContext } from '../../src/build/site-context.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { FORMATS } from '../../src/formats/registry.js';

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { VIDFEEDS_VERSION } from '../../build/site-context.js';
+import { VIDFEEDS_VERSION } from '../../config/version.js';
 import { loadConfig } from '../../config/config.js';
 import { FORMATS } from '../../formats/registry.js';
 import { htaccess } from '../../hosting/apache.js';
@@ -9,7 +9,8 @@ import { buildManifest } from '../../hosting/manifest.js';
 import { nginxConfig, postLimitOf } from '../../hosting/nginx.js';
 import { headersFile, redirectsFile, type PagesHost } from '../../hosting/pages.js';
 import { routesOf } from '../../hosting/routes.js';
-import { checkFormatTable, SitePaths } from '../../paths/site-paths.js';
+import { SitePaths } from '../../paths/site-paths.js';
+import { checkPlaces } from '../../paths/url-scheme.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
 import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
@@ -38,7 +39,7 @@ interface NginxFlags extends ConfigFlags {
 /** The base URL's path as servers see a request: decoded, no trailing slash. */
 function sitePaths(flags: ConfigFlags): SitePaths {
   const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-  checkFormatTable(FORMATS);
+  checkPlaces(FORMATS);
   return new SitePaths(config.baseUrl, config.pages, FORMATS);
 }
 

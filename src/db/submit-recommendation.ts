@@ -1,7 +1,6 @@
 import type Database from 'better-sqlite3';
 import { SITE_FORMATS } from '../formats/site-formats.js';
-import { segmentProblem } from '../paths/names.js';
-import { isSiteFileName } from '../paths/site-paths.js';
+import { keyProblem } from '../paths/url-scheme.js';
 
 /**
  * Recommendation submit (seed section 4, "Recommendation submit"; PRODUCT.md decision 6): the
@@ -227,9 +226,9 @@ function statements(db: Database.Database): Statements {
   return stmts;
 }
 
-/** Whether a username can be a path segment of the tree (PRODUCT.md, "Names"). */
+/** Whether a user's documents can be published: the build's one rule for names (PRODUCT.md, "Names"). */
 function canBePath(username: string): boolean {
-  return segmentProblem(username, (name) => isSiteFileName(name, SITE_FORMATS)) === null;
+  return keyProblem(username, SITE_FORMATS) === null;
 }
 
 /**
