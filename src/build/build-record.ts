@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ChangeLogPosition } from '../db/change-log.js';
-import type { BuildReport } from './build.js';
+import type { BuildReport } from './build-report.js';
 import type { BuildFingerprint, BuildMode } from './incremental.js';
 import { FilePlacer } from './output-writer.js';
 import type { ShardSpec } from './shard.js';

@@ -1,4 +1,4 @@
-import type { BuildReport } from '../build/build.js';
+import type { BuildReport } from '../build/build-report.js';
 import { templateDirs } from '../build/incremental.js';
 import type { BuildLock } from '../build/lock.js';
 import { buildSite } from '../build/site-build.js';

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BuildState, type OwnerKind, type PruneScope } from '../../src/build/build-state.js';
-import { runBuild } from '../../src/build/build.js';
+import { runBuild } from '../../src/build/run-build.js';
 import { buildFingerprint } from '../../src/build/incremental.js';
 import { MemoryWriter } from '../../src/build/output-writer.js';
 import { VIDFEEDS_VERSION } from '../../src/config/version.js';

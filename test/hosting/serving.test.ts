@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/build/build-record.js';
 import { BuildState } from '../../src/build/build-state.js';
-import { runBuild } from '../../src/build/build.js';
+import { runBuild } from '../../src/build/run-build.js';
 import { DirectoryWriter } from '../../src/build/output-writer.js';
 import { createSiteContext } from '../../src/build/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';

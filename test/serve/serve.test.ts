@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BuildState } from '../../src/build/build-state.js';
-import { runBuild } from '../../src/build/build.js';
+import { runBuild } from '../../src/build/run-build.js';
 import { DirectoryWriter } from '../../src/build/output-writer.js';
 import { createSiteContext } from '../../src/build/site-context.js';
 import type { SiteConfig } from '../../src/config/config.js';

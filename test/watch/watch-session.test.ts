@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BuildReport } from '../../src/build/build.js';
+import type { BuildReport } from '../../src/build/build-report.js';
 import { acquireBuildLock } from '../../src/build/lock.js';
 import { buildSite } from '../../src/build/site-build.js';
 import { loadConfig } from '../../src/config/config.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { defaultStateFile } from '../../build/build-state.js';
-import type { BuildReport } from '../../build/build.js';
+import type { BuildReport } from '../../build/build-report.js';
 import { buildSite } from '../../build/site-build.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
 import { createSiteContext } from '../../build/site-context.js';

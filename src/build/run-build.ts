@@ -1,0 +1,196 @@
+import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
+import type { SiteReader } from '../db/site-reader.js';
+import type { Format, SiteContext, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
+import type { UserPart } from '../model/views.js';
+import { ReportTally, type BuildReport, type BuildReporter } from './build-report.js';
+import type { BuildState } from './build-state.js';
+import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
+import { commitState } from './commit-state.js';
+import { planBuild, type BuildFingerprint, type BuildPlan } from './incremental.js';
+import type { OutputWriter } from './output-writer.js';
+import { pruneStale } from './prune-stale.js';
+import { readUsers, readVideos, siteIndex, type OwnerRead, type OwnerSelection, type ReadScope } from './read-owners.js';
+import { renderOwner, renderSiteFormat, type RenderResult } from './render-documents.js';
+import { ownsSiteFiles, type ShardSpec } from './shard.js';
+import { compareAndWrite, keepFailed, type WriteTarget } from './write-documents.js';
+
+/**
+ * The build, as a sequence of named stages, each a module with one job:
+ *
+ *   plan     (incremental.ts)       full, incremental or partial, and from where
+ *   read     (read-owners.ts)       one owner at a time from one snapshot of the database
+ *   render   (render-documents.ts)  the owner's documents as bytes; pure
+ *   write    (write-documents.ts)   compare with what is there, write what changed, record it
+ *   prune    (prune-stale.ts)       remove what an earlier build wrote and this one did not
+ *   record   (commit-state.ts)      what the next build may follow from; commit
+ *
+ * This function only wires them: it knows nothing of the command line, the terminal or where
+ * files go. The writer, the state, the clock and the reporter are handed in, so tests run it in
+ * memory. With a change log and a saved basis the build is incremental (docs/incremental.md):
+ * inside the same snapshot it reads the changes since the last build, finds the owners they affect
+ * (changes.ts) and renders only those owners' documents, and the site files when the set of
+ * published names may have changed.
+ */
+
+export interface BuildOptions {
+  /** Format names to build; all when absent. */
+  only?: ReadonlySet<string>;
+  /** Build only this user's documents (and their videos'); site-wide files are left alone. */
+  user?: string;
+  /** An unpublishable row stops the build instead of being skipped. */
+  strict?: boolean;
+  /** Render everything even when an incremental build is possible. */
+  full?: boolean;
+  /** Build only this shard's part of the site (src/build/shard.ts); site-wide files only in shard 1. */
+  shard?: ShardSpec;
+}
+
+export interface BuildDeps {
+  reader: SiteReader;
+  writer: OutputWriter;
+  state: BuildState;
+  site: SiteContext;
+  formats: readonly Format[];
+  reporter?: BuildReporter;
+  /**
+   * The change log on the reader's connection and the fingerprint of this build's configuration,
+   * templates and formats. Without them every build renders everything.
+   */
+  incremental?: { changeLog: ChangeLog; fingerprint: BuildFingerprint };
+  /** Seconds on a monotonic clock, for the report's duration; `process.hrtime` when absent. */
+  clock?: () => number;
+}
+
+export function selectFormats(all: readonly Format[], only: ReadonlySet<string> | undefined): Format[] {
+  if (only === undefined) return [...all];
+  return all.filter((f) => only.has(f.name));
+}
+
+const monotonicSeconds = () => Number(process.hrtime.bigint()) / 1e9;
+
+export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildReport {
+  const clock = deps.clock ?? monotonicSeconds;
+  const started = clock();
+  const { reader, writer, state, site } = deps;
+  const formats = selectFormats(deps.formats, options.only);
+  const keyed = {
+    user: formats.filter((f): f is UserFormat => f.scope === 'user'),
+    video: formats.filter((f): f is VideoFormat => f.scope === 'video'),
+  };
+  const siteFormats =
+    options.user === undefined && ownsSiteFiles(options.shard) ? formats.filter((f): f is SiteFormat => f.scope === 'site') : [];
+  const tally = new ReportTally(deps.reporter, options.strict === true);
+  const report = tally.report;
+  const scope: ReadScope = { reader, paths: site.paths, parts: new Set<UserPart>(keyed.user.flatMap((f) => f.needs)), shard: options.shard };
+
+  // What earlier builds left, read before this build marks itself as running.
+  const saved = {
+    basis: state.basis(),
+    basisDropped: state.basisDropped(),
+    interrupted: state.interrupted(),
+    replacedVersion: state.replacedVersion,
+    empty: state.count() === 0,
+    siteFilesStale: state.siteFilesStale(),
+  };
+  // A first build into an empty directory compares nothing with the disk.
+  const target: WriteTarget = { writer, state, verify: false, startedEmpty: saved.empty && (writer.isEmpty?.() ?? false) };
+  /** An owner gained a document: the published names may have changed. */
+  let newPaths = false;
+  /** Paths pruned so far: an owner lost a document. */
+  let pruned = 0;
+
+  const write = (results: Iterable<RenderResult>) => {
+    for (const result of results) {
+      if (result.ok) {
+        const outcome = compareAndWrite(target, result.document);
+        if (outcome.isNew) newPaths = true;
+        tally.document(outcome.written, result.document.body.length);
+      } else {
+        tally.fail(result.failed.failure, result.failed.where);
+        if (keepFailed(target, result.failed)) newPaths = true;
+      }
+    }
+  };
+  const build = (reads: Iterable<OwnerRead>) => {
+    for (const read of reads) {
+      if (read.kind === 'skipped') tally.skip(read.skipped);
+      else write(renderOwner(read, keyed, site));
+    }
+  };
+  const buildSiteFiles = () => {
+    for (const format of siteFormats) write(renderSiteFormat(format, siteIndex(reader, site.paths), site));
+  };
+  const prune = (paths: Iterable<string>) => {
+    const { removed, forgotten } = pruneStale(paths, writer, state);
+    tally.removed(removed);
+    pruned += forgotten;
+  };
+
+  /**
+   * Builds the affected owners, and the site files when the published names may have changed
+   * (an owner gained or lost a document: created, renamed, published or withdrawn), and prunes
+   * the paths they no longer produce.
+   */
+  const buildAffected = (affected: AffectedOwners): { siteFiles: boolean } => {
+    const selection = (owners: ReadonlySet<number> | 'all', formatCount: number): OwnerSelection =>
+      owners !== 'all' ? { ids: owners } : formatCount > 0 ? { every: true } : 'none';
+    build(readUsers(scope, selection(affected.users, keyed.user.length)));
+    build(readVideos(scope, selection(affected.videos, keyed.video.length)));
+    const pruneOwned = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
+      if (owners === 'all') prune(state.staleOwned(kind));
+      else for (const id of owners) prune(state.staleOwned(kind, id));
+    };
+    pruneOwned('user', affected.users);
+    pruneOwned('video', affected.videos);
+    // A partial build since the last one may have added or removed documents without them.
+    // In a sharded build, another shard's owners may gain or lose documents unseen here: the shard
+    // that writes the site files renders them whenever anything changed (unchanged bytes are not
+    // rewritten).
+    const sharded = options.shard !== undefined && options.shard.count > 1 && siteFormats.length > 0;
+    const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
+    const siteFiles = affected.siteFiles || newPaths || pruned > 0 || saved.siteFilesStale || (sharded && anyOwner);
+    if (siteFiles) {
+      buildSiteFiles();
+      prune(state.staleOwned('site'));
+      state.setSiteFilesStale(false);
+    }
+    return { siteFiles };
+  };
+
+  /** Every owner in the build's scope, the site files, and what an earlier build wrote in that scope that this one did not. */
+  const buildEverything = (plan: BuildPlan) => {
+    buildSiteFiles();
+    const every: OwnerSelection = { every: true, ofUser: options.user };
+    build(readUsers(scope, keyed.user.length > 0 ? every : 'none'));
+    build(readVideos(scope, keyed.video.length > 0 ? every : 'none'));
+    prune(state.stale({ formats: new Set(formats.map((f) => f.name)), user: options.user }));
+    if (plan.mode === 'full') state.setSiteFilesStale(false);
+    // A partial build does not render the site files: the next build must, if names came or went.
+    else if (newPaths || pruned > 0) state.setSiteFilesStale(true);
+  };
+
+  let log: ChangeLogPosition | undefined;
+  state.begin();
+  try {
+    reader.snapshot(() => {
+      log = deps.incremental?.changeLog.current();
+      const plan = planBuild({ state: saved, fingerprint: deps.incremental?.fingerprint, log, options });
+      report.mode = plan.mode;
+      report.reason = plan.reason;
+      target.verify = plan.verify;
+      if (plan.mode !== 'incremental') return buildEverything(plan);
+      const { changeLog } = deps.incremental!;
+      const affected = affectedOwners(changeLog.since(plan.from!, log!.position), changeLog.lookups);
+      report.changes = log!.position - plan.from!;
+      const { siteFiles } = buildAffected(affected);
+      report.owners = { ...countOwners(affected), siteFiles, unknownTables: affected.unknownTables };
+    });
+    report.snapshot = log;
+    commitState({ writer, state }, report, deps.incremental?.fingerprint, log);
+  } catch (error) {
+    state.rollback();
+    throw error;
+  }
+  report.seconds = clock() - started;
+  return report;
+}
