@@ -1,5 +1,6 @@
 import { readFileSync, existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { findNodeAtLocation, getNodeValue, parseTree, ParseErrorCode, printParseErrorCode, type Node as JsonNode, type ParseError } from 'jsonc-parser';
 
@@ -196,6 +197,25 @@ export function loadConfig(options: { configFile?: string; overrides?: Record<st
     config.player.templatesDir = resolve(dirname(file), templatesDir);
   }
   return config;
+}
+
+/**
+ * A starter configuration file's text: every setting at its default (or a flag's value), with
+ * `$schema` pointing from where the file will be to the schema shipped with vidfeeds, for editors.
+ */
+export function starterConfigText(file: string, overrides: Record<string, ConfigOverride | undefined> = {}): string {
+  const data: { [key: string]: Json } = {};
+  const flags = new Map<string, string>();
+  for (const [setting, override] of Object.entries(overrides)) {
+    if (override === undefined || override.value === undefined) continue;
+    data[setting] = override.value as Json;
+    flags.set(`/${setting}`, override.flag);
+  }
+  const config = checkConfig(data, { name: 'defaults' }, flags);
+  // Relative where vidfeeds is installed below the file (./node_modules/vidfeeds/…), else a file URL.
+  const below = relative(dirname(file), CONFIG_SCHEMA_FILE);
+  const schema = below.startsWith('..') || isAbsolute(below) ? pathToFileURL(CONFIG_SCHEMA_FILE).href : `./${below.split(sep).join('/')}`;
+  return `${JSON.stringify({ $schema: schema, ...config }, null, 2)}\n`;
 }
 
 /** Checks settings given as an object (tests, callers with their own source): defaults filled in, every problem at once. */
