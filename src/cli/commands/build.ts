@@ -5,7 +5,9 @@ import type { BuildReport } from '../../build/build.js';
 import { buildSite } from '../../build/site-build.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
 import { createSiteContext } from '../../build/site-context.js';
-import { loadConfig } from '../../config/config.js';
+import { DEFAULT_BASE_URL, DEFAULT_CONFIG_FILE, loadConfig } from '../../config/config.js';
+import { isDemoDatabase } from '../../db/demo-data.js';
+import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
@@ -88,6 +90,10 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
     const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
     const request = buildRequest(flags);
     const site = createSiteContext(config, FORMATS);
+    if (request.user !== undefined) checkUserExists(request.db, request.user);
+    if (config.baseUrl === DEFAULT_BASE_URL && !isDemoDatabase(request.db)) {
+      io.err(`vidfeeds: warning: baseUrl is the default ${DEFAULT_BASE_URL}: every link in the documents points there; set baseUrl in ${DEFAULT_CONFIG_FILE} or pass --base-url`);
+    }
     let warnings = 0;
     const report = buildSite({
       ...request,
