@@ -80,6 +80,11 @@ export interface PlayerConfig {
  * `schemas/vidfeeds.config.schema.json` (shipped in the package; a config file may name it in
  * `$schema`). vidfeeds validates with it at run time; what a schema cannot say (a URL's parts, a
  * page template's placeholders, control characters) is checked below, after it.
+ *
+ * To add a setting: one property in the schema with its type, limits, `default` and
+ * `description` (a `title` saying in words what a `pattern` wants; `format: "uri"` for an
+ * http(s) URL, which then gets the URL checks here), and the field in `SiteConfig` for the code
+ * that reads it. Defaults, unknown-key errors, "did you mean", positions and editors follow.
  */
 export const CONFIG_SCHEMA_FILE = resolve(import.meta.dirname, '../../schemas/vidfeeds.config.schema.json');
 
