@@ -281,9 +281,10 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
 
 /**
  * Whether `vidfeeds demo` wrote this database (its `site_meta` row `demo`): a build of the demo
- * may keep the default base URL without a warning. Any problem reading it is the build's to report.
+ * may keep the default base URL without a warning. Undefined when it cannot be read: that is the
+ * build's to report.
  */
-export function isDemoDatabase(file: string): boolean {
+export function isDemoDatabase(file: string): boolean | undefined {
   try {
     const db = new Database(file, { readonly: true, fileMustExist: true });
     try {
@@ -292,6 +293,6 @@ export function isDemoDatabase(file: string): boolean {
       db.close();
     }
   } catch {
-    return false;
+    return undefined;
   }
 }

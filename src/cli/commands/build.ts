@@ -91,7 +91,7 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
     const request = buildRequest(flags);
     const site = createSiteContext(config, FORMATS);
     if (request.user !== undefined) checkUserExists(request.db, request.user);
-    if (config.baseUrl === DEFAULT_BASE_URL && !isDemoDatabase(request.db)) {
+    if (config.baseUrl === DEFAULT_BASE_URL && isDemoDatabase(request.db) === false) {
       io.err(`vidfeeds: warning: baseUrl is the default ${DEFAULT_BASE_URL}: every link in the documents points there; set baseUrl in ${DEFAULT_CONFIG_FILE} or pass --base-url`);
     }
     let warnings = 0;
