@@ -74,7 +74,6 @@ export interface PlayerConfig {
   bgColor: string;
 }
 
-
 /**
  * The configuration's one description: types, limits, defaults and the text editors show, in
  * `schemas/vidfeeds.config.schema.json` (shipped in the package; a config file may name it in
@@ -179,8 +178,11 @@ export function loadConfig(options: { configFile?: string; overrides?: Record<st
     try {
       text = readFileSync(file, 'utf8');
     } catch (error) {
-      throw new ConfigError([{ where: file, setting: '', problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` }]);
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new ConfigError([{ where: file, setting: '', problem: code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? String(error)})` }]);
     }
+    // A byte order mark, as some Windows editors write, is no part of the JSON.
+    text = text.replace(/^\uFEFF/, '');
     if (text.trim() === '') throw new ConfigError([{ where: file, setting: '', problem: 'is empty: write {} for every default' }]);
     const parsed = parseConfigText(text, file);
     if (parsed.syntax.length > 0) throw new ConfigError(parsed.syntax);
@@ -188,12 +190,7 @@ export function loadConfig(options: { configFile?: string; overrides?: Record<st
     data = parsed.value;
   }
   const fromFile = structuredClone(data);
-  const flags = new Map<string, string>();
-  for (const [setting, override] of Object.entries(options.overrides ?? {})) {
-    if (override === undefined || override.value === undefined || !isObject(data)) continue;
-    data[setting] = override.value as Json;
-    flags.set(`/${setting}`, override.flag);
-  }
+  const flags = applyOverrides(data, options.overrides ?? {});
   const config = checkConfig(data, source, flags);
   // A relative templates directory in a file means a folder beside that file, wherever vidfeeds
   // runs from (a cron job's working directory is rarely the site's).
@@ -209,18 +206,35 @@ export function loadConfig(options: { configFile?: string; overrides?: Record<st
  * `$schema` pointing from where the file will be to the schema shipped with vidfeeds, for editors.
  */
 export function starterConfigText(file: string, overrides: Record<string, ConfigOverride | undefined> = {}): string {
-  const data: { [key: string]: Json } = {};
-  const flags = new Map<string, string>();
-  for (const [setting, override] of Object.entries(overrides)) {
-    if (override === undefined || override.value === undefined) continue;
-    data[setting] = override.value as Json;
-    flags.set(`/${setting}`, override.flag);
-  }
-  const config = checkConfig(data, { name: 'defaults' }, flags);
+  const data: Json = {};
+  const config = checkConfig(data, { name: 'defaults' }, applyOverrides(data, overrides));
   // Relative where vidfeeds is installed below the file (./node_modules/vidfeeds/…), else a file URL.
   const below = relative(dirname(file), CONFIG_SCHEMA_FILE);
   const schema = below.startsWith('..') || isAbsolute(below) ? pathToFileURL(CONFIG_SCHEMA_FILE).href : `./${below.split(sep).join('/')}`;
   return `${JSON.stringify({ $schema: schema, ...config }, null, 2)}\n`;
+}
+
+/**
+ * Puts the flags' values into the settings (`player.template` into `player`), and returns which
+ * flag set which setting (as a JSON pointer), so that a bad value is blamed on its flag.
+ */
+function applyOverrides(data: Json, overrides: Record<string, ConfigOverride | undefined>): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (const [setting, override] of Object.entries(overrides)) {
+    if (override === undefined || override.value === undefined) continue;
+    const path = setting.split('.');
+    let node = data;
+    for (const part of path.slice(0, -1)) {
+      if (!isObject(node)) break;
+      if (node[part] === undefined) node[part] = {};
+      node = node[part]!;
+    }
+    // A file whose settings are not an object is reported as such; the flag has nowhere to go.
+    if (!isObject(node)) continue;
+    node[path[path.length - 1]!] = override.value as Json;
+    flags.set(`/${path.join('/')}`, override.flag);
+  }
+  return flags;
 }
 
 /** Checks settings given as an object (tests, callers with their own source): defaults filled in, every problem at once. */
@@ -319,7 +333,8 @@ function checkConfig(data: Json, source: ConfigSource, flags: ReadonlyMap<string
   const blamed = new Set<string>();
   const report = (path: string[], setting: string, problem: string, { atKey = false } = {}) => {
     blamed.add(path.join('/'));
-    problems.push({ where: whereIs(path, source, flags, atKey), setting: flags.has(`/${path[0]}`) && path.length === 1 ? '' : setting, problem });
+    // A flag's own value is named by the flag alone.
+    problems.push({ where: whereIs(path, source, flags, atKey), setting: flags.has(`/${path.join('/')}`) ? '' : setting, problem });
   };
   if (!validate(data)) {
     for (const error of validate.errors ?? []) {
@@ -353,8 +368,10 @@ function byPlace(a: ConfigProblem, b: ConfigProblem): number {
 
 /** Where a setting was given: the flag that set it, its line and column in the file, or the defaults. */
 function whereIs(path: string[], source: ConfigSource, flags: ReadonlyMap<string, string>, atKey: boolean): string {
-  const flag = flags.get(`/${path[0] ?? ''}`);
-  if (flag !== undefined) return flag;
+  for (let n = path.length; n > 0; n--) {
+    const flag = flags.get(`/${path.slice(0, n).join('/')}`);
+    if (flag !== undefined) return flag;
+  }
   if (source.tree === undefined || source.text === undefined) return source.name;
   // The value itself, or its key for a key the schema does not know.
   const node = findNodeAtLocation(source.tree, path.map((s) => (/^\d+$/.test(s) ? Number(s) : s)));

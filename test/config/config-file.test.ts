@@ -137,6 +137,11 @@ describe('loading a configuration file', () => {
     ]);
     expect(problemsOf('{ "baseUrl": "https://example.org" "siteName": "x" }')).toEqual([':1:36: is not valid JSON: a comma expected']);
     expect(problemsOf('   \n')).toEqual([': is empty: write {} for every default']);
+    // A byte order mark is no JSON error; a missing --config file is named.
+    expect(() => problemsOf('\uFEFF{ "siteName": "" }')).not.toThrow();
+    expect(problemsOf('\uFEFF{ "siteName": "" }')).toEqual([':1:15: siteName must not be empty']);
+    const { dir } = tempDir();
+    expect(() => loadConfig({ configFile: 'missing.json', cwd: dir })).toThrow(`configuration ${join(dir, 'missing.json')}: does not exist`);
     expect(problemsOf('["https://example.org"]')).toEqual([':1:1: (the file) must be an object, not a list']);
   });
 
@@ -147,6 +152,11 @@ describe('loading a configuration file', () => {
       ':3:27: recommendationsCount must be from 1 to 100, not 500',
       '--site-name: must not be empty',
       '--base-url: must use http or https, not ftp:',
+    ]);
+    // A flag for a nested setting is blamed the same way, and leaves the file's other settings of that object alone.
+    expect(problemsOf('{ "player": { "width": 0 } }', { 'player.template': { flag: '--player-template', value: 'no/such' } })).toEqual([
+      ':1:24: player.width must be from 1 to 10000, not 0',
+      '--player-template: must be a template name such as flash or html5, not "no/such"',
     ]);
     // A file's bad value that a good flag replaces is no problem.
     const { dir } = tempDir();
