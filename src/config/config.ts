@@ -202,12 +202,37 @@ export function loadConfig(options: { configFile?: string; overrides?: Record<st
 }
 
 /**
+ * The URL settings still at a default on the preview address `http://localhost:8080` (baseUrl,
+ * logoUrl, player.playerUrl): a real site publishing them links to the reader's own machine.
+ */
+export function previewUrlSettings(config: SiteConfig): string[] {
+  const found: string[] = [];
+  const walk = (schema: JsonSchema, value: unknown, path: string[]) => {
+    if (typeof schema.default === 'string' && schema.default.startsWith(DEFAULT_BASE_URL) && value === schema.default) found.push(path.join('.'));
+    for (const [key, child] of Object.entries(schema.properties ?? {})) {
+      if (typeof value === 'object' && value !== null) walk(child, (value as Record<string, unknown>)[key], [...path, key]);
+    }
+  };
+  walk(CONFIG_SCHEMA, config, []);
+  return found;
+}
+
+/**
  * A starter configuration file's text: every setting at its default (or a flag's value), with
  * `$schema` pointing from where the file will be to the schema shipped with vidfeeds, for editors.
  */
 export function starterConfigText(file: string, overrides: Record<string, ConfigOverride | undefined> = {}): string {
   const data: Json = {};
   const config = checkConfig(data, { name: 'defaults' }, applyOverrides(data, overrides));
+  // The other URLs whose defaults live on the default base URL (the logo, the player) move to the one given.
+  if (config.baseUrl !== DEFAULT_BASE_URL) {
+    for (const setting of previewUrlSettings(config)) {
+      const path = setting.split('.');
+      const parent = path.slice(0, -1).reduce((node, key) => node[key] as Record<string, unknown>, config as unknown as Record<string, unknown>);
+      const key = path[path.length - 1]!;
+      parent[key] = config.baseUrl + (parent[key] as string).slice(DEFAULT_BASE_URL.length);
+    }
+  }
   // Relative where vidfeeds is installed below the file (./node_modules/vidfeeds/…), else a file URL.
   const below = relative(dirname(file), CONFIG_SCHEMA_FILE);
   const schema = below.startsWith('..') || isAbsolute(below) ? pathToFileURL(CONFIG_SCHEMA_FILE).href : `./${below.split(sep).join('/')}`;

@@ -5,7 +5,7 @@ import type { BuildReport } from '../../build/build.js';
 import { buildSite } from '../../build/site-build.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
 import { createSiteContext } from '../../build/site-context.js';
-import { DEFAULT_BASE_URL, DEFAULT_CONFIG_FILE, loadConfig } from '../../config/config.js';
+import { DEFAULT_BASE_URL, DEFAULT_CONFIG_FILE, loadConfig, previewUrlSettings } from '../../config/config.js';
 import { isDemoDatabase } from '../../db/demo-data.js';
 import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
@@ -91,8 +91,11 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
     const request = buildRequest(flags);
     const site = createSiteContext(config, FORMATS);
     if (request.user !== undefined) checkUserExists(request.db, request.user);
-    if (config.baseUrl === DEFAULT_BASE_URL && isDemoDatabase(request.db) === false) {
-      io.err(`vidfeeds: warning: baseUrl is the default ${DEFAULT_BASE_URL}: every link in the documents points there; set baseUrl in ${DEFAULT_CONFIG_FILE} or pass --base-url`);
+    const preview = previewUrlSettings(config);
+    if (preview.length > 0 && isDemoDatabase(request.db) === false) {
+      const them = preview.length > 1 ? 'them' : 'it';
+      const flag = preview.includes('baseUrl') ? ' (or pass --base-url)' : '';
+      io.err(`vidfeeds: warning: ${preview.join(', ')} still at the default ${DEFAULT_BASE_URL}: the documents will link there; set ${them} in ${DEFAULT_CONFIG_FILE}${flag}`);
     }
     let warnings = 0;
     const report = buildSite({
