@@ -430,8 +430,11 @@ function schemaProblem(error: ErrorObject): string {
       return schema.minimum !== undefined && schema.maximum !== undefined
         ? `must be from ${schema.minimum} to ${schema.maximum}, not ${found}`
         : `must be ${error.keyword === 'minimum' ? 'at least' : 'at most'} ${(error.params as { limit: number }).limit}, not ${found}`;
-    case 'enum':
-      return `must be one of ${(schema.enum ?? []).map((v) => JSON.stringify(v)).join(', ')}, not ${found}`;
+    case 'enum': {
+      const allowed = schema.enum ?? [];
+      const near = typeof error.data === 'string' ? allowed.find((v) => typeof v === 'string' && editDistance(v.toLowerCase(), (error.data as string).toLowerCase()) <= Math.max(1, Math.floor(v.length / 3))) : undefined;
+      return `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}, not ${found}${near === undefined ? '' : `; did you mean ${JSON.stringify(near)}?`}`;
+    }
     case 'pattern': {
       const placeholder = /^\\\{(\w+)\\\}$/.exec(schema.pattern ?? '');
       if (placeholder) return `must contain {${placeholder[1]}}, not ${found}`;

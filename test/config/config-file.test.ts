@@ -124,6 +124,9 @@ describe('loading a configuration file', () => {
       ':1:83: player.playerUrl must be an absolute http(s) URL, not ""',
     ]);
     expect(problemsOf('{"baseUrl": "https://example.org/?a=1"}')).toEqual([':1:13: baseUrl must not carry a query or fragment']);
+    expect(problemsOf('{"crossDomain": {"permittedCrossDomainPolicies": "master_only"}}')).toEqual([
+      ':1:50: crossDomain.permittedCrossDomainPolicies must be one of "none", "master-only", "by-content-type", "all", not "master_only"; did you mean "master-only"?',
+    ]);
     expect(problemsOf('{"siteName": "a\\u0007b", "pages": {"search": "search?q={searchTerms}"}}')).toEqual([
       ':1:14: siteName must not contain control characters',
       ':1:46: pages.search must be an absolute http(s) URL once {base} is put in, not "search?q={searchTerms}"',
