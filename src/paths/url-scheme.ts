@@ -51,6 +51,15 @@ export function keyedUrlPath(place: Pick<KeyedPlace, 'dir' | 'urlName'>, urlKey:
   return `${urlKey}/${place.dir}/${place.urlName}`;
 }
 
+/**
+ * Every URL path (as `keyedUrlPath`) a keyed document answers at: a directory index also without
+ * its final slash (`alice/rss/` and `alice/rss`), never by a redirect (docs/deploy.md).
+ */
+export function keyedUrlPaths(place: Pick<KeyedPlace, 'dir' | 'urlName'>, urlKey: string): string[] {
+  const path = keyedUrlPath(place, urlKey);
+  return place.urlName === '' ? [path, path.slice(0, -1)] : [path];
+}
+
 /** The URL path, without its leading slash, at which a file under out/ is a document: its segments percent-encoded. */
 export function encodedFilePath(relativeFile: string): string {
   return relativeFile.split('/').map(encodeURIComponent).join('/');
