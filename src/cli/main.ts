@@ -9,13 +9,14 @@ import { registerShards } from './commands/shards.js';
 import { registerInit } from './commands/init.js';
 import { registerRecommend } from './commands/recommend.js';
 import { registerWatch } from './commands/watch.js';
-import { EXIT, isUsageError } from './errors.js';
+import { EXIT, exitCodeOf } from './errors.js';
 import { processConsole, type Console } from './output.js';
 
 /**
  * The command line. Each command lives in its own file under commands/ and reports its exit code
- * through `setExit`; this function alone turns errors into exit codes: 0 success, 1 a failed
- * build (or parts that do not agree), 2 bad usage or configuration.
+ * through `setExit`; this function alone turns errors into exit codes (`exitCodeOf`, errors.ts):
+ * 0 success, 1 a failed build (or a check that found problems), 2 bad usage or configuration,
+ * 75 another build holds the lock, 130/143 a build stopped by SIGINT/SIGTERM.
  */
 export async function main(argv: string[], io: Console = processConsole): Promise<number> {
   let exitCode: number = EXIT.ok;
@@ -50,12 +51,9 @@ export async function main(argv: string[], io: Console = processConsole): Promis
       // Help and version are successes; everything else commander raises is a usage error.
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (isUsageError(error)) {
-      io.err(`vidfeeds: ${(error as Error).message}`);
-      return EXIT.usage;
-    }
+    const code = exitCodeOf(error);
     io.err(`vidfeeds: ${(error as Error).message ?? String(error)}`);
-    if (process.env.VIDFEEDS_DEBUG) io.err((error as Error).stack ?? '');
-    return EXIT.failed;
+    if (code === EXIT.failed && process.env.VIDFEEDS_DEBUG) io.err((error as Error).stack ?? '');
+    return code;
   }
 }

@@ -1,0 +1,69 @@
+import type { BuildReport, Failure } from '../build/build.js';
+import type { SitePaths } from '../paths/site-paths.js';
+import type { SkippedRow } from './build-thread.js';
+
+/**
+ * The one JSON object `--json` prints on stdout for `build`, `check` and `shards check`. Its
+ * JSON Schema is docs/schemas/report.schema.json (described in docs/report.md); `report` is the
+ * version of that layout, raised when a field changes meaning or goes away.
+ */
+export const REPORT_VERSION = 1;
+
+/** Collects a build's events (src/cli/build-thread.ts) into its JSON report. */
+export class BuildJson {
+  readonly skipped: SkippedRow[] = [];
+  readonly failed: Failure[] = [];
+  private readonly written: string[] = [];
+  private readonly removedUrls: string[] = [];
+
+  constructor(
+    private readonly paths: SitePaths,
+    private readonly out: string,
+  ) {}
+
+  wrote(files: readonly string[]): void {
+    for (const file of files) this.written.push(this.paths.urlOfFile(file));
+  }
+
+  removed(files: readonly string[]): void {
+    for (const file of files) this.removedUrls.push(this.paths.urlOfFile(file));
+  }
+
+  /** The report of a build that finished (`report`) or stopped with an error (interrupted, locked, bad input). */
+  text(end: { report: BuildReport; exitCode: number } | { error: unknown; exitCode: number }): string {
+    const report = 'report' in end ? end.report : undefined;
+    const value = {
+      report: REPORT_VERSION,
+      command: 'build',
+      ok: end.exitCode === 0,
+      exitCode: end.exitCode,
+      ...('error' in end ? { error: (end.error as Error).message ?? String(end.error) } : {}),
+      out: this.out,
+      ...(report === undefined
+        ? {}
+        : {
+            mode: report.mode,
+            reason: report.reason,
+            seconds: report.seconds,
+            counts: {
+              documents: report.documents,
+              written: report.written,
+              unchanged: report.unchanged,
+              removed: report.removed,
+              skipped: report.skippedCount,
+              failed: report.failedCount,
+              bytesWritten: report.bytesWritten,
+            },
+            ...(report.changes === undefined ? {} : { changes: report.changes }),
+            ...(report.owners === undefined ? {} : { owners: report.owners }),
+            ...(report.snapshot === undefined ? {} : { snapshot: { databaseId: report.snapshot.databaseId, position: report.snapshot.position } }),
+          }),
+      skipped: this.skipped,
+      failed: this.failed.map((f) => ({ ...f, url: this.paths.urlOfFile(f.path) })),
+      // What a CDN should purge: every URL whose bytes changed, and every URL that is gone. An
+      // interrupted build lists what it did before it stopped.
+      urls: { written: this.written, removed: this.removedUrls },
+    };
+    return JSON.stringify(value);
+  }
+}
