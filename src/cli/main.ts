@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { VIDFEEDS_VERSION } from '../build/site-context.js';
 import { registerBuild } from './commands/build.js';
+import { registerCheck } from './commands/check.js';
 import { registerDemo } from './commands/demo.js';
 import { registerFormats } from './commands/formats.js';
 import { registerHosting } from './commands/hosting.js';
@@ -36,6 +37,7 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerInit(program, io, setExit);
   registerDemo(program, io, setExit);
   registerBuild(program, io, setExit);
+  registerCheck(program, io, setExit);
   registerShards(program, io, setExit);
   registerFormats(program, io, setExit);
   registerRecommend(program, io, setExit);
