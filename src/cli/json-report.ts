@@ -1,6 +1,7 @@
 import type { BuildReport, Failure } from '../build/build.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import type { SkippedRow } from './build-thread.js';
+import { exitCodeOf } from './errors.js';
 
 /**
  * The one JSON object `--json` prints on stdout for `build`, `check` and `shards check`. Its
@@ -65,5 +66,30 @@ export class BuildJson {
       urls: { written: this.written, removed: this.removedUrls },
     };
     return JSON.stringify(value);
+  }
+}
+
+/**
+ * Runs a command's action; with --json, a command that stops with an error (exit 2, 75, ...) still
+ * prints its one JSON object, naming the error, before main reports it and decides the exit code.
+ */
+export async function withJsonErrors(command: string, json: boolean | undefined, print: (text: string) => void, action: () => void | Promise<void>): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    if (error instanceof ReportedError) throw error.original;
+    if (json) {
+      const exitCode = exitCodeOf(error);
+      print(JSON.stringify({ report: REPORT_VERSION, command, ok: false, exitCode, error: (error as Error).message ?? String(error) }));
+    }
+    throw error;
+  }
+}
+
+/** An error the command has already put in its JSON report: `withJsonErrors` passes its cause on. */
+export class ReportedError extends Error {
+  constructor(readonly original: unknown) {
+    super((original as Error).message ?? String(original));
+    this.name = 'ReportedError';
   }
 }

@@ -8,7 +8,7 @@ import { loadConfig } from '../../config/config.js';
 import { FORMATS } from '../../formats/registry.js';
 import { runBuildThread } from '../build-thread.js';
 import { EXIT, exitCodeOf, UsageError } from '../errors.js';
-import { BuildJson } from '../json-report.js';
+import { BuildJson, ReportedError, withJsonErrors } from '../json-report.js';
 import { ProgressLine } from '../progress.js';
 import type { Console } from '../output.js';
 import { configOptions, configOverrides, type ConfigFlags } from './shared-options.js';
@@ -93,46 +93,54 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       .option('--json', 'print one JSON report on stdout (docs/report.md): mode, counts, skipped rows, failures, URLs written and removed')
       .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress'),
   ).action(async (flags: BuildFlags) => {
-    const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-    const request = buildRequest(flags);
-    // Templates are loaded here too, so a broken one stops the build before the thread starts.
-    const site = createSiteContext(config, FORMATS);
-    const json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
-    const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
-    let warnings = 0;
-    let report: BuildReport;
-    try {
-      report = await runBuildThread(
-        {
-          request: { ...request, only: request.only === undefined ? undefined : [...request.only], waitSeconds: flags.wait ?? 0, command: 'vidfeeds build' },
-          config,
-          progress: progress !== undefined,
-          paths: json !== undefined,
-        },
-        {
-          progress: (done) => progress?.update(done),
-          started: (plan) => progress?.expect(plan.expected),
-          warn: (message) => {
-            if (++warnings <= MAX_WARNINGS) io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${message}`);
+    let json: BuildJson | undefined;
+    // With --json, an error before the build (flags, configuration) prints the error alone; one
+    // during it (interrupted, locked, a bad database) prints what the build did up to then.
+    await withJsonErrors('build', flags.json, io.out, async () => {
+      const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
+      const request = buildRequest(flags);
+      // Templates are loaded here too, so a broken one stops the build before the thread starts.
+      const site = createSiteContext(config, FORMATS);
+      json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
+      const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
+      let warnings = 0;
+      let report: BuildReport;
+      try {
+        report = await runBuildThread(
+          {
+            request: { ...request, only: request.only === undefined ? undefined : [...request.only], waitSeconds: flags.wait ?? 0, command: 'vidfeeds build' },
+            config,
+            progress: progress !== undefined,
+            paths: json !== undefined,
           },
-          skipped: (row) => json?.skipped.push(row),
-          failed: (failure) => json?.failed.push(failure),
-          wrote: (paths) => json?.wrote(paths),
-          removed: (paths) => json?.removed(paths),
-          stopping: (signal) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${signal}: stopping the build after the current document…`),
-        },
-      );
-    } catch (error) {
+          {
+            progress: (done) => progress?.update(done),
+            started: (plan) => progress?.expect(plan.expected),
+            warn: (message) => {
+              if (++warnings <= MAX_WARNINGS) io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${message}`);
+            },
+            skipped: (row) => json?.skipped.push(row),
+            failed: (failure) => json?.failed.push(failure),
+            wrote: (paths) => json?.wrote(paths),
+            removed: (paths) => json?.removed(paths),
+            stopping: (signal) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${signal}: stopping the build after the current document…`),
+          },
+        );
+      } catch (error) {
+        progress?.clear();
+        if (json) {
+          io.out(json.text({ error, exitCode: exitCodeOf(error) }));
+          throw new ReportedError(error);
+        }
+        throw error;
+      }
       progress?.clear();
-      if (json) io.out(json.text({ error, exitCode: exitCodeOf(error) }));
-      throw error;
-    }
-    progress?.clear();
-    if (warnings > MAX_WARNINGS) io.err(`vidfeeds: … and ${warnings - MAX_WARNINGS} more warnings`);
-    const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
-    if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
-    if (json) io.out(json.text({ report, exitCode }));
-    setExit(exitCode);
+      if (warnings > MAX_WARNINGS) io.err(`vidfeeds: … and ${warnings - MAX_WARNINGS} more warnings`);
+      const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
+      if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
+      if (json) io.out(json.text({ report, exitCode }));
+      setExit(exitCode);
+    });
   });
 }
 

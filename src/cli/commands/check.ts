@@ -12,7 +12,7 @@ import { SiteReader } from '../../db/site-reader.js';
 import { FORMATS } from '../../formats/registry.js';
 import { SitePaths } from '../../paths/site-paths.js';
 import { EXIT, UsageError } from '../errors.js';
-import { REPORT_VERSION } from '../json-report.js';
+import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
 
 /**
@@ -44,7 +44,7 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
     .option('--json', 'print one JSON report on stdout (docs/report.md)')
     .option('--quiet', 'print only problems')
     .addHelpText('after', '\nExit codes: 0 the tree is as built, 1 problems (one line each on stdout, naming the file), 2 usage,\n75 a build of the directory is running.')
-    .action((flags: CheckFlags) => {
+    .action((flags: CheckFlags) => withJsonErrors('check', flags.json, io.out, () => {
       const started = process.hrtime.bigint();
       const out = resolve(flags.out);
       if (!statSync(out, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--out ${flags.out} is not a directory`);
@@ -78,7 +78,7 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
       else for (const problem of result.problems) io.out(problemLine(problem));
       if (!flags.quiet || exitCode !== EXIT.ok) io.err(`vidfeeds: ${checkSummary(result, seconds)}`);
       setExit(exitCode);
-    });
+    }));
 }
 
 export function problemLine({ file, problem }: CheckProblem): string {
