@@ -67,8 +67,14 @@ export interface BuildThreadEvents {
 
 const WORKER = new URL('./build-worker.js', import.meta.url);
 
-/** Resolves with the build's report; rejects with an ExitError carrying the exit code the thread gave its error. */
+/**
+ * Resolves with the build's report; rejects with an ExitError carrying the exit code the thread gave
+ * its error. `VIDFEEDS_BUILD_THREAD=0` builds on this thread instead: about 0.2 s of CPU less per
+ * build (the thread loads the build's modules again), but a signal then ends the process at once,
+ * leaving the staging folder and lock for the next build to clear (docs/report.md).
+ */
 export function runBuildThread(input: Omit<BuildThreadInput, 'interrupt'>, events: BuildThreadEvents): Promise<BuildReport> {
+  if (process.env.VIDFEEDS_BUILD_THREAD === '0') return runBuildHere(input, events);
   const flag = new InterruptFlag();
   const worker = new Worker(WORKER, { workerData: { ...input, interrupt: flag.buffer } satisfies BuildThreadInput });
   const signals = ['SIGINT', 'SIGTERM'] as const;
@@ -113,5 +119,26 @@ export function runBuildThread(input: Omit<BuildThreadInput, 'interrupt'>, event
     });
     worker.on('error', (error) => settle(() => reject(error)));
     worker.on('exit', (code) => settle(() => reject(new Error(`the build thread stopped (exit code ${code}) without a report`))));
+  });
+}
+
+/** The same build on this thread, with the same events (`VIDFEEDS_BUILD_THREAD=0`). */
+async function runBuildHere(input: Omit<BuildThreadInput, 'interrupt'>, events: BuildThreadEvents): Promise<BuildReport> {
+  const { buildSite } = await import('../build/site-build.js');
+  const { describeSkip } = await import('../build/build.js');
+  const { request, config } = input;
+  return buildSite({
+    ...request,
+    only: request.only === undefined ? undefined : new Set(request.only),
+    config,
+    reporter: {
+      progress: input.progress ? (done) => events.progress?.(done) : undefined,
+      warn: (message) => events.warn(message),
+      started: (plan) => events.started?.(plan),
+      skipped: (skipped) => events.skipped?.({ ...skipped, reason: describeSkip(skipped) }),
+      failed: (failure) => events.failed?.(failure),
+      wrote: input.paths ? (path) => events.wrote?.([path]) : undefined,
+      removed: input.paths ? (path) => events.removed?.([path]) : undefined,
+    },
   });
 }
