@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { STAGING_DIR } from '../../src/build/output-writer.js';
@@ -172,6 +173,15 @@ describe('vidfeeds check', () => {
     const usageReport = JSON.parse(usage.stdout);
     expect(validateReport(usageReport)).toEqual([]);
     expect(usageReport.error).toContain('is not a directory');
+  });
+
+  it('exits 75 while a build of the directory runs', () => {
+    // A lock held by a live process on this host: this test's own.
+    const holder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), command: 'vidfeeds build', token: 'test' };
+    writeFileSync(join(dir, '.vidfeeds', 'out.lock'), JSON.stringify(holder));
+    const result = check();
+    expect(result.code).toBe(75);
+    expect(result.stderr).toContain(`is being built by another vidfeeds: "vidfeeds build", pid ${process.pid}`);
   });
 
   it('exits 2 naming what is wrong: no directory, no build state', () => {

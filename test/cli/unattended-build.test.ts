@@ -1,10 +1,11 @@
 import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/build/build-record.js';
 import { STAGING_DIR } from '../../src/build/output-writer.js';
-import { cli, cliAsync, readTree } from '../helpers/cli.js';
+import { BIN, cli, cliAsync, readTree } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
 import { tempDir } from '../helpers/site-fixture.js';
 
@@ -86,6 +87,24 @@ describe('build --json', () => {
     const report = JSON.parse(result.stdout);
     expect(validateReport(report)).toEqual([]);
     expect(report).toMatchObject({ command: 'build', ok: false, exitCode: 2, error: expect.stringContaining('missing.sqlite does not exist') });
+  });
+});
+
+describe('progress', () => {
+  it('on a terminal shows documents done of the total, the rate and the time left; --quiet shows none', () => {
+    const { db, out } = site(30);
+    expect(cli(['build', '--db', db, '--out', out]).code).toBe(0);
+    // util-linux's script(1) gives the build a terminal; it copies what the build prints to stdout.
+    const onTerminal = (extra: string) =>
+      spawnSync('script', ['-qec', `'${process.execPath}' '${BIN}' build --db '${db}' --out '${out}' --full ${extra}`, '/dev/null'], { encoding: 'utf8' });
+    const shown = onTerminal('');
+    expect(shown.status, shown.stdout).toBe(0);
+    // The full build expects as many documents as the last build recorded.
+    const total = Number(/(\d+) documents in/.exec(shown.stdout)![1]);
+    expect(shown.stdout).toMatch(new RegExp(`\r\x1b\\[K500/${total} documents, \\d+/s, \\d+(s|m\\d\\ds) left`));
+    const quiet = onTerminal('--quiet');
+    expect(quiet.status).toBe(0);
+    expect(quiet.stdout).toBe('');
   });
 });
 
