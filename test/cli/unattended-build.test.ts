@@ -90,6 +90,29 @@ describe('build --json', () => {
   });
 });
 
+describe('shards check --json', () => {
+  it('prints one object meeting the report schema, for parts that agree and for a missing part', () => {
+    const { db, out } = site(8);
+    expect(cli(['build', '--db', db, '--out', out, '--shard', '1/2']).code).toBe(0);
+    const missing = cli(['shards', 'check', out, '--json']);
+    expect(missing.code).toBe(1);
+    const partial = JSON.parse(missing.stdout);
+    expect(validateReport(partial)).toEqual([]);
+    expect(partial).toMatchObject({ command: 'shards check', ok: false, exitCode: 1, problems: ['part 2 of 2 is missing: no directory given holds a record of it'] });
+    expect(partial.parts).toEqual([expect.objectContaining({ shard: { index: 1, count: 2 }, complete: true })]);
+
+    expect(cli(['build', '--db', db, '--out', out, '--shard', '2/2']).code).toBe(0);
+    const agree = cli(['shards', 'check', out, '--json', '--quiet']);
+    expect(agree.code).toBe(0);
+    expect(agree.stderr).toBe('');
+    const whole = JSON.parse(agree.stdout);
+    expect(validateReport(whole)).toEqual([]);
+    expect(whole).toMatchObject({ ok: true, exitCode: 0, problems: [], counts: { directories: 1, records: 2, problems: 0 } });
+    // Each part's tree checks against its own state.
+    expect(cli(['check', '--out', out, '--shard', '1/2', '--db', db]).code).toBe(0);
+  });
+});
+
 describe('progress', () => {
   it('on a terminal shows documents done of the total, the rate and the time left; --quiet shows none', () => {
     const { db, out } = site(30);
