@@ -391,10 +391,16 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       // Keep what was done: the files on disk, their records, and the old basis, so the next build
       // follows from it and finds these files already as they should be. The site files may not
       // list the names this build added or dropped: the next build renders them.
+      // Every file this build recorded is on disk once the writer is flushed. If the build before
+      // it was killed, the records this build did not reach may still claim bytes that never got
+      // to disk: the mark stays, and the next build checks them against the disk.
       writer.flush?.();
       state.setSiteFilesStale(true);
-      state.finish('keep');
-      state.commit();
+      if (saved.interrupted) state.commit();
+      else {
+        state.finish('keep');
+        state.commit();
+      }
     } else {
       state.rollback();
     }
