@@ -81,8 +81,11 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
     }));
 }
 
+/** One line per problem, whatever a stray file's name holds: a name with control characters is quoted. */
 export function problemLine({ file, problem }: CheckProblem): string {
-  return file === '' ? problem : `${file}: ${problem}`;
+  if (file === '') return problem;
+  // eslint-disable-next-line no-control-regex
+  return `${/[\u0000-\u001f\u007f]/.test(file) ? JSON.stringify(file) : file}: ${problem}`;
 }
 
 function checkSummary(result: TreeCheckResult, seconds: number): string {
@@ -111,7 +114,8 @@ function checkJson(out: string, stateFile: string, result: TreeCheckResult, seco
 function refuseWhileBuilding(out: string): void {
   const file = defaultLockFile(out);
   const found = readLock(file);
-  if (found?.holder != null && found.holder.host === hostname() && processIsAlive(found.holder.pid)) throw new LockHeldError(file, out, found.holder);
+  const holder = found?.holder;
+  if (holder !== null && holder !== undefined && holder.host === hostname() && processIsAlive(holder.pid)) throw new LockHeldError(file, out, holder);
 }
 
 function openState(file: string): SavedState {
