@@ -84,7 +84,6 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
 /** One line per problem, whatever a stray file's name holds: a name with control characters is quoted. */
 export function problemLine({ file, problem }: CheckProblem): string {
   if (file === '') return problem;
-  // eslint-disable-next-line no-control-regex
   return `${/[\u0000-\u001f\u007f]/.test(file) ? JSON.stringify(file) : file}: ${problem}`;
 }
 
