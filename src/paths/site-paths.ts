@@ -59,14 +59,6 @@ export class SitePaths {
     return `${this.base}/${relativeFile.split('/').map(encodeURIComponent).join('/')}`;
   }
 
-  /** The format that writes `relativeFile` (by its place in the tree), if any. */
-  formatOfFile(relativeFile: string): Format | undefined {
-    const parts = relativeFile.split('/');
-    if (parts.length === 1) return this.siteFiles.find((f) => f.file === parts[0] || (f.alsoWrites?.test(parts[0]!) ?? false));
-    if (parts.length !== 3) return undefined;
-    return this.ownerFormats.find((f) => f.dir === parts[1] && f.file === parts[2]);
-  }
-
   /** Whether `dir` is the folder a user's or video's documents of some format go into (`rss`, `oembed`). */
   isFormatDir(dir: string): boolean {
     return this.ownerFormats.some((f) => f.dir === dir);
