@@ -12,7 +12,7 @@ import { packTree } from './pack.js';
 /**
  * `npm run bench`: builds demo sites of 10,000 and 100,000 users and prints, for each, the full
  * build (wall time, documents per second, MB written, peak RSS), a rebuild with nothing changed,
- * a rebuild after one video edit, and the floor: the same bytes written to the same paths with
+ * a rebuild after one video edit, `vidfeeds check` of the tree, and the floor: the same bytes written to the same paths with
  * write-beside-and-rename and nothing else (floor.ts). Figures, not a test: docs/performance.md.
  *
  *   npm run bench                      both sizes
@@ -163,6 +163,11 @@ async function benchSize(users: number, runDir: string, env: Record<string, stri
   lines(`no-change rebuild   ${s(again.seconds)}   ${ratio.toFixed(2)} of full (target ≤ ${TARGETS.noChangeOverFull}: ${mark(ratio <= TARGETS.noChangeOverFull)})   peak RSS ${(again.maxRssKb / 1024).toFixed(0)} MB`);
 
   lines(`one-video edit      ${await oneVideoEdit(db, out, env)}`);
+
+  // vidfeeds check reads every file back, hashes it, parses it and validates it against its schema.
+  settleDisk();
+  const checked = await runChild(CLI_CHILD, ['check', '--out', out, '--state', `${out}.state.sqlite`, '--db', db], env);
+  lines(`check --db          ${s(checked.seconds)}   ${n(documents / checked.seconds).padStart(7)} documents/s   ${checked.stderr.trim().split('\n').pop()?.replace(/^vidfeeds: /, '') ?? ''}   peak RSS ${(checked.maxRssKb / 1024).toFixed(0)} MB`);
 
   const overFloor = full.seconds / floor.seconds;
   lines(`floor               ${s(floor.seconds)}   the same ${n(packed.files)} files, write-beside-and-rename only`);

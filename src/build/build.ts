@@ -10,6 +10,7 @@ import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
 import { basisOf, planBuild, type BuildFingerprint, type BuildMode } from './incremental.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from './shard.js';
 import type { OutputWriter } from './output-writer.js';
+import { BuildInterrupted } from './interrupt.js';
 
 /**
  * The build: read (one snapshot of the database) → view models → render → write → prune.
@@ -81,6 +82,16 @@ export interface BuildReporter {
   progress?(done: number): void;
   /** A row that was skipped or a document that failed, as it happens. */
   warn?(message: string): void;
+  /** Once, when the build knows its mode; `expected` estimates the documents it will render, when it can. */
+  started?(plan: { mode: BuildMode; reason: string; expected?: number }): void;
+  /** Each skipped row, whole (a report keeps only the first REPORT_KEEPS). */
+  skipped?(skipped: Skipped): void;
+  /** Each document that failed to render, whole. */
+  failed?(failure: Failure): void;
+  /** A file whose bytes changed was written, at `path` under the output directory. */
+  wrote?(path: string, format: string): void;
+  /** A file an earlier build wrote was removed. */
+  removed?(path: string): void;
 }
 
 export interface BuildDeps {
@@ -95,6 +106,11 @@ export interface BuildDeps {
    * templates and formats. Without them every build renders everything.
    */
   incremental?: { changeLog: ChangeLog; fingerprint: BuildFingerprint };
+  /**
+   * Read between owners: a signal that arrived (src/build/interrupt.ts). The build then stops,
+   * records what it wrote and throws BuildInterrupted.
+   */
+  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
 }
 
 /** An unpublishable row under --strict. Exit code 1. */
@@ -152,6 +168,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     } catch (error) {
       const failure = { format: format.name, key, path, message: (error as Error).message };
       fail(failure);
+      reporter?.failed?.(failure);
       reporter?.warn?.(`failed: ${format.name} of ${showName(key)} (${path}): ${failure.message}`);
       if (state.previous(path) === undefined) newPaths = true;
       state.keep(path);
@@ -170,6 +187,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       report.unchanged++;
     } else {
       writer.write(path, body);
+      reporter?.wrote?.(path, format.name);
       report.written++;
       report.bytesWritten += body.length;
     }
@@ -188,6 +206,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   const skip = (skipped: Skipped) => {
     if (options.strict) throw new StrictModeError(skipped);
     if (++report.skippedCount <= REPORT_KEEPS) report.skipped.push(skipped);
+    reporter?.skipped?.(skipped);
     reporter?.warn?.(`skipped ${skipped.kind} ${showName(skipped.key)}: ${describeSkip(skipped)}`);
   };
 
@@ -198,7 +217,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       try {
         files = format.render(index, site);
       } catch (error) {
-        fail({ format: format.name, key: '', path: format.file, message: (error as Error).message });
+        const failure = { format: format.name, key: '', path: format.file, message: (error as Error).message };
+        fail(failure);
+        reporter?.failed?.(failure);
         reporter?.warn?.(`failed: ${format.name} (${format.file}): ${(error as Error).message}`);
         continue;
       }
@@ -206,7 +227,13 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     }
   };
 
+  const checkStop = () => {
+    const signal = deps.stopRequested?.() ?? null;
+    if (signal !== null) throw new BuildInterrupted(signal);
+  };
+
   const renderUser = (row: UserRow) => {
+    checkStop();
     if (!ownsKey(options.shard, row.username)) return;
     const problem = site.paths.problem(row.username);
     if (problem !== null) {
@@ -225,6 +252,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   const videoEntries = (ofUser?: string) => reader.videoEntries(ofUser, { lookUp: options.shard !== undefined && options.shard.count > 1 });
 
   const renderVideo = ({ row, read }: VideoEntry) => {
+    checkStop();
     if (!ownsKey(options.shard, row.publicId)) return;
     const problem = site.paths.problem(row.publicId);
     if (problem !== null) {
@@ -251,7 +279,10 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   let pruned = 0;
   const prune = (paths: Iterable<string>) => {
     for (const path of paths) {
-      if (writer.remove(path)) report.removed++;
+      if (writer.remove(path)) {
+        report.removed++;
+        reporter?.removed?.(path);
+      }
       state.forget(path);
       pruned++;
     }
@@ -306,7 +337,10 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     basisDropped: state.basisDropped(),
     interrupted: state.interrupted(),
     replacedVersion: state.replacedVersion,
-    empty: state.count() === 0,
+    count: state.count(),
+    get empty() {
+      return this.count === 0;
+    },
     siteFilesStale: state.siteFilesStale(),
   };
   // A first build into an empty directory compares nothing with the disk.
@@ -324,6 +358,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       report.mode = plan.mode;
       report.reason = plan.reason;
       verify = plan.verify;
+      // A full build renders about what the last one recorded; other builds cannot tell beforehand.
+      reporter?.started?.({ mode: plan.mode, reason: plan.reason, expected: plan.mode === 'full' && !saved.empty ? saved.count : undefined });
 
       if (plan.mode === 'incremental') {
         const { changeLog } = deps.incremental!;
@@ -351,7 +387,23 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     finishState(deps, report, log);
     state.commit();
   } catch (error) {
-    state.rollback();
+    if (error instanceof BuildInterrupted) {
+      // Keep what was done: the files on disk, their records, and the old basis, so the next build
+      // follows from it and finds these files already as they should be. The site files may not
+      // list the names this build added or dropped: the next build renders them.
+      // Every file this build recorded is on disk once the writer is flushed. If the build before
+      // it was killed, the records this build did not reach may still claim bytes that never got
+      // to disk: the mark stays, and the next build checks them against the disk.
+      writer.flush?.();
+      state.setSiteFilesStale(true);
+      if (saved.interrupted) state.commit();
+      else {
+        state.finish('keep');
+        state.commit();
+      }
+    } else {
+      state.rollback();
+    }
     throw error;
   }
   report.seconds = Number(process.hrtime.bigint() - started) / 1e9;

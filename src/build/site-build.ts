@@ -45,6 +45,10 @@ export interface SiteBuildRequest {
   lock?: BuildLock;
   /** Names the lock's holder, e.g. `vidfeeds build`. */
   command?: string;
+  /** How long to wait for another build's lock before giving up (LockHeldError); 0 by default. */
+  waitSeconds?: number;
+  /** A signal that asks the build to stop (src/build/interrupt.ts). */
+  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
 }
 
 export function buildSite(request: SiteBuildRequest): BuildReport {
@@ -53,7 +57,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   // Configuration and templates are checked before the lock is taken or a file is touched.
   const site = request.site ?? createSiteContext(config, formats);
   const fingerprint = buildFingerprint(config, formats, VIDFEEDS_VERSION);
-  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build' });
+  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds });
   try {
     const db = openForReading(request.db);
     try {
@@ -73,6 +77,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               formats,
               reporter: request.reporter,
               incremental: { changeLog: new ChangeLog(db), fingerprint },
+              stopRequested: request.stopRequested,
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
           );

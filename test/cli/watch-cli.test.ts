@@ -69,7 +69,7 @@ describe('vidfeeds build and watch from the command line', () => {
 
     await waitFor(/start: full build/);
     const second = vidfeeds(['build', '--db', file, '--out', out], cwd);
-    expect(second.status).toBe(1);
+    expect(second.status).toBe(75);
     expect(second.stderr).toContain(`is being built by another vidfeeds: "vidfeeds watch", pid ${child.pid} on `);
 
     db.prepare(`INSERT INTO users (username, display_name, created_at, updated_at) VALUES ('bob', 'Bob', 1, 1)`).run();
