@@ -14,11 +14,10 @@ import type { Format } from '../formats/format.js';
  */
 
 /**
- * Where the schemas are: the ONE place to change when they move (into `schemas/` or
- * `test/fixtures/schemas/` of the repository). Today they are in the project's shared folder
- * beside the checkout, as the tests read them; our own format's schema is in docs/schemas.
+ * Where the formats' schemas are: `schemas/formats/` of the package (their origins and licences
+ * in its README), the same files the tests validate with; our own format's schema is in docs/schemas.
  */
-export const SCHEMAS_DIR = fileURLToPath(new URL('../../../shared/schemas/', import.meta.url));
+export const SCHEMAS_DIR = fileURLToPath(new URL('../../schemas/formats/', import.meta.url));
 const OWN_SCHEMAS_DIR = fileURLToPath(new URL('../../docs/schemas/', import.meta.url));
 
 type Kind = 'xml' | 'json' | 'html' | 'text';
