@@ -70,8 +70,8 @@ export async function benchFreshness(ctx: FreshnessContext): Promise<void> {
   watch.stdout.setEncoding('utf8').on('data', (d: string) => (watchOut += d));
   const watchExit = new Promise<number | null>((resolve) => watch.on('close', (code) => resolve(code)));
   try {
-    await until(() => /start: (full|incremental) build/.test(watchErr) || watch.exitCode !== null);
-    if (watch.exitCode !== null) throw new Error(`watch exited at start:\n${watchErr}`);
+    const ready = await until(() => /start: (full|incremental) build/.test(watchErr) || watch.exitCode !== null, 600_000);
+    if (!ready || watch.exitCode !== null) throw new Error(`watch did not make its first build:\n${watchErr}`);
 
     const outcomes = await runWriter(ctx, out);
 
@@ -222,8 +222,14 @@ function percentile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 }
 
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await sleep(20);
+/** Whether `condition` came true within `maxMs`. */
+async function until(condition: () => boolean, maxMs: number): Promise<boolean> {
+  const deadline = Date.now() + maxMs;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+  return true;
 }
 
 const sleep = (msToWait: number) => new Promise((resolve) => setTimeout(resolve, msToWait));
