@@ -19,8 +19,9 @@ function walk(dir: string, root = dir): string[] {
   });
 }
 
-const UNPUBLISHABLE = ['..', '.', '', 'a/b', '../escape', 'back\\slash', 'robots.txt', 'SITEMAP.XML', 'sitemap-3.xml', 'nul\u0000byte', 'tab\tname', '.hidden', ' padded ', 'é'.repeat(150)];
-const PUBLISHABLE = ['<b>bold<b>', ']]>', `q"uo'te&amp;`, '\u202eevil', '🎬', 'a'.repeat(255)];
+const UNPUBLISHABLE = ['..', '.', '', 'a/b', '../escape', 'back\\slash', 'robots.txt', 'SITEMAP.XML', 'sitemap-3.xml', 'nul\u0000byte', 'tab\tname', '.hidden', ' padded ', 'é'.repeat(150),
+  '\u202eevil', 'gnp\u202e.exe', 'zero\u200bwidth', 'soft\u00adhyphen', 'bom\ufeff', 'non\ufdd0char', 'end\u{10ffff}', 'bad\ufffdbytes'];
+const PUBLISHABLE = ['<b>bold<b>', ']]>', `q"uo'te&amp;`, 'עברית', 'e\u0301', '🎬', 'a'.repeat(255)];
 
 describe('hostile usernames and video ids', () => {
   it('never writes outside out/, reports every unpublishable row, and keeps every document valid', () => {
