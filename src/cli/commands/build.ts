@@ -56,8 +56,6 @@ export function buildRequest(flags: { db: string; out: string; state?: string; o
   return request;
 }
 
-const MAX_WARNINGS = 50;
-
 export function parseFormatList(list: string): Set<string> {
   const names = list
     .split(',')
@@ -88,20 +86,17 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
     const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
     const request = buildRequest(flags);
     const site = createSiteContext(config, FORMATS);
-    let warnings = 0;
     const report = buildSite({
       ...request,
       config,
       site,
       reporter: {
         progress: io.interactive ? (done) => process.stderr.write(`\r${done} documents…`) : undefined,
-        warn: (message) => {
-          if (++warnings <= MAX_WARNINGS) io.err(`${io.interactive ? '\r' : ''}vidfeeds: ${message}`);
-        },
+        // Every one, however many: the operator must be able to find each row it left out.
+        warn: (message) => io.err(`${io.interactive ? '\r\x1b[K' : ''}vidfeeds: ${message}`),
       },
     });
     if (io.interactive) process.stderr.write('\r\x1b[K');
-    if (warnings > MAX_WARNINGS) io.err(`vidfeeds: … and ${warnings - MAX_WARNINGS} more warnings`);
     io.err(summary(report));
     setExit(report.failedCount > 0 ? EXIT.failed : EXIT.ok);
   });
@@ -120,6 +115,7 @@ export function summaryText(report: BuildReport): string {
     `${report.skippedCount} skipped`,
   ];
   if (report.failedCount > 0) parts.push(`${report.failedCount} failed`);
+  if (report.issueCount > 0) parts.push(`${report.issueCount} bad ${report.issueCount === 1 ? 'value' : 'values'}`);
   return `${describeMode(report)}: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
 }
 
