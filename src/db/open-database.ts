@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION } from './migrations.js';
+import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION, type MigrationResult } from './migrations.js';
 
 /** A database problem the operator must fix (missing file, wrong version). Exit code 2. */
 export class DatabaseError extends Error {
@@ -55,7 +55,7 @@ function openExisting(file: string, readonly: boolean): Database.Database {
 }
 
 /** Opens (creating if needed) a site database for writing and brings its schema up to date. */
-export function openForWriting(file: string): { db: Database.Database; from: number; to: number } {
+export function openForWriting(file: string): { db: Database.Database } & MigrationResult {
   let db: Database.Database;
   try {
     db = new Database(file);
@@ -66,8 +66,7 @@ export function openForWriting(file: string): { db: Database.Database; from: num
     db.pragma('journal_mode = WAL');
     db.pragma('foreign_keys = ON');
     readVersion(db, file);
-    const { from, to } = migrate(db, file);
-    return { db, from, to };
+    return { db, ...migrate(db, file) };
   } catch (error) {
     db.close();
     throw error;

@@ -3,8 +3,9 @@ import { isUtf8 } from 'node:buffer';
 import { hash } from 'node:crypto';
 import { segmentProblem } from '../paths/names.js';
 import { webUrl } from '../render/urls.js';
-import { columnSpec, MAX_UNIX_SECONDS, SITE_TABLES, typeCondition, type ColumnSpec } from './columns.js';
-import { describeValue, issueOf, RowDecoder, type IssueSink, type ValueIssue } from './decode.js';
+import { columnSpec, SITE_TABLES, typeCondition } from './columns.js';
+import { RowDecoder, type IssueSink, type ValueIssue } from './decode.js';
+import { wrongTypeRows } from './type-checks.js';
 import type {
   AttentionConcept,
   AttentionSource,
@@ -425,19 +426,7 @@ export class SiteReader {
    * Reported here, table by table, so each such row is named once. A full scan: full builds only.
    */
   unpublishedRows(): void {
-    for (const [table, spec] of Object.entries(SITE_TABLES)) {
-      const decided = Object.entries(spec.columns).filter(([, c]) => c.rule === 'sql' || c.rule === 'owner' || c.kind === 'name');
-      if (decided.length === 0) continue;
-      const wrong = decided.map(([column, c]) => `NOT ${typeCondition(c, column)}`).join(' OR ');
-      const keys = spec.key.join(', ');
-      const rows = this.db.prepare(`SELECT ${keys}, ${decided.map(([c]) => c).join(', ')} FROM ${table} WHERE ${wrong} ORDER BY ${keys}`).all() as Record<string, unknown>[];
-      for (const row of rows) {
-        const rowName = spec.key.map((k) => `${k}=${describeKey(row[k])}`).join(', ');
-        for (const [column, c] of decided) {
-          if (!matchesKind(c, row[column])) this.report(issueOf(table, rowName, column, row[column]));
-        }
-      }
-    }
+    for (const issue of wrongTypeRows(this.db, SITE_TABLES, (c) => c.rule === 'sql' || c.rule === 'owner' || c.kind === 'name')) this.report(issue);
   }
 
   /** Runs `work` inside one read transaction, so every read sees the same snapshot. */
@@ -683,35 +672,4 @@ export class SiteReader {
 
 function publishable(result: VideoView | VideoProblem | null): VideoView | null {
   return result === null || 'problem' in result ? null : result;
-}
-
-/** Whether a value read back from SQLite is of a column's kind (the JavaScript side of `typeCondition`). */
-function matchesKind(spec: ColumnSpec, value: unknown): boolean {
-  if (value === null) return spec.nullable === true;
-  const integer = typeof value === 'number' && Number.isSafeInteger(value);
-  switch (spec.kind) {
-    case 'id':
-    case 'ref':
-      return integer;
-    case 'time':
-      return integer && (value as number) >= 0 && (value as number) <= MAX_UNIX_SECONDS;
-    case 'count':
-      return integer && (value as number) >= 0;
-    case 'dimension':
-      return integer && (value as number) >= 1;
-    case 'flag':
-      return value === 0 || value === 1;
-    case 'fraction':
-      return typeof value === 'number' && value >= 0 && value <= 1;
-    case 'enum':
-      return typeof value === 'string' && (spec.values ?? []).includes(value);
-    case 'text':
-    case 'url':
-    case 'name':
-      return typeof value === 'string';
-  }
-}
-
-function describeKey(value: unknown): string {
-  return typeof value === 'number' ? String(value) : describeValue(value);
 }
