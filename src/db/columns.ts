@@ -22,12 +22,17 @@
  * - `owner`: the user is not published (only columns of `users`);
  * - `sql`: decided where SQL reads it: a reference of another type joins no row, an enum or flag
  *   outside its values does not equal the one published value, a tag or category name that is not
- *   text is filtered out; the row is then left out of the documents.
+ *   text is filtered out; the row is then left out of the documents;
+ * - `order`: only SQL's ORDER BY reads it; SQLite orders any mix of storage classes (NULL, then
+ *   numbers, then text, then BLOBs), so the row keeps a place in the list;
+ * - `unused`: no document shows it.
+ * Full builds name the values of `sql`, `owner`, `order` and `unused` columns (and of names) in one
+ * scan (`SiteReader.unpublishedRows`); the others are named when a document reads them.
  * Every decision is reported, naming the table, the row, the column and what was found.
  */
 
 export type ColumnKind = 'id' | 'ref' | 'time' | 'count' | 'dimension' | 'flag' | 'fraction' | 'text' | 'url' | 'name' | 'enum';
-export type WrongValueRule = 'omit' | 'row' | 'owner' | 'sql';
+export type WrongValueRule = 'omit' | 'row' | 'owner' | 'sql' | 'order' | 'unused';
 
 export interface ColumnSpec {
   readonly kind: ColumnKind;
@@ -52,7 +57,7 @@ const omittedText = (fallback = 'empty'): ColumnSpec => ({ kind: 'text', rule: '
 const optionalText: ColumnSpec = { kind: 'text', nullable: true, rule: 'omit' };
 const optionalUrl: ColumnSpec = { kind: 'url', nullable: true, rule: 'omit' };
 const shownFlag: ColumnSpec = { kind: 'flag', rule: 'omit', fallback: '0 (not shown)' };
-const unusedTime: ColumnSpec = { kind: 'time', rule: 'omit', fallback: 'not used by any document' };
+const unusedTime: ColumnSpec = { kind: 'time', rule: 'unused' };
 
 /**
  * The tables as of schema version 4. Frozen: migration 4 is generated from it, and a released
@@ -155,13 +160,13 @@ export const SITE_TABLES: Readonly<Record<string, TableSpec>> = deepFreeze({
     columns: {
       user_id: ref,
       video_id: ref,
-      position: { kind: 'count', rule: 'omit', fallback: 'ordered after the valid positions, by saved_at' },
+      position: { kind: 'count', rule: 'order' },
       saved_at: unusedTime,
     },
   },
   viewing_history: {
     key: ['id'],
-    columns: { id, user_id: ref, video_id: ref, viewed_at: { kind: 'time', rule: 'omit', fallback: 'ordered last' } },
+    columns: { id, user_id: ref, video_id: ref, viewed_at: { kind: 'time', rule: 'order' } },
   },
   recommendations: {
     key: ['id'],
@@ -207,7 +212,7 @@ export const SITE_TABLES: Readonly<Record<string, TableSpec>> = deepFreeze({
       description: omittedText(),
       html_url: { kind: 'url', rule: 'omit' },
       xml_url: { kind: 'url', rule: 'row' },
-      position: { kind: 'count', rule: 'omit', fallback: 'ordered after the valid positions' },
+      position: { kind: 'count', rule: 'order' },
       created_at: { kind: 'time', rule: 'row' },
       updated_at: { kind: 'time', rule: 'omit', fallback: 'created_at' },
     },
@@ -216,6 +221,9 @@ export const SITE_TABLES: Readonly<Record<string, TableSpec>> = deepFreeze({
 
 /** The latest time a document may carry: 9999-12-31T23:59:59Z, the last second of a four-digit year. */
 export const MAX_UNIX_SECONDS = 253_402_300_799;
+
+/** Integers past 2^53 - 1 do not survive the trip to a JavaScript number: out of every integer kind's domain. */
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 export function columnSpec(table: string, column: string): ColumnSpec {
   const spec = SITE_TABLES[table]?.columns[column];
@@ -232,13 +240,13 @@ export function typeCondition(spec: ColumnSpec, expr: string): string {
     switch (spec.kind) {
       case 'id':
       case 'ref':
-        return `typeof(${expr}) = 'integer'`;
+        return `(typeof(${expr}) = 'integer' AND ${expr} BETWEEN -${MAX_SAFE} AND ${MAX_SAFE})`;
       case 'time':
         return `(typeof(${expr}) = 'integer' AND ${expr} BETWEEN 0 AND ${MAX_UNIX_SECONDS})`;
       case 'count':
-        return `(typeof(${expr}) = 'integer' AND ${expr} >= 0)`;
+        return `(typeof(${expr}) = 'integer' AND ${expr} BETWEEN 0 AND ${MAX_SAFE})`;
       case 'dimension':
-        return `(typeof(${expr}) = 'integer' AND ${expr} >= 1)`;
+        return `(typeof(${expr}) = 'integer' AND ${expr} BETWEEN 1 AND ${MAX_SAFE})`;
       case 'flag':
         return `(typeof(${expr}) = 'integer' AND ${expr} IN (0, 1))`;
       case 'fraction':
@@ -260,8 +268,8 @@ export function expected(spec: ColumnSpec): string {
     id: 'an integer',
     ref: 'an integer (a row id)',
     time: 'an integer number of Unix seconds from 0 (1970) to 253402300799 (9999)',
-    count: 'an integer from 0',
-    dimension: 'an integer from 1',
+    count: `an integer from 0 to ${MAX_SAFE}`,
+    dimension: `an integer from 1 to ${MAX_SAFE}`,
     flag: 'the integer 0 or 1',
     fraction: 'a number from 0 to 1',
     text: 'text',

@@ -54,6 +54,10 @@ function outcomeOf(spec: ColumnSpec, table: string): string {
       return 'the user is not published';
     case 'sql':
       return 'the row is left out of the documents';
+    case 'order':
+      return 'the row is ordered as SQLite orders mixed types';
+    case 'unused':
+      return 'no document shows it';
   }
 }
 

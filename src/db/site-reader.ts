@@ -4,7 +4,7 @@ import { hash } from 'node:crypto';
 import { segmentProblem } from '../paths/names.js';
 import { webUrl } from '../render/urls.js';
 import { columnSpec, SITE_TABLES, typeCondition } from './columns.js';
-import { RowDecoder, type IssueSink, type ValueIssue } from './decode.js';
+import { describeValue, issueOf, RowDecoder, type IssueSink, type ValueIssue } from './decode.js';
 import { wrongTypeRows } from './type-checks.js';
 import type {
   AttentionConcept,
@@ -206,8 +206,8 @@ function videoOrProblem(ctx: DecodeContext, raw: RawVideo): VideoView | VideoPro
     thumbnailWidth: thumbnailWidth as number,
     thumbnailHeight: thumbnailHeight as number,
     captionsUrl: webUrl(d.text('captions_url', captionsUrl)),
-    category,
-    tags: JSON.parse(tagsJson) as string[],
+    category: category !== null && validName(category) ? category : null,
+    tags: (JSON.parse(tagsJson) as string[]).filter(validName),
     uploader: person(ctx, uploader),
     createdAt: created,
     updatedAt: d.time('updated_at', updatedAt) ?? created,
@@ -389,10 +389,12 @@ export class SiteReader {
 
   /**
    * Where to report values of the wrong type or out of their domain (src/db/decode.ts). Each
-   * (table, row, column) is reported once per reader, however often the row is read.
+   * (table, row, column) is reported once per sink, however often the row is read: a build sets
+   * its own, and hears of every bad value it reads.
    */
   onIssue(sink: IssueSink | null): void {
     this.issueSink = sink;
+    this.seenIssues.clear();
   }
 
   private report(issue: ValueIssue): void {
@@ -426,7 +428,14 @@ export class SiteReader {
    * Reported here, table by table, so each such row is named once. A full scan: full builds only.
    */
   unpublishedRows(): void {
-    for (const issue of wrongTypeRows(this.db, SITE_TABLES, (c) => c.rule === 'sql' || c.rule === 'owner' || c.kind === 'name')) this.report(issue);
+    for (const issue of wrongTypeRows(this.db, SITE_TABLES, (c) => c.rule !== 'omit' && c.rule !== 'row' || c.kind === 'name')) this.report(issue);
+    // Tag and category names that are not valid UTF-8: SQL cannot tell, and reads them as text.
+    for (const table of ['categories', 'tags'] as const) {
+      const rows = this.db.prepare(`SELECT id, name, CAST(name AS BLOB) FROM ${table} WHERE typeof(name) = 'text' ORDER BY id`).raw(true).iterate() as Iterable<[number, string, Buffer]>;
+      for (const [id, name, bytes] of rows) {
+        if (!isUtf8(bytes)) this.report(issueOf(table, `id=${id}`, 'name', name, `text that is not valid UTF-8 (${describeValue(name)})`));
+      }
+    }
   }
 
   /** Runs `work` inside one read transaction, so every read sees the same snapshot. */
@@ -526,7 +535,7 @@ export class SiteReader {
     if (parts.has('groups')) bundle.groups = this.groupsOf(id);
     if (parts.has('friends')) bundle.friends = this.stmt.friends.all(id).map((r) => person(this.ctx, r));
     if (parts.has('accounts')) bundle.accounts = this.accountsOf(id);
-    if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name);
+    if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name).filter(validName);
     if (parts.has('playlist')) bundle.playlist = this.playlistOf(id, raw.history_public === 1);
     if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
@@ -625,7 +634,7 @@ export class SiteReader {
   }
 
   private conceptsOf(userId: number): AttentionConcept[] {
-    return this.stmt.concepts.all(userId).map(([categoryId, category, value, updatedAt]) => {
+    return this.stmt.concepts.all(userId).filter(([, category]) => validName(category)).map(([categoryId, category, value, updatedAt]) => {
       // A category the user has no row for: 0, no time (value NULL from the LEFT JOIN).
       if (value === null && updatedAt === null) return { category, value: 0, updatedAt: null };
       const d = decoder(this.ctx, 'attention_concepts', `user_id=${userId}, category_id=${categoryId}`);
@@ -657,7 +666,7 @@ export class SiteReader {
       const createdAt = d.time('created_at', r.created_at);
       if (d.rejected !== null || xmlUrl === null) continue;
       entries.push({
-        category: r.category,
+        category: r.category !== null && validName(r.category) ? r.category : null,
         title: title!,
         description: d.text('description', r.description) ?? '',
         htmlUrl: webUrl(d.text('html_url', r.html_url)),
@@ -668,6 +677,14 @@ export class SiteReader {
     }
     return entries;
   }
+}
+
+/**
+ * Whether a tag or category name, read as text, may be published: better-sqlite3 reads bytes that
+ * are not UTF-8 as U+FFFD, and those are left out (`unpublishedRows` names them in full builds).
+ */
+function validName(name: string): boolean {
+  return !name.includes('\uFFFD');
 }
 
 function publishable(result: VideoView | VideoProblem | null): VideoView | null {

@@ -57,7 +57,7 @@ describe('type checks at write time', () => {
     expect(() => db.prepare('UPDATE users SET created_at = ? WHERE id = ?').run(253_402_300_800, u.id)).toThrow('users.created_at');
     expect(() => db.prepare('UPDATE users SET created_at = ? WHERE id = ?').run(-1, u.id)).toThrow('users.created_at');
     expect(() => db.prepare('UPDATE users SET show_email = 2 WHERE id = ?').run(u.id)).toThrow();
-    expect(() => insertVideo(db, u.id, { file_size: 1.5 })).toThrow('videos.file_size: expected an integer from 0 or NULL');
+    expect(() => insertVideo(db, u.id, { file_size: 1.5 })).toThrow('videos.file_size: expected an integer from 0 to 9007199254740991 or NULL');
     expect(() => insertVideo(db, u.id, { duration_seconds: Infinity })).toThrow('videos.duration_seconds');
     // Text that SQLite stores as an integer (INTEGER affinity), as a site's code may bind it.
     db.prepare('UPDATE users SET created_at = ? WHERE id = ?').run(String(T0 + 5), u.id);
