@@ -8,6 +8,7 @@ import type { SiteIndex, UserPart } from '../model/views.js';
 import { showName } from '../paths/names.js';
 import type { BuildState, Owner } from './build-state.js';
 import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
+import { describeCollision, nameCollisions, type NamedRow } from './name-collisions.js';
 import { basisOf, planBuild, type BuildFingerprint, type BuildMode } from './incremental.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from './shard.js';
 import type { OutputWriter } from './output-writer.js';
@@ -76,6 +77,8 @@ export interface BuildReport {
    */
   issues: ValueIssue[];
   issueCount: number;
+  /** Full builds: groups of names that one case-insensitive or normalising file system would merge (reported, all written). */
+  nameCollisions: number;
   documents: number;
   bytesWritten: number;
   seconds: number;
@@ -149,6 +152,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     failedCount: 0,
     issues: [],
     issueCount: 0,
+    nameCollisions: 0,
     documents: 0,
     bytesWritten: 0,
     seconds: 0,
@@ -268,6 +272,18 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     }
   };
 
+  /** Names that would be one directory on macOS or Windows, every published row of them named. */
+  const reportCollisions = () => {
+    const names = function* (): Iterable<NamedRow> {
+      for (const row of reader.users()) if (site.paths.problem(row.username) === null) yield { kind: 'user', id: row.id, name: row.username };
+      for (const row of reader.videos()) if (site.paths.problem(row.publicId) === null) yield { kind: 'video', id: row.id, name: row.publicId };
+    };
+    for (const group of nameCollisions(names)) {
+      report.nameCollisions++;
+      reporter?.warn?.(`name collision: ${describeCollision(group)}`);
+    }
+  };
+
   /**
    * Removes a file an earlier build wrote that this one does not produce, and its record. Called
    * as the state yields stale paths, a page at a time, so no list of them is held: a build after
@@ -365,6 +381,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       if (videoFormats.length > 0) for (const entry of videoEntries(options.user)) renderVideo(entry);
       // After the documents, so the sitemap lists none that failed.
       renderSiteFiles();
+      if (plan.mode === 'full' && options.user === undefined && ownsSiteFiles(options.shard)) reportCollisions();
       // What an earlier build wrote, in this build's scope, that this build did not produce.
       const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
       prune(state.stale(scope));
