@@ -1,7 +1,9 @@
 import Database from 'better-sqlite3';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SITE_TABLES } from '../../src/db/columns.js';
+import { expected, SITE_TABLES } from '../../src/db/columns.js';
+import { issueOf } from '../../src/db/decode.js';
 import { generateDemo } from '../../src/db/demo-data.js';
 import { MIGRATIONS, SCHEMA_VERSION, TYPE_CHECK_VERSION, migrate } from '../../src/db/migrations.js';
 import { cli } from '../helpers/cli.js';
@@ -24,6 +26,17 @@ describe('the description of the site database', () => {
     for (const table of tables(db)) {
       const columns = (db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]).sort();
       expect(Object.keys(SITE_TABLES[table]!.columns).sort(), table).toEqual(columns);
+    }
+  });
+});
+
+describe('docs/database.md', () => {
+  it('lists every column with what it must hold and what a value that does not hold it does', () => {
+    const docs = readFileSync(resolve(import.meta.dirname, '../../docs/database.md'), 'utf8');
+    for (const [table, spec] of Object.entries(SITE_TABLES)) {
+      for (const [column, c] of Object.entries(spec.columns)) {
+        expect(docs, `${table}.${column}`).toContain(`| \`${table}.${column}\` | ${expected(c)} | ${issueOf(table, '', column, null).outcome} |`);
+      }
     }
   });
 });
