@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { SITE_TABLES } from './columns.js';
 import type { ValueIssue } from './decode.js';
 import { REPLACEABLE_TABLES, replacedRowsMigration } from './replaced-rows.js';
-import { typeCheckMigration, wrongTypeRows } from './type-checks.js';
+import { ownerColumnsLog, typeCheckMigration, wrongTypeRows } from './type-checks.js';
 
 /**
  * Versioned schema of the site database. `PRAGMA user_version` holds the number of migrations
@@ -377,8 +377,10 @@ export const MIGRATIONS: readonly string[] = [
   typeCheckMigration(SITE_TABLES),
 
   // 5: rows deleted by REPLACE are logged (src/db/replaced-rows.ts), so incremental builds remove
-  // their documents: SQLite fires no delete trigger for them unless recursive triggers are on.
-  replacedRowsMigration(REPLACEABLE_TABLES),
+  // their documents: SQLite fires no delete trigger for them unless recursive triggers are on. And
+  // a user whose creation time or name is corrected, which publishes it, is logged as a change
+  // of the person (src/db/type-checks.ts, ownerColumnsLog).
+  `${replacedRowsMigration(REPLACEABLE_TABLES)}\n${ownerColumnsLog(SITE_TABLES)}`,
 ];
 
 /** The migration that makes the schema refuse wrong types; upgrading past it reports the rows that already break it. */

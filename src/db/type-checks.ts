@@ -25,6 +25,26 @@ export function typeCheckMigration(tables: Readonly<Record<string, TableSpec>>):
   return statements.join('\n');
 }
 
+/**
+ * A user is published only when its `owner` columns (src/db/columns.ts) hold values of their kind.
+ * An UPDATE that corrects one of them (a creation time stored as text before the type checks)
+ * publishes the user, which other users' documents must then show, as when its state becomes
+ * active; migration 2's log entry would not say so. This trigger logs it as a change of the person.
+ */
+export function ownerColumnsLog(tables: Readonly<Record<string, TableSpec>>): string {
+  const owner = Object.entries(tables.users!.columns).filter(([, c]) => c.rule === 'owner');
+  const valid = (row: 'OLD' | 'NEW') => `(${owner.map(([column, c]) => typeCondition(c, `${row}.${column}`)).join(' AND ')})`;
+  const keys = (row: 'OLD' | 'NEW') => `json_object('id', ${row}.id, 'username', ${row}.username, 'state', ${row}.state`;
+  return (
+    `CREATE TRIGGER users_log_publishable AFTER UPDATE OF ${owner.map(([column]) => column).join(', ')} ON users ` +
+    `WHEN ${valid('OLD')} IS NOT ${valid('NEW')} BEGIN
+` +
+    `  INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('users', 'update', ${keys('OLD')}), ${keys('NEW')}, 'person_changed', 1));
+` +
+    'END;'
+  );
+}
+
 /** Names of the triggers `typeCheckMigration` creates for `tables`. */
 export function typeCheckTriggers(tables: Readonly<Record<string, TableSpec>>): string[] {
   return Object.keys(tables).flatMap((table) => [`${table}_types_insert`, `${table}_types_update`]);

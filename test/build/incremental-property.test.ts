@@ -7,6 +7,7 @@ import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.j
 import { FORMATS } from '../../src/formats/registry.js';
 import type { UserPart } from '../../src/model/views.js';
 import { prng } from '../../src/db/demo-data.js';
+import { MIGRATIONS, migrate } from '../../src/db/migrations.js';
 import { createDemoDb, T0, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
 
@@ -364,4 +365,37 @@ describe('incremental builds', () => {
       }
     });
   }
+
+  it('publish a user whose creation time, stored as text before the type checks, is corrected: friends list it as a full build does', () => {
+    const work = tempDir('vidfeeds-incr-fix-');
+    cleanups.push(work.cleanup);
+    const file = join(work.dir, 'site.sqlite');
+    // Written at schema version 1, before the type checks, then upgraded as `vidfeeds init` does.
+    const old = new Database(file);
+    old.exec(MIGRATIONS[0]!);
+    old.pragma('user_version = 1');
+    old.exec(`
+      INSERT INTO users (id, username, display_name, created_at, updated_at) VALUES (1, 'alice', 'Alice', ${T0}, ${T0}), (2, 'carol', 'Carol', 'yesterday', ${T0});
+      INSERT INTO friendships (user_id, friend_id, created_at) VALUES (1, 2, ${T0});
+      INSERT INTO videos (id, public_id, user_id, title, file_url, thumbnail_url, created_at, updated_at)
+      VALUES (1, 'cv', 2, 'Carol''s', 'https://c.example/1.mp4', 'https://c.example/1.jpg', ${T0}, ${T0});
+    `);
+    expect(migrate(old, file).wrongTypes.map((i) => `${i.table} ${i.row} ${i.column}`)).toEqual(['users id=2 created_at']);
+    const config = testConfig();
+    const site = createSiteContext(config, PROBED, new Date(Date.UTC(2026, 0, 1)));
+    const out = join(work.dir, 'incremental', 'out');
+    const build = (dir: string) => buildSite({ db: file, out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite'), config, site, formats: PROBED });
+    expect(build(join(work.dir, 'incremental')).mode).toBe('full');
+    expect(readTree(out).has('carol/probe/user.json')).toBe(false);
+
+    old.prepare('UPDATE users SET created_at = ? WHERE id = 2').run(T0 + 1);
+    old.close();
+    expect(build(join(work.dir, 'incremental')).mode).toBe('incremental');
+    const fresh = join(work.dir, 'full');
+    expect(build(fresh).mode).toBe('full');
+    const after = readTree(out);
+    expect(after.get('alice/probe/user.json')?.body.toString()).toContain('"carol"');
+    expect(after.has('cv/oembed/index.json')).toBe(true);
+    expect(treeDifferences(after, readTree(join(fresh, 'out')))).toEqual([]);
+  });
 });
