@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
+import { describeIssue, type ValueIssue } from '../db/decode.js';
 import type { SiteReader, UserRow, VideoEntry } from '../db/site-reader.js';
 import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { SiteContext } from '../model/site-context.js';
@@ -7,6 +8,7 @@ import type { SiteIndex, UserPart } from '../model/views.js';
 import { showName } from '../paths/names.js';
 import type { BuildState, Owner } from './build-state.js';
 import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
+import { describeCollision, nameCollisions, type NamedRow } from './name-collisions.js';
 import { basisOf, planBuild, type BuildFingerprint, type BuildMode } from './incremental.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from './shard.js';
 import type { OutputWriter } from './output-writer.js';
@@ -23,7 +25,11 @@ import { BuildInterrupted } from './interrupt.js';
  * set of published names may have changed.
  */
 
-/** How many skipped rows and failures a report keeps in full; the rest are only counted. */
+/**
+ * How many skipped rows, failures and value issues the report object keeps in full; the rest are
+ * only counted, so a site of millions of bad rows does not grow the build's memory. Every one of
+ * them is still named as it happens, through the reporter (`warn`, and `issue` for values).
+ */
 export const REPORT_KEEPS = 100;
 
 export interface BuildOptions {
@@ -45,6 +51,8 @@ export interface Skipped {
   reason: string;
   /** The reason is about the name (it cannot be a path), not the row's other data. */
   isName: boolean;
+  /** When a value of the wrong type decided it: the table, row, column and what was found. */
+  issue?: ValueIssue;
 }
 
 export interface Failure {
@@ -64,6 +72,14 @@ export interface BuildReport {
   /** The first REPORT_KEEPS failures; `failedCount` counts them all. */
   failed: Failure[];
   failedCount: number;
+  /**
+   * The first REPORT_KEEPS values of the wrong type or out of their domain (src/db/decode.ts),
+   * each once; `issueCount` counts them all. Each also names its outcome (field or row left out).
+   */
+  issues: ValueIssue[];
+  issueCount: number;
+  /** Full builds: groups of names that one case-insensitive or normalising file system would merge (reported, all written). */
+  nameCollisions: number;
   documents: number;
   bytesWritten: number;
   seconds: number;
@@ -92,6 +108,8 @@ export interface BuildReporter {
   wrote?(path: string, format: string): void;
   /** A file an earlier build wrote was removed. */
   removed?(path: string): void;
+  /** A value of the wrong type or out of its domain, as it is found (also passed to `warn` as a line). */
+  issue?(issue: ValueIssue): void;
 }
 
 export interface BuildDeps {
@@ -148,6 +166,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     skippedCount: 0,
     failed: [],
     failedCount: 0,
+    issues: [],
+    issueCount: 0,
+    nameCollisions: 0,
     documents: 0,
     bytesWritten: 0,
     seconds: 0,
@@ -169,6 +190,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       const failure = { format: format.name, key, path, message: (error as Error).message };
       fail(failure);
       reporter?.failed?.(failure);
+      failedDocuments.add(`${format.name}\u0000${key}`);
       reporter?.warn?.(`failed: ${format.name} of ${showName(key)} (${path}): ${failure.message}`);
       if (state.previous(path) === undefined) newPaths = true;
       state.keep(path);
@@ -203,6 +225,13 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   function fail(failure: Failure): void {
     if (++report.failedCount <= REPORT_KEEPS) report.failed.push(failure);
   }
+  reader.onIssue((issue) => {
+    if (++report.issueCount <= REPORT_KEEPS) report.issues.push(issue);
+    reporter?.issue?.(issue);
+    reporter?.warn?.(`bad value: ${describeIssue(issue)}`);
+  });
+  /** Documents that failed in this build, by format and key: the sitemap leaves them out. */
+  const failedDocuments = new Set<string>();
   const skip = (skipped: Skipped) => {
     if (options.strict) throw new StrictModeError(skipped);
     if (++report.skippedCount <= REPORT_KEEPS) report.skipped.push(skipped);
@@ -212,7 +241,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 
   const renderSiteFiles = () => {
     for (const format of siteFormats) {
-      const index = siteIndex(reader, site);
+      const index = siteIndex(reader, site, failedDocuments);
       let files;
       try {
         files = format.render(index, site);
@@ -262,12 +291,24 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     const video = read();
     if (video === null) return;
     if ('problem' in video) {
-      skip({ kind: 'video', key: row.publicId, reason: video.problem, isName: false });
+      skip({ kind: 'video', key: row.publicId, reason: video.problem, isName: false, ...(video.issue ? { issue: video.issue } : {}) });
       return;
     }
     const owner: Owner = { kind: 'video', id: row.id };
     for (const format of videoFormats) {
       emit(format, site.paths.file(format, row.publicId), row.publicId, owner, video.uploader.username, () => format.render({ video }, site));
+    }
+  };
+
+  /** Names that would be one directory on macOS or Windows, every published row of them named. */
+  const reportCollisions = () => {
+    const names = function* (): Iterable<NamedRow> {
+      for (const row of reader.users()) if (site.paths.problem(row.username) === null) yield { kind: 'user', id: row.id, name: row.username };
+      for (const row of reader.videos()) if (site.paths.problem(row.publicId) === null) yield { kind: 'video', id: row.id, name: row.publicId };
+    };
+    for (const group of nameCollisions(names)) {
+      report.nameCollisions++;
+      reporter?.warn?.(`name collision: ${describeCollision(group)}`);
     }
   };
 
@@ -370,9 +411,13 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
         return;
       }
 
-      renderSiteFiles();
+      // Rows SQL leaves out for a value of the wrong type are named once, before the documents.
+      if (plan.mode === 'full' && options.user === undefined) reader.unpublishedRows();
       if (userFormats.length > 0) for (const row of reader.users(options.user)) renderUser(row);
       if (videoFormats.length > 0) for (const entry of videoEntries(options.user)) renderVideo(entry);
+      // After the documents, so the sitemap lists none that failed.
+      renderSiteFiles();
+      if (plan.mode === 'full' && options.user === undefined && ownsSiteFiles(options.shard)) reportCollisions();
       // What an earlier build wrote, in this build's scope, that this build did not produce.
       const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
       prune(state.stale(scope));
@@ -426,9 +471,13 @@ function finishState(deps: BuildDeps, report: BuildReport, log: ChangeLogPositio
   state.finish(basisOf(incremental.fingerprint, log));
 }
 
-/** Published keys for site-wide documents: only names that can be paths (the rest are reported elsewhere). */
-function siteIndex(reader: SiteReader, site: SiteContext): SiteIndex {
+/**
+ * Published keys for site-wide documents: only names that can be paths and rows that can be
+ * published (the rest are reported elsewhere), and none of the documents that failed in this build.
+ */
+function siteIndex(reader: SiteReader, site: SiteContext, failed: ReadonlySet<string>): SiteIndex {
   return {
+    documentFailed: (format, key) => failed.has(`${format}\u0000${key}`),
     *usernames() {
       for (const row of reader.users()) if (site.paths.problem(row.username) === null) yield row.username;
     },

@@ -9,8 +9,16 @@ export interface ServeResponse {
   body: Buffer;
 }
 
+/**
+ * A plain-text answer (errors, mostly). It carries `nosniff` itself, not only through `finish`:
+ * the HTTP layer sends some (413 before the body is read, 500) without the core.
+ */
 export function textResponse(status: number, message: string, headers: Record<string, string> = {}): ServeResponse {
-  return { status, headers: { 'Content-Type': 'text/plain; charset=utf-8', ...headers }, body: Buffer.from(`${message}\n`, 'utf8') };
+  return {
+    status,
+    headers: { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', ...headers },
+    body: Buffer.from(`${message}\n`, 'utf8'),
+  };
 }
 
 export function documentResponse(status: number, mediaType: string, body: string | Buffer, headers: Record<string, string> = {}): ServeResponse {

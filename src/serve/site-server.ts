@@ -87,6 +87,12 @@ export class SiteServer {
     const segments = splitUrlPath(rawPath, this.deps.site.paths.basePath);
     const match = segments === null ? null : matchRoute(this.deps.routes, segments);
     if (match === null) return notFound();
+    // The build's one rule for names (src/paths/names.ts): a key it never writes is never answered,
+    // from a file or from the database, so the preview and the static tree agree.
+    if (match.kind === 'keyed') {
+      const problem = this.deps.site.paths.problem(match.key);
+      if (problem !== null) return notFound(`no ${match.format.scope} ${JSON.stringify(match.key)}: its name ${problem}`);
+    }
 
     const { routes } = this.deps;
     const isRecommendations = match.kind === 'keyed' && routes.recommendations !== null && match.format === routes.recommendations;

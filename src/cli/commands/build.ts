@@ -63,8 +63,6 @@ export function buildRequest(flags: { db: string; out: string; state?: string; o
   return request;
 }
 
-const MAX_WARNINGS = 50;
-
 export function parseFormatList(list: string): Set<string> {
   const names = list
     .split(',')
@@ -112,7 +110,6 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       }
       json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
       const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
-      let warnings = 0;
       let report: BuildReport;
       try {
         report = await runBuildThread(
@@ -125,9 +122,8 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
           {
             progress: (done) => progress?.update(done),
             started: (plan) => progress?.expect(plan.expected),
-            warn: (message) => {
-              if (++warnings <= MAX_WARNINGS) io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${message}`);
-            },
+            // Every one, however many: the operator must be able to find each row it left out.
+            warn: (message) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${message}`),
             skipped: (row) => json?.skipped.push(row),
             failed: (failure) => json?.failed.push(failure),
             wrote: (paths) => json?.wrote(paths),
@@ -144,7 +140,6 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
         throw error;
       }
       progress?.clear();
-      if (warnings > MAX_WARNINGS) io.err(`vidfeeds: … and ${warnings - MAX_WARNINGS} more warnings`);
       const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
       if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
       if (json) io.out(json.text({ report, exitCode }));
@@ -171,6 +166,7 @@ export function summaryText(report: BuildReport): string {
     `${report.skippedCount} skipped`,
   ];
   if (report.failedCount > 0) parts.push(`${report.failedCount} failed`);
+  if (report.issueCount > 0) parts.push(`${report.issueCount} bad ${report.issueCount === 1 ? 'value' : 'values'}`);
   return `${describeMode(report)}: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
 }
 
