@@ -73,6 +73,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               formats,
               reporter: request.reporter,
               incremental: { changeLog: new ChangeLog(db), fingerprint },
+              compression: config.compress,
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
           );

@@ -1,5 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { ALL_ENCODINGS, isEncoding, type Encoding } from '../build/compression.js';
+import { FORMATS } from '../formats/registry.js';
 
 /** Every site-level setting the documents need. Loaded once, validated before any file is touched. */
 export interface SiteConfig {
@@ -23,6 +25,24 @@ export interface SiteConfig {
   player: PlayerConfig;
   /** Make an unpublishable row (a bad name) fatal instead of reported and skipped. */
   strict: boolean;
+  /** Pre-compressed forms written beside each text document (`.gz`, `.br`); none by default. */
+  compress: Encoding[];
+  cacheControl: CacheControlConfig;
+}
+
+/**
+ * The Cache-Control header every host configuration and `vidfeeds serve` send, per format: the
+ * format's class (src/hosting/cache-control.ts says which is which), unless `formats` names it.
+ */
+export interface CacheControlConfig {
+  /** Feeds and lists that change with a user's activity: RSS, Atom, recommendations, XSPF, APML, OPML. */
+  feeds: string;
+  /** Documents that change rarely: oEmbed, FOAF, hCard. */
+  profiles: string;
+  /** Site-wide files: sitemap, robots.txt, opensearch.xml, crossdomain.xml. */
+  site: string;
+  /** Per format name, over its class. */
+  formats: Record<string, string>;
 }
 
 export interface PageTemplates {
@@ -105,6 +125,13 @@ export const DEFAULT_CONFIG: SiteConfig = {
     bgColor: '#000000',
   },
   strict: false,
+  compress: [],
+  cacheControl: {
+    feeds: 'public, max-age=900',
+    profiles: 'public, max-age=86400',
+    site: 'public, max-age=3600',
+    formats: {},
+  },
 };
 
 export const DEFAULT_CONFIG_FILE = 'vidfeeds.config.json';
@@ -166,13 +193,16 @@ function isObject(value: Json | undefined): value is { [key: string]: Json } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Settings whose keys are names (checked by validateConfig), not settings. */
+const OPEN_MAPS = new Set(['cacheControl.formats']);
+
 function mergeInto(base: Json, patch: Json, prefix: string, source: string): Json {
   if (!isObject(patch)) throw new ConfigError(prefix || '(root)', 'must be a JSON object', source);
   if (!isObject(base)) return patch;
   for (const [key, value] of Object.entries(patch)) {
     const name = prefix ? `${prefix}.${key}` : key;
     if (key === '$schema') continue;
-    if (!(key in base)) throw new ConfigError(name, 'is not a known setting', source);
+    if (!(key in base) && !OPEN_MAPS.has(prefix)) throw new ConfigError(name, 'is not a known setting', source);
     const current = base[key];
     base[key] = isObject(current) && !Array.isArray(current) ? mergeInto(current, value, name, source) : value;
   }
@@ -239,6 +269,18 @@ export function validateConfig(raw: Json, source: string): SiteConfig {
   }
   check.pattern('player.bgColor', p.bgColor, /^#[0-9A-Fa-f]{6}$/, 'a colour written # followed by six hex digits');
   check.boolean('strict', c.strict);
+  check.list('compress', c.compress, (name, value) => {
+    if (!isEncoding(value)) check.fail(name, `must be one of ${ALL_ENCODINGS.map((e) => JSON.stringify(e)).join(', ')}, not ${describe(value)}`);
+  });
+  if (new Set(c.compress).size !== c.compress.length) check.fail('compress', 'names an encoding twice');
+  check.object('cacheControl', c.cacheControl);
+  for (const key of ['feeds', 'profiles', 'site'] as const) check.cacheControl(`cacheControl.${key}`, c.cacheControl[key]);
+  check.object('cacheControl.formats', c.cacheControl.formats);
+  const known = new Set(FORMATS.map((f) => f.name));
+  for (const [name, value] of Object.entries(c.cacheControl.formats)) {
+    if (!known.has(name)) check.fail(`cacheControl.formats.${name}`, `is not a format; known formats: ${[...known].join(', ')}`);
+    check.cacheControl(`cacheControl.formats.${name}`, value);
+  }
   return c;
 }
 
@@ -278,6 +320,14 @@ class Checker {
     if (typeof value !== 'number' || !Number.isInteger(value)) this.fail(setting, `must be a whole number, not ${describe(value)}`);
     if (value < min || value > max) this.fail(setting, `must be from ${min} to ${max}, not ${value}`);
     return value;
+  }
+
+  /**
+   * A Cache-Control value every host can carry as it is: directives and numbers only, so nothing
+   * in it is read as an nginx variable, an Apache expression or a second header.
+   */
+  cacheControl(setting: string, value: unknown): string {
+    return this.pattern(setting, value, /^[A-Za-z0-9-]+(=[0-9]+)?(, *[A-Za-z0-9-]+(=[0-9]+)?)*$/, 'Cache-Control directives such as "public, max-age=900"');
   }
 
   boolean(setting: string, value: unknown): boolean {
