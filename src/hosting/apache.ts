@@ -1,3 +1,5 @@
+import { ENCODINGS, type Encoding } from '../build/compression.js';
+import type { Format } from '../formats/format.js';
 import { bareMediaType, isCompressible, OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, urlPattern, type Routes } from './routes.js';
 
 /**
@@ -14,6 +16,10 @@ export interface ApacheOptions {
   /** `HOST:PORT` of `vidfeeds serve` for parametrised requests and the POST (needs mod_proxy_http). */
   upstream?: string;
   generator: string;
+  /** The Cache-Control value of each format (src/hosting/cache-control.ts). */
+  cacheControl: (format: Format) => string;
+  /** The encodings the build writes beside each document (`compress`), sent to clients that take them. */
+  compress: readonly Encoding[];
 }
 
 /** A value in Apache's double quotes. */
@@ -43,19 +49,44 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
   const compressible = [...new Set([...routes.site, ...routes.keyed].map((f) => f.mediaType).filter(isCompressible).map(bareMediaType))];
   lines.push('<IfModule mod_deflate.c>', `  AddOutputFilterByType DEFLATE ${compressible.join(' ')}`, '</IfModule>', '');
 
-  // Content types by file name: the files of the table are the only ones served.
-  const byName = new Map<string, string>();
+  // Content types and Cache-Control by file name: the files of the table are the only ones served.
+  // A pre-compressed form (<file>.gz, <file>.br) has its document's type, and says its encoding;
+  // mod_deflate leaves it alone (no-gzip), and Vary is set once, whatever else added it.
+  const byName = new Map<string, { mediaType: string; cache: string }>();
   for (const format of [...routes.site, ...routes.keyed]) {
     const previous = byName.get(format.file);
-    if (previous !== undefined && previous !== format.mediaType) {
-      throw new Error(`format ${format.name}: file name ${format.file} is served with two content types (${previous}, ${format.mediaType})`);
+    const cache = options.cacheControl(format);
+    if (previous !== undefined && previous.mediaType !== format.mediaType) {
+      throw new Error(`format ${format.name}: file name ${format.file} is served with two content types (${previous.mediaType}, ${format.mediaType})`);
     }
-    byName.set(format.file, format.mediaType);
+    if (previous !== undefined && previous.cache !== cache) {
+      throw new Error(`format ${format.name}: file name ${format.file} is served with two Cache-Control values (${previous.cache}, ${cache})`);
+    }
+    byName.set(format.file, { mediaType: format.mediaType, cache });
   }
-  for (const [file, mediaType] of byName) lines.push(`<Files ${quote(file)}>`, `  ForceType ${quote(mediaType)}`, '</Files>');
+  const encodings = options.compress;
+  const block = (open: string, close: string, mediaType: string, cache: string, encoding?: Encoding) => {
+    lines.push(open, `  ForceType ${quote(mediaType)}`, '  <IfModule mod_headers.c>', `    Header set Cache-Control ${quote(cache)}`);
+    if (encoding !== undefined) lines.push(`    Header set Content-Encoding ${encoding}`);
+    if (encodings.length > 0 && isCompressible(mediaType)) lines.push('    Header set Vary Accept-Encoding');
+    lines.push('  </IfModule>');
+    if (encoding !== undefined) lines.push('  SetEnv no-gzip 1');
+    lines.push(close);
+  };
+  if (encodings.length > 0) lines.push(`RemoveType ${encodings.map((e) => ENCODINGS[e].suffix).join(' ')}`, `RemoveEncoding ${encodings.map((e) => ENCODINGS[e].suffix).join(' ')}`);
+  for (const [file, { mediaType, cache }] of byName) {
+    block(`<Files ${quote(file)}>`, '</Files>', mediaType, cache);
+    if (!isCompressible(mediaType)) continue;
+    for (const encoding of encodings) block(`<Files ${quote(`${file}${ENCODINGS[encoding].suffix}`)}>`, '</Files>', mediaType, cache, encoding);
+  }
   for (const format of routes.site) {
-    if (format.alsoWrites !== undefined) {
-      lines.push(`<FilesMatch ${quote(format.alsoWrites.source)}>`, `  ForceType ${quote(format.mediaType)}`, '</FilesMatch>');
+    if (format.alsoWrites === undefined) continue;
+    const cache = options.cacheControl(format);
+    block(`<FilesMatch ${quote(format.alsoWrites.source)}>`, '</FilesMatch>', format.mediaType, cache);
+    if (!isCompressible(format.mediaType)) continue;
+    for (const encoding of encodings) {
+      const pattern = `${format.alsoWrites.source.slice(0, -1)}${literal(ENCODINGS[encoding].suffix)}$`;
+      block(`<FilesMatch ${quote(pattern)}>`, '</FilesMatch>', format.mediaType, cache, encoding);
     }
   }
 
@@ -97,14 +128,35 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
       lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${form.dir}/${form.file}`)} [${flags}]`);
     }
   }
+  /**
+   * A pre-compressed form, to a client that takes its encoding, when the build wrote it. Apache has
+   * mapped the URL to a path already (REQUEST_FILENAME): the document itself, or for a directory
+   * URL the directory, with or without its slash; the form's file is looked for from there.
+   */
+  const compressed = (format: Format, pattern: string, target: (suffix: string) => string, inDirectory: boolean) => {
+    if (!isCompressible(format.mediaType)) return;
+    for (const encoding of encodings) {
+      const { suffix } = ENCODINGS[encoding];
+      lines.push(
+        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`(^|[ ,])${encoding}( *($|,)| *;)`)}`,
+        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`!(^|[ ,])${encoding} *; *q=0(\\.0*)? *($|,)`)}`,
+        inDirectory ? 'RewriteCond %{REQUEST_FILENAME} "^(.*?)/?$"' : 'RewriteCond %{REQUEST_FILENAME} "^(.*)$"',
+        `RewriteCond ${quote(`%1${inDirectory ? `/${format.file}` : ''}${suffix}`)} -f`,
+        `RewriteRule ${quote(pattern)} ${quote(target(suffix))} [${flags}]`,
+      );
+    }
+  };
   for (const format of routes.keyed) {
     const tail = format.urlName === '' ? '/?' : `/${literal(format.urlName)}`;
+    const pattern = `^${key}/${literal(format.dir)}${tail}$`;
     lines.push(`# ${format.name}: ${urlPattern(format)}`);
-    lines.push(`RewriteRule ${quote(`^${key}/${literal(format.dir)}${tail}$`)} ${quote(`$1/${format.dir}/${format.file}`)} [${flags}]`);
+    compressed(format, pattern, (suffix) => `$1/${format.dir}/${format.file}${suffix}`, format.urlName === '');
+    lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${format.dir}/${format.file}`)} [${flags}]`);
   }
   for (const format of routes.site) {
     lines.push(`# ${format.name}: ${urlPattern(format)}`);
     const name = format.alsoWrites === undefined ? `^${literal(format.file)}$` : `^(${literal(format.file)}|${format.alsoWrites.source.slice(1, -1)})$`;
+    compressed(format, name, (suffix) => `$0${suffix}`, false);
     lines.push(`RewriteRule ${quote(name)} - [END]`);
   }
   lines.push('', '# Everything else, the files under their own names included.', 'RewriteRule ^ - [R=404,L]', '');
