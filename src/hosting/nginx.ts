@@ -120,6 +120,21 @@ function typeLines(format: Format, indent: string, options: NginxOptions): strin
   return lines;
 }
 
+/**
+ * nginx follows no link out of the tree, except with brotli_static: ngx_brotli's static module
+ * (Debian's libnginx-mod-http-brotli-static 1.0.0~rc) then finds the .br file for some requests
+ * and not for others, depending on the requests before (measured; ngx_brotli issue #134 reports
+ * it with `from=`). vidfeeds writes no links; docs/deploy.md says what is given up.
+ */
+function symlinkLines(options: NginxOptions): string[] {
+  if (!options.brotliStatic) return ['    disable_symlinks on from=$document_root;'];
+  return [
+    '    # No disable_symlinks: with it, ngx_brotli\'s static module misses .br files at random',
+    '    # (docs/deploy.md). vidfeeds writes no links; nothing else should write into the tree.',
+    '    disable_symlinks off;',
+  ];
+}
+
 export function nginxConfig(routes: Routes, options: NginxOptions): string {
   const base = options.basePath;
   const prefix = pcreLiteral(base);
@@ -158,7 +173,7 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
     '    server_tokens off;',
     '    autoindex off;',
     '    merge_slashes off;    # `//user/rss/` is not `/user/rss/`: it gets 404',
-    '    disable_symlinks on from=$document_root;',
+    ...symlinkLines(options),
     '    add_header X-Content-Type-Options nosniff;',
     '    etag on;',
     '',
