@@ -1,4 +1,4 @@
-import { ENCODINGS, type Encoding } from '../build/compression.js';
+import { ALL_ENCODINGS, ENCODINGS, type Encoding } from '../build/compression.js';
 import type { Format } from '../formats/format.js';
 import { bareMediaType, isCompressible, OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, urlPattern, type Routes } from './routes.js';
 
@@ -135,7 +135,8 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
    */
   const compressed = (format: Format, pattern: string, target: (suffix: string) => string, inDirectory: boolean) => {
     if (!isCompressible(format.mediaType)) return;
-    for (const encoding of encodings) {
+    // The smaller first, whatever the order of the configuration: a client that takes both gets brotli.
+    for (const encoding of ALL_ENCODINGS.filter((e) => encodings.includes(e))) {
       const { suffix } = ENCODINGS[encoding];
       lines.push(
         `RewriteCond %{HTTP:Accept-Encoding} ${quote(`(^|[ ,])${encoding}( *($|,)| *;)`)}`,
