@@ -116,29 +116,18 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
     lines.push('');
   }
 
-  if (routes.oembed !== null) {
-    const o = routes.oembed;
-    const pattern = `^${key}/${literal(o.dir)}/?$`;
-    const values = [...o.byFormatParam.keys()].map(literal).join('|');
-    lines.push(`# ${o.index.name}: \`?format=\` picks ${[...o.byFormatParam.keys()].join(' or ')}; another value gets 501.`);
-    lines.push(`RewriteCond %{QUERY_STRING} ${quote(`(^|&)format=(?!(${values})?(&|$))`)}`, `RewriteRule ${quote(pattern)} - [R=501,L]`);
-    for (const [value, form] of o.byFormatParam) {
-      if (form === o.index) continue;
-      lines.push(`RewriteCond %{QUERY_STRING} ${quote(`(^|&)format=${literal(value)}(&|$)`)}`);
-      lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${form.dir}/${form.file}`)} [${flags}]`);
-    }
-  }
   /**
    * A pre-compressed form, to a client that takes its encoding, when the build wrote it. Apache has
    * mapped the URL to a path already (REQUEST_FILENAME): the document itself, or for a directory
    * URL the directory, with or without its slash; the form's file is looked for from there.
    */
-  const compressed = (format: Format, pattern: string, target: (suffix: string) => string, inDirectory: boolean) => {
+  const compressed = (format: Format, pattern: string, target: (suffix: string) => string, inDirectory: boolean, conditions: string[] = []) => {
     if (!isCompressible(format.mediaType)) return;
     // The smaller first, whatever the order of the configuration: a client that takes both gets brotli.
     for (const encoding of ALL_ENCODINGS.filter((e) => encodings.includes(e))) {
       const { suffix } = ENCODINGS[encoding];
       lines.push(
+        ...conditions,
         `RewriteCond %{HTTP:Accept-Encoding} ${quote(`(^|[ ,])${encoding}( *($|,)| *;)`)}`,
         `RewriteCond %{HTTP:Accept-Encoding} ${quote(`!(^|[ ,])${encoding} *; *q=0(\\.0*)? *($|,)`)}`,
         inDirectory ? 'RewriteCond %{REQUEST_FILENAME} "^(.*?)/?$"' : 'RewriteCond %{REQUEST_FILENAME} "^(.*)$"',
@@ -147,6 +136,20 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
       );
     }
   };
+  if (routes.oembed !== null) {
+    const o = routes.oembed;
+    const pattern = `^${key}/${literal(o.dir)}/?$`;
+    const values = [...o.byFormatParam.keys()].map(literal).join('|');
+    lines.push(`# ${o.index.name}: \`?format=\` picks ${[...o.byFormatParam.keys()].join(' or ')}; another value gets 501.`);
+    lines.push(`RewriteCond %{QUERY_STRING} ${quote(`(^|&)format=(?!(${values})?(&|$))`)}`, `RewriteRule ${quote(pattern)} - [R=501,L]`);
+    for (const [value, form] of o.byFormatParam) {
+      if (form === o.index) continue;
+      const condition = `RewriteCond %{QUERY_STRING} ${quote(`(^|&)format=${literal(value)}(&|$)`)}`;
+      compressed(form, pattern, (suffix) => `$1/${form.dir}/${form.file}${suffix}`, true, [condition]);
+      lines.push(condition);
+      lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${form.dir}/${form.file}`)} [${flags}]`);
+    }
+  }
   for (const format of routes.keyed) {
     const tail = format.urlName === '' ? '/?' : `/${literal(format.urlName)}`;
     const pattern = `^${key}/${literal(format.dir)}${tail}$`;

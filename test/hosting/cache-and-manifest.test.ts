@@ -109,6 +109,9 @@ describe('host configurations', () => {
     expect(rss.indexOf('index.rss.br')).toBeLessThan(rss.indexOf('index.rss.gz'));
     expect(rss.trimEnd().endsWith('RewriteRule "^([^/.][^/]*)/rss/?$" "$1/rss/index.rss" [B=?#%,END]')).toBe(true);
     expect(text).toContain('RewriteCond "%1.gz" -f\nRewriteRule "^robots\\.txt$" "$0.gz" [B=?#%,END]');
+    // `?format=xml` on the oEmbed endpoint: the forms of the xml file, then the file.
+    expect(text).toContain('RewriteCond %{QUERY_STRING} "(^|&)format=xml(&|$)"\nRewriteCond %{HTTP:Accept-Encoding} "(^|[ ,])br( *($|,)| *;)"');
+    expect(text).toContain('RewriteCond "%1/xml.gz" -f\nRewriteRule "^([^/.][^/]*)/oembed/?$" "$1/oembed/xml.gz" [B=?#%,END]');
     expect(text).toContain(
       '<Files "index.atom.gz">\n  ForceType "application/atom+xml; charset=utf-8"\n  <IfModule mod_headers.c>\n    Header set Cache-Control "no-cache"\n' +
         '    Header set Content-Encoding gzip\n    Header set Vary Accept-Encoding\n  </IfModule>\n  SetEnv no-gzip 1\n</Files>',
