@@ -143,6 +143,19 @@ describe('pre-compressed forms', () => {
   });
 });
 
+describe('names', () => {
+  it('refuse a user named like the compressed form of a site file, whatever the configuration', () => {
+    for (const compressList of [[], BOTH] as Encoding[][]) {
+      const { build, out, db } = site(compressList);
+      db.prepare(`UPDATE users SET username = 'Robots.TXT.gz' WHERE username = 'bob'`).run();
+      const report = build();
+      expect(report.skipped.map((s) => `${s.key}: ${s.reason}`)).toContain('Robots.TXT.gz: is the name of a site-wide file');
+      expect(report.failed).toEqual([]);
+      expect(readTree(out).has('Robots.TXT.gz/rss/index.rss')).toBe(false);
+    }
+  });
+});
+
 describe('verifyCompressed', () => {
   it('accepts a form that decompresses to its document and names what is wrong with one that does not', () => {
     const document = Buffer.from('<rss>…</rss>', 'utf8');
