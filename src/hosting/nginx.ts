@@ -24,7 +24,10 @@ import {
  * - requests whose raw URI holds an encoded `/`, `\` or NUL, or a `.`/`..` segment, get 404, and
  *   so do requests nginx itself rejects as malformed (400 → 404);
  * - with an upstream (`vidfeeds serve`), only the parametrised oEmbed and recommendation requests
- *   and the recommendation POST are proxied: every file is still sent by nginx.
+ *   and the recommendation POST are proxied: every file is still sent by nginx;
+ * - each location sends its format's Cache-Control (src/hosting/cache-control.ts), and the build's
+ *   pre-compressed forms go out through gzip_static (and brotli_static on request) with the
+ *   location's type: the same Content-Type whichever file is sent.
  */
 
 export interface NginxOptions {
