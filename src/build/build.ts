@@ -168,8 +168,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   };
   /**
    * The compressed forms of a document that did not change, when the configured encodings differ
-   * from those of the last full build (or are not known, or a build was interrupted): written where they do not hold its bytes,
-   * removed for encodings no longer wanted.
+   * from those of the last full build (or are not known, or a build was interrupted): written
+   * where they do not hold its bytes, removed for encodings no longer wanted.
    */
   const syncForms = (format: Format, path: string, body: Buffer) => {
     const wanted = isCompressible(format.mediaType) ? compression : [];
@@ -395,8 +395,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       prune(state.stale(scope));
       if (plan.mode === 'full') {
         state.setSiteFilesStale(false);
-        // Every document was seen: the forms beside them are now the configured ones.
-        state.setCompression(compression);
+        // Every document was seen: the forms beside them are now the configured ones (unless one
+        // failed, whose old file and forms were kept: the next full build looks again).
+        if (report.failedCount === 0) state.setCompression(compression);
       }
       // A partial build does not render the site files: the next build must, if names came or went.
       else if (newPaths || pruned > 0) state.setSiteFilesStale(true);
