@@ -163,6 +163,15 @@ describe.each([
     }
   });
 
+  it.runIf(where === 'vidfeeds serve')('sends the format\'s Cache-Control with what it renders from the database', async () => {
+    const many = await http(port(), '/alice/openrecommender/?recommendations=2', { headers: { 'Accept-Encoding': 'gzip' } });
+    expect(many.status).toBe(200);
+    expect(many.headers['cache-control']).toBe('public, max-age=900');
+    const sized = await http(port(), `/${videos[0]}/oembed/?maxwidth=200`);
+    expect(sized.status).toBe(200);
+    expect(sized.headers['cache-control']).toBe('public, max-age=86400');
+  });
+
   it('never serves a compressed file under its own name', async () => {
     for (const path of ['/alice/rss/index.rss.gz', '/alice/rss/index.rss.br', '/robots.txt.gz', '/sitemap.xml.br', '/alice/rss/.gz']) {
       expect((await http(port(), path, { headers: { 'Accept-Encoding': 'gzip, br' } })).status, `${where} ${path}`).toBe(404);
