@@ -15,7 +15,9 @@ import { packTree } from './pack.js';
  * `npm run bench`: builds demo sites of 10,000 and 100,000 users and prints, for each, the full
  * build (wall time, documents per second, MB written, peak RSS), a rebuild with nothing changed,
  * a rebuild after one video edit, `vidfeeds check` of the tree, and the floor: the same bytes written to the same paths with
- * write-beside-and-rename and nothing else (floor.ts). Figures, not a test: docs/performance.md.
+ * write-beside-and-rename and nothing else (floor.ts); then the same full build with pre-compressed
+ * forms (`compress`) against both and against its own floor, and the bytes the forms save.
+ * Figures, not a test: docs/performance.md.
  *
  *   npm run bench                      both sizes
  *   npm run bench -- --users 10000     one size (a comma-separated list for several)
@@ -196,14 +198,59 @@ async function benchSize(users: number, runDir: string, env: Record<string, stri
   const overFloor = full.seconds / floor.seconds;
   lines(`floor               ${s(floor.seconds)}   the same ${n(packed.files)} files, write-beside-and-rename only`);
   lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${TARGETS.fullOverFloor}: ${mark(overFloor <= TARGETS.fullOverFloor)})`);
+
+  await compressedBuild(db, runDir, full.seconds, floor.seconds, env, lines);
+}
+
+/**
+ * The same full build with `"compress": ["gzip", "br"]`, into a fresh tree, against the build
+ * without and against two floors: the uncompressed tree's and its own (the same files and forms,
+ * write-beside-and-rename only). Then what the forms save a client that takes gzip or br.
+ */
+async function compressedBuild(db: string, runDir: string, plainSeconds: number, plainFloorSeconds: number, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
+  const config = join(runDir, 'compress.config.json');
+  writeFileSync(config, JSON.stringify({ compress: ['gzip', 'br'] }));
+  const out = join(runDir, 'compressed');
+  settleDisk();
+  const built = await runChild(CLI_CHILD, buildArgs(db, out, ['--config', config]), env);
+  const pack = join(runDir, 'pack-compressed');
+  const packed = packTree(out, pack);
+  settleDisk();
+  const floor = await runChild(FLOOR_CHILD, [pack, join(runDir, 'floor-compressed')]);
+  rmSync(`${pack}.data`, { force: true });
+  const sizes = formSizes(out);
+  const saved = (bytes: number) => `${mb(sizes.documents - bytes)} MB of ${mb(sizes.documents)} MB (${((1 - bytes / sizes.documents) * 100).toFixed(0)}%)`;
+  lines(`compressed build    ${s(built.seconds)}   gzip and br beside each document: ${n(packed.files)} files, ${mb(packed.bytes)} MB   peak RSS ${(built.maxRssKb / 1024).toFixed(0)} MB`);
+  lines(`  / full build      ${(built.seconds / plainSeconds).toFixed(2).padStart(7)}     / floor without forms ${(built.seconds / plainFloorSeconds).toFixed(2)}`);
+  lines(`  its floor         ${s(floor.seconds)}   compressed / its floor ${(built.seconds / floor.seconds).toFixed(2)}`);
+  lines(`  bytes saved       gzip ${saved(sizes.gzip)}, br ${saved(sizes.br)} for a client that fetches every document`);
+}
+
+/** Bytes of the documents of a tree and of their .gz and .br forms. */
+function formSizes(root: string): { documents: number; gzip: number; br: number } {
+  const sizes = { documents: 0, gzip: 0, br: 0 };
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.')) continue;
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.gz')) sizes.gzip += statSync(full).size;
+      else if (entry.name.endsWith('.br')) sizes.br += statSync(full).size;
+      else sizes.documents += statSync(full).size;
+    }
+  };
+  walk(root);
+  return sizes;
 }
 
 /**
  * What a run needs on disk per user, measured on a 10,000-user run (2026-11-21): two trees (the
  * build's and the floor's) of 42 inodes and 178 KB each (nearly every file has a folder of its
- * own, and every file and folder takes a 4 KB block), and the pack, with a margin.
+ * own, and every file and folder takes a 4 KB block), and the pack, with a margin; then two
+ * compressed trees (the build's and its floor's), each with two forms of about 4 KB on disk beside
+ * each of about 14 documents per user: 70 inodes and 300 KB each, estimated from a 300-user run.
  */
-const NEEDS_PER_USER = { inodes: 90, bytes: 450_000 };
+const NEEDS_PER_USER = { inodes: 240, bytes: 1_100_000 };
 
 /** Stops before building when the file system cannot hold the run: it fails hours in otherwise. */
 function checkRoom(users: number[], staleRuns: boolean): void {

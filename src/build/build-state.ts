@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { isEncoding, type Encoding } from './compression.js';
 
 /**
  * What earlier builds wrote: every output path with the hash and size of its bytes, the format,
@@ -177,6 +178,19 @@ export class BuildState {
   setSiteFilesStale(stale: boolean): void {
     if (stale) this.setMeta('site_files_stale', '1');
     else this.deleteMeta('site_files_stale');
+  }
+
+  /**
+   * The encodings of the compressed forms beside every document, as the last full build left them
+   * (src/build/compression.ts); null when no build recorded them.
+   */
+  compression(): Encoding[] | null {
+    const text = this.getMeta('compression');
+    return text === null ? null : text.split(',').filter(isEncoding);
+  }
+
+  setCompression(encodings: readonly Encoding[]): void {
+    this.setMeta('compression', encodings.join(','));
   }
 
   /** A build began on this state and never finished (it was killed, or crashed). */

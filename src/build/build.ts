@@ -13,6 +13,8 @@ import { basisOf, planBuild, type BuildFingerprint, type BuildMode } from './inc
 import { ownsKey, ownsSiteFiles, type ShardSpec } from './shard.js';
 import type { OutputWriter } from './output-writer.js';
 import { BuildInterrupted } from './interrupt.js';
+import { ALL_ENCODINGS, compress, compressedPath, type Encoding } from './compression.js';
+import { isCompressible } from '../hosting/routes.js';
 
 /**
  * The build: read (one snapshot of the database) → view models → render → write → prune.
@@ -129,6 +131,11 @@ export interface BuildDeps {
    * records what it wrote and throws BuildInterrupted.
    */
   stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
+  /**
+   * Pre-compressed forms to write beside each text document (the configuration's `compress`):
+   * written before their document, rewritten only with it, removed with it. None when absent.
+   */
+  compression?: readonly Encoding[];
 }
 
 /** An unpublishable row under --strict. Exit code 1. */
@@ -182,6 +189,41 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   /** The change log as the build's snapshot saw it. */
   let log: ChangeLogPosition | undefined;
 
+  /**
+   * The compressed forms go first, so a build killed in between leaves a document that differs
+   * from its record and is rewritten, with its forms, by the next build (docs/deploy.md).
+   */
+  const writeDocument = (format: Format, path: string, body: Buffer) => {
+    if (isCompressible(format.mediaType)) {
+      for (const encoding of compression) {
+        const form = compress(body, encoding);
+        writer.write(compressedPath(path, encoding), form);
+        report.bytesWritten += form.length;
+      }
+    }
+    writer.write(path, body);
+  };
+  /**
+   * The compressed forms of a document that did not change, when the configured encodings differ
+   * from those of the last full build (or are not known, or a build was interrupted): written
+   * where they do not hold its bytes, removed for encodings no longer wanted.
+   */
+  const syncForms = (format: Format, path: string, body: Buffer) => {
+    const wanted = isCompressible(format.mediaType) ? compression : [];
+    for (const encoding of ALL_ENCODINGS) {
+      const formPath = compressedPath(path, encoding);
+      if (!wanted.includes(encoding)) {
+        // Asked first: a removal waits for the write thread, a question about an absent file does not.
+        if (!startedEmpty && writer.size(formPath) !== null) writer.remove(formPath);
+        continue;
+      }
+      const form = compress(body, encoding);
+      if (writer.holds?.(formPath, form) ?? false) continue;
+      writer.write(formPath, form);
+      report.bytesWritten += form.length;
+    }
+  };
+
   const emit = (format: Format, path: string, key: string, owner: Owner, user: string | null, render: () => string) => {
     let body: Buffer;
     try {
@@ -207,8 +249,10 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       : previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length;
     if (same) {
       report.unchanged++;
+      // After an interrupted build, too: it may have written forms and been killed before their document.
+      if (formsUnknown || verify) syncForms(format, path, body);
     } else {
-      writer.write(path, body);
+      writeDocument(format, path, body);
       reporter?.wrote?.(path, format.name);
       report.written++;
       report.bytesWritten += body.length;
@@ -320,6 +364,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   let pruned = 0;
   const prune = (paths: Iterable<string>) => {
     for (const path of paths) {
+      for (const encoding of formsOnDisk) writer.remove(compressedPath(path, encoding));
       if (writer.remove(path)) {
         report.removed++;
         reporter?.removed?.(path);
@@ -386,6 +431,14 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   };
   // A first build into an empty directory compares nothing with the disk.
   const startedEmpty = saved.empty && (writer.isEmpty?.() ?? false);
+  const compression = deps.compression ?? [];
+  const savedCompression = saved.empty ? null : state.compression();
+  // The forms beside unchanged documents are brought in line when the encodings changed since the
+  // last full build, or no build recorded them (a lost state): an unchanged document is otherwise
+  // never rewritten, and its forms with it.
+  const formsUnknown = !startedEmpty && (savedCompression === null || !sameEncodings(savedCompression, compression));
+  // Which forms a pruned document may have beside it.
+  const formsOnDisk = savedCompression === null ? (startedEmpty ? compression : ALL_ENCODINGS) : [...new Set([...savedCompression, ...compression])];
   state.begin();
   try {
     reader.snapshot(() => {
@@ -421,7 +474,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       // What an earlier build wrote, in this build's scope, that this build did not produce.
       const scope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
       prune(state.stale(scope));
-      if (plan.mode === 'full') state.setSiteFilesStale(false);
+      if (plan.mode === 'full') {
+        state.setSiteFilesStale(false);
+        // Every document was seen: the forms beside them are now the configured ones (unless one
+        // failed, whose old file and forms were kept: the next full build looks again).
+        if (report.failedCount === 0) state.setCompression(compression);
+      }
       // A partial build does not render the site files: the next build must, if names came or went.
       else if (newPaths || pruned > 0) state.setSiteFilesStale(true);
     });
@@ -469,6 +527,10 @@ function finishState(deps: BuildDeps, report: BuildReport, log: ChangeLogPositio
   if (incremental === undefined || log === undefined) return state.finish({ dropped: 'the last build had no change log to follow' });
   // The position read inside the build's snapshot: changes committed after it are the next build's.
   state.finish(basisOf(incremental.fingerprint, log));
+}
+
+function sameEncodings(a: readonly Encoding[], b: readonly Encoding[]): boolean {
+  return a.length === b.length && a.every((encoding) => b.includes(encoding));
 }
 
 /**

@@ -94,6 +94,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               reporter: request.reporter,
               incremental: { changeLog: held?.changeLog ?? new ChangeLog(db), fingerprint },
               stopRequested: request.stopRequested,
+              compression: config.compress,
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
           );

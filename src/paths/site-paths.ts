@@ -1,3 +1,4 @@
+import { compressedFormOf } from '../build/compression.js';
 import { posix } from 'node:path';
 import type { PageTemplates } from '../config/config.js';
 import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
@@ -140,10 +141,16 @@ export class SitePaths {
   }
 }
 
-/** Whether `name` is taken at the top of the tree by one of the site-wide `formats`. */
+/**
+ * Whether `name` is taken at the top of the tree by one of the site-wide `formats`, or by a
+ * pre-compressed form of one (`robots.txt.gz`): reserved whether or not the configuration writes
+ * forms, so which names are published never depends on `compress`.
+ */
 export function isSiteFileName(name: string, formats: readonly Format[]): boolean {
   const lower = name.toLowerCase();
-  return formats.some((f) => f.scope === 'site' && (f.file.toLowerCase() === lower || (f.alsoWrites?.test(lower) ?? false)));
+  const taken = (file: string) => formats.some((f) => f.scope === 'site' && (f.file.toLowerCase() === file || (f.alsoWrites?.test(file) ?? false)));
+  const form = compressedFormOf(lower);
+  return taken(lower) || (form !== null && taken(form.document));
 }
 
 /**
