@@ -344,6 +344,16 @@ export class SavedState {
     return this.db.prepare(`SELECT 1 FROM meta WHERE key = 'in_progress'`).get() !== undefined;
   }
 
+  /** The compressed forms the last build left beside every text document (none when it recorded none). */
+  compression(): readonly Encoding[] {
+    if (this.encodings === undefined) {
+      const text = this.db.prepare<[], { value: string }>(`SELECT value FROM meta WHERE key = 'compression'`).get()?.value;
+      this.encodings = text === undefined ? [] : text.split(',').filter(isEncoding);
+    }
+    return this.encodings;
+  }
+  private encodings: readonly Encoding[] | undefined;
+
   close(): void {
     this.db.close();
   }

@@ -3,10 +3,12 @@ import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { readBuildRecords } from '../build/build-record.js';
 import type { SavedState } from '../build/build-state.js';
+import { compressedFormOf, compressedPath, verifyCompressed, type Encoding } from '../build/compression.js';
 import { STAGING_DIR } from '../build/output-writer.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from '../build/shard.js';
 import type { SiteReader } from '../db/site-reader.js';
 import type { Format } from '../formats/format.js';
+import { isCompressible } from '../hosting/routes.js';
 import { showName } from '../paths/names.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import { DocumentChecker } from './document-check.js';
@@ -60,6 +62,9 @@ export function checkTree(input: TreeCheckInput): TreeCheckResult {
       if (record.failed > 0) report(file.slice(out.length + 1), `the last build had ${record.failed} failed ${record.failed === 1 ? 'document' : 'documents'}, kept as an earlier build wrote them`);
     }
 
+    // The compressed forms the build writes beside each text document (the configuration's compress).
+    const encodings = state.compression();
+    const compressibleFormats = new Set(input.formats.filter((f) => isCompressible(f.mediaType)).map((f) => f.name));
     // Every recorded file, with the bytes recorded, parsing as its format.
     for (const output of state.outputs()) {
       counts.recorded++;
@@ -84,6 +89,7 @@ export function checkTree(input: TreeCheckInput): TreeCheckResult {
       }
       const problem = checker.problem(output.format, body);
       if (problem !== null) report(output.path, `${output.format}: ${problem}`);
+      if (encodings.length > 0 && compressibleFormats.has(output.format)) checkForms(out, output.path, body, encodings, report);
     }
 
     // Nothing unknown where vidfeeds writes.
@@ -93,6 +99,28 @@ export function checkTree(input: TreeCheckInput): TreeCheckResult {
     return { problems, counts, missingSchemas: [...checker.missingSchemas] };
   } finally {
     if (input.checker === undefined) checker.close();
+  }
+}
+
+/** A compressed form the last build writes beside a document it recorded: checked with its document. */
+function isRecordedForm(state: SavedState, path: string): boolean {
+  const form = compressedFormOf(path);
+  return form !== null && state.compression().includes(form.encoding) && state.formatOf(form.document) !== undefined;
+}
+
+/** Each compressed form of a document is there and decompresses to exactly the document. */
+function checkForms(out: string, path: string, body: Buffer, encodings: readonly Encoding[], report: (file: string, problem: string) => void): void {
+  for (const encoding of encodings) {
+    const formPath = compressedPath(path, encoding);
+    let form: Buffer;
+    try {
+      form = readFileSync(join(out, formPath));
+    } catch {
+      report(formPath, `missing: the last build wrote a ${encoding} form beside ${path}`);
+      continue;
+    }
+    const verdict = verifyCompressed(body, form, encoding);
+    if (!verdict.ok) report(formPath, verdict.problem);
   }
 }
 
@@ -131,7 +159,7 @@ function walkTree(input: TreeCheckInput, report: (file: string, problem: string)
     if (!entry.isDirectory()) {
       if (paths.isReserved(name) && ownsSiteFiles(shard)) {
         counts.files++;
-        if (state.formatOf(name) === undefined) report(name, 'not written by the last build, under the name of a site-wide file');
+        if (state.formatOf(name) === undefined && !isRecordedForm(state, name)) report(name, 'not written by the last build, under the name of a site-wide file');
       }
       continue;
     }
@@ -156,7 +184,7 @@ function strayFiles(input: TreeCheckInput, dir: string, report: (file: string, p
     }
     files++;
     counts.files++;
-    if (input.state.formatOf(path) === undefined) report(path, 'not written by the last build (a stray file where vidfeeds writes)');
+    if (input.state.formatOf(path) === undefined && !isRecordedForm(input.state, path)) report(path, 'not written by the last build (a stray file where vidfeeds writes)');
   }
   return files;
 }

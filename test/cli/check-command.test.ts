@@ -68,6 +68,24 @@ describe('vidfeeds check', () => {
     expect(result.stderr).toMatch(/1 problem:/);
   });
 
+  it('checks the compressed forms: each there and decompressing to its document, none taken for a stray', () => {
+    writeFileSync(join(dir, 'vidfeeds.config.json'), JSON.stringify({ compress: ['gzip', 'br'] }));
+    const built = cli(['build', '--db', db, '--out', out], { cwd: dir });
+    expect(built.code, built.stderr).toBe(0);
+    expect(existsSync(join(out, 'alice', 'rss', 'index.rss.gz'))).toBe(true);
+    const good = check();
+    expect(good.code, good.stdout + good.stderr).toBe(0);
+    // A form of another document's bytes (valid gzip, wrong content), and a missing one.
+    cpSync(join(out, 'bob', 'rss', 'index.rss.gz'), join(out, 'alice', 'rss', 'index.rss.gz'));
+    rmSync(join(out, 'alice', 'foaf', 'index.rdf.br'));
+    const result = check();
+    expect(result.code).toBe(1);
+    expect(lines(result.stdout)).toEqual([
+      expect.stringMatching(/^alice\/foaf\/index\.rdf\.br: missing: the last build wrote a br form beside alice\/foaf\/index\.rdf$/),
+      expect.stringMatching(/^alice\/rss\/index\.rss\.gz: .*(differ|not)/),
+    ]);
+  });
+
   it('names a file with one changed byte', () => {
     const file = join(out, 'bob', 'atom', 'index.atom');
     const body = readFileSync(file);
