@@ -37,6 +37,12 @@ describe('the sitemap', () => {
     // Schema version 1: a database from before the type checks, holding a bad time.
     const db = new Database(':memory:');
     db.exec(MIGRATIONS[0]!);
+    // The columns of migration 3 (moderation) that the reader reads, without the later type checks.
+    db.exec(`
+      ALTER TABLE recommendations ADD COLUMN status TEXT NOT NULL DEFAULT 'approved';
+      ALTER TABLE recommendations ADD COLUMN submitter_address TEXT;
+      ALTER TABLE recommendations ADD COLUMN reviewed_at INTEGER;
+    `);
     db.exec(`
       INSERT INTO users (id, username, created_at, updated_at) VALUES (1, 'alice', ${T0}, ${T0}), (2, 'bob', ${T0}, ${T0}),
         (3, 'carol', 'yesterday', ${T0});

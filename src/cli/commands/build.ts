@@ -4,13 +4,13 @@ import { defaultStateFile } from '../../build/build-state.js';
 import type { BuildReport } from '../../build/build.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
 import { createSiteContext } from '../../build/site-context.js';
-import { DEFAULT_BASE_URL, DEFAULT_CONFIG_FILE, loadConfig, previewUrlSettings } from '../../config/config.js';
-import { isDemoDatabase } from '../../db/demo-data.js';
+import { loadConfig } from '../../config/config.js';
 import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { runBuildThread } from '../build-thread.js';
 import { EXIT, exitCodeOf, UsageError } from '../errors.js';
 import { BuildJson, ReportedError, withJsonErrors } from '../json-report.js';
+import { previewUrlWarning } from '../preview-warning.js';
 import { ProgressLine } from '../progress.js';
 import type { Console } from '../output.js';
 import { configOptions, configOverrides, type ConfigFlags } from './shared-options.js';
@@ -102,12 +102,8 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       // Templates are loaded here too, so a broken one stops the build before the thread starts.
       const site = createSiteContext(config, FORMATS);
       if (request.user !== undefined) checkUserExists(request.db, request.user);
-      const preview = previewUrlSettings(config);
-      if (preview.length > 0 && isDemoDatabase(request.db) === false) {
-        const them = preview.length > 1 ? 'them' : 'it';
-        const flag = preview.includes('baseUrl') ? ' (or pass --base-url)' : '';
-        io.err(`vidfeeds: warning: ${preview.join(', ')} still at the default ${DEFAULT_BASE_URL}: the documents will link there; set ${them} in ${DEFAULT_CONFIG_FILE}${flag}`);
-      }
+      const warning = previewUrlWarning(config, request.db);
+      if (warning !== null) io.err(warning);
       json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
       const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
       let report: BuildReport;

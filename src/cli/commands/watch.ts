@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { BuildReport } from '../../build/build.js';
 import { DEFAULT_CONFIG_FILE, loadConfig } from '../../config/config.js';
+import { previewUrlWarning } from '../preview-warning.js';
 import { shortName, watchInputs } from '../../watch/file-watcher.js';
 import { DEFAULT_POLL_MS, WatchSession } from '../../watch/watch-session.js';
 import { EXIT } from '../errors.js';
@@ -54,6 +55,8 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       },
       onProblem: (message) => io.err(`vidfeeds: ${clock()} ${message}`),
     });
+    const warning = previewUrlWarning(load(), request.db);
+    if (warning !== null) io.err(warning);
     try {
       watcher = watchInputs(
         { db: request.db, config: configFile, templateDirs: session.templateDirs() },
