@@ -1,5 +1,6 @@
 import { showName } from '../paths/names.js';
 import type { ChangeLogPosition } from '../db/change-log.js';
+import { describeIssue, type ValueIssue } from '../db/decode.js';
 import type { BuildMode } from './incremental.js';
 
 /**
@@ -7,7 +8,11 @@ import type { BuildMode } from './incremental.js';
  * that failed. Every stage reports through one `ReportTally`, which keeps the lists bounded.
  */
 
-/** How many skipped rows and failures a report keeps in full; the rest are only counted. */
+/**
+ * How many skipped rows, failures and value issues the report object keeps in full; the rest are
+ * only counted, so a site of millions of bad rows does not grow the build's memory. Every one of
+ * them is still named as it happens, through the reporter (`warn`, and `issue` for values).
+ */
 export const REPORT_KEEPS = 100;
 
 export interface Skipped {
@@ -16,6 +21,8 @@ export interface Skipped {
   reason: string;
   /** The reason is about the name (it cannot be a path), not the row's other data. */
   isName: boolean;
+  /** When a value of the wrong type decided it: the table, row, column and what was found. */
+  issue?: ValueIssue;
 }
 
 export interface Failure {
@@ -35,6 +42,14 @@ export interface BuildReport {
   /** The first REPORT_KEEPS failures; `failedCount` counts them all. */
   failed: Failure[];
   failedCount: number;
+  /**
+   * The first REPORT_KEEPS values of the wrong type or out of their domain (src/db/decode.ts),
+   * each once; `issueCount` counts them all. Each also names its outcome (field or row left out).
+   */
+  issues: ValueIssue[];
+  issueCount: number;
+  /** Full builds: groups of names that one case-insensitive or normalising file system would merge (reported, all written). */
+  nameCollisions: number;
   documents: number;
   bytesWritten: number;
   seconds: number;
@@ -53,6 +68,18 @@ export interface BuildReporter {
   progress?(done: number): void;
   /** A row that was skipped or a document that failed, as it happens. */
   warn?(message: string): void;
+  /** Once, when the build knows its mode; `expected` estimates the documents it will render, when it can. */
+  started?(plan: { mode: BuildMode; reason: string; expected?: number }): void;
+  /** Each skipped row, whole (a report keeps only the first REPORT_KEEPS). */
+  skipped?(skipped: Skipped): void;
+  /** Each document that failed to render, whole. */
+  failed?(failure: Failure): void;
+  /** A file whose bytes changed was written, at `path` under the output directory. */
+  wrote?(path: string, format: string): void;
+  /** A file an earlier build wrote was removed. */
+  removed?(path: string): void;
+  /** A value of the wrong type or out of its domain, as it is found (also passed to `warn` as a line). */
+  issue?(issue: ValueIssue): void;
 }
 
 /** An unpublishable row under --strict. Exit code 1. */
@@ -80,6 +107,9 @@ export class ReportTally {
     skippedCount: 0,
     failed: [],
     failedCount: 0,
+    issues: [],
+    issueCount: 0,
+    nameCollisions: 0,
     documents: 0,
     bytesWritten: 0,
     seconds: 0,
@@ -98,24 +128,37 @@ export class ReportTally {
     if (this.strict) throw new StrictModeError(skipped);
     // Kept in memory up to a cap, counted beyond: a site of bad rows must not grow the build.
     if (++this.report.skippedCount <= REPORT_KEEPS) this.report.skipped.push(skipped);
+    this.reporter?.skipped?.(skipped);
     this.reporter?.warn?.(`skipped ${skipped.kind} ${showName(skipped.key)}: ${describeSkip(skipped)}`);
   }
 
   /** A document that could not be rendered; `where` names it in the warning (`rss of "alice" (alice/rss/index.rss)`). */
   fail(failure: Failure, where: string): void {
     if (++this.report.failedCount <= REPORT_KEEPS) this.report.failed.push(failure);
+    this.reporter?.failed?.(failure);
     this.reporter?.warn?.(`failed: ${where}: ${failure.message}`);
   }
 
-  /** A document rendered and either written or found unchanged. */
-  document(written: boolean, bytes: number): void {
+  /** A value of the wrong type or out of its domain, as the reader finds it. */
+  issue(issue: ValueIssue): void {
+    if (++this.report.issueCount <= REPORT_KEEPS) this.report.issues.push(issue);
+    this.reporter?.issue?.(issue);
+    this.reporter?.warn?.(`bad value: ${describeIssue(issue)}`);
+  }
+
+  /**
+   * A document rendered and either written (at `path`) or found unchanged; `bytes` counts what was
+   * written for it, its compressed forms included (an unchanged document's forms may be).
+   */
+  document(path: string, format: string, written: boolean, bytes: number): void {
     const { report } = this;
     if (written) {
+      this.reporter?.wrote?.(path, format);
       report.written++;
-      report.bytesWritten += bytes;
     } else {
       report.unchanged++;
     }
+    report.bytesWritten += bytes;
     report.documents++;
     if (this.reporter?.progress && report.documents - this.lastProgress >= PROGRESS_EVERY) {
       this.lastProgress = report.documents;
@@ -123,7 +166,15 @@ export class ReportTally {
     }
   }
 
-  removed(count: number): void {
-    this.report.removed += count;
+  /** A file an earlier build wrote was removed. */
+  removed(path: string): void {
+    this.report.removed++;
+    this.reporter?.removed?.(path);
+  }
+
+  /** A group of names that would be one directory on macOS or Windows. */
+  nameCollision(description: string): void {
+    this.report.nameCollisions++;
+    this.reporter?.warn?.(`name collision: ${description}`);
   }
 }

@@ -3,6 +3,7 @@ import type { SiteIndex, UserBundle, UserPart, VideoView } from '../model/views.
 import type { SitePaths } from '../paths/site-paths.js';
 import type { Owner } from './build-state.js';
 import type { Skipped } from './build-report.js';
+import type { NamedRow } from './name-collisions.js';
 import { ownsKey, type ShardSpec } from './shard.js';
 
 /**
@@ -26,9 +27,12 @@ export interface ReadScope {
   /** Parts of a user's data the build's user formats read (the reader loads nothing else). */
   parts: ReadonlySet<UserPart>;
   shard?: ShardSpec;
+  /** Called before each row is looked at; throws to stop the build between owners (a signal). */
+  beforeEach?: () => void;
 }
 
 export function readUser(scope: ReadScope, row: UserRow): OwnerRead | null {
+  scope.beforeEach?.();
   if (!ownsKey(scope.shard, row.username)) return null;
   const problem = scope.paths.problem(row.username);
   if (problem !== null) return { kind: 'skipped', skipped: { kind: 'user', key: row.username, reason: problem, isName: true } };
@@ -36,12 +40,15 @@ export function readUser(scope: ReadScope, row: UserRow): OwnerRead | null {
 }
 
 export function readVideo(scope: ReadScope, { row, read }: VideoEntry): OwnerRead | null {
+  scope.beforeEach?.();
   if (!ownsKey(scope.shard, row.publicId)) return null;
   const problem = scope.paths.problem(row.publicId);
   if (problem !== null) return { kind: 'skipped', skipped: { kind: 'video', key: row.publicId, reason: problem, isName: true } };
   const video = read();
   if (video === null) return null;
-  if ('problem' in video) return { kind: 'skipped', skipped: { kind: 'video', key: row.publicId, reason: video.problem, isName: false } };
+  if ('problem' in video) {
+    return { kind: 'skipped', skipped: { kind: 'video', key: row.publicId, reason: video.problem, isName: false, ...(video.issue ? { issue: video.issue } : {}) } };
+  }
   return { kind: 'video', owner: { kind: 'video', id: row.id }, key: row.publicId, video };
 }
 
@@ -80,9 +87,14 @@ export function* readVideos(scope: ReadScope, selection: OwnerSelection): Genera
   }
 }
 
-/** Published keys for site-wide documents: only names that can be paths (the rest are reported elsewhere). */
-export function siteIndex(reader: SiteReader, paths: SitePaths): SiteIndex {
+/**
+ * Published keys for site-wide documents: only names that can be paths and rows that can be
+ * published (the rest are reported elsewhere), and none of the documents that failed in this
+ * build (`failed` holds `format NUL key`).
+ */
+export function siteIndex(reader: SiteReader, paths: SitePaths, failed: ReadonlySet<string>): SiteIndex {
   return {
+    documentFailed: (format, key) => failed.has(`${format}\u0000${key}`),
     *usernames() {
       for (const row of reader.users()) if (paths.problem(row.username) === null) yield row.username;
     },
@@ -90,4 +102,10 @@ export function siteIndex(reader: SiteReader, paths: SitePaths): SiteIndex {
       for (const id of reader.publishableVideoIds()) if (paths.problem(id) === null) yield id;
     },
   };
+}
+
+/** Every user and video whose name can be published, for the name-collision report. */
+export function* publishedNames(reader: SiteReader, paths: SitePaths): Iterable<NamedRow> {
+  for (const row of reader.users()) if (paths.problem(row.username) === null) yield { kind: 'user', id: row.id, name: row.username };
+  for (const row of reader.videos()) if (paths.problem(row.publicId) === null) yield { kind: 'video', id: row.id, name: row.publicId };
 }

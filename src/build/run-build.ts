@@ -2,14 +2,18 @@ import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
 import type { SiteReader } from '../db/site-reader.js';
 import type { Format, SiteContext, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { UserPart } from '../model/views.js';
+import type { Encoding } from '../paths/compression.js';
+import { ALL_ENCODINGS } from '../paths/compression.js';
 import { ReportTally, type BuildReport, type BuildReporter } from './build-report.js';
 import type { BuildState } from './build-state.js';
 import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
 import { commitState } from './commit-state.js';
 import { planBuild, type BuildFingerprint, type BuildPlan } from './incremental.js';
+import { BuildInterrupted } from './interrupt.js';
+import { describeCollision, nameCollisions } from './name-collisions.js';
 import type { OutputWriter } from './output-writer.js';
 import { pruneStale } from './prune-stale.js';
-import { readUsers, readVideos, siteIndex, type OwnerRead, type OwnerSelection, type ReadScope } from './read-owners.js';
+import { publishedNames, readUsers, readVideos, siteIndex, type OwnerRead, type OwnerSelection, type ReadScope } from './read-owners.js';
 import { renderOwner, renderSiteFormat, type RenderResult } from './render-documents.js';
 import { ownsSiteFiles, type ShardSpec } from './shard.js';
 import { compareAndWrite, keepFailed, type WriteTarget } from './write-documents.js';
@@ -59,6 +63,16 @@ export interface BuildDeps {
   incremental?: { changeLog: ChangeLog; fingerprint: BuildFingerprint };
   /** Seconds on a monotonic clock, for the report's duration; `process.hrtime` when absent. */
   clock?: () => number;
+  /**
+   * Read between owners: a signal that arrived (src/build/interrupt.ts). The build then stops,
+   * records what it wrote and throws BuildInterrupted.
+   */
+  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
+  /**
+   * Pre-compressed forms to write beside each text document (the configuration's `compress`):
+   * written before their document, rewritten only with it, removed with it. None when absent.
+   */
+  compression?: readonly Encoding[];
 }
 
 export function selectFormats(all: readonly Format[], only: ReadonlySet<string> | undefined): Format[] {
@@ -81,7 +95,17 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     options.user === undefined && ownsSiteFiles(options.shard) ? formats.filter((f): f is SiteFormat => f.scope === 'site') : [];
   const tally = new ReportTally(deps.reporter, options.strict === true);
   const report = tally.report;
-  const scope: ReadScope = { reader, paths: site.paths, parts: new Set<UserPart>(keyed.user.flatMap((f) => f.needs)), shard: options.shard };
+  const scope: ReadScope = {
+    reader,
+    paths: site.paths,
+    parts: new Set<UserPart>(keyed.user.flatMap((f) => f.needs)),
+    shard: options.shard,
+    beforeEach: () => {
+      const signal = deps.stopRequested?.() ?? null;
+      if (signal !== null) throw new BuildInterrupted(signal);
+    },
+  };
+  reader.onIssue((issue) => tally.issue(issue));
 
   // What earlier builds left, read before this build marks itself as running.
   const saved = {
@@ -89,11 +113,31 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     basisDropped: state.basisDropped(),
     interrupted: state.interrupted(),
     replacedVersion: state.replacedVersion,
-    empty: state.count() === 0,
+    count: state.count(),
+    get empty() {
+      return this.count === 0;
+    },
     siteFilesStale: state.siteFilesStale(),
   };
   // A first build into an empty directory compares nothing with the disk.
-  const target: WriteTarget = { writer, state, verify: false, startedEmpty: saved.empty && (writer.isEmpty?.() ?? false) };
+  const startedEmpty = saved.empty && (writer.isEmpty?.() ?? false);
+  const compression = deps.compression ?? [];
+  const savedCompression = saved.empty ? null : state.compression();
+  const target: WriteTarget = {
+    writer,
+    state,
+    verify: false,
+    startedEmpty,
+    compression,
+    // The forms beside unchanged documents are brought in line when the encodings changed since
+    // the last full build, or no build recorded them (a lost state): an unchanged document is
+    // otherwise never rewritten, and its forms with it.
+    formsUnknown: !startedEmpty && (savedCompression === null || !sameEncodings(savedCompression, compression)),
+  };
+  // Which forms a pruned document may have beside it.
+  const formsOnDisk = savedCompression === null ? (startedEmpty ? compression : ALL_ENCODINGS) : [...new Set([...savedCompression, ...compression])];
+  /** Documents that failed in this build, by format and key: the sitemap leaves them out. */
+  const failedDocuments = new Set<string>();
   /** An owner gained a document: the published names may have changed. */
   let newPaths = false;
   /** Paths pruned so far: an owner lost a document. */
@@ -104,9 +148,10 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       if (result.ok) {
         const outcome = compareAndWrite(target, result.document);
         if (outcome.isNew) newPaths = true;
-        tally.document(outcome.written, result.document.body.length);
+        tally.document(result.document.path, result.document.format.name, outcome.written, outcome.bytes);
       } else {
         tally.fail(result.failed.failure, result.failed.where);
+        failedDocuments.add(`${result.failed.format.name}\u0000${result.failed.key}`);
         if (keepFailed(target, result.failed)) newPaths = true;
       }
     }
@@ -118,12 +163,10 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     }
   };
   const buildSiteFiles = () => {
-    for (const format of siteFormats) write(renderSiteFormat(format, siteIndex(reader, site.paths), site));
+    for (const format of siteFormats) write(renderSiteFormat(format, siteIndex(reader, site.paths, failedDocuments), site));
   };
   const prune = (paths: Iterable<string>) => {
-    const { removed, forgotten } = pruneStale(paths, writer, state);
-    tally.removed(removed);
-    pruned += forgotten;
+    pruned += pruneStale(paths, { writer, state, formsOnDisk }, (path) => tally.removed(path));
   };
 
   /**
@@ -159,12 +202,25 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 
   /** Every owner in the build's scope, the site files, and what an earlier build wrote in that scope that this one did not. */
   const buildEverything = (plan: BuildPlan) => {
-    buildSiteFiles();
+    const whole = plan.mode === 'full' && options.user === undefined;
+    // Rows SQL leaves out for a value of the wrong type are named once, before the documents.
+    if (whole) reader.unpublishedRows();
     const every: OwnerSelection = { every: true, ofUser: options.user };
     build(readUsers(scope, keyed.user.length > 0 ? every : 'none'));
     build(readVideos(scope, keyed.video.length > 0 ? every : 'none'));
+    // After the documents, so the sitemap lists none that failed.
+    buildSiteFiles();
+    // Names that would be one directory on macOS or Windows, every published row of them named.
+    if (whole && ownsSiteFiles(options.shard)) {
+      for (const group of nameCollisions(() => publishedNames(reader, site.paths))) tally.nameCollision(describeCollision(group));
+    }
     prune(state.stale({ formats: new Set(formats.map((f) => f.name)), user: options.user }));
-    if (plan.mode === 'full') state.setSiteFilesStale(false);
+    if (plan.mode === 'full') {
+      state.setSiteFilesStale(false);
+      // Every document was seen: the forms beside them are now the configured ones (unless one
+      // failed, whose old file and forms were kept: the next full build looks again).
+      if (report.failedCount === 0) state.setCompression(compression);
+    }
     // A partial build does not render the site files: the next build must, if names came or went.
     else if (newPaths || pruned > 0) state.setSiteFilesStale(true);
   };
@@ -178,6 +234,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       report.mode = plan.mode;
       report.reason = plan.reason;
       target.verify = plan.verify;
+      // A full build renders about what the last one recorded; other builds cannot tell beforehand.
+      deps.reporter?.started?.({ mode: plan.mode, reason: plan.reason, expected: plan.mode === 'full' && !saved.empty ? saved.count : undefined });
       if (plan.mode !== 'incremental') return buildEverything(plan);
       const { changeLog } = deps.incremental!;
       const affected = affectedOwners(changeLog.since(plan.from!, log!.position), changeLog.lookups);
@@ -188,9 +246,29 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     report.snapshot = log;
     commitState({ writer, state }, report, deps.incremental?.fingerprint, log);
   } catch (error) {
-    state.rollback();
+    if (error instanceof BuildInterrupted) keepInterrupted(writer, state, saved.interrupted);
+    else state.rollback();
     throw error;
   }
   report.seconds = clock() - started;
   return report;
+}
+
+/**
+ * A build stopped by a signal keeps what was done: the files on disk, their records, and the old
+ * basis, so the next build follows from it and finds these files already as they should be. The
+ * site files may not list the names this build added or dropped: the next build renders them.
+ * Every file this build recorded is on disk once the writer is flushed. If the build before it
+ * was killed, the records this build did not reach may still claim bytes that never got to disk:
+ * the mark stays, and the next build checks them against the disk.
+ */
+function keepInterrupted(writer: OutputWriter, state: BuildState, previousInterrupted: boolean): void {
+  writer.flush?.();
+  state.setSiteFilesStale(true);
+  if (!previousInterrupted) state.finish('keep');
+  state.commit();
+}
+
+function sameEncodings(a: readonly Encoding[], b: readonly Encoding[]): boolean {
+  return a.length === b.length && a.every((encoding) => b.includes(encoding));
 }

@@ -87,14 +87,3 @@ function oembedEndpoint(keyed: readonly KeyedFormat[]): OembedEndpoint | null {
   }
   return { scope: 'video', dir: index.dir, index, byFormatParam, byUrlName };
 }
-
-/** The media type without its parameters (`application/rss+xml`), for hosts that match on it. */
-export function bareMediaType(mediaType: string): string {
-  return mediaType.split(';')[0]!.trim();
-}
-
-/** Media types worth compressing: text and XML/JSON/JavaScript, which every document of ours is. */
-export function isCompressible(mediaType: string): boolean {
-  const bare = bareMediaType(mediaType);
-  return bare.startsWith('text/') || /[+/](xml|json|javascript)\b/.test(bare);
-}

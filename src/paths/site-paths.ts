@@ -11,6 +11,7 @@ export class SitePaths {
   /** Path part of the base URL, e.g. `/videos` (empty at the root). */
   readonly basePath: string;
   private readonly siteFiles: readonly SitePlace[];
+  private readonly ownerFormats: readonly KeyedPlace[];
 
   constructor(
     baseUrl: string,
@@ -20,6 +21,7 @@ export class SitePaths {
     this.base = baseUrl.replace(/\/+$/, '');
     this.basePath = new URL(this.base).pathname.replace(/\/+$/, '');
     this.siteFiles = places.filter((p): p is SitePlace => p.scope === 'site');
+    this.ownerFormats = places.filter((p): p is KeyedPlace => p.scope !== 'site');
   }
 
   /** Relative path under out/ of a user's or video's document. Only for keys that passed `problem`. */
@@ -40,6 +42,24 @@ export class SitePaths {
   /** The site's home page: the base URL with its trailing slash (`https://example.org/videos/`). */
   home(): string {
     return `${this.base}/`;
+  }
+
+  /**
+   * The public URL a file under out/ is served at (a directory index by its directory's URL), for
+   * a CDN purge: the inverse of `file` and of the site files' names.
+   */
+  urlOfFile(relativeFile: string): string {
+    const [key, dir, file, ...rest] = relativeFile.split('/');
+    if (rest.length === 0 && file !== undefined) {
+      const format = this.ownerFormats.find((f) => f.dir === dir && f.file === file);
+      if (format !== undefined) return this.url(format, key!);
+    }
+    return `${this.base}/${encodedFilePath(relativeFile)}`;
+  }
+
+  /** Whether `dir` is the folder a user's or video's documents of some format go into (`rss`, `oembed`). */
+  isFormatDir(dir: string): boolean {
+    return this.ownerFormats.some((f) => f.dir === dir);
   }
 
   /** URL path (no scheme or host) of a file under out/, as a server sees the request. */

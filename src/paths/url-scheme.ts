@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { compressedFormOf } from './compression.js';
 import { segmentProblem } from './names.js';
 
 /**
@@ -75,10 +76,16 @@ export function filePattern(place: Place): string {
   return place.scope === 'site' ? place.file : keyedFile(place, `<${place.scope}>`);
 }
 
-/** Whether `name` is taken at the top of the tree by one of the site-wide documents of `places`. */
+/**
+ * Whether `name` is taken at the top of the tree by one of the site-wide documents of `places`, or
+ * by a pre-compressed form of one (`robots.txt.gz`): reserved whether or not the configuration
+ * writes forms, so which names are published never depends on `compress`.
+ */
 export function isSiteFileName(name: string, places: readonly Place[]): boolean {
   const lower = name.toLowerCase();
-  return places.some((p) => p.scope === 'site' && (p.file.toLowerCase() === lower || (p.alsoWrites?.test(lower) ?? false)));
+  const taken = (file: string) => places.some((p) => p.scope === 'site' && (p.file.toLowerCase() === file || (p.alsoWrites?.test(file) ?? false)));
+  const form = compressedFormOf(lower);
+  return taken(lower) || (form !== null && taken(form.document));
 }
 
 /**

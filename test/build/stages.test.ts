@@ -98,17 +98,41 @@ describe('the compare-and-write stage', () => {
     const writer = new MemoryWriter();
     const state = new BuildState(':memory:');
     state.begin();
-    const target = { writer, state, verify: false, startedEmpty: true };
-    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'one'))).toEqual({ written: true, isNew: true });
-    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'one'))).toEqual({ written: false, isNew: false });
+    const target = { writer, state, verify: false, startedEmpty: true, compression: [], formsUnknown: false };
+    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'one'))).toEqual({ written: true, bytes: 3, isNew: true });
+    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'one'))).toEqual({ written: false, bytes: 0, isNew: false });
     expect(writer.writes).toBe(1);
-    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'two'))).toEqual({ written: true, isNew: false });
+    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'two'))).toEqual({ written: true, bytes: 3, isNew: false });
     expect(writer.text('alice/rss/index.rss')).toBe('two');
     // Without a record the disk decides (a lost state), unless the output started empty.
-    const lost = { writer, state: new BuildState(':memory:'), verify: false, startedEmpty: false };
+    const lost = { writer, state: new BuildState(':memory:'), verify: false, startedEmpty: false, compression: [], formsUnknown: false };
     lost.state.begin();
-    expect(compareAndWrite(lost, doc('alice/rss/index.rss', 'two'))).toEqual({ written: false, isNew: true });
+    expect(compareAndWrite(lost, doc('alice/rss/index.rss', 'two'))).toEqual({ written: false, bytes: 0, isNew: true });
     expect(keepFailed(lost, { format: FORMATS[0]!, path: 'bob/rss/index.rss', key: 'bob', failure: { format: 'rss', key: 'bob', path: 'bob/rss/index.rss', message: 'x' }, where: '' })).toBe(true);
+  });
+});
+
+describe('the compare-and-write stage with compressed forms', () => {
+  it('writes the forms before their document, and brings an unchanged document\'s forms in line when asked', () => {
+    const writer = new MemoryWriter();
+    const order: string[] = [];
+    const write = writer.write.bind(writer);
+    writer.write = (path, body) => {
+      order.push(path);
+      write(path, body);
+    };
+    const state = new BuildState(':memory:');
+    state.begin();
+    const target = { writer, state, verify: false, startedEmpty: true, compression: ['gzip', 'br'] as const, formsUnknown: false };
+    const rss = doc('alice/rss/index.rss', 'x'.repeat(1000));
+    const first = compareAndWrite(target, rss);
+    expect(order).toEqual(['alice/rss/index.rss.gz', 'alice/rss/index.rss.br', 'alice/rss/index.rss']);
+    expect(first.bytes).toBeGreaterThan(1000);
+    writer.remove('alice/rss/index.rss.br');
+    expect(compareAndWrite(target, rss)).toMatchObject({ written: false, bytes: 0 });
+    const synced = compareAndWrite({ ...target, compression: ['gzip'], formsUnknown: true, startedEmpty: false }, rss);
+    expect(synced).toMatchObject({ written: false, bytes: 0 });
+    expect([...writer.files.keys()].sort()).toEqual(['alice/rss/index.rss', 'alice/rss/index.rss.gz']);
   });
 });
 
@@ -117,10 +141,13 @@ describe('the prune stage', () => {
     const writer = new MemoryWriter();
     const state = new BuildState(':memory:');
     state.begin();
-    const target = { writer, state, verify: false, startedEmpty: true };
+    const target = { writer, state, verify: false, startedEmpty: true, compression: [], formsUnknown: false };
     compareAndWrite(target, doc('alice/rss/index.rss', 'a'));
     compareAndWrite(target, doc('alice/atom/index.atom', 'b'));
-    expect(pruneStale(['alice/rss/index.rss', 'gone/rss/index.rss'], writer, state)).toEqual({ removed: 1, forgotten: 2 });
+    writer.write('alice/rss/index.rss.gz', Buffer.from('form'));
+    const removed: string[] = [];
+    expect(pruneStale(['alice/rss/index.rss', 'gone/rss/index.rss'], { writer, state, formsOnDisk: ['gzip'] }, (path) => removed.push(path))).toBe(2);
+    expect(removed).toEqual(['alice/rss/index.rss']);
     expect([...writer.files.keys()]).toEqual(['alice/atom/index.atom']);
     expect(state.previous('alice/rss/index.rss')).toBeUndefined();
     expect(state.previous('alice/atom/index.atom')).toBeDefined();
