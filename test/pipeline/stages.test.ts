@@ -1,22 +1,22 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { ReportTally, StrictModeError } from '../../src/build/build-report.js';
-import { BuildState } from '../../src/build/build-state.js';
-import { commitState } from '../../src/build/commit-state.js';
-import { MemoryWriter } from '../../src/build/output-writer.js';
-import { pruneStale } from '../../src/build/prune-stale.js';
-import { readUsers, readVideos, type OwnerRead, type ReadScope } from '../../src/build/read-owners.js';
-import { renderOwner, renderSiteFormat, type RenderedDocument } from '../../src/build/render-documents.js';
-import { runBuild } from '../../src/build/run-build.js';
-import { createSiteContext } from '../../src/build/site-context.js';
-import { compareAndWrite, keepFailed } from '../../src/build/write-documents.js';
+import { ReportTally, StrictModeError } from '../../src/pipeline/build-report.js';
+import { BuildState } from '../../src/pipeline/build-state.js';
+import { commitState } from '../../src/pipeline/commit-state.js';
+import { MemoryWriter } from '../../src/pipeline/output-writer.js';
+import { pruneStale } from '../../src/pipeline/prune-stale.js';
+import { readUsers, readVideos, type OwnerRead, type ReadScope } from '../../src/pipeline/read-owners.js';
+import { renderOwner, renderSiteFormat, type RenderedDocument } from '../../src/pipeline/render-documents.js';
+import { runBuild } from '../../src/pipeline/run-build.js';
+import { createSiteContext } from '../../src/pipeline/site-context.js';
+import { compareAndWrite, keepFailed } from '../../src/pipeline/write-documents.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import type { SiteFormat, UserFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 
 /**
- * Each stage of the build (src/build/run-build.ts) on its own: inputs and outputs as values, the
+ * Each stage of the build (src/pipeline/run-build.ts) on its own: inputs and outputs as values, the
  * writer and the state in memory.
  */
 

@@ -1,12 +1,12 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildRecordName, type BuildRecord } from '../../src/build/build-record.js';
-import { DirectoryWriter } from '../../src/build/output-writer.js';
+import { buildRecordName, type BuildRecord } from '../../src/pipeline/build-record.js';
+import { DirectoryWriter } from '../../src/pipeline/output-writer.js';
 import { cli } from '../helpers/cli.js';
 import { createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
 
-/** The record each build leaves in its output directory (src/build/build-record.ts). */
+/** The record each build leaves in its output directory (src/pipeline/build-record.ts). */
 
 const RECORD = buildRecordName(undefined);
 

@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildSite } from '../../src/build/site-build.js';
-import { createSiteContext } from '../../src/build/site-context.js';
+import { buildSite } from '../../src/pipeline/site-build.js';
+import { createSiteContext } from '../../src/pipeline/site-context.js';
 import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import type { UserPart } from '../../src/model/views.js';

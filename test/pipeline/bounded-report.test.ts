@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { REPORT_KEEPS } from '../../src/build/build-report.js';
+import { REPORT_KEEPS } from '../../src/pipeline/build-report.js';
 import { summary } from '../../src/cli/commands/build.js';
 import { join } from 'node:path';
 import { cli } from '../helpers/cli.js';

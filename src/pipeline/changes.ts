@@ -26,7 +26,7 @@ export interface AffectedOwners {
   /**
    * The site files must be rendered again whatever the owners' documents show (unknown tables).
    * Otherwise the build decides: they are rendered when an owner gained or lost a document, since
-   * they list only published names (src/build/run-build.ts).
+   * they list only published names (src/pipeline/run-build.ts).
    */
   siteFiles: boolean;
   /** Tables the change log named that this code does not know: everything is rendered again. */

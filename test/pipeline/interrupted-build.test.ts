@@ -2,8 +2,8 @@ import Database from 'better-sqlite3';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildRecordName } from '../../src/build/build-record.js';
-import { STAGING_DIR } from '../../src/build/output-writer.js';
+import { buildRecordName } from '../../src/pipeline/build-record.js';
+import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
 import { cli, cliAsync, readTree } from '../helpers/cli.js';
 import { tempDir } from '../helpers/site-fixture.js';
 
@@ -54,7 +54,7 @@ describe('a build killed midway', () => {
     expect(sawNew).toBe(true);
 
     // The killed build removed the first build's record before touching a file: the tree is no
-    // longer what it says (src/build/build-record.ts).
+    // longer what it says (src/pipeline/build-record.ts).
     expect(existsSync(join(out, RECORD))).toBe(false);
     const killed = readTree(out);
     let old = 0;

@@ -1,11 +1,11 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BuildState, type OwnerKind, type PruneScope } from '../../src/build/build-state.js';
-import { runBuild } from '../../src/build/run-build.js';
-import { buildFingerprint } from '../../src/build/incremental.js';
-import { MemoryWriter } from '../../src/build/output-writer.js';
+import { BuildState, type OwnerKind, type PruneScope } from '../../src/pipeline/build-state.js';
+import { runBuild } from '../../src/pipeline/run-build.js';
+import { buildFingerprint } from '../../src/pipeline/incremental.js';
+import { MemoryWriter } from '../../src/pipeline/output-writer.js';
 import { VIDFEEDS_VERSION } from '../../src/config/version.js';
-import { createSiteContext } from '../../src/build/site-context.js';
+import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { FORMATS } from '../../src/formats/registry.js';

@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { acquireBuildLock, defaultLockFile, LockHeldError, readLock, type LockHolder } from '../../src/build/lock.js';
-import { buildSite } from '../../src/build/site-build.js';
+import { acquireBuildLock, defaultLockFile, LockHeldError, readLock, type LockHolder } from '../../src/pipeline/lock.js';
+import { buildSite } from '../../src/pipeline/site-build.js';
 import { createTestDb, insertUser, tempDir, testConfig } from '../helpers/site-fixture.js';
 
 const cleanups: Array<() => void> = [];

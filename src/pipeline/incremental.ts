@@ -11,7 +11,7 @@ import { STATE_VERSION, type BuildBasis } from './build-state.js';
 
 /**
  * When a build may be incremental, and from where. A build follows from the basis of the last
- * complete build (src/build/build-state.ts) only when everything that shapes the bytes besides
+ * complete build (src/pipeline/build-state.ts) only when everything that shapes the bytes besides
  * the data is the same: vidfeeds (its version and its code), configuration, format table,
  * templates and database.
  * Otherwise it is a full build, and the report says why. `planBuild` is pure.

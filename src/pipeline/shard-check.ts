@@ -8,7 +8,7 @@ import type { BuildFingerprint } from './incremental.js';
  * read different snapshots disagree where no single file shows it: shard 1's sitemap lists a video
  * another shard did not build, a user renamed between two reads is in two parts or in none.
  *
- * Pure: it compares the records found (src/build/build-record.ts); the command reads them.
+ * Pure: it compares the records found (src/pipeline/build-record.ts); the command reads them.
  */
 
 export interface ShardCheck {

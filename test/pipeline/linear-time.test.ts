@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { BuildState } from '../../src/build/build-state.js';
-import { runBuild } from '../../src/build/run-build.js';
-import { MemoryWriter } from '../../src/build/output-writer.js';
-import { createSiteContext } from '../../src/build/site-context.js';
+import { BuildState } from '../../src/pipeline/build-state.js';
+import { runBuild } from '../../src/pipeline/run-build.js';
+import { MemoryWriter } from '../../src/pipeline/output-writer.js';
+import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { SITE_TABLES } from '../../src/db/columns.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { FORMATS } from '../../src/formats/registry.js';

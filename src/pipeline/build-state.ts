@@ -11,7 +11,7 @@ import { isEncoding, type Encoding } from '../paths/compression.js';
  *
  * It also keeps the basis of the last complete build (vidfeeds version, hashes of configuration,
  * format table and templates, database identity, change log position): an incremental build may
- * follow only from the same basis (src/build/incremental.ts).
+ * follow only from the same basis (src/pipeline/incremental.ts).
  *
  * It is a small SQLite file kept outside the served tree (by default `.vidfeeds/<out>.state.sqlite`
  * beside the output directory), queried per path so memory stays flat in site size.
@@ -182,7 +182,7 @@ export class BuildState {
 
   /**
    * The encodings of the compressed forms beside every document, as the last full build left them
-   * (src/build/compression.ts); null when no build recorded them.
+   * (src/pipeline/compression.ts); null when no build recorded them.
    */
   compression(): Encoding[] | null {
     const text = this.getMeta('compression');

@@ -20,7 +20,7 @@ import { createSiteContext } from './site-context.js';
  * One build of a database into an output directory, with its edges: the lock, the database, the
  * saved state and the directory writer. `vidfeeds build`, `vidfeeds watch` and the benchmark call
  * this; it is incremental whenever the saved state allows (docs/incremental.md). A build that
- * finishes leaves a record of what it read in the output directory (src/build/build-record.ts).
+ * finishes leaves a record of what it read in the output directory (src/pipeline/build-record.ts).
  */
 
 export interface SiteBuildRequest {
@@ -49,7 +49,7 @@ export interface SiteBuildRequest {
   command?: string;
   /** How long to wait for another build's lock before giving up (LockHeldError); 0 by default. */
   waitSeconds?: number;
-  /** A signal that asks the build to stop (src/build/interrupt.ts). */
+  /** A signal that asks the build to stop (src/pipeline/interrupt.ts). */
   stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
   /**
    * What `vidfeeds watch` keeps open between builds (src/watch/watch-session.ts): used as given

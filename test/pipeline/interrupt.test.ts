@@ -1,12 +1,12 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { BuildState } from '../../src/build/build-state.js';
-import type { BuildReporter } from '../../src/build/build-report.js';
-import { runBuild } from '../../src/build/run-build.js';
-import { buildFingerprint } from '../../src/build/incremental.js';
-import { BuildInterrupted } from '../../src/build/interrupt.js';
-import { MemoryWriter } from '../../src/build/output-writer.js';
-import { createSiteContext } from '../../src/build/site-context.js';
+import { BuildState } from '../../src/pipeline/build-state.js';
+import type { BuildReporter } from '../../src/pipeline/build-report.js';
+import { runBuild } from '../../src/pipeline/run-build.js';
+import { buildFingerprint } from '../../src/pipeline/incremental.js';
+import { BuildInterrupted } from '../../src/pipeline/interrupt.js';
+import { MemoryWriter } from '../../src/pipeline/output-writer.js';
+import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { VIDFEEDS_VERSION } from '../../src/config/version.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { SiteReader } from '../../src/db/site-reader.js';
@@ -14,7 +14,7 @@ import { FORMATS } from '../../src/formats/registry.js';
 import { buildInMemory, createDemoDb, testConfig } from '../helpers/site-fixture.js';
 
 /**
- * A build asked to stop (SIGINT/SIGTERM, src/build/interrupt.ts) in memory: it stops between
+ * A build asked to stop (SIGINT/SIGTERM, src/pipeline/interrupt.ts) in memory: it stops between
  * owners, keeps what it wrote recorded and the old basis, so the next build is incremental and
  * rewrites nothing the stopped one already wrote.
  */

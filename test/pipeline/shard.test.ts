@@ -2,9 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BuildState } from '../../src/build/build-state.js';
-import { MemoryWriter } from '../../src/build/output-writer.js';
-import { ownsKey, parseShard, shardOf } from '../../src/build/shard.js';
+import { BuildState } from '../../src/pipeline/build-state.js';
+import { MemoryWriter } from '../../src/pipeline/output-writer.js';
+import { ownsKey, parseShard, shardOf } from '../../src/pipeline/shard.js';
 import { readTree } from '../helpers/cli.js';
 import { buildInMemory, createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
 

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildSite } from '../../src/build/site-build.js';
+import { buildSite } from '../../src/pipeline/site-build.js';
 import { compressedFormOf, compressedPath, compress, verifyCompressed, type Encoding } from '../../src/paths/compression.js';
 import type { SiteConfig } from '../../src/config/config.js';
 import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';

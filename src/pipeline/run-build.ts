@@ -45,7 +45,7 @@ export interface BuildOptions {
   strict?: boolean;
   /** Render everything even when an incremental build is possible. */
   full?: boolean;
-  /** Build only this shard's part of the site (src/build/shard.ts); site-wide files only in shard 1. */
+  /** Build only this shard's part of the site (src/pipeline/shard.ts); site-wide files only in shard 1. */
   shard?: ShardSpec;
 }
 
@@ -64,7 +64,7 @@ export interface BuildDeps {
   /** Seconds on a monotonic clock, for the report's duration; `process.hrtime` when absent. */
   clock?: () => number;
   /**
-   * Read between owners: a signal that arrived (src/build/interrupt.ts). The build then stops,
+   * Read between owners: a signal that arrived (src/pipeline/interrupt.ts). The build then stops,
    * records what it wrote and throws BuildInterrupted.
    */
   stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;

@@ -11,7 +11,7 @@ import type { ShardSpec } from './shard.js';
  * the part of the site (`--shard K/N`), the database and change log position its snapshot read,
  * the fingerprint of version, configuration, format table and templates, and whether it covered
  * its whole part without failures. The parts of a sharded build agree only when they read the same
- * snapshot with the same fingerprint; `vidfeeds shards check` (src/build/shard-check.ts) compares
+ * snapshot with the same fingerprint; `vidfeeds shards check` (src/pipeline/shard-check.ts) compares
  * these records before the parts are merged (docs/scale.md).
  *
  * It is a dot file at the root of the output directory: hosts never serve dot files (only the URLs
