@@ -1,9 +1,6 @@
 import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { RouteMatch as PlaceMatch } from '../paths/url-scheme.js';
 
-// Until the host configurations import them from the URL scheme itself.
-export { matchRoute, splitUrlPath, urlPattern } from '../paths/url-scheme.js';
-
 /**
  * Which URL serves which file with which Content-Type, derived from the format table and the URL
  * scheme (src/paths/url-scheme.ts) and nothing else. The nginx, Apache and Netlify/Cloudflare

@@ -39,7 +39,7 @@ export interface SitePlace {
 export type Place = KeyedPlace | SitePlace;
 
 /** The file under out/ of a keyed document. Only for keys that passed `keyProblem`. */
-export function keyedFile(place: KeyedPlace, key: string): string {
+export function keyedFile(place: Pick<KeyedPlace, 'dir' | 'file'>, key: string): string {
   return `${key}/${place.dir}/${place.file}`;
 }
 

@@ -4,18 +4,17 @@ import { join, sep } from 'node:path';
 import { SiteReader } from '../db/site-reader.js';
 import type { SiteContext, UserFormat, VideoFormat } from '../formats/format.js';
 import {
-  matchRoute,
   MAX_RECOMMENDATIONS,
   OEMBED_DYNAMIC_PARAMS,
   RECOMMENDATION_POST_MAX_BYTES,
   RECOMMENDATIONS_PARAM,
-  splitUrlPath,
   type RouteMatch,
   type Routes,
 } from '../hosting/routes.js';
 import { XmlDocument } from '../render/xml.js';
 import { callbackProblem, jsonpBody } from './jsonp.js';
 import { bareMediaType, ENCODINGS } from '../paths/compression.js';
+import { matchRoute, splitUrlPath } from '../paths/url-scheme.js';
 import { cacheControlOf } from '../hosting/cache-control.js';
 import { acceptedEncodings, documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
 import { ClientAddresses } from './client-address.js';
@@ -85,14 +84,10 @@ export class SiteServer {
     const rawPath = queryAt === -1 ? request.target : request.target.slice(0, queryAt);
     const query = new URLSearchParams(queryAt === -1 ? '' : request.target.slice(queryAt + 1));
     const segments = splitUrlPath(rawPath, this.deps.site.paths.basePath);
+    // matchRoute applies the build's one rule for names (keyProblem): a key the build never writes
+    // is never answered, from a file or from the database, so the preview and the static tree agree.
     const match = segments === null ? null : matchRoute(this.deps.routes, segments);
     if (match === null) return notFound();
-    // The build's one rule for names (src/paths/names.ts): a key it never writes is never answered,
-    // from a file or from the database, so the preview and the static tree agree.
-    if (match.kind === 'keyed') {
-      const problem = this.deps.site.paths.problem(match.key);
-      if (problem !== null) return notFound(`no ${match.format.scope} ${JSON.stringify(match.key)}: its name ${problem}`);
-    }
 
     const { routes } = this.deps;
     const isRecommendations = match.kind === 'keyed' && routes.recommendations !== null && match.format === routes.recommendations;
