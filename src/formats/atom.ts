@@ -16,6 +16,9 @@ function tagUri(site: SiteContext, date: Date, specific: string): string {
   return `tag:${host},${date.getUTCFullYear()}:${site.paths.basePath}/${specific}`;
 }
 
+/** Groups in a user's Atom feed, newest first: the reader loads no more than this (PRODUCT.md, "done"). */
+export const ATOM_ENTRIES = 20;
+
 export const atom: UserFormat = {
   name: 'atom',
   scope: 'user',

@@ -35,6 +35,9 @@ function describe(video: VideoView, site: SiteContext): string {
   });
 }
 
+/** Items in a user's RSS feed, newest first: the reader loads no more uploads than this (PRODUCT.md, "done"). */
+export const RSS_ITEMS = 20;
+
 export const rss: UserFormat = {
   name: 'rss',
   scope: 'user',
