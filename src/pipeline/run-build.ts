@@ -122,20 +122,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   // A first build into an empty directory compares nothing with the disk.
   const startedEmpty = saved.empty && (writer.isEmpty?.() ?? false);
   const compression = deps.compression ?? [];
-  const savedCompression = saved.empty ? null : state.compression();
-  const target: WriteTarget = {
-    writer,
-    state,
-    verify: false,
-    startedEmpty,
-    compression,
-    // The forms beside unchanged documents are brought in line when the encodings changed since
-    // the last full build, or no build recorded them (a lost state): an unchanged document is
-    // otherwise never rewritten, and its forms with it.
-    formsUnknown: !startedEmpty && (savedCompression === null || !sameEncodings(savedCompression, compression)),
-  };
-  // Which forms a pruned document may have beside it.
-  const formsOnDisk = savedCompression === null ? (startedEmpty ? compression : ALL_ENCODINGS) : [...new Set([...savedCompression, ...compression])];
+  const forms = formsPlan(saved.empty ? null : state.compression(), compression, startedEmpty);
+  const target: WriteTarget = { writer, state, verify: false, startedEmpty, compression, formsUnknown: forms.unknown };
+  const formsOnDisk = forms.onDisk;
   /** Documents that failed in this build, by format and key: the sitemap leaves them out. */
   const failedDocuments = new Set<string>();
   /** An owner gained a document: the published names may have changed. */
@@ -269,6 +258,20 @@ function keepInterrupted(writer: OutputWriter, state: BuildState, previousInterr
   state.commit();
 }
 
-function sameEncodings(a: readonly Encoding[], b: readonly Encoding[]): boolean {
-  return a.length === b.length && a.every((encoding) => b.includes(encoding));
+/**
+ * The compressed forms around this build: whether the forms beside unchanged documents must be
+ * brought in line (the encodings changed since the last full build, or no build recorded them, a
+ * lost state: an unchanged document is otherwise never rewritten, and its forms with it), and
+ * which forms a pruned document may have beside it.
+ */
+export function formsPlan(
+  saved: readonly Encoding[] | null,
+  configured: readonly Encoding[],
+  startedEmpty: boolean,
+): { unknown: boolean; onDisk: readonly Encoding[] } {
+  const same = saved !== null && saved.length === configured.length && saved.every((encoding) => configured.includes(encoding));
+  return {
+    unknown: !startedEmpty && !same,
+    onDisk: saved === null ? (startedEmpty ? configured : ALL_ENCODINGS) : [...new Set([...saved, ...configured])],
+  };
 }

@@ -7,7 +7,7 @@ import { MemoryWriter } from '../../src/pipeline/output-writer.js';
 import { pruneStale } from '../../src/pipeline/prune-stale.js';
 import { readUsers, readVideos, type OwnerRead, type ReadScope } from '../../src/pipeline/read-owners.js';
 import { renderOwner, renderSiteFormat, type RenderedDocument } from '../../src/pipeline/render-documents.js';
-import { runBuild } from '../../src/pipeline/run-build.js';
+import { formsPlan, runBuild } from '../../src/pipeline/run-build.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { compareAndWrite, keepFailed } from '../../src/pipeline/write-documents.js';
 import { SiteReader } from '../../src/db/site-reader.js';
@@ -133,6 +133,15 @@ describe('the compare-and-write stage with compressed forms', () => {
     const synced = compareAndWrite({ ...target, compression: ['gzip'], formsUnknown: true, startedEmpty: false }, rss);
     expect(synced).toMatchObject({ written: false, bytes: 0 });
     expect([...writer.files.keys()].sort()).toEqual(['alice/rss/index.rss', 'alice/rss/index.rss.gz']);
+  });
+});
+
+describe('the compressed forms around a build', () => {
+  it('are brought in line when the encodings changed or were never recorded, and pruned as they may be on disk', () => {
+    expect(formsPlan(['gzip'], ['gzip'], false)).toEqual({ unknown: false, onDisk: ['gzip'] });
+    expect(formsPlan(['gzip'], ['br'], false)).toEqual({ unknown: true, onDisk: ['gzip', 'br'] });
+    expect(formsPlan(null, [], false)).toEqual({ unknown: true, onDisk: ['br', 'gzip'] });
+    expect(formsPlan(null, ['gzip'], true)).toEqual({ unknown: false, onDisk: ['gzip'] });
   });
 });
 
