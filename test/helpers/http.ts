@@ -36,7 +36,14 @@ export function http(
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const body = Buffer.concat(chunks);
-          const text = (res.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8');
+          // A throw here would never settle the promise: the test would hang to its timeout.
+          let text: string;
+          try {
+            text = (res.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8');
+          } catch (error) {
+            reject(new Error(`${target}: status ${res.statusCode}, Content-Encoding gzip, ${body.length} bytes that do not gunzip (${String(error)}); headers ${JSON.stringify(res.headers)}`));
+            return;
+          }
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text });
         });
         res.on('error', reject);
