@@ -114,7 +114,7 @@ describe('host configurations', () => {
     expect(text).toContain('RewriteCond "%1/xml.gz" -f\nRewriteRule "^([^/.][^/]*)/oembed/?$" "$1/oembed/xml.gz" [B=?#%,END]');
     expect(text).toContain(
       '<Files "index.atom.gz">\n  ForceType "application/atom+xml; charset=utf-8"\n  <IfModule mod_headers.c>\n    Header set Cache-Control "no-cache"\n' +
-        '    Header set Content-Encoding gzip\n    Header set Vary Accept-Encoding\n  </IfModule>\n  SetEnv no-gzip 1\n</Files>',
+        '    Header set Content-Encoding gzip "expr=%{REQUEST_STATUS} != 304"\n    Header set Vary Accept-Encoding\n  </IfModule>\n  SetEnv no-gzip 1\n</Files>',
     );
     for (const row of PRODUCT_TABLE) expect(text, row.url).toContain(`ForceType "${row.type}"`);
     expect(text).not.toMatch(/\.(gz|br)"?\s*-\s*\[END\]/);
