@@ -162,8 +162,9 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
       const { suffix } = ENCODINGS[encoding];
       lines.push(
         ...conditions,
-        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`(^|[ ,])${encoding}( *($|,)| *;)`)}`,
-        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`!(^|[ ,])${encoding} *; *q=0(\\.0*)? *($|,)`)}`,
+        // [NC]: content codings and `q` are case-insensitive (RFC 9110), as nginx and serve read them.
+        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`(^|[ ,])${encoding}( *($|,)| *;)`)} [NC]`,
+        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`!(^|[ ,])${encoding} *; *q=0(\\.0*)? *($|,)`)} [NC]`,
         inDirectory ? 'RewriteCond %{REQUEST_FILENAME} "^(.*?)/?$"' : 'RewriteCond %{REQUEST_FILENAME} "^(.*)$"',
         `RewriteCond ${quote(`%1${inDirectory ? `/${format.file}` : ''}${suffix}`)} -f`,
         `RewriteRule ${quote(pattern)} ${quote(target(suffix))} [${flags}]`,
