@@ -10,6 +10,7 @@ import { BuildState, defaultStateFile } from './build-state.js';
 import { runBuild, type BuildReport, type BuildReporter } from './build.js';
 import { buildFingerprint } from './incremental.js';
 import { acquireBuildLock, type BuildLock } from './lock.js';
+import { createRenderPool } from './render-pool.js';
 import { createDirectoryWriter } from './write-pool.js';
 import { checkStateShard, type ShardSpec } from './shard.js';
 import { createSiteContext, VIDFEEDS_VERSION } from './site-context.js';
@@ -53,6 +54,9 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   // Configuration and templates are checked before the lock is taken or a file is touched.
   const site = request.site ?? createSiteContext(config, formats);
   const fingerprint = buildFingerprint(config, formats, VIDFEEDS_VERSION);
+  // Render threads load the registry's formats: a build with a table of its own renders here.
+  // No thread starts until a build has a batch of users for it.
+  const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, config, now: site.now, fingerprint }) : null;
   const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build' });
   try {
     const db = openForReading(request.db);
@@ -73,6 +77,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               formats,
               reporter: request.reporter,
               incremental: { changeLog: new ChangeLog(db), fingerprint },
+              renderPool: renderPool ?? undefined,
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
           );
@@ -81,6 +86,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
           if (record !== null) writeBuildRecord(request.out, record);
           return report;
         } finally {
+          renderPool?.close();
           writer.close();
         }
       } finally {
