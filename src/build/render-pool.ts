@@ -274,7 +274,7 @@ export function createRenderPool(options: Omit<RenderPoolOptions, 'threads'>): R
   let threads = Math.max(0, availableParallelism() - 2);
   if (setting !== undefined) {
     threads = Number(setting);
-    if (!/^\d+$/.test(setting) || threads > 64) throw new ConfigError('VIDFEEDS_RENDER_THREADS', `must be a whole number from 0 to 64, not ${JSON.stringify(setting)}`, 'the environment');
+    if (!/^\d+$/.test(setting) || threads > 64) throw new ConfigError([{ where: 'the environment', setting: 'VIDFEEDS_RENDER_THREADS', problem: `must be a whole number from 0 to 64, not ${JSON.stringify(setting)}` }]);
   }
   if (threads === 0 || !existsSync(fileURLToPath(WORKER))) return null;
   return new RenderPool({ ...options, threads });

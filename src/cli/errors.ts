@@ -4,6 +4,7 @@ import { SchemaVersionError } from '../db/migrations.js';
 import { TemplateError } from '../render/templates.js';
 import { ShardStateError } from '../build/shard.js';
 import { BuildRecordError } from '../build/build-record.js';
+import { UnknownUserError } from '../db/user-lookup.js';
 
 /** Exit codes, decided in one place (`main`). */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -25,6 +26,7 @@ export function isUsageError(error: unknown): boolean {
     error instanceof SchemaVersionError ||
     error instanceof TemplateError ||
     error instanceof ShardStateError ||
-    error instanceof BuildRecordError
+    error instanceof BuildRecordError ||
+    error instanceof UnknownUserError
   );
 }

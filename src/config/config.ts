@@ -1,6 +1,9 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { findNodeAtLocation, getNodeValue, parseTree, ParseErrorCode, printParseErrorCode, type Node as JsonNode, type ParseError } from 'jsonc-parser';
 
 /** Every site-level setting the documents need. Loaded once, validated before any file is touched. */
 export interface SiteConfig {
@@ -13,8 +16,15 @@ export interface SiteConfig {
   copyright: string;
   /** Address of the site's operator: FOAF `admin:errorReportsTo`, OpenSearch `Contact`. */
   contactEmail: string;
-  /** Site logo (RSS channel image). */
+  /** Site logo (RSS channel image, OpenSearch `Image`). */
   logoUrl: string;
+  /**
+   * The logo's size in pixels and media type, all three or none. The OpenSearch `Image` is
+   * written only when they are known: feed validators require its height, width and type.
+   */
+  logoWidth: number | null;
+  logoHeight: number | null;
+  logoType: string | null;
   /** URL templates of the site's own pages, which our documents link to. */
   pages: PageTemplates;
   /** Number of recommendations in `/<user>/openrecommender/`. */
@@ -76,7 +86,10 @@ export interface RobotsConfig {
 }
 
 export interface PlayerConfig {
-  /** Name of the embed template in the templates directory (`flash` or `html5` ship with vidfeeds). */
+  /**
+   * Name of the embed template in the templates directory: `html5` (the default, a `<video>` that
+   * plays in current browsers) or `flash` (the seed's object/embed) ship with vidfeeds.
+   */
   template: string;
   /** A site's own templates directory; templates found there win over the shipped ones. */
   templatesDir: string | null;
@@ -91,101 +104,136 @@ export interface PlayerConfig {
   /** Flashvar `linkfromdisplay`: clicking the picture opens the video page. */
   linkFromDisplay: boolean;
   linkTarget: string;
+  /**
+   * The HTML5 player asks for the video and captions with CORS (`crossorigin="anonymous"`), which a
+   * `<track>` on another host than the embedding page needs, and which fails unless the hosts of
+   * the files send `Access-Control-Allow-Origin`. Off by default, so a host without CORS still plays.
+   */
+  crossOrigin: boolean;
   backColor: string;
   frontColor: string;
   lightColor: string;
   bgColor: string;
 }
 
-export const DEFAULT_CONFIG: SiteConfig = {
-  baseUrl: 'http://localhost:8080',
-  siteName: 'vidfeeds demo',
-  siteDescription: 'Videos shared by the people of the vidfeeds demo site.',
-  language: 'en',
-  copyright: 'Copyright the uploaders. All rights reserved.',
-  contactEmail: 'webmaster@example.org',
-  logoUrl: 'http://localhost:8080/static/logo.png',
-  pages: {
-    user: '{base}/{user}/',
-    video: '{base}/{video}/',
-    group: '{base}/groups/{group}/',
-    tag: '{base}/tags/{tag}/',
-    search: '{base}/search?q={searchTerms}',
-  },
-  recommendationsCount: 8,
-  recommendationSubmit: {
-    publishAtOnce: false,
-    allowedHosts: [],
-    perClient: { limit: 10, windowSeconds: 3600, maxPending: 20 },
-    perUser: { limit: 30, windowSeconds: 3600, maxPending: 100 },
-    trustedProxies: ['127.0.0.1', '::1'],
-  },
-  crossDomain: { allowAccessFrom: [], permittedCrossDomainPolicies: 'master-only' },
-  robots: { disallow: [] },
-  player: {
-    template: 'flash',
-    templatesDir: null,
-    width: 400,
-    height: 300,
-    playerUrl: 'http://localhost:8080/static/player.swf',
-    logoUrl: '',
-    statsCallbackUrl: '',
-    linkFromDisplay: true,
-    linkTarget: '_blank',
-    backColor: '0x000000',
-    frontColor: '0xCCCCCC',
-    lightColor: '0x557722',
-    bgColor: '#000000',
-  },
-  strict: false,
-};
+/**
+ * The configuration's one description: types, limits, defaults and the text editors show, in
+ * `schemas/vidfeeds.config.schema.json` (shipped in the package; a config file may name it in
+ * `$schema`). vidfeeds validates with it at run time; what a schema cannot say (a URL's parts, a
+ * page template's placeholders, control characters) is checked below, after it.
+ *
+ * To add a setting: one property in the schema with its type, limits, `default` and
+ * `description` (a `title` saying in words what a `pattern` wants; `format: "uri"` for an
+ * http(s) URL, which then gets the URL checks here), and the field in `SiteConfig` for the code
+ * that reads it. Defaults, unknown-key errors, "did you mean", positions and editors follow.
+ */
+export const CONFIG_SCHEMA_FILE = resolve(import.meta.dirname, '../../schemas/vidfeeds.config.schema.json');
 
 export const DEFAULT_CONFIG_FILE = 'vidfeeds.config.json';
 
-/** A setting that is missing, mistyped or out of range. Exit code 2. */
+export interface JsonSchema {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  format?: string;
+  pattern?: string;
+  examples?: unknown[];
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  enum?: unknown[];
+  const?: unknown;
+  [keyword: string]: unknown;
+}
+
+export const CONFIG_SCHEMA = JSON.parse(readFileSync(CONFIG_SCHEMA_FILE, 'utf8')) as JsonSchema;
+
+let compiled: ValidateFunction | undefined;
+
+/** The schema compiled once: every error at once, defaults filled in, errors carrying their schema and value. */
+function schemaValidator(): ValidateFunction {
+  if (compiled === undefined) {
+    // `uri` and `uri-template` are checked below with messages that say what is wrong; for ajv
+    // they are names only.
+    const ajv = new Ajv({ strict: true, allErrors: true, useDefaults: true, verbose: true, formats: { uri: true, 'uri-template': true } });
+    compiled = ajv.compile(CONFIG_SCHEMA);
+  }
+  return compiled;
+}
+
+/** Every setting at its default: the schema's defaults. */
+export const DEFAULT_CONFIG: SiteConfig = (() => {
+  const config = {};
+  schemaValidator()(config);
+  return config as SiteConfig;
+})();
+
+export const DEFAULT_BASE_URL = DEFAULT_CONFIG.baseUrl;
+
+/** One thing wrong with the configuration, and where: a place in a file, a flag, or the defaults. */
+export interface ConfigProblem {
+  /** `/path/vidfeeds.config.json:3:14`, `--base-url`, or `defaults`. */
+  where: string;
+  /** The setting, dotted (`player.width`, `robots.disallow[0]`); empty for the file as a whole. */
+  setting: string;
+  problem: string;
+}
+
+/** Settings that are missing, mistyped or out of range: every one found, each with where it is. Exit code 2. */
 export class ConfigError extends Error {
-  constructor(
-    readonly setting: string,
-    problem: string,
-    readonly source: string,
-  ) {
-    super(`configuration ${source}: ${setting} ${problem}`);
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(
+      problems.length === 1
+        ? `configuration ${line(problems[0]!)}`
+        : `configuration: ${problems.length} problems:\n${problems.map((p) => `  ${line(p)}`).join('\n')}`,
+    );
     this.name = 'ConfigError';
   }
+}
+
+function line(p: ConfigProblem): string {
+  return `${p.where}: ${p.setting ? `${p.setting} ` : ''}${p.problem}`;
+}
+
+/** A setting given by a flag, which is blamed for its value instead of the file. */
+export interface ConfigOverride {
+  flag: string;
+  value: unknown;
 }
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /**
- * Reads the configuration: defaults, then the file (the default file only if it exists; a file
- * named with --config must exist), then flags. Unknown keys are errors, so a typo never passes silently.
+ * Reads the configuration: the file (the default file only if it exists; a file named with
+ * --config must exist), then flags, which win, then the schema's defaults for the rest. Unknown
+ * keys are errors, so a typo never passes silently. Every problem is reported at once.
  */
-export function loadConfig(options: { configFile?: string; overrides?: Partial<Record<string, unknown>>; cwd?: string }): SiteConfig {
+export function loadConfig(options: { configFile?: string; overrides?: Record<string, ConfigOverride | undefined>; cwd?: string }): SiteConfig {
   const cwd = options.cwd ?? process.cwd();
-  let fromFile: Json = {};
-  let source = 'defaults';
   const named = options.configFile !== undefined;
   const file = resolve(cwd, options.configFile ?? DEFAULT_CONFIG_FILE);
+  let source: ConfigSource = { name: 'defaults' };
+  let data: Json = {};
   if (named || existsSync(file)) {
-    source = file;
     let text: string;
     try {
       text = readFileSync(file, 'utf8');
     } catch (error) {
-      throw new ConfigError('file', `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`, file);
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new ConfigError([{ where: file, setting: '', problem: code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? String(error)})` }]);
     }
-    try {
-      fromFile = JSON.parse(text) as Json;
-    } catch (error) {
-      throw new ConfigError('file', `is not valid JSON: ${(error as Error).message}`, file);
-    }
+    // A byte order mark, as some Windows editors write, is no part of the JSON.
+    text = text.replace(/^\uFEFF/, '');
+    if (text.trim() === '') throw new ConfigError([{ where: file, setting: '', problem: 'is empty: write {} for every default' }]);
+    const parsed = parseConfigText(text, file);
+    if (parsed.syntax.length > 0) throw new ConfigError(parsed.syntax);
+    source = { name: file, text, tree: parsed.tree, problems: parsed.duplicates };
+    data = parsed.value;
   }
-  const merged = mergeInto(structuredClone(DEFAULT_CONFIG) as unknown as Json, fromFile, '', source);
-  for (const [key, value] of Object.entries(options.overrides ?? {})) {
-    if (value === undefined) continue;
-    setPath(merged, key, value as Json, 'command line');
-  }
-  const config = validateConfig(merged, source);
+  const fromFile = structuredClone(data);
+  const flags = applyOverrides(data, options.overrides ?? {});
+  const config = checkConfig(data, source, flags);
   // A relative templates directory in a file means a folder beside that file, wherever vidfeeds
   // runs from (a cron job's working directory is rarely the site's).
   const templatesDir = (fromFile as { player?: { templatesDir?: unknown } }).player?.templatesDir;
@@ -195,191 +243,398 @@ export function loadConfig(options: { configFile?: string; overrides?: Partial<R
   return config;
 }
 
+/**
+ * The URL settings still at a default on the preview address `http://localhost:8080` (baseUrl,
+ * logoUrl, player.playerUrl): a real site publishing them links to the reader's own machine.
+ */
+export function previewUrlSettings(config: SiteConfig): string[] {
+  const found: string[] = [];
+  const walk = (schema: JsonSchema, value: unknown, path: string[]) => {
+    if (typeof schema.default === 'string' && schema.default.startsWith(DEFAULT_BASE_URL) && value === schema.default) found.push(path.join('.'));
+    for (const [key, child] of Object.entries(schema.properties ?? {})) {
+      if (typeof value === 'object' && value !== null) walk(child, (value as Record<string, unknown>)[key], [...path, key]);
+    }
+  };
+  walk(CONFIG_SCHEMA, config, []);
+  return found;
+}
+
+/**
+ * A starter configuration file's text: every setting at its default (or a flag's value), with
+ * `$schema` pointing from where the file will be to the schema shipped with vidfeeds, for editors.
+ */
+export function starterConfigText(file: string, overrides: Record<string, ConfigOverride | undefined> = {}): string {
+  const data: Json = {};
+  const config = checkConfig(data, { name: 'defaults' }, applyOverrides(data, overrides));
+  // The other URLs whose defaults live on the default base URL (the logo, the player) move to the one given.
+  if (config.baseUrl !== DEFAULT_BASE_URL) {
+    for (const setting of previewUrlSettings(config)) {
+      const path = setting.split('.');
+      const parent = path.slice(0, -1).reduce((node, key) => node[key] as Record<string, unknown>, config as unknown as Record<string, unknown>);
+      const key = path[path.length - 1]!;
+      parent[key] = config.baseUrl + (parent[key] as string).slice(DEFAULT_BASE_URL.length);
+    }
+  }
+  // Relative where vidfeeds is installed below the file (./node_modules/vidfeeds/…), else a file URL.
+  const below = relative(dirname(file), CONFIG_SCHEMA_FILE);
+  const schema = below.startsWith('..') || isAbsolute(below) ? pathToFileURL(CONFIG_SCHEMA_FILE).href : `./${below.split(sep).join('/')}`;
+  return `${JSON.stringify({ $schema: schema, ...config }, null, 2)}\n`;
+}
+
+/**
+ * Puts the flags' values into the settings (`player.template` into `player`), and returns which
+ * flag set which setting (as a JSON pointer), so that a bad value is blamed on its flag.
+ */
+function applyOverrides(data: Json, overrides: Record<string, ConfigOverride | undefined>): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (const [setting, override] of Object.entries(overrides)) {
+    if (override === undefined || override.value === undefined) continue;
+    const path = setting.split('.');
+    let node = data;
+    for (const part of path.slice(0, -1)) {
+      if (!isObject(node)) break;
+      if (node[part] === undefined) node[part] = {};
+      node = node[part]!;
+    }
+    // A file whose settings are not an object is reported as such; the flag has nowhere to go.
+    if (!isObject(node)) continue;
+    node[path[path.length - 1]!] = override.value as Json;
+    flags.set(`/${path.join('/')}`, override.flag);
+  }
+  return flags;
+}
+
+/** Checks settings given as an object (tests, callers with their own source): defaults filled in, every problem at once. */
+export function validateConfig(raw: unknown, source = 'settings'): SiteConfig {
+  return checkConfig(structuredClone(raw) as Json, { name: source }, new Map());
+}
+
+interface ConfigSource {
+  /** The file's path, or what the settings came from. */
+  name: string;
+  text?: string;
+  tree?: JsonNode;
+  /** Found while reading it (a key given twice), reported with the rest. */
+  problems?: ConfigProblem[];
+}
+
+/** The file's JSON with every syntax error (not only the first) and every key given twice, each with its line and column. */
+function parseConfigText(text: string, file: string): { value: Json; tree: JsonNode | undefined; syntax: ConfigProblem[]; duplicates: ConfigProblem[] } {
+  const errors: ParseError[] = [];
+  const tree = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  // One mistake can raise several errors at one place (a trailing comma: no key, no value): the first says it.
+  const syntax = errors
+    .filter((e, i) => i === 0 || e.offset !== errors[i - 1]!.offset)
+    .map((e) => ({ where: `${file}:${position(text, e.offset)}`, setting: '', problem: `is not valid JSON: ${syntaxProblem(e.error)}` }));
+  const problems: ConfigProblem[] = [];
+  if (tree === undefined || syntax.length > 0) return { value: {}, tree, syntax, duplicates: problems };
+  const duplicates = (node: JsonNode, path: string[]) => {
+    if (node.type === 'object') {
+      const seen = new Map<string, JsonNode>();
+      for (const property of [...(node.children ?? [])]) {
+        const [key, value] = property.children ?? [];
+        if (key === undefined) continue;
+        const name = String(key.value);
+        const first = seen.get(name);
+        if (first !== undefined) {
+          // The last one is the value (as JSON.parse has it), so the first leaves the tree that positions are found in.
+          node.children!.splice(node.children!.indexOf(first.parent!), 1);
+          problems.push({
+            where: `${file}:${position(text, key.offset)}`,
+            setting: settingName([...path, name]),
+            problem: `is given twice (first at line ${position(text, first.offset).split(':')[0]})`,
+          });
+        }
+        seen.set(name, key);
+        if (value !== undefined) duplicates(value, [...path, name]);
+      }
+    } else if (node.type === 'array') {
+      (node.children ?? []).forEach((child, i) => duplicates(child, [...path, String(i)]));
+    }
+  };
+  duplicates(tree, []);
+  return { value: getNodeValue(tree) as Json, tree, syntax, duplicates: problems };
+}
+
+function syntaxProblem(code: ParseErrorCode): string {
+  const words: Partial<Record<ParseErrorCode, string>> = {
+    [ParseErrorCode.InvalidSymbol]: 'unexpected character',
+    [ParseErrorCode.InvalidNumberFormat]: 'a badly written number',
+    [ParseErrorCode.PropertyNameExpected]: 'a key in double quotes expected (a comma too many?)',
+    [ParseErrorCode.ValueExpected]: 'a value expected',
+    [ParseErrorCode.ColonExpected]: 'a colon expected',
+    [ParseErrorCode.CommaExpected]: 'a comma expected',
+    [ParseErrorCode.CloseBraceExpected]: '} expected',
+    [ParseErrorCode.CloseBracketExpected]: '] expected',
+    [ParseErrorCode.EndOfFileExpected]: 'nothing more expected',
+    [ParseErrorCode.InvalidCommentToken]: 'JSON has no comments',
+    [ParseErrorCode.UnexpectedEndOfComment]: 'JSON has no comments',
+    [ParseErrorCode.UnexpectedEndOfString]: 'the string never ends',
+    [ParseErrorCode.UnexpectedEndOfNumber]: 'the number never ends',
+    [ParseErrorCode.InvalidUnicode]: 'a bad \\u escape',
+    [ParseErrorCode.InvalidEscapeCharacter]: 'a bad escape',
+    [ParseErrorCode.InvalidCharacter]: 'a character that must be escaped in a string',
+  };
+  return words[code] ?? printParseErrorCode(code);
+}
+
+/** `line:column`, both from 1, of an offset in the text. */
+function position(text: string, offset: number): string {
+  let line = 1;
+  let start = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {
+    line++;
+    start = i + 1;
+  }
+  return `${line}:${offset - start + 1}`;
+}
+
 function isObject(value: Json | undefined): value is { [key: string]: Json } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function mergeInto(base: Json, patch: Json, prefix: string, source: string): Json {
-  if (!isObject(patch)) throw new ConfigError(prefix || '(root)', 'must be a JSON object', source);
-  if (!isObject(base)) return patch;
-  for (const [key, value] of Object.entries(patch)) {
-    const name = prefix ? `${prefix}.${key}` : key;
-    if (key === '$schema') continue;
-    if (!(key in base)) throw new ConfigError(name, 'is not a known setting', source);
-    const current = base[key];
-    base[key] = isObject(current) && !Array.isArray(current) ? mergeInto(current, value, name, source) : value;
+/** Schema first (every error), then what a schema cannot say; the settings with defaults filled in. */
+function checkConfig(data: Json, source: ConfigSource, flags: ReadonlyMap<string, string>): SiteConfig {
+  const validate = schemaValidator();
+  const problems: ConfigProblem[] = [...(source.problems ?? [])];
+  const blamed = new Set<string>();
+  const report = (path: string[], setting: string, problem: string, { atKey = false } = {}) => {
+    blamed.add(path.join('/'));
+    // A flag's own value is named by the flag alone.
+    problems.push({ where: whereIs(path, source, flags, atKey), setting: flags.has(`/${path.join('/')}`) ? '' : setting, problem });
+  };
+  if (!validate(data)) {
+    for (const error of validate.errors ?? []) {
+      // The branches of an anyOf explain themselves badly: the anyOf error speaks for them.
+      if (/\/anyOf\/\d+\//.test(error.schemaPath)) continue;
+      const path = pointerPath(error.instancePath);
+      if (error.keyword === 'additionalProperties') {
+        const key = (error.params as { additionalProperty: string }).additionalProperty;
+        const at = [...path, key];
+        report(at, settingName(at), `is not a known setting${suggestion(key, path)}`, { atKey: true });
+        continue;
+      }
+      report(path, settingName(path) || '(the file)', schemaProblem(error));
+    }
   }
-  return base;
+  if (isObject(data)) {
+    semanticChecks(data, CONFIG_SCHEMA, [], blamed, report);
+    relationChecks(data, blamed, report);
+  }
+  if (problems.length > 0) throw new ConfigError(problems.sort(byPlace));
+  const config = data as unknown as SiteConfig & { $schema?: string };
+  delete config.$schema;
+  config.baseUrl = config.baseUrl.replace(/\/+$/, '');
+  config.recommendationSubmit.allowedHosts = config.recommendationSubmit.allowedHosts.map((host) => host.toLowerCase());
+  return config;
 }
 
-function setPath(target: Json, dotted: string, value: Json, source: string): void {
-  const parts = dotted.split('.');
-  let node = target;
-  for (const part of parts.slice(0, -1)) {
-    if (!isObject(node) || !isObject(node[part])) throw new ConfigError(dotted, 'is not a known setting', source);
-    node = node[part];
-  }
-  const last = parts[parts.length - 1]!;
-  if (!isObject(node) || !(last in node)) throw new ConfigError(dotted, 'is not a known setting', source);
-  node[last] = value;
+/** In the order of the file, then the flags. */
+function byPlace(a: ConfigProblem, b: ConfigProblem): number {
+  const place = (p: ConfigProblem) => /:(\d+):(\d+)$/.exec(p.where)?.slice(1).map(Number) ?? [Infinity, 0];
+  const [la, ca] = place(a);
+  const [lb, cb] = place(b);
+  return la! - lb! || ca! - cb!;
 }
 
-/** Checks every setting's type and range; returns the config with normalised values. */
-export function validateConfig(raw: Json, source: string): SiteConfig {
-  const c = raw as unknown as SiteConfig;
-  const check = new Checker(source);
-  c.baseUrl = check.httpUrl('baseUrl', c.baseUrl, { allowPath: true }).replace(/\/+$/, '');
-  check.text('siteName', c.siteName, { min: 1, max: 200 });
-  check.text('siteDescription', c.siteDescription, { max: 1024 });
-  check.pattern('language', c.language, /^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/, 'a language tag such as en or pt-BR');
-  check.text('copyright', c.copyright, { max: 1024 });
-  check.pattern('contactEmail', c.contactEmail, /^[^\s@<>"]+@[^\s@<>"]+$/, 'an e-mail address');
-  if (c.logoUrl !== '') check.httpUrl('logoUrl', c.logoUrl);
-  check.object('pages', c.pages);
-  check.template('pages.user', c.pages.user, ['{user}']);
-  check.template('pages.video', c.pages.video, ['{video}']);
-  check.template('pages.group', c.pages.group, ['{group}']);
-  check.template('pages.tag', c.pages.tag, ['{tag}']);
-  check.template('pages.search', c.pages.search, ['{searchTerms}']);
-  check.integer('recommendationsCount', c.recommendationsCount, 1, 100);
-  check.object('recommendationSubmit', c.recommendationSubmit);
-  const submit = c.recommendationSubmit;
-  check.boolean('recommendationSubmit.publishAtOnce', submit.publishAtOnce);
-  check.list('recommendationSubmit.allowedHosts', submit.allowedHosts, (name, value) =>
-    check.pattern(name, value, /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/, 'a host name or *.domain (such as videos.example.org or *.example.org)'),
-  );
-  submit.allowedHosts = submit.allowedHosts.map((host) => host.toLowerCase());
-  for (const scope of ['perClient', 'perUser'] as const) {
-    const name = `recommendationSubmit.${scope}`;
-    check.object(name, submit[scope]);
-    check.integer(`${name}.limit`, submit[scope].limit, 1, 1_000_000);
-    check.integer(`${name}.windowSeconds`, submit[scope].windowSeconds, 1, 31 * 24 * 3600);
-    check.integer(`${name}.maxPending`, submit[scope].maxPending, 1, 1_000_000);
+/** Where a setting was given: the flag that set it, its line and column in the file, or the defaults. */
+function whereIs(path: string[], source: ConfigSource, flags: ReadonlyMap<string, string>, atKey: boolean): string {
+  for (let n = path.length; n > 0; n--) {
+    const flag = flags.get(`/${path.slice(0, n).join('/')}`);
+    if (flag !== undefined) return flag;
   }
-  check.list('recommendationSubmit.trustedProxies', submit.trustedProxies, (name, value) => check.addressRange(name, value));
-  check.object('crossDomain', c.crossDomain);
-  check.list('crossDomain.allowAccessFrom', c.crossDomain.allowAccessFrom, (name, value) =>
-    check.pattern(name, value, /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/, 'a domain name (`*` alone is refused: name the domains)'),
-  );
-  check.oneOf('crossDomain.permittedCrossDomainPolicies', c.crossDomain.permittedCrossDomainPolicies, [
-    'none',
-    'master-only',
-    'by-content-type',
-    'all',
-  ]);
-  check.object('robots', c.robots);
-  check.list('robots.disallow', c.robots.disallow, (name, value) =>
-    check.pattern(name, value, /^\/[^\s#]*$/, 'a path starting with /'),
-  );
-  check.object('player', c.player);
-  const p = c.player;
-  check.pattern('player.template', p.template, /^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'a template name such as flash or html5');
-  if (p.templatesDir !== null) check.text('player.templatesDir', p.templatesDir, { min: 1, max: 4096 });
-  check.integer('player.width', p.width, 1, 10000);
-  check.integer('player.height', p.height, 1, 10000);
-  check.httpUrl('player.playerUrl', p.playerUrl);
-  if (p.logoUrl !== '') check.httpUrl('player.logoUrl', p.logoUrl);
-  if (p.statsCallbackUrl !== '') check.httpUrl('player.statsCallbackUrl', p.statsCallbackUrl);
-  check.boolean('player.linkFromDisplay', p.linkFromDisplay);
-  check.pattern('player.linkTarget', p.linkTarget, /^_?[A-Za-z0-9_-]{1,64}$/, 'a link target such as _blank or _self');
-  for (const key of ['backColor', 'frontColor', 'lightColor'] as const) {
-    check.pattern(`player.${key}`, p[key], /^0x[0-9A-Fa-f]{6}$/, 'a colour written 0x followed by six hex digits');
-  }
-  check.pattern('player.bgColor', p.bgColor, /^#[0-9A-Fa-f]{6}$/, 'a colour written # followed by six hex digits');
-  check.boolean('strict', c.strict);
-  return c;
+  if (source.tree === undefined || source.text === undefined) return source.name;
+  // The value itself, or its key for a key the schema does not know.
+  const node = findNodeAtLocation(source.tree, path.map((s) => (/^\d+$/.test(s) ? Number(s) : s)));
+  if (node === undefined) return source.name;
+  const key = atKey && node.parent?.type === 'property' ? node.parent.children?.[0] : undefined;
+  return `${source.name}:${position(source.text, (key ?? node).offset)}`;
 }
 
-class Checker {
-  constructor(private readonly source: string) {}
+function pointerPath(pointer: string): string[] {
+  return pointer === '' ? [] : pointer.slice(1).split('/').map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+}
 
-  fail(setting: string, problem: string): never {
-    throw new ConfigError(setting, problem, this.source);
-  }
+/** `player.width`, `robots.disallow[0]`. */
+function settingName(path: readonly string[]): string {
+  return path.reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
+}
 
-  object(setting: string, value: unknown): void {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) this.fail(setting, 'must be an object');
-  }
-
-  text(setting: string, value: unknown, { min = 0, max }: { min?: number; max: number }): string {
-    if (typeof value !== 'string') this.fail(setting, `must be a string, not ${describe(value)}`);
-    if (value.length < min) this.fail(setting, 'must not be empty');
-    if (value.length > max) this.fail(setting, `must be at most ${max} characters`);
-    if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/.test(value)) this.fail(setting, 'must not contain control characters');
-    return value;
-  }
-
-  pattern(setting: string, value: unknown, pattern: RegExp, what: string): string {
-    const text = this.text(setting, value, { min: 1, max: 2048 });
-    if (!pattern.test(text)) this.fail(setting, `must be ${what}, not ${JSON.stringify(text)}`);
-    return text;
-  }
-
-  oneOf<T extends string>(setting: string, value: unknown, allowed: readonly T[]): T {
-    if (!allowed.includes(value as T)) {
-      this.fail(setting, `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}, not ${describe(value)}`);
+/** What an ajv error means, in words, with the value found. */
+function schemaProblem(error: ErrorObject): string {
+  const schema = (error.parentSchema ?? {}) as JsonSchema;
+  const found = describe(error.data);
+  switch (error.keyword) {
+    case 'type':
+      return `must be ${typeWords(schema.type)}, not ${found}`;
+    case 'minLength':
+      return (error.params as { limit: number }).limit === 1 ? 'must not be empty' : `must be at least ${(error.params as { limit: number }).limit} characters`;
+    case 'maxLength':
+      return `must be at most ${(error.params as { limit: number }).limit} characters`;
+    case 'minimum':
+    case 'maximum':
+      return schema.minimum !== undefined && schema.maximum !== undefined
+        ? `must be from ${schema.minimum} to ${schema.maximum}, not ${found}`
+        : `must be ${error.keyword === 'minimum' ? 'at least' : 'at most'} ${(error.params as { limit: number }).limit}, not ${found}`;
+    case 'enum': {
+      const allowed = schema.enum ?? [];
+      const near = typeof error.data === 'string' ? allowed.find((v) => typeof v === 'string' && editDistance(v.toLowerCase(), (error.data as string).toLowerCase()) <= Math.max(1, Math.floor(v.length / 3))) : undefined;
+      return `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}, not ${found}${near === undefined ? '' : `; did you mean ${JSON.stringify(near)}?`}`;
     }
-    return value as T;
-  }
-
-  integer(setting: string, value: unknown, min: number, max: number): number {
-    if (typeof value !== 'number' || !Number.isInteger(value)) this.fail(setting, `must be a whole number, not ${describe(value)}`);
-    if (value < min || value > max) this.fail(setting, `must be from ${min} to ${max}, not ${value}`);
-    return value;
-  }
-
-  boolean(setting: string, value: unknown): boolean {
-    if (typeof value !== 'boolean') this.fail(setting, `must be true or false, not ${describe(value)}`);
-    return value;
-  }
-
-  list(setting: string, value: unknown, each: (name: string, item: unknown) => void): void {
-    if (!Array.isArray(value)) this.fail(setting, `must be a list, not ${describe(value)}`);
-    value.forEach((item, i) => each(`${setting}[${i}]`, item));
-  }
-
-  /** An IPv4 or IPv6 address, or a CIDR range of them (`10.0.0.0/8`). */
-  addressRange(setting: string, value: unknown): string {
-    const text = this.text(setting, value, { min: 1, max: 64 });
-    const [address = '', bits, ...rest] = text.split('/');
-    const family = isIP(address);
-    const max = family === 6 ? 128 : 32;
-    if (family === 0 || rest.length > 0 || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max))) {
-      this.fail(setting, `must be an IP address or a CIDR range such as 10.0.0.0/8, not ${JSON.stringify(text)}`);
+    case 'pattern': {
+      const placeholder = /^\\\{(\w+)\\\}$/.exec(schema.pattern ?? '');
+      if (placeholder) return `must contain {${placeholder[1]}}, not ${found}`;
+      // The schema's `title` of a value with a pattern says what the pattern wants, in words.
+      if (typeof schema.title === 'string') return `must be ${schema.title}, not ${found}`;
+      const examples = (schema.examples ?? []).filter((e) => e !== '').map((e) => JSON.stringify(e));
+      return `must match ${schema.pattern}${examples.length > 0 ? ` (such as ${examples.join(' or ')})` : ''}, not ${found}`;
     }
-    return text;
+    case 'anyOf':
+      return `must be ${(schema.anyOf ?? []).map((branch) => (branch.const !== undefined ? `${JSON.stringify(branch.const)}` : branch.format === 'uri' ? 'an absolute http(s) URL' : 'of another form')).join(' or ')}, not ${found}`;
+    default:
+      return `${error.message ?? 'is not valid'}, not ${found}`;
   }
+}
 
-  httpUrl(setting: string, value: unknown, { allowPath = true }: { allowPath?: boolean } = {}): string {
-    const text = this.text(setting, value, { min: 1, max: 2048 });
-    let url: URL;
-    try {
-      url = new URL(text);
-    } catch {
-      this.fail(setting, `must be an absolute http(s) URL, not ${JSON.stringify(text)}`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') this.fail(setting, `must use http or https, not ${url.protocol}`);
-    if (url.username || url.password) this.fail(setting, 'must not carry a user name or password');
-    if (!allowPath && url.pathname !== '/') this.fail(setting, 'must not carry a path');
-    if (setting === 'baseUrl' && (url.search || url.hash)) this.fail(setting, 'must not carry a query or fragment');
-    return text;
-  }
+function typeWords(type: string | string[] | undefined): string {
+  const words: Record<string, string> = {
+    string: 'a string',
+    integer: 'a whole number',
+    number: 'a number',
+    boolean: 'true or false',
+    object: 'an object',
+    array: 'a list',
+    null: 'null',
+  };
+  return [type ?? []].flat().map((t) => words[t] ?? t).join(' or ');
+}
 
-  template(setting: string, value: unknown, required: string[]): string {
-    const text = this.text(setting, value, { min: 1, max: 2048 });
-    for (const placeholder of required) {
-      if (!text.includes(placeholder)) this.fail(setting, `must contain ${placeholder}`);
+/** "; did you mean baseUrl?" for a misspelt key, or where a key of another object belongs. */
+function suggestion(key: string, path: readonly string[]): string {
+  const here = schemaAt(CONFIG_SCHEMA, path)?.properties ?? {};
+  const near = Object.keys(here)
+    .map((name) => ({ name, distance: editDistance(key.toLowerCase(), name.toLowerCase()) }))
+    .filter(({ name, distance }) => distance <= Math.max(1, Math.floor(name.length / 3)))
+    .sort((a, b) => a.distance - b.distance)[0];
+  if (near !== undefined) return `; did you mean ${settingName([...path, near.name])}?`;
+  const elsewhere = settingPaths(CONFIG_SCHEMA, []).filter((p) => p[p.length - 1]!.toLowerCase() === key.toLowerCase());
+  if (elsewhere.length > 0) return `; did you mean ${elsewhere.map((p) => settingName(p)).join(' or ')}?`;
+  return '';
+}
+
+function schemaAt(schema: JsonSchema, path: readonly string[]): JsonSchema | undefined {
+  let node: JsonSchema | undefined = schema;
+  for (const part of path) node = /^\d+$/.test(part) ? node?.items : node?.properties?.[part];
+  return node;
+}
+
+function settingPaths(schema: JsonSchema, path: string[]): string[][] {
+  return Object.entries(schema.properties ?? {}).flatMap(([name, child]) => [[...path, name], ...settingPaths(child, [...path, name])]);
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  let beforePrevious = previous;
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      // Two letters swapped is one slip, not two.
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) current[j] = Math.min(current[j]!, beforePrevious[j - 2]! + 1);
     }
-    const unknown = text.match(/\{(?!base\}|user\}|video\}|group\}|tag\}|searchTerms\})[^}]*\}/);
-    if (unknown) this.fail(setting, `has an unknown placeholder ${unknown[0]}`);
-    const sample = text.replaceAll('{base}', 'http://example.org').replace(/\{[A-Za-z]+\}/g, 'x');
-    this.httpUrl(setting, sample);
-    return text;
+    beforePrevious = previous;
+    previous = current;
   }
+  return previous[b.length]!;
+}
+
+type Report = (pointer: string[], setting: string, problem: string) => void;
+
+/**
+ * What the schema cannot say, for values it passed: no control characters in any text; a `uri`
+ * is an absolute http(s) URL without credentials (the base URL also without query or fragment);
+ * a `uri-template` uses only the placeholders vidfeeds knows and makes a URL.
+ */
+function semanticChecks(value: Json, schema: JsonSchema, path: string[], blamed: ReadonlySet<string>, report: Report): void {
+  if (blamed.has(path.join('/'))) return;
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => schema.items && semanticChecks(item, schema.items, [...path, String(i)], blamed, report));
+    return;
+  }
+  if (isObject(value)) {
+    for (const [key, child] of Object.entries(value)) {
+      const childSchema = schema.properties?.[key];
+      if (childSchema !== undefined) semanticChecks(child, childSchema, [...path, key], blamed, report);
+    }
+    return;
+  }
+  if (typeof value !== 'string') return;
+  const setting = settingName(path);
+  const fail = (problem: string) => report(path, setting, problem);
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/.test(value)) return fail('must not contain control characters');
+  const format = schema.format ?? schema.anyOf?.find((branch) => branch.format !== undefined)?.format;
+  const emptyAllowed = schema.anyOf?.some((branch) => branch.const === '') ?? false;
+  if (format === 'uri' && !(emptyAllowed && value === '')) {
+    const problem = httpUrlProblem(value);
+    if (problem !== undefined) return fail(problem);
+    const url = new URL(value);
+    if (path.length === 1 && path[0] === 'baseUrl' && (url.search || url.hash)) return fail('must not carry a query or fragment');
+  }
+  if (format === 'uri-template') {
+    const unknown = value.match(/\{(?!base\}|user\}|video\}|group\}|tag\}|searchTerms\})[^}]*\}/);
+    if (unknown) return fail(`has an unknown placeholder ${unknown[0]} (known: {base}, {user}, {video}, {group}, {tag}, {searchTerms})`);
+    const sample = value.replaceAll('{base}', 'http://example.org').replace(/\{[A-Za-z]+\}/g, 'x');
+    const problem = httpUrlProblem(sample);
+    if (problem !== undefined) return fail(`${problem.replace(/, not .*$/, '')} once {base} is put in, not ${describe(value)}`);
+  }
+}
+
+/**
+ * What no one value says alone, for values the schema passed: the logo's size and type go
+ * together (OpenSearch's Image needs all three) and with a logo; a trusted proxy is an address or
+ * a CIDR range.
+ */
+function relationChecks(data: { [key: string]: Json }, blamed: ReadonlySet<string>, report: Report): void {
+  const logo = ['logoWidth', 'logoHeight', 'logoType'] as const;
+  if (!logo.some((key) => blamed.has(key))) {
+    const given = logo.filter((key) => data[key] !== undefined && data[key] !== null);
+    if (given.length !== 0 && given.length !== logo.length) {
+      report([given[0]!], logo.join('/'), 'go together: set all three, or none (null)');
+    } else if (given.length === logo.length && (data.logoUrl === '' || blamed.has('logoUrl'))) {
+      report(['logoUrl'], 'logoUrl', 'must be set when logoWidth, logoHeight and logoType are (or set those to null)');
+    }
+  }
+  const submit = data.recommendationSubmit;
+  const proxies = isObject(submit) ? submit.trustedProxies : undefined;
+  if (Array.isArray(proxies)) {
+    proxies.forEach((value, i) => {
+      const path = ['recommendationSubmit', 'trustedProxies', String(i)];
+      if (typeof value !== 'string' || blamed.has(path.join('/'))) return;
+      const [address = '', bits, ...rest] = value.split('/');
+      const family = isIP(address);
+      const max = family === 6 ? 128 : 32;
+      if (family === 0 || rest.length > 0 || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max))) {
+        report(path, settingName(path), `must be an IP address or a CIDR range such as 10.0.0.0/8, not ${describe(value)}`);
+      }
+    });
+  }
+}
+
+function httpUrlProblem(text: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return `must be an absolute http(s) URL, not ${describe(text)}`;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `must use http or https, not ${url.protocol}`;
+  if (url.username || url.password) return 'must not carry a user name or password';
+  return undefined;
 }
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
+  if (value === undefined) return 'nothing';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   return typeof value === 'object' ? 'an object' : String(value);

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 
 /**
  * A deterministic demo site: the same `users` and `seed` always give the same database. It has
@@ -141,7 +141,8 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
     ins.tag.run(TAG_WORDS.length + 1, `<tag> & "${HOSTILE.cdataEnd}"`);
     const hostileTag = TAG_WORDS.length + 1;
 
-    const total = Math.max(options.users, SHOWCASE.length);
+    // `users` is the total: the fixed characters first, as many of them as fit.
+    const total = options.users;
     const videosOf: number[][] = [];
     let videoId = 0;
 
@@ -286,7 +287,8 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
     const groups = Math.max(30, Math.floor(users / 4));
     for (let g = 1; g <= groups; g++) {
       // Group 1 is alice's, 2 a suspended user's, 4 mallory's (hostile text).
-      const owner = g === 1 ? 1 : g === 2 ? 3 : g === 4 ? 9 : int(1, users);
+      const fixed = g === 1 ? 1 : g === 2 ? 3 : g === 4 ? 9 : undefined;
+      const owner = fixed !== undefined && fixed <= users ? fixed : int(1, users);
       const hidden = g === 3 ? 1 : 0;
       const created = EPOCH + int(0, 300) * DAY;
       const title = g === 4 ? `${HOSTILE.markup} ${HOSTILE.cdataEnd}` : `${pick(WORDS)} lovers ${g}`;
@@ -307,7 +309,26 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
     // alice belongs to more than 20 groups, including the hidden one and the one a suspended user owns.
     for (let g = 1; g <= Math.min(groups, 30); g++) ins.member.run(g, 1, EPOCH + g * DAY);
     // A new site has no history worth keeping: its first build is a full one (docs/incremental.md).
+    db.prepare(`INSERT INTO site_meta (key, value) VALUES ('demo', ?)`).run(JSON.stringify(options));
     db.exec('DELETE FROM change_log');
   })();
-  return { users: Math.max(options.users, SHOWCASE.length), videos: videoCount };
+  return { users: options.users, videos: videoCount };
+}
+
+/**
+ * Whether `vidfeeds demo` wrote this database (its `site_meta` row `demo`): a build of the demo
+ * may keep the default base URL without a warning. Undefined when it cannot be read: that is the
+ * build's to report.
+ */
+export function isDemoDatabase(file: string): boolean | undefined {
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      return db.prepare(`SELECT 1 FROM site_meta WHERE key = 'demo'`).get() !== undefined;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return undefined;
+  }
 }

@@ -54,8 +54,12 @@ function openExisting(file: string, readonly: boolean): Database.Database {
   return db;
 }
 
-/** Opens (creating if needed) a site database for writing and brings its schema up to date. */
-export function openForWriting(file: string): { db: Database.Database; from: number; to: number } {
+/**
+ * Opens (creating if needed) a site database for writing and brings its schema up to date. A
+ * SQLite file that holds tables but no vidfeeds schema (another application's database, a wrong
+ * --db) is refused untouched, unless `adopt` asks for vidfeeds's tables to be added to it.
+ */
+export function openForWriting(file: string, { adopt = false }: { adopt?: boolean } = {}): { db: Database.Database; from: number; to: number } {
   let db: Database.Database;
   try {
     db = new Database(file);
@@ -63,15 +67,37 @@ export function openForWriting(file: string): { db: Database.Database; from: num
     throw new DatabaseError(`database ${file} cannot be opened for writing: ${(error as Error).message}`);
   }
   try {
-    db.pragma('journal_mode = WAL');
+    // Checked before anything is changed, the journal mode included.
+    const version = readVersion(db, file);
+    if (!adopt) refuseForeign(db, file, version);
     db.pragma('foreign_keys = ON');
-    readVersion(db, file);
-    const { from, to } = migrate(db, file);
-    return { db, from, to };
+    let versions: { from: number; to: number };
+    try {
+      versions = migrate(db, file);
+    } catch (error) {
+      if (error instanceof SchemaVersionError) throw error;
+      throw new DatabaseError(`cannot add vidfeeds's tables to ${file} (nothing was changed): ${(error as Error).message}`);
+    }
+    // After the migration, so that a refused one leaves even the journal mode as it was.
+    db.pragma('journal_mode = WAL');
+    return { db, ...versions };
   } catch (error) {
-    db.close();
+    if (db.open) db.close();
     throw error;
   }
+}
+
+/** A vidfeeds database has a schema version and vidfeeds's tables; an empty file becomes one. */
+function refuseForeign(db: Database.Database, file: string, version: number): void {
+  const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name`).all() as Array<{ name: string }>).map((t) => t.name);
+  const ours = tables.includes('users') && tables.includes('videos');
+  if (tables.length === 0 || (version > 0 && ours)) return;
+  const listed = tables.length > 5 ? `${tables.slice(0, 5).join(', ')} and ${tables.length - 5} more` : tables.join(', ');
+  const why = version === 0 ? 'no vidfeeds schema version' : `schema version ${version} but not vidfeeds's tables`;
+  throw new DatabaseError(
+    `${file} is not a vidfeeds database: it has other tables (${listed}) and ${why}. ` +
+      'Point --db at a new file, or pass --force to add vidfeeds\'s tables to this one',
+  );
 }
 
 function readVersion(db: Database.Database, file: string): number {

@@ -14,7 +14,17 @@ import { NS, XmlDocument, type XmlElement } from '../render/xml.js';
  * `rdf:about=""` (a bare username would resolve to a wrong URL); chat ids and account names are
  * literals, as FOAF defines them; the Jabber id is `foaf:jabberID`; `admin:generatorAgent` names
  * the generator; the account profile page is the percent-encoded URL itself.
+ *
+ * Every term is one of the vocabularies the document declares. FOAF has no term for an online
+ * account's profile page, which the seed wants (`accountProfilePage`): it is
+ * `vidfeeds:accountProfilePage`, in a namespace of ours (docs/formats.md defines it).
  */
+
+/**
+ * The namespace of vidfeeds's own RDF terms: the generator's URL (where its documentation is), with
+ * `#` so that each term is a fragment of it.
+ */
+export const VIDFEEDS_RDF_NS = 'https://www.npmjs.com/package/vidfeeds#';
 
 const RDF_NS = {
   'xmlns:rdf': 'http://www.w3.org/1999/02/22-rdf-syntax-ns#',
@@ -24,6 +34,7 @@ const RDF_NS = {
   'xmlns:doap': 'http://usefulinc.com/ns/doap#',
   'xmlns:owl': 'http://www.w3.org/2002/07/owl#',
   'xmlns:admin': 'http://webns.net/mvcb/',
+  'xmlns:vidfeeds': VIDFEEDS_RDF_NS,
 } as const;
 
 /** A property whose object is a resource, when there is one. */
@@ -90,7 +101,7 @@ export const foaf: UserFormat = {
       if (account.serviceHomepageUrl === null && account.profileUrl === null && account.accountName === '') continue;
       const node = person.el('foaf:holdsAccount').el('foaf:OnlineAccount');
       resource(node, 'foaf:accountServiceHomepage', account.serviceHomepageUrl);
-      resource(node, 'foaf:accountProfilePage', account.profileUrl);
+      resource(node, 'vidfeeds:accountProfilePage', account.profileUrl);
       node.optionalLeaf('foaf:accountName', account.accountName);
     }
     for (const known of friends) friend(person, known, site);

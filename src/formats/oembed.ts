@@ -8,7 +8,7 @@ import { xmlChars, XmlDocument } from '../render/xml.js';
  *   /<video>/oembed/      JSON, the default (PRODUCT.md decision 2)
  *   /<video>/oembed/json  JSON
  *   /<video>/oembed/xml   XML
- *   /<video>/oembed/html  the bare player markup
+ *   /<video>/oembed/html  an HTML page holding only the player markup
  * One function builds the response object; each form is a thin serialiser of it, so the forms
  * agree on every field by construction. `vidfeeds serve` calls the same functions for requests
  * with `maxwidth`/`maxheight`.
@@ -164,9 +164,21 @@ export function oembedXml(response: OembedResponse): string {
   return doc.end();
 }
 
-/** The HTML form: the bare markup, nothing around it. */
-export function oembedHtml(response: OembedResponse): string {
-  return response.html;
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => HTML_ESCAPES[c]!);
+
+/**
+ * The HTML form: a complete HTML document whose body is the markup of the `html` field and
+ * nothing else. It is served as text/html at its own URL, to be opened or put in an `iframe`: a
+ * bare fragment would be read in quirks mode and is not a valid document (the Nu HTML checker
+ * refuses it). The margin goes so that the player fills an iframe of the oEmbed size.
+ */
+export function oembedHtml(response: OembedResponse, language: string): string {
+  return (
+    `<!DOCTYPE html>\n<html lang="${escapeHtml(language)}">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
+    `<title>${escapeHtml(response.title)}</title>\n<style>body{margin:0}</style>\n</head>\n` +
+    `<body>\n${response.html}\n</body>\n</html>\n`
+  );
 }
 
 /**
@@ -229,6 +241,6 @@ export const oembedHtmlFormat: VideoFormat = {
   file: 'html',
   mediaType: 'text/html; charset=utf-8',
   inSitemap: false,
-  summary: 'the embeddable player markup of a public video, bare',
-  render: ({ video }, site) => oembedHtml(defaultResponse(video, site)),
+  summary: 'the embeddable player of a public video as an HTML page',
+  render: ({ video }, site) => oembedHtml(defaultResponse(video, site), site.config.language),
 };

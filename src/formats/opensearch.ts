@@ -27,7 +27,11 @@ export const opensearch: SiteFormat = {
     doc.root.el('Url', { type: 'text/html', template: site.paths.searchTemplate() });
     doc.root.el('Url', { type: 'application/opensearchdescription+xml', rel: 'self', template: site.paths.siteUrl('opensearch.xml') });
     doc.root.leaf('Contact', c.contactEmail);
-    if (c.logoUrl !== '') doc.root.leaf('Image', c.logoUrl);
+    // OpenSearch 1.1 makes Image's height, width and type optional, but the W3C Feed Validation
+    // Service refuses an Image without them: with any of them unknown, no Image.
+    if (c.logoUrl !== '' && c.logoWidth !== null && c.logoHeight !== null && c.logoType !== null) {
+      doc.root.leaf('Image', c.logoUrl, { height: c.logoHeight, width: c.logoWidth, type: c.logoType });
+    }
     doc.root.leaf('Language', c.language).leaf('InputEncoding', 'UTF-8').leaf('OutputEncoding', 'UTF-8');
     yield { file: 'opensearch.xml', body: doc.end() };
   },

@@ -40,6 +40,12 @@ export interface EmbedContext {
   pageUrl: string;
   fileUrl: string;
   fileType: string;
+  /**
+   * `fileType` when it is a well-formed media type (`type/subtype`, parameters allowed), else
+   * null. Browsers skip a `<source>` whose type they cannot parse, but sniff one without a type,
+   * so a malformed value in the database is better left out of the markup.
+   */
+  sourceType: string | null;
   thumbnailUrl: string;
   thumbnailWidth: number;
   thumbnailHeight: number;
@@ -117,6 +123,10 @@ function flashvarList(context: Omit<EmbedContext, 'flashvars' | 'flashvarsEmbed'
   ];
 }
 
+/** A media type as RFC 9110 writes one: type/subtype and `; name=value` parameters (value a token or quoted). */
+const TOKEN = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[^"\\\\\\x00-\\x1f]|\\\\.)*"))*$`);
+
 export function embedContext(video: VideoView, player: PlayerConfig, paths: SitePaths, size?: PlayerSize): EmbedContext {
   const base = {
     width: size?.width ?? player.width,
@@ -126,6 +136,7 @@ export function embedContext(video: VideoView, player: PlayerConfig, paths: Site
     pageUrl: paths.videoPage(video.publicId),
     fileUrl: video.fileUrl,
     fileType: video.fileType,
+    sourceType: MEDIA_TYPE.test(video.fileType) ? video.fileType : null,
     thumbnailUrl: video.thumbnailUrl,
     thumbnailWidth: video.thumbnailWidth,
     thumbnailHeight: video.thumbnailHeight,

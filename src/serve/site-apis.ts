@@ -6,7 +6,7 @@ import type { SiteReader, VideoLookup } from '../db/site-reader.js';
  * validation and storage (src/db/recommendations.ts), in one module, so the server code does not
  * care where they live.
  */
-export { oembedJson, oembedResponse, oembedXml, type OembedResponse } from '../formats/oembed.js';
+export { oembedHtml, oembedJson, oembedResponse, oembedXml, type OembedResponse } from '../formats/oembed.js';
 
 /** A video by public id: published, private (401) or missing (404). */
 export function videoByPublicId(reader: SiteReader, publicId: string): VideoLookup {

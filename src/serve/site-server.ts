@@ -19,7 +19,7 @@ import { XmlDocument } from '../render/xml.js';
 import { callbackProblem, jsonpBody } from './jsonp.js';
 import { documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
 import { ClientAddresses } from './client-address.js';
-import { oembedJson, oembedResponse, oembedXml, submitRecommendation, videoByPublicId } from './site-apis.js';
+import { oembedHtml, oembedJson, oembedResponse, oembedXml, submitRecommendation, videoByPublicId } from './site-apis.js';
 
 /**
  * The core of `vidfeeds serve`: one request in, one response out, no socket. It serves the built
@@ -171,7 +171,7 @@ export class SiteServer {
       maxheight: sizes.maxheight ?? sizes.height,
     });
     if (callback !== null) return documentResponse(200, 'application/javascript; charset=utf-8', jsonpBody(callback, oembedJson(response)));
-    const body = isJson ? oembedJson(response) : kind === 'text/html' ? response.html : oembedXml(response);
+    const body = isJson ? oembedJson(response) : kind === 'text/html' ? oembedHtml(response, site.config.language) : oembedXml(response);
     return documentResponse(200, form.mediaType, body);
   }
 

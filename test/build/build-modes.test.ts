@@ -69,7 +69,7 @@ describe('build modes', () => {
     const config = testConfig({ player: { ...testConfig().player, templatesDir: templates } });
     build({ config });
     expect(build({ config }).mode).toBe('incremental');
-    const file = join(templates, 'embed', 'flash.hbs');
+    const file = join(templates, 'embed', `${config.player.template}.hbs`);
     writeFileSync(file, `${readFileSync(file, 'utf8')}\n`);
     expect(build({ config })).toMatchObject({ mode: 'full', reason: 'a template changed' });
   });

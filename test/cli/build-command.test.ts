@@ -99,9 +99,9 @@ describe('vidfeeds build', () => {
       [['build', '--out', out], /required option '--db <file>' not specified/],
       [['build', '--db', join(dir, 'missing.sqlite'), '--out', out], /missing\.sqlite does not exist: create it with `vidfeeds init/],
       [['build', '--db', db, '--out', out, '--only', 'rss,podcast'], /--only: unknown format podcast; known formats: rss, atom/],
-      [['build', '--db', db, '--out', out, '--base-url', 'ftp://example.org'], /baseUrl must use http or https, not ftp:/],
-      [['build', '--db', db, '--out', out, '--base-url', 'https://example.org/?q=1'], /baseUrl must not carry a query or fragment/],
-      [['build', '--db', db, '--out', out, '--config', join(dir, 'nope.json')], /nope\.json: file cannot be read \(ENOENT\)/],
+      [['build', '--db', db, '--out', out, '--base-url', 'ftp://example.org'], /--base-url: must use http or https, not ftp:/],
+      [['build', '--db', db, '--out', out, '--base-url', 'https://example.org/?q=1'], /--base-url: must not carry a query or fragment/],
+      [['build', '--db', db, '--out', out, '--config', join(dir, 'nope.json')], /nope\.json: does not exist/],
       [['build', '--db', db, '--out', out, '--bogus'], /unknown option '--bogus'/],
       [['frobnicate'], /unknown command 'frobnicate'/],
     ];
@@ -119,7 +119,8 @@ describe('vidfeeds build', () => {
     writeFileSync(join(dir, 'vidfeeds.config.json'), JSON.stringify({ baseUrl: 'https://example.org/v', player: { width: 0 } }));
     const bad = cli(['build', '--db', db, '--out', out], { cwd: dir });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`configuration ${join(dir, 'vidfeeds.config.json')}: player.width must be from 1 to 10000, not 0`);
+    // Named with its line and column: {"baseUrl":"https://example.org/v","player":{"width":0}} has the 0 at column 54.
+    expect(bad.stderr).toContain(`configuration ${join(dir, 'vidfeeds.config.json')}:1:54: player.width must be from 1 to 10000, not 0`);
     writeFileSync(join(dir, 'vidfeeds.config.json'), JSON.stringify({ baseUrl: 'https://example.org/v', sitename: 'typo' }));
     expect(cli(['build', '--db', db, '--out', out], { cwd: dir }).stderr).toContain('sitename is not a known setting');
     writeFileSync(join(dir, 'vidfeeds.config.json'), '{ not json');

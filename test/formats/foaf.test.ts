@@ -5,6 +5,7 @@ import { objects, parseNTriples, type Triple } from '../helpers/ntriples.js';
 import { ALICE, HIDDEN, HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 import { rapperTriples } from '../helpers/validators.js';
+import { VOCABULARIES } from '../fixtures/rdf-vocabularies.js';
 
 const ONLY = new Set(['foaf']);
 const BASE = 'https://videos.example.org';
@@ -12,6 +13,7 @@ const FOAF = 'http://xmlns.com/foaf/0.1/';
 const RDF_TYPE = 'http://www.w3.org/1999/02/22-rdf-syntax-ns#type';
 const SEE_ALSO = 'http://www.w3.org/2000/01/rdf-schema#seeAlso';
 const ADMIN = 'http://webns.net/mvcb/';
+const VIDFEEDS = 'https://www.npmjs.com/package/vidfeeds#';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -69,11 +71,13 @@ describe('FOAF profile (/<user>/foaf/)', () => {
     const photos = byName.get('alice.photos')!;
     expect(one(photos, RDF_TYPE)).toEqual([`${FOAF}OnlineAccount`]);
     expect(one(photos, `${FOAF}accountServiceHomepage`)).toEqual(['https://photos.example.com/']);
-    expect(one(photos, `${FOAF}accountProfilePage`)).toEqual(['https://photos.example.com/people/alice%20l']);
+    // FOAF has no term for it: the seed's accountProfilePage is ours (docs/formats.md).
+    expect(one(photos, `${VIDFEEDS}accountProfilePage`)).toEqual(['https://photos.example.com/people/alice%20l']);
+    expect(one(photos, `${FOAF}accountProfilePage`)).toEqual([]);
     // A javascript: profile page is left out; the rest of the account stays.
     const other = byName.get('acct1')!;
     expect(one(other, `${FOAF}accountServiceHomepage`)).toEqual(['https://www.example.com/']);
-    expect(one(other, `${FOAF}accountProfilePage`)).toEqual([]);
+    expect(one(other, `${VIDFEEDS}accountProfilePage`)).toEqual([]);
   });
 
   it('lists only public friends, each with their own FOAF URL in rdfs:seeAlso', () => {
@@ -144,6 +148,32 @@ describe('FOAF profile (/<user>/foaf/)', () => {
       expect(result.ok, `${path}: ${result.output}`).toBe(true);
       expect(result.output, path).toContain(`${FOAF}Person`);
     }
+  });
+
+  it('uses only terms of the vocabularies it declares (FOAF 0.99 and the others), for every demo user', () => {
+    const { file, cleanup } = createDemoDb();
+    cleanups.push(cleanup);
+    const { writer } = buildInMemory(file, { only: ONLY });
+    const documents = [...writer.files].map(([path, bytes]) => [path, bytes.toString('utf8')] as const);
+    documents.push(['alice (every property)', build().text('alice/foaf/index.rdf')]);
+    const used = new Set<string>();
+    for (const [path, body] of documents) {
+      const root = /<rdf:RDF\b[^>]*>/.exec(body)![0];
+      const declared = [...root.matchAll(/xmlns:\w+="([^"]+)"/g)].map((m) => m[1]!);
+      const result = rapperTriples(body, `${BASE}/${path}`);
+      expect(result.ok, `${path}: ${result.output}`).toBe(true);
+      const triples = parseNTriples(result.output);
+      // Predicates, and the classes things are typed with.
+      const terms = [...triples.map((t) => t.p), ...triples.filter((t) => t.p === RDF_TYPE).map((t) => t.o)];
+      for (const term of terms) {
+        const namespace = declared.find((ns) => term.startsWith(ns) && VOCABULARIES[ns] !== undefined && VOCABULARIES[ns].includes(term.slice(ns.length)));
+        expect(namespace, `${path}: ${term} is no term of a vocabulary the document declares (${declared.join(' ')})`).toBeDefined();
+        used.add(term);
+      }
+    }
+    // The check saw the account terms, ours included.
+    expect(used).toContain(`${FOAF}OnlineAccount`);
+    expect(used).toContain(`${VIDFEEDS}accountProfilePage`);
   });
 
   it('matches the reference document', async () => {

@@ -11,6 +11,7 @@ import {
   oembedJsonErrors,
   parseFlashvars,
   parseHtml,
+  parseHtmlPage,
   parseOembedXml,
   type HtmlElement,
 } from '../helpers/oembed-consumers.js';
@@ -104,7 +105,12 @@ describe('oEmbed documents of a demo build', () => {
       const parsedXml = xml[`${dir}xml`]!;
       expect(parsedXml.root).toBe('oembed');
       expect(parsedXml.fields).toEqual(Object.entries(json).map(([name, value]) => [name, String(value)]));
-      expect(writer.text(`${dir}html`), dir).toBe(json.html);
+      // The HTML form is a page whose body is the markup, byte for byte, titled with the video's title.
+      const page = writer.text(`${dir}html`);
+      expect(page, dir).toContain(`<body>\n${String(json.html)}\n</body>`);
+      const parsedPage = parseHtmlPage(page);
+      expect(parsedPage.title, dir).toBe(json.title);
+      expect(parsedPage.body, dir).toEqual(parseHtml(String(json.html)));
       compared++;
     }
     expect(compared).toBeGreaterThan(100);
@@ -139,10 +145,13 @@ describe('oEmbed documents of a demo build', () => {
     expect(hostile).toHaveLength(published);
     for (const [path, html] of hostile) {
       const json = JSON.parse(writer.text(path.replace(/html$/, 'index.json'))) as { title: string };
-      const object = onlyElement(parseHtml(html));
-      expect(allElements([object]).map((e) => e.tag)).toEqual(['object', 'param', 'param', 'param', 'param', 'param', 'embed']);
-      expect(object.attrs.title).toBe(json.title);
-      expect(allElements([object]).find((e) => e.tag === 'embed')!.attrs.title).toBe(json.title);
+      const page = parseHtmlPage(html);
+      expect(page.title).toBe(json.title);
+      const video = onlyElement(page.body);
+      const elements = allElements([video]);
+      expect(elements.map((e) => e.tag).filter((tag) => tag !== 'track')).toEqual(['video', 'source', 'a']);
+      expect(video.attrs.title).toBe(json.title);
+      expect(elements.find((e) => e.tag === 'a')!.children).toEqual([{ text: json.title }]);
     }
   });
 });
@@ -190,8 +199,8 @@ describe('oEmbed response of one video', () => {
   });
 
   it('renders the seed Flash object with its embed fallback, params and every flashvar', () => {
-    const { writer, id } = oneVideo(playerConfig());
-    const object = onlyElement(parseHtml(writer.text('clip1/oembed/html')));
+    const { writer, id } = oneVideo(playerConfig({ template: 'flash' }));
+    const object = onlyElement(parseHtmlPage(writer.text('clip1/oembed/html')).body);
     const player = 'https://videos.example.org/static/player.swf';
     expect(object.tag).toBe('object');
     expect(object.attrs).toEqual({
@@ -251,8 +260,8 @@ describe('oEmbed response of one video', () => {
   });
 
   it('writes every flashvar name even when a value is empty (no captions, logo or callback)', () => {
-    const { writer } = oneVideo(playerConfig({ logoUrl: '', statsCallbackUrl: '', linkFromDisplay: false }), { captions_url: null });
-    const object = onlyElement(parseHtml(writer.text('clip1/oembed/html')));
+    const { writer } = oneVideo(playerConfig({ template: 'flash', logoUrl: '', statsCallbackUrl: '', linkFromDisplay: false }), { captions_url: null });
+    const object = onlyElement(parseHtmlPage(writer.text('clip1/oembed/html')).body);
     const flashvars = Object.fromEntries(parseFlashvars(object.children.filter(isElement).find((c) => c.attrs.name === 'flashvars')!.attrs.value!));
     expect(Object.keys(flashvars)).toEqual(SEED_FLASHVARS);
     expect(flashvars).toMatchObject({ captions: '', logo: '', callback: '', linkfromdisplay: 'false' });
@@ -281,7 +290,9 @@ describe('oEmbed response of one video', () => {
       expect(jing(OEMBED_RNC, { xml: writer.text(`${dir}/xml`) }).ok).toBe(true);
       expect(parseOembedXml({ xml: writer.text(`${dir}/xml`) }).xml!.fields).toContainEqual(['title', readable]);
 
-      const top = onlyElement(parseHtml(writer.text(`${dir}/html`)));
+      const page = parseHtmlPage(writer.text(`${dir}/html`));
+      expect(page.title).toBe(readable);
+      const top = onlyElement(page.body);
       const elements = allElements([top]);
       const allowed = template === 'flash' ? ['object', 'param', 'embed'] : ['video', 'source', 'a'];
       expect(new Set(elements.map((e) => e.tag))).toEqual(new Set(allowed));
@@ -291,7 +302,7 @@ describe('oEmbed response of one video', () => {
         new Set(
           template === 'flash'
             ? ['width', 'height', 'type', 'data', 'allowfullscreen', 'allowscriptaccess', 'bgcolor', 'title', 'name', 'value', 'src', 'flashvars']
-            : ['width', 'height', 'controls', 'preload', 'poster', 'title', 'src', 'type', 'href'],
+            : ['width', 'height', 'controls', 'playsinline', 'preload', 'poster', 'title', 'src', 'type', 'href', 'target'],
         ),
       );
       for (const element of elements) if ('title' in element.attrs) expect(element.attrs.title).toBe(readable);
@@ -348,10 +359,13 @@ describe('oEmbed response of one video', () => {
     expect(sitemap.match(/oembed/g)).toHaveLength(1);
   });
 
-  it('matches the snapshots of each form', async () => {
-    const { writer } = oneVideo(playerConfig(), { id: 42, created_at: 1_704_067_242, updated_at: 1_704_067_242 });
+  it('matches the snapshots of each form, with the default (HTML5) player and with the seed Flash one', async () => {
+    const video = { id: 42, created_at: 1_704_067_242, updated_at: 1_704_067_242 };
+    const { writer } = oneVideo(playerConfig(), video);
     await expect(writer.text('clip1/oembed/index.json')).toMatchFileSnapshot('__snapshots__/oembed.json');
     await expect(writer.text('clip1/oembed/xml')).toMatchFileSnapshot('__snapshots__/oembed.xml');
-    await expect(writer.text('clip1/oembed/html')).toMatchFileSnapshot('__snapshots__/oembed-flash.html');
+    await expect(writer.text('clip1/oembed/html')).toMatchFileSnapshot('__snapshots__/oembed.html');
+    const flash = oneVideo(playerConfig({ template: 'flash' }), video);
+    await expect(flash.writer.text('clip1/oembed/html')).toMatchFileSnapshot('__snapshots__/oembed-flash.html');
   });
 });

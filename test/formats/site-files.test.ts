@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
-import { jing, SCHEMAS, xmllintDtd, xmllintSchema } from '../helpers/validators.js';
+import { jing, SCHEMAS, xmllintDtd, xmllintSchema, xpath } from '../helpers/validators.js';
 
 describe('site-wide files', () => {
   it('validates sitemap, opensearch and crossdomain of the demo site against their schemas', () => {
@@ -39,6 +39,33 @@ describe('site-wide files', () => {
     expect(xmllintDtd(join(SCHEMAS, 'cross-domain-policy.dtd'), { open })).toEqual({ ok: true, output: '' });
     expect(open).toContain('<allow-access-from domain="*.partner.example" secure="true"/>');
     expect(open).toContain('permitted-cross-domain-policies="none"');
+  });
+
+  it('writes the OpenSearch Image only with its height, width and type, as the W3C feed validator requires', () => {
+    const { db, file } = createTestDb();
+    insertUser(db, { username: 'ann' });
+    const logo = { logoUrl: 'https://videos.example.org/static/logo.png' };
+    const image = (config: Parameters<typeof testConfig>[0]) => {
+      const os = buildInMemory(file, { config: testConfig(config), only: new Set(['opensearch']) }).writer.text('opensearch.xml');
+      expect(jing(join(SCHEMAS, 'opensearch-1.1-description.rnc'), { os })).toEqual({ ok: true, output: '' });
+      const at = (what: string) => xpath(os, `string(/*[local-name()='OpenSearchDescription']/*[local-name()='Image']${what})`);
+      return { count: xpath(os, "count(//*[local-name()='Image'])"), url: at(''), height: at('/@height'), width: at('/@width'), type: at('/@type') };
+    };
+    // The logo's size and type unknown (the default): no Image rather than one the validator refuses.
+    expect(image(logo).count).toBe('0');
+    expect(image({ ...logo, logoWidth: 64, logoHeight: 32, logoType: 'image/png' })).toEqual({
+      count: '1',
+      url: 'https://videos.example.org/static/logo.png',
+      height: '32',
+      width: '64',
+      type: 'image/png',
+    });
+    expect(image({ logoUrl: '', logoWidth: null, logoHeight: null, logoType: null }).count).toBe('0');
+    // Given in part, or without a logo, the configuration is refused, naming the settings.
+    expect(() => testConfig({ ...logo, logoWidth: 64 })).toThrow('logoWidth/logoHeight/logoType go together: set all three, or none (null)');
+    expect(() => testConfig({ logoUrl: '', logoWidth: 64, logoHeight: 32, logoType: 'image/png' })).toThrow('logoUrl must be set when logoWidth, logoHeight and logoType are');
+    expect(() => testConfig({ ...logo, logoWidth: 64, logoHeight: 32, logoType: 'png' })).toThrow('logoType must be an image media type such as image/png, not "png"');
+    expect(() => testConfig({ ...logo, logoWidth: 0, logoHeight: 32, logoType: 'image/png' })).toThrow('logoWidth must be from 1 to 10000, not 0');
   });
 
   it('follows a base URL with a path, and cuts the OpenSearch short name to 16 characters', () => {

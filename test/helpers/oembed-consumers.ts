@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseFragment } from 'parse5';
+import { parse, parseFragment } from 'parse5';
 import { materialise, SCHEMAS } from './validators.js';
 
 /**
@@ -90,6 +90,22 @@ function simplify(node: Parse5Node): HtmlNode | null {
 export function parseHtml(html: string): HtmlNode[] {
   const fragment = parseFragment(html) as unknown as Parse5Node;
   return (fragment.childNodes ?? []).map(simplify).filter((n): n is HtmlNode => n !== null);
+}
+
+/**
+ * Parses a whole HTML document (the `/oembed/html` form) as a browser would: its `lang`, its
+ * title's text and the nodes of its body, white-space-only text left out.
+ */
+export function parseHtmlPage(html: string): { lang: string | undefined; title: string | undefined; body: HtmlNode[] } {
+  const nodes = ((parse(html) as unknown as Parse5Node).childNodes ?? []).map(simplify);
+  const htmlElement = nodes.filter((n): n is HtmlElement => n !== null && isElement(n)).find((e) => e.tag === 'html')!;
+  const part = (tag: string) => htmlElement.children.filter(isElement).find((e) => e.tag === tag)!;
+  const title = allElements([part('head')]).find((e) => e.tag === 'title');
+  return {
+    lang: htmlElement.attrs.lang,
+    title: title === undefined ? undefined : title.children.map((c) => ('text' in c ? c.text : '')).join(''),
+    body: part('body').children.filter((n) => isElement(n) || n.text.trim() !== ''),
+  };
 }
 
 export function isElement(node: HtmlNode): node is HtmlElement {

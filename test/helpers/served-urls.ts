@@ -6,7 +6,7 @@ import { xmllintWellFormed } from './validators.js';
 import { spawnSync } from 'node:child_process';
 
 /**
- * The URL table of ../shared/PRODUCT.md, written out here on purpose: the servers are generated
+ * The URL table of the product decisions (PRODUCT.md), written out here on purpose: the servers are generated
  * from the format table in src/, and this independent copy is what they are checked against.
  */
 export const PRODUCT_TABLE: ReadonlyArray<{ url: string; file: string; type: string }> = [

@@ -9,9 +9,10 @@ import { tempDir } from './site-fixture.js';
  * once, since starting jing's JVM dominates the time.
  */
 
-export const SCHEMAS = resolve(import.meta.dirname, '../../../shared/schemas');
+/** The grammars and samples the tests validate with, kept in the repository (see its README). */
+export const SCHEMAS = resolve(import.meta.dirname, '../fixtures/schemas');
 if (!existsSync(join(SCHEMAS, 'catalog.xml'))) {
-  throw new Error(`the shared schemas are not at ${SCHEMAS}: the tests expect the project's shared/ folder beside the checkout`);
+  throw new Error(`the test schemas are not at ${SCHEMAS}: test/fixtures/schemas belongs to the repository; is the checkout complete?`);
 }
 
 export interface ToolResult {

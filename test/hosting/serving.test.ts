@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/build/build-record.js';
@@ -9,9 +9,11 @@ import { DirectoryWriter } from '../../src/build/output-writer.js';
 import { createSiteContext } from '../../src/build/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { FORMATS } from '../../src/formats/registry.js';
+import { APACHE_ALLOW_OVERRIDE } from '../../src/hosting/apache.js';
 import { routesOf } from '../../src/hosting/routes.js';
 import { listen, type RunningServer } from '../../src/serve/http-server.js';
 import { SiteServer } from '../../src/serve/site-server.js';
+import { apacheConfig, apacheMissing, documentedApache, startApache, type RunningApache } from '../helpers/apache.js';
 import { cli } from '../helpers/cli.js';
 import { freePort, http } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
@@ -21,9 +23,11 @@ import { createDemoDb, insertUser, insertVideo, tempDir, testConfig } from '../h
 /**
  * The tree as hosts serve it: a demo build in a temporary folder, Debian's nginx with the
  * configuration `vidfeeds hosting nginx` prints (at the root, under a base path, and with the
- * operator options on), and `vidfeeds serve`, all on loopback ports. Every URL form of PRODUCT.md
- * for several users and videos must come back with status 200, its exact Content-Type and the
- * file's bytes; tricks and hidden files must get 404.
+ * operator options on), Debian's Apache 2.4 with the `.htaccess` `vidfeeds hosting apache` prints
+ * (at the root and under a base path, set up as docs/deploy.md says), and `vidfeeds serve`, all on
+ * loopback ports. One table of tests runs against each: every URL form of PRODUCT.md for several
+ * users and videos must come back with status 200, its exact Content-Type and the file's bytes;
+ * tricks and hidden files must get 404.
  */
 
 const ODD_USER = `o'd "n?#%&+;=@$`;
@@ -35,10 +39,14 @@ let work: { dir: string; cleanup: () => void };
 let root: string;
 let videos: string[];
 let nginx: RunningNginx;
+let apache: RunningApache | undefined;
 let serve: RunningServer;
 let serveCore: SiteServer;
 let db: Database.Database;
-const port = { root: 0, base: 0, options: 0 };
+const port = { root: 0, base: 0, options: 0, apacheRoot: 0, apacheBase: 0 };
+
+/** Why Apache cannot be tested here (its tests are then skipped), or null. */
+const APACHE_MISSING = apacheMissing();
 
 beforeAll(async () => {
   work = tempDir('vidfeeds-serving-');
@@ -106,10 +114,37 @@ beforeAll(async () => {
   const prefix = join(work.dir, 'nginx');
   mkdirSync(prefix);
   nginx = await startNginx(prefix, nginxMainConfig(prefix, servers.join('\n')), [port.root, port.base, port.options]);
+
+  if (APACHE_MISSING === null) {
+    // A tree holds one .htaccess, so the base path gets a copy of the tree with its own.
+    const based = join(work.dir, 'based');
+    cpSync(root, based, { recursive: true });
+    const htaccess = (args: string[]) => {
+      const result = cli(['hosting', 'apache', ...args]);
+      expect(result.code, result.stderr).toBe(0);
+      return result.stdout;
+    };
+    writeFileSync(join(root, '.htaccess'), htaccess(['--base-url', 'http://127.0.0.1:8080', '--upstream', `127.0.0.1:${serve.port}`]));
+    writeFileSync(join(based, '.htaccess'), htaccess(['--base-url', `http://127.0.0.1:8080${encodeURI(BASE_PATH)}`]));
+    const elsewhere = join(work.dir, 'elsewhere');
+    mkdirSync(elsewhere);
+    writeFileSync(join(elsewhere, 'index.html'), '<!doctype html><title>another site</title>');
+    port.apacheRoot = await freePort();
+    port.apacheBase = await freePort();
+    const apachePrefix = join(work.dir, 'apache');
+    mkdirSync(apachePrefix);
+    const sites = [
+      { port: port.apacheRoot, documentRoot: root },
+      { port: port.apacheBase, documentRoot: elsewhere, aliases: { [BASE_PATH]: based } },
+    ];
+    const config = apacheConfig(apachePrefix, sites, [root, based], documentedApache());
+    apache = await startApache(apachePrefix, config, [port.apacheRoot, port.apacheBase], [work.dir]);
+  }
 });
 
 afterAll(async () => {
   await nginx?.stop();
+  await apache?.stop();
   await serve?.close();
   serveCore?.close();
   db?.close();
@@ -127,11 +162,35 @@ describe('the URL table of PRODUCT.md', () => {
   });
 });
 
-describe.each([
+interface Target {
+  port: number;
+  base: string;
+  /** Refused paths a server answers with another status than 404, and why (docs/deploy.md). */
+  refusedOtherwise?: Record<string, number>;
+}
+
+/** Apache normalises the path before reading any configuration, and refuses one climbing above the root. */
+const APACHE_ABOVE_ROOT = { '/%2e%2e/alice/rss/': 400, '/.%2e/alice/rss/': 400 };
+
+const SERVERS: Array<[string, () => Target]> = [
   ['nginx at the root', () => ({ port: port.root, base: '' })],
   ['nginx under a base path', () => ({ port: port.base, base: encodeURI(BASE_PATH) })],
   ['vidfeeds serve', () => ({ port: serve.port, base: '' })],
-])('%s', (where, target) => {
+];
+if (APACHE_MISSING === null) {
+  SERVERS.push(
+    ['Apache at the root', () => ({ port: port.apacheRoot, base: '', refusedOtherwise: APACHE_ABOVE_ROOT })],
+    ['Apache under a base path', () => ({ port: port.apacheBase, base: encodeURI(BASE_PATH) })],
+  );
+}
+
+if (APACHE_MISSING !== null) {
+  describe('Apache 2.4', () => {
+    it.skip(`is not tested here: ${APACHE_MISSING}`, () => {});
+  });
+}
+
+describe.each(SERVERS)('%s', (where, target) => {
   it('answers every URL form for several users and videos: 200, the exact Content-Type, the file', async () => {
     const { port: p, base } = target();
     const urls = servedUrls(USERS, videos);
@@ -158,6 +217,12 @@ describe.each([
     const again = await http(p, `${base}/robots.txt`, { headers: { 'If-None-Match': etag } });
     expect(again.status).toBe(304);
     expect(again.body.length).toBe(0);
+    // The ETag of a compressed answer is another one, and must be recognised too.
+    const gzip = { 'Accept-Encoding': 'gzip' };
+    const zipped = await http(p, `${base}/alice/rss/`, { headers: gzip });
+    expect(zipped.headers['content-encoding']).toBe('gzip');
+    const zippedAgain = await http(p, `${base}/alice/rss/`, { headers: { ...gzip, 'If-None-Match': zipped.headers.etag as string } });
+    expect(zippedAgain.status).toBe(304);
   });
 
   it('compresses when asked, with Vary, and the bytes inflate to the file', async () => {
@@ -171,10 +236,10 @@ describe.each([
   });
 
   it('answers 404 to hidden files, file names, tricks and what is absent', async () => {
-    const { port: p, base } = target();
+    const { port: p, base, refusedOtherwise = {} } = target();
     for (const path of REFUSED_PATHS) {
       const answer = await http(p, base + path);
-      expect(answer.status, `${where} ${base}${path}`).toBe(404);
+      expect(answer.status, `${where} ${base}${path}`).toBe(refusedOtherwise[path] ?? 404);
       expect(answer.text).not.toContain('secret');
     }
     const privateVideo = db.prepare<[], { public_id: string }>(`SELECT public_id FROM videos WHERE visibility = 'private' LIMIT 1`).get()!;
@@ -189,32 +254,38 @@ describe.each([
   });
 });
 
-describe('nginx with vidfeeds serve as its upstream', () => {
+const PROXIES: Array<[string, () => { root: number; base: number }]> = [['nginx', () => ({ root: port.root, base: port.base })]];
+if (APACHE_MISSING === null) PROXIES.push(['Apache', () => ({ root: port.apacheRoot, base: port.apacheBase })]);
+
+describe.each(PROXIES)('%s with vidfeeds serve as its upstream', (server, ports) => {
   it('hands parametrised oEmbed requests to vidfeeds serve', async () => {
+    const { root: proxy } = ports();
     const video = videos[0]!;
-    const answer = await http(port.root, `/${video}/oembed/?maxwidth=200&url=${encodeURIComponent(`http://127.0.0.1:8080/${video}/`)}`);
+    const answer = await http(proxy, `/${video}/oembed/?maxwidth=200&url=${encodeURIComponent(`http://127.0.0.1:8080/${video}/`)}`);
     expect(answer.status, answer.text).toBe(200);
     expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(JSON.parse(answer.text).width).toBeLessThanOrEqual(200);
-    const jsonp = await http(port.root, `/${video}/oembed/?callback=cb`);
+    const jsonp = await http(proxy, `/${video}/oembed/?callback=cb`);
     expect(jsonp.headers['content-type']).toBe('application/javascript; charset=utf-8');
     expect(jsonp.headers['x-content-type-options']).toBe('nosniff');
-    expect((await http(port.root, `/${video}/oembed/?callback=alert(1)`)).status).toBe(400);
-    expect((await http(port.root, `/nothing-here/oembed/?maxwidth=100`)).status).toBe(404);
+    expect((await http(proxy, `/${video}/oembed/?callback=alert(1)`)).status).toBe(400);
+    expect((await http(proxy, `/nothing-here/oembed/?maxwidth=100`)).status).toBe(404);
   });
 
   it('hands ?recommendations=N and the POST to vidfeeds serve, and keeps its body limit', async () => {
-    const many = await http(port.root, '/alice/openrecommender/?recommendations=2');
+    const { root: proxy } = ports();
+    const many = await http(proxy, '/alice/openrecommender/?recommendations=2');
     expect(many.status, many.text).toBe(200);
     expect(many.text.match(/<recommendation[ >]/g)?.length).toBe(2);
-    const form = new URLSearchParams({ title: 'Through nginx', image: 'https://img.example/1.jpg', link: 'https://vid.example/1' }).toString();
-    const post = await http(port.root, '/bob/openrecommender/', {
+    // One link per proxy: serve refuses the same link to the same user twice (409).
+    const form = new URLSearchParams({ title: `Through ${server}`, image: 'https://img.example/1.jpg', link: `https://vid.example/${server}` }).toString();
+    const post = await http(proxy, '/bob/openrecommender/', {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: form,
     });
     expect(post.status, post.text).toBe(202);
-    const huge = await http(port.root, '/bob/openrecommender/', {
+    const huge = await http(proxy, '/bob/openrecommender/', {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: `title=${'x'.repeat(64 * 1024)}`,
@@ -223,14 +294,43 @@ describe('nginx with vidfeeds serve as its upstream', () => {
   });
 
   it('serves the same files itself without an upstream, and refuses the POST', async () => {
-    const post = await http(port.base, `${encodeURI(BASE_PATH)}/bob/openrecommender/`, {
+    const { base } = ports();
+    const post = await http(base, `${encodeURI(BASE_PATH)}/bob/openrecommender/`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: 'title=x',
     });
     expect(post.status).toBe(405);
+    // A URL off the table is absent whatever the method.
+    expect((await http(base, `${encodeURI(BASE_PATH)}/bob/nothing/`, { method: 'POST', body: 'title=x' })).status).toBe(404);
     // Outside the base path nothing is served.
-    expect((await http(port.base, '/alice/rss/')).status).toBe(404);
+    expect((await http(base, '/alice/rss/')).status).toBe(404);
+  });
+});
+
+describe.skipIf(APACHE_MISSING !== null)('Apache set up as docs/deploy.md says', () => {
+  it('is given the AllowOverride line the .htaccess names, and modules Apache has', () => {
+    const documented = documentedApache();
+    expect(documented.allowOverride).toBe(APACHE_ALLOW_OVERRIDE);
+    expect(cli(['hosting', 'apache']).stdout).toContain(APACHE_ALLOW_OVERRIDE);
+    expect(documented.modules).toEqual(expect.arrayContaining(['rewrite', 'headers', 'proxy_http']));
+  });
+
+  it('never serves the .htaccess itself (403 from Debian\'s own rule for .ht* names)', async () => {
+    const requests: Array<[number, string]> = [[port.apacheRoot, '/.htaccess'], [port.apacheBase, `${encodeURI(BASE_PATH)}/.htaccess`]];
+    for (const [p, target] of requests) {
+      const answer = await http(p, target);
+      expect(answer.status, target).toBe(403);
+      expect(answer.text).not.toContain('RewriteRule');
+    }
+  });
+
+  it('logs no configuration error of the .htaccess while serving all of this', () => {
+    const log = apache!.errorLog();
+    expect(log).not.toMatch(/not allowed here|Invalid command|\[(\w+:)?(crit|alert|emerg)\]/);
+    // Errors Apache logs are the answers expected above: 400 above the root, 403 for .htaccess.
+    const errors = log.split('\n').filter((line) => /\[(\w+:)?error\]/.test(line) && !/AH10244: invalid URI path|AH01630: client denied by server configuration: .*\.htaccess$/.test(line));
+    expect(errors).toEqual([]);
   });
 });
 

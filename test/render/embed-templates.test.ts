@@ -6,7 +6,7 @@ import { DEFAULT_CONFIG, type SiteConfig } from '../../src/config/config.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { TemplateError } from '../../src/render/templates.js';
 import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
-import { allElements, isElement, parseHtml } from '../helpers/oembed-consumers.js';
+import { allElements, isElement, parseHtmlPage, type HtmlElement } from '../helpers/oembed-consumers.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -57,32 +57,64 @@ describe('embed templates', () => {
       }
     }
     const html = [...own.writer.files].find(([p]) => p.endsWith('/oembed/html'))![1].toString('utf8');
-    expect(allElements(parseHtml(html)).map((e) => e.tag)).toEqual(['iframe']);
+    expect(allElements(parseHtmlPage(html).body).map((e) => e.tag)).toEqual(['iframe']);
   });
 
-  it('renders the HTML5 video with its poster, typed source and captions track', () => {
+  it('renders the HTML5 video (the default) with its poster, typed source, captions track and link', () => {
     const { db, file, cleanup } = createTestDb();
     cleanups.push(cleanup);
     const user = insertUser(db, { username: 'uploader' });
     insertVideo(db, user.id, { public_id: 'with', title: 'With captions', file_type: 'video/mp4', file_url: 'https://cdn.example.org/v/with.mp4', thumbnail_url: 'https://cdn.example.org/t/with.jpg', captions_url: 'https://cdn.example.org/c/with.vtt' });
     insertVideo(db, user.id, { public_id: 'without', title: 'No captions', file_type: 'video/webm', captions_url: null });
-    const { writer } = buildInMemory(file, { config: config({ template: 'html5', width: 640, height: 360 }), only: new Set(['oembed-html']) });
+    // Nothing names the template: HTML5 is the default.
+    const { writer } = buildInMemory(file, { config: config({ width: 640, height: 360, linkTarget: '_top' }), only: new Set(['oembed-html']) });
 
-    const [video, ...rest] = parseHtml(writer.text('with/oembed/html'));
+    const [video, ...rest] = parseHtmlPage(writer.text('with/oembed/html')).body;
     expect(rest).toEqual([]);
     expect(video).toMatchObject({
       tag: 'video',
-      attrs: { width: '640', height: '360', controls: '', preload: 'none', poster: 'https://cdn.example.org/t/with.jpg', title: 'With captions' },
+      attrs: { width: '640', height: '360', controls: '', playsinline: '', preload: 'none', poster: 'https://cdn.example.org/t/with.jpg', title: 'With captions' },
     });
-    const children = (video as { children: ReturnType<typeof parseHtml> }).children.filter(isElement);
+    const children = (video as HtmlElement).children.filter(isElement);
     expect(children.map((c) => c.tag)).toEqual(['source', 'track', 'a']);
     expect(children[0]!.attrs).toEqual({ src: 'https://cdn.example.org/v/with.mp4', type: 'video/mp4' });
     expect(children[1]!.attrs).toEqual({ kind: 'captions', src: 'https://cdn.example.org/c/with.vtt', label: 'Captions', default: '' });
-    expect(children[2]!.attrs).toEqual({ href: 'https://videos.example.org/with/' });
+    expect(children[2]!.attrs).toEqual({ href: 'https://videos.example.org/with/', target: '_top' });
+    expect(children[2]!.children).toEqual([{ text: 'With captions' }]);
 
-    const without = allElements(parseHtml(writer.text('without/oembed/html')));
+    const without = allElements(parseHtmlPage(writer.text('without/oembed/html')).body);
     expect(without.map((e) => e.tag)).toEqual(['video', 'source', 'a']);
     expect(without[1]!.attrs.type).toBe('video/webm');
+  });
+
+  it('writes the source type only when the database holds a well-formed media type', () => {
+    const { db, file, cleanup } = createTestDb();
+    cleanups.push(cleanup);
+    const user = insertUser(db, { username: 'uploader' });
+    const types = { plain: 'video/mp4', codecs: 'video/webm; codecs="vp8, vorbis"', bare: 'flv', spaced: 'video/mp4 extra', markup: 'video/<b>' };
+    for (const [id, type] of Object.entries(types)) insertVideo(db, user.id, { public_id: id, file_type: type });
+    const { writer } = buildInMemory(file, { config: config({}), only: new Set(['oembed-html']) });
+    const sourceOf = (id: string) => allElements(parseHtmlPage(writer.text(`${id}/oembed/html`)).body).find((e) => e.tag === 'source')!.attrs;
+    expect(sourceOf('plain').type).toBe('video/mp4');
+    expect(sourceOf('codecs').type).toBe('video/webm; codecs="vp8, vorbis"');
+    // A browser skips a source whose type it cannot parse, and sniffs one without a type.
+    for (const id of ['bare', 'spaced', 'markup']) {
+      expect(sourceOf(id), id).not.toHaveProperty('type');
+      expect(sourceOf(id).src, id).toMatch(/^https:/);
+    }
+  });
+
+  it('asks for the files with CORS only when player.crossOrigin is on', () => {
+    const { db, file, cleanup } = createTestDb();
+    cleanups.push(cleanup);
+    const user = insertUser(db, { username: 'uploader' });
+    insertVideo(db, user.id, { public_id: 'clip', captions_url: 'https://cdn.example.org/c/clip.vtt' });
+    const videoOf = (crossOrigin: boolean) => {
+      const { writer } = buildInMemory(file, { config: config({ crossOrigin }), only: new Set(['oembed-html']) });
+      return allElements(parseHtmlPage(writer.text('clip/oembed/html')).body)[0]!;
+    };
+    expect(videoOf(false).attrs.crossorigin).toBeUndefined();
+    expect(videoOf(true).attrs.crossorigin).toBe('anonymous');
   });
 
   it('finds a template in the site directory first, and falls back to the shipped ones', () => {

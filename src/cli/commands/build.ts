@@ -5,7 +5,9 @@ import type { BuildReport } from '../../build/build.js';
 import { buildSite } from '../../build/site-build.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
 import { createSiteContext } from '../../build/site-context.js';
-import { loadConfig } from '../../config/config.js';
+import { DEFAULT_BASE_URL, DEFAULT_CONFIG_FILE, loadConfig, previewUrlSettings } from '../../config/config.js';
+import { isDemoDatabase } from '../../db/demo-data.js';
+import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
@@ -88,6 +90,13 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
     const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
     const request = buildRequest(flags);
     const site = createSiteContext(config, FORMATS);
+    if (request.user !== undefined) checkUserExists(request.db, request.user);
+    const preview = previewUrlSettings(config);
+    if (preview.length > 0 && isDemoDatabase(request.db) === false) {
+      const them = preview.length > 1 ? 'them' : 'it';
+      const flag = preview.includes('baseUrl') ? ' (or pass --base-url)' : '';
+      io.err(`vidfeeds: warning: ${preview.join(', ')} still at the default ${DEFAULT_BASE_URL}: the documents will link there; set ${them} in ${DEFAULT_CONFIG_FILE}${flag}`);
+    }
     let warnings = 0;
     const report = buildSite({
       ...request,

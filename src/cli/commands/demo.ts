@@ -21,7 +21,7 @@ export function registerDemo(program: Command, io: Console, setExit: (code: numb
     .command('demo')
     .description('write a deterministic demo site database (same --users and --seed, same database)')
     .requiredOption('--db <file>', 'database file to create')
-    .option('--users <n>', 'number of users', positiveInteger('--users', 10_000_000), DEMO_DEFAULTS.users)
+    .option('--users <n>', 'number of users in all, the nine fixed characters first', positiveInteger('--users', 10_000_000), DEMO_DEFAULTS.users)
     .option('--seed <n>', 'random seed', positiveInteger('--seed', 2 ** 31), DEMO_DEFAULTS.seed)
     .option('--shape <shape>', 'demo (about five videos per user) or feed-heavy (every user 20+ public videos, full groups and recommendations)', demoShape, DEMO_DEFAULTS.shape)
     .option('--if-missing', 'do nothing when the file exists already')

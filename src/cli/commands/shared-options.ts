@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import type { ConfigOverride } from '../../config/config.js';
 
 /** Flags every command that reads the configuration accepts; flags win over the file. */
 export interface ConfigFlags {
@@ -16,8 +17,13 @@ export function configOptions(command: Command): Command {
     .option('--strict', 'stop on a row that cannot be published instead of skipping it (overrides strict)');
 }
 
-export function configOverrides(flags: ConfigFlags): Record<string, unknown> {
-  return { baseUrl: flags.baseUrl, siteName: flags.siteName, strict: flags.strict };
+/** The settings flags give, each with its flag, so that a bad value is blamed on the flag and not on the file. */
+export function configOverrides(flags: ConfigFlags): Record<string, ConfigOverride> {
+  return {
+    baseUrl: { flag: '--base-url', value: flags.baseUrl },
+    siteName: { flag: '--site-name', value: flags.siteName },
+    strict: { flag: '--strict', value: flags.strict },
+  };
 }
 
 export function positiveInteger(name: string, max = Number.MAX_SAFE_INTEGER) {

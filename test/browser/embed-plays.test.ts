@@ -1,0 +1,203 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join, resolve } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/http.js';
+import { missingPrograms } from '../helpers/programs.js';
+import { buildInMemory, createDemoDb, tempDir } from '../helpers/site-fixture.js';
+
+/**
+ * The default embed in a real browser: Debian's headless Chromium, driven by playwright-core
+ * (which downloads no browser), loads the default oEmbed `html` of a demo video, pasted into a
+ * page as a consumer would, and the `/oembed/html` page itself, from a localhost server of the
+ * test's own. The demo video's file, poster and captions point at that server: a one-second
+ * VP8 WebM test pattern, a PNG and a WebVTT file made here (ffmpeg, from Debian). The video must
+ * decode a frame: readyState of at least HAVE_CURRENT_DATA and a drawn frame that is not one
+ * colour. A screenshot of each page is kept under test-artifacts/ (gitignored).
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = missingPrograms('the browser test of the default embed', { [CHROMIUM]: 'chromium', ffmpeg: 'ffmpeg' });
+const ARTIFACTS = resolve(import.meta.dirname, '../../test-artifacts');
+
+/** Flags that let Debian's Chromium run headless here, offline and quiet. */
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+function ffmpeg(args: string[]): void {
+  const result = spawnSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', ...args], { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`ffmpeg ${args.join(' ')} failed: ${result.stderr}`);
+}
+
+/** What the page reports about the first `<video>` once it has played a little. */
+interface Playback {
+  readyState: number;
+  currentSrc: string;
+  canPlayType: string;
+  width: number;
+  height: number;
+  colours: number;
+  captionCues: number;
+  error: string | null;
+}
+
+describe.skipIf(skip !== null)('the default embed in headless Chromium', () => {
+  let server: Server;
+  let origin: string;
+  let context: BrowserContext;
+  const pages = new Map<string, string>();
+  let title = '';
+
+  beforeAll(async () => {
+    const { dir } = tempDir('vidfeeds-browser-');
+    // A one-second test pattern in VP8/WebM (Debian's Chromium plays VP8 and VP9, maybe not H.264).
+    ffmpeg(['-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=10', '-t', '1', '-c:v', 'libvpx', '-b:v', '200k', join(dir, 'clip.webm')]);
+    ffmpeg(['-f', 'lavfi', '-i', 'smptebars=size=160x120', '-frames:v', '1', join(dir, 'poster.png')]);
+    const files: Record<string, [string, Buffer]> = {
+      '/media/clip.webm': ['video/webm', readFileSync(join(dir, 'clip.webm'))],
+      '/media/poster.png': ['image/png', readFileSync(join(dir, 'poster.png'))],
+      '/media/clip.vtt': ['text/vtt; charset=utf-8', Buffer.from('WEBVTT\n\n00:00.000 --> 00:01.000\nA test pattern\n')],
+    };
+    server = createServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+      const page = pages.get(path);
+      const [type, body] = page !== undefined ? ['text/html; charset=utf-8', Buffer.from(page)] : (files[path] ?? []);
+      if (body === undefined) {
+        res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': type!, 'Content-Length': body.length }).end(body);
+    });
+    const port = await freePort();
+    await new Promise<void>((ready) => server.listen(port, '127.0.0.1', ready));
+    origin = `http://127.0.0.1:${port}`;
+
+    // A published demo video with a hostile title, its files moved to the test's server.
+    const { db, file } = createDemoDb();
+    const video = db
+      .prepare<[], { public_id: string; title: string }>(
+        `SELECT v.public_id, v.title FROM videos v JOIN users u ON u.id = v.user_id
+         WHERE v.visibility = 'public' AND u.state = 'active' AND v.title LIKE '%<script>%' ORDER BY v.id LIMIT 1`,
+      )
+      .get()!;
+    db.prepare(`UPDATE videos SET file_url = ?, file_type = 'video/webm', thumbnail_url = ?, captions_url = ? WHERE public_id = ?`).run(
+      `${origin}/media/clip.webm`,
+      `${origin}/media/poster.png`,
+      `${origin}/media/clip.vtt`,
+      video.public_id,
+    );
+    const { writer, report } = buildInMemory(file, { only: new Set(['oembed', 'oembed-html']) });
+    expect(report.failed).toEqual([]);
+    const oembed = JSON.parse(writer.text(`${video.public_id}/oembed/index.json`)) as { html: string; title: string };
+    title = oembed.title;
+    // As a consumer embeds it: the html field pasted into a page of its own.
+    pages.set('/host.html', `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>A consumer's page</title></head><body><h1>Embedded</h1>\n${oembed.html}\n</body></html>\n`);
+    // The HTML form, as the site serves it.
+    pages.set('/oembed.html', writer.text(`${video.public_id}/oembed/html`));
+
+    const profile = tempDir('vidfeeds-chromium-profile-');
+    context = await chromium.launchPersistentContext(profile.dir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_FLAGS,
+      viewport: { width: 640, height: 480 },
+    });
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await new Promise((done) => server?.close(done));
+  });
+
+  /** Opens a page, starts the video after a click, and reports what it decoded. */
+  async function play(path: string): Promise<{ page: Page; before: number; playback: Playback; dialogs: string[] }> {
+    const page = await context.newPage();
+    const dialogs: string[] = [];
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.goto(`${origin}${path}`, { waitUntil: 'load' });
+    const video = page.locator('video');
+    expect(await video.count()).toBe(1);
+    // preload="none": nothing is fetched until the viewer asks.
+    const before = await video.evaluate((v: HTMLVideoElement) => v.readyState);
+    // A click gives the page user activation (as a viewer's would); then play(), since a click on
+    // the picture does not toggle Chromium's native controls.
+    await video.click();
+    await video.evaluate((v: HTMLVideoElement) => v.play());
+    await page.waitForFunction(() => {
+      const v = document.querySelector('video')!;
+      return v.error !== null || (v.readyState >= 2 && v.currentTime > 0);
+    });
+    const playback = await video.evaluate(async (v: HTMLVideoElement): Promise<Playback> => {
+      if (v.error === null) {
+        // A frame the browser has decoded and presented, drawn to a canvas.
+        await new Promise<void>((presented) => v.requestVideoFrameCallback(() => presented()));
+      }
+      const canvas = document.createElement('canvas');
+      canvas.width = v.videoWidth;
+      canvas.height = v.videoHeight;
+      const context2d = canvas.getContext('2d')!;
+      let colours = 0;
+      if (v.videoWidth > 0) {
+        context2d.drawImage(v, 0, 0);
+        const pixels = context2d.getImageData(0, 0, canvas.width, canvas.height).data;
+        const seen = new Set<number>();
+        for (let i = 0; i < pixels.length; i += 4) seen.add((pixels[i]! << 16) | (pixels[i + 1]! << 8) | pixels[i + 2]!);
+        colours = seen.size;
+      }
+      v.pause();
+      const track = v.textTracks[0];
+      return {
+        readyState: v.readyState,
+        currentSrc: v.currentSrc,
+        canPlayType: v.canPlayType(v.querySelector('source')!.type),
+        width: v.videoWidth,
+        height: v.videoHeight,
+        colours,
+        captionCues: track?.cues?.length ?? 0,
+        error: v.error === null ? null : `${v.error.code} ${v.error.message}`,
+      };
+    });
+    return { page, before, playback, dialogs };
+  }
+
+  for (const [name, path] of [
+    ['the oEmbed html field pasted into a consumer page', '/host.html'],
+    ['the /oembed/html page', '/oembed.html'],
+  ] as const) {
+    it(`plays ${name}: a decoded frame, captions loaded, no script run`, async () => {
+      const { page, before, playback, dialogs } = await play(path);
+      expect(before).toBe(0);
+      expect(playback.error).toBeNull();
+      expect(playback.canPlayType).not.toBe('');
+      expect(playback.currentSrc).toBe(`${origin}/media/clip.webm`);
+      expect(playback.readyState).toBeGreaterThanOrEqual(2);
+      expect([playback.width, playback.height]).toEqual([160, 120]);
+      // The test pattern has many colours; a blank or failed frame has one.
+      expect(playback.colours).toBeGreaterThan(8);
+      expect(playback.captionCues).toBe(1);
+      // The demo title holds <script>alert(...)</script> and an onmouseover: none of it ran.
+      expect(dialogs).toEqual([]);
+      expect(await page.locator('video').getAttribute('title')).toBe(title);
+      expect(await page.locator('script').count()).toBe(0);
+
+      mkdirSync(ARTIFACTS, { recursive: true });
+      const screenshot = join(ARTIFACTS, `embed-html5${path.replace(/\W+/g, '-').replace(/-html$/, '')}.png`);
+      await page.screenshot({ path: screenshot });
+      console.log(`screenshot of the default embed (${name}): ${screenshot}`);
+      await page.close();
+    });
+  }
+});

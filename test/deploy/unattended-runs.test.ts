@@ -1,0 +1,119 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BIN } from '../helpers/cli.js';
+import { tempDir } from '../helpers/site-fixture.js';
+
+const DOCS = join(import.meta.dirname, '../../docs');
+const UNITS = ['vidfeeds-build.service', 'vidfeeds-build.timer'];
+
+const analyzer = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
+const hasAnalyzer = analyzer.error === undefined && analyzer.status === 0;
+if (!hasAnalyzer) console.warn('skipped: systemd-analyze is not installed (Debian package systemd; .ci/run installs it)');
+
+/** `systemd-analyze verify` on copies of the units, with ExecStart pointing at the built vidfeeds (verify checks that it exists). */
+function verify(edit: (service: string) => string = (s) => s): { status: number | null; output: string } {
+  const { dir } = tempDir('vidfeeds-systemd-');
+  for (const unit of UNITS) copyFileSync(join(DOCS, 'systemd', unit), join(dir, unit));
+  const service = join(dir, 'vidfeeds-build.service');
+  writeFileSync(service, edit(readFileSync(service, 'utf8').replaceAll('/usr/local/bin/vidfeeds ', `${BIN} `)));
+  const result = spawnSync('systemd-analyze', ['verify', ...UNITS.map((u) => join(dir, u))], { encoding: 'utf8', env: { ...process.env, SYSTEMD_LOG_COLOR: '0' } });
+  return { status: result.status, output: `${result.stdout}${result.stderr}`.trim() };
+}
+
+describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md', () => {
+  it('pass systemd-analyze verify without a warning', () => {
+    const result = verify();
+    expect(result.output).toBe('');
+    expect(result.status).toBe(0);
+  });
+
+  it('would be caught if broken (the check can fail)', () => {
+    const misspelt = verify((s) => s.replace('SuccessExitStatus=', 'SucessExitStatus='));
+    expect(misspelt.output).toContain("Unknown key 'SucessExitStatus'");
+    const missing = verify((s) => s.replace(`${BIN} `, '/nonexistent/vidfeeds '));
+    expect(missing.status).not.toBe(0);
+  });
+
+  it('run a build a wrapper can act on: exit 75 is no failure, SIGTERM has time to finish cleanly', () => {
+    const service = readFileSync(join(DOCS, 'systemd', 'vidfeeds-build.service'), 'utf8');
+    expect(service).toMatch(/^ExecStart=\/usr\/local\/bin\/vidfeeds build .*--wait \d+/m);
+    expect(service).toMatch(/^SuccessExitStatus=75$/m);
+    expect(service).toMatch(/^Type=oneshot$/m);
+    expect(readFileSync(join(DOCS, 'systemd', 'vidfeeds-build.timer'), 'utf8')).toMatch(/^Persistent=true$/m);
+  });
+});
+
+/**
+ * The cron wrapper of docs/deploy.md, run against a stand-in for `vidfeeds build --json` that
+ * prints a report of the documented shape (docs/schemas/report.schema.json) and exits with a code.
+ */
+function nightly(exitCode: number, report: object): { status: number | null; stdout: string; log: string; purge: string | null; args: string } {
+  const { dir } = tempDir('vidfeeds-cron-');
+  const stub = join(dir, 'vidfeeds');
+  writeFileSync(join(dir, 'report.json'), JSON.stringify(report));
+  writeFileSync(stub, `#!/bin/sh\necho "$@" > "${dir}/args"\ncat "${dir}/report.json"\necho "vidfeeds: a line on stderr" >&2\nexit ${exitCode}\n`);
+  chmodSync(stub, 0o755);
+  const result = spawnSync(join(DOCS, 'cron', 'vidfeeds-nightly'), [], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, VIDFEEDS: stub, VIDFEEDS_LOG: dir, VIDFEEDS_DB: '/d/site.sqlite', VIDFEEDS_OUT: '/d/out', VIDFEEDS_CONFIG: '/d/c.json' },
+  });
+  expect(result.stderr).toBe('');
+  const purge = join(dir, 'purge.txt');
+  return {
+    status: result.status,
+    stdout: result.stdout,
+    log: readFileSync(join(dir, 'build.log'), 'utf8'),
+    purge: existsSync(purge) ? readFileSync(purge, 'utf8') : null,
+    args: readFileSync(join(dir, 'args'), 'utf8').trim(),
+  };
+}
+
+const BUILT = {
+  report: 1,
+  command: 'build',
+  ok: true,
+  exitCode: 0,
+  mode: 'incremental',
+  counts: { documents: 12, written: 2, unchanged: 10, removed: 1, skipped: 0, failed: 0, bytesWritten: 900 },
+  skipped: [],
+  failed: [],
+  urls: { written: ['https://videos.example.org/alice/rss/', 'https://videos.example.org/sitemap.xml'], removed: ['https://videos.example.org/v1/oembed/'] },
+};
+
+const hasJq = spawnSync('jq', ['--version']).status === 0;
+if (!hasJq) console.warn('skipped: jq is not installed (.ci/run installs it)');
+
+describe.skipIf(!hasJq)('the cron wrapper of docs/deploy.md', () => {
+  it('is silent on success, logs one line and lists the URLs to purge', () => {
+    const run = nightly(0, BUILT);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.args).toBe('build --json --wait 600 --db /d/site.sqlite --out /d/out --config /d/c.json');
+    expect(run.log).toMatch(/^vidfeeds: a line on stderr\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ exit 0: incremental build: 2 written, 1 removed, 0 skipped, 0 failed\n$/);
+    expect(run.purge).toBe('https://videos.example.org/alice/rss/\nhttps://videos.example.org/sitemap.xml\nhttps://videos.example.org/v1/oembed/\n');
+  });
+
+  it('names the failed documents (for cron to mail) and still purges what was written', () => {
+    const failed = { ...BUILT, ok: false, exitCode: 1, counts: { ...BUILT.counts, failed: 1 }, failed: [{ format: 'rss', key: 'bob', path: 'bob/rss/index.rss', url: 'https://videos.example.org/bob/rss/', message: 'template error' }] };
+    const run = nightly(1, failed);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toBe('vidfeeds: documents failed and keep their earlier file:\n  bob/rss/index.rss: template error\n');
+    expect(run.purge).toContain('/alice/rss/');
+  });
+
+  it('reports a configuration or database error, and skips quietly when another build holds the lock', () => {
+    const bad = nightly(2, { report: 1, command: 'build', ok: false, exitCode: 2, error: 'configuration /d/c.json:3:14: baseUrl must use http or https, not ftp:' });
+    expect(bad.status).toBe(2);
+    expect(bad.stdout).toBe('vidfeeds: configuration /d/c.json:3:14: baseUrl must use http or https, not ftp: (nothing was written)\n');
+    expect(bad.purge).toBeNull();
+    const busy = nightly(75, { report: 1, command: 'build', ok: false, exitCode: 75, error: 'another build holds the lock' });
+    expect(busy.status).toBe(0);
+    expect(busy.stdout).toBe('');
+    expect(busy.log).toContain('skipped: another build held the lock');
+    const stopped = nightly(143, { report: 1, command: 'build', ok: false, exitCode: 143, error: 'stopped by SIGTERM' });
+    expect(stopped.status).toBe(143);
+    expect(stopped.stdout).toContain('stopped with exit code 143');
+  });
+});

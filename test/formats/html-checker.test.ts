@@ -1,0 +1,91 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEMO_DEFAULTS } from '../../src/db/demo-data.js';
+import { missingPrograms } from '../helpers/programs.js';
+import { buildInMemory, createDemoDb, tempDir } from '../helpers/site-fixture.js';
+
+/**
+ * The Nu HTML checker (the W3C's HTML conformance checker; the `vnu-jar` npm package, run with
+ * Debian's java) on every HTML document of the demo site, in one JVM run: each user's hCard page,
+ * each video's `/oembed/html` page, and each video's default embed (the oEmbed `html` field) as a
+ * consumer pastes it into a page.
+ */
+
+const skip = missingPrograms('the Nu HTML checker test', { java: 'default-jre-headless' });
+const VNU_JAR = String(createRequire(import.meta.url)('vnu-jar'));
+
+interface NuMessage {
+  type: string;
+  subType?: string;
+  url: string;
+  lastLine?: number;
+  message: string;
+}
+
+/** Checks the documents (name → HTML) in one run of the checker; returns its messages by name. */
+function nuCheck(documents: Record<string, string>): Record<string, string[]> {
+  const { dir } = tempDir('vidfeeds-nu-');
+  const byFile = new Map<string, string>();
+  Object.entries(documents).forEach(([name, html], i) => {
+    const file = join(dir, `${i}.html`);
+    writeFileSync(file, html);
+    byFile.set(`file:${file}`, name);
+  });
+  const result = spawnSync('java', ['-jar', VNU_JAR, '--format', 'json', '--exit-zero-always', ...[...byFile.keys()].map((url) => url.slice('file:'.length))], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.status !== 0) throw new Error(`the Nu HTML checker failed to run: ${result.stderr}`);
+  // The checker reports on stderr, as one JSON object.
+  const { messages } = JSON.parse(result.stderr) as { messages: NuMessage[] };
+  const out: Record<string, string[]> = {};
+  for (const m of messages) {
+    if (m.type === 'info' && m.subType !== 'warning') continue;
+    const name = byFile.get(m.url) ?? m.url;
+    (out[name] ??= []).push(`${m.subType ?? m.type} line ${m.lastLine ?? '?'}: ${m.message}`);
+  }
+  return out;
+}
+
+/** A consumer's page holding an embed, as oEmbed consumers paste the `html` field. */
+function consumerPage(html: string): string {
+  return `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>A page that embeds a video</title>\n</head>\n<body>\n<main>\n${html}\n</main>\n</body>\n</html>\n`;
+}
+
+describe.skipIf(skip !== null)('the Nu HTML checker', () => {
+  it('accepts every hCard page, every /oembed/html page and every default embed of the demo, and refuses a bare fragment', () => {
+    // The demo `npm run demo` builds (60 users, 217 published videos today), not the tests' smaller one.
+    const { file } = createDemoDb(DEMO_DEFAULTS);
+    const { writer, report } = buildInMemory(file, { only: new Set(['hcard', 'oembed', 'oembed-html']) });
+    expect(report.failed).toEqual([]);
+    const documents: Record<string, string> = {};
+    let hcards = 0;
+    let videos = 0;
+    for (const [path, body] of writer.files) {
+      const text = body.toString('utf8');
+      if (path.endsWith('/hcard/index.html')) {
+        documents[path] = text;
+        hcards++;
+      } else if (path.endsWith('/oembed/html')) {
+        documents[path] = text;
+      } else if (path.endsWith('/oembed/index.json')) {
+        documents[`${path} html field in a page`] = consumerPage((JSON.parse(text) as { html: string }).html);
+        videos++;
+      }
+    }
+    expect(hcards).toBeGreaterThan(30);
+    expect(videos).toBeGreaterThan(200);
+    // A control: the checker does refuse what is not a valid document (no doctype, no title).
+    const [anyVideo] = Object.keys(documents).filter((name) => name.endsWith('/oembed/html'));
+    const bare = (JSON.parse(writer.text(anyVideo!.replace(/html$/, 'index.json'))) as { html: string }).html;
+    const control = 'a bare embed fragment';
+
+    const messages = nuCheck({ ...documents, [control]: bare });
+    expect(messages[control]!.join('\n')).toMatch(/Start tag seen without seeing a doctype first/);
+    delete messages[control];
+    expect(messages).toEqual({});
+  });
+});
