@@ -8,15 +8,18 @@ import { fileURLToPath } from 'node:url';
 import { DEMO_SHAPES, generateDemo, type DemoShape } from '../db/demo-data.js';
 import { FORMATS } from '../formats/registry.js';
 import { openForWriting } from '../db/open-database.js';
+import { waitForQuietDisk } from './disk-probe.js';
+import { benchFreshness } from './freshness.js';
 import { packTree } from './pack.js';
 
 /**
  * `npm run bench`: builds demo sites of 10,000 and 100,000 users in both shapes of the demo
  * generator (`demo`, about five videos per user, and `feed-heavy`, every user's feeds full) and
  * prints, for each, the full build (wall time, documents per second, MB written, peak RSS), a
- * rebuild with nothing changed, a rebuild after one video edit, and the floor: the same bytes
- * written to the same paths with write-beside-and-rename and nothing else (floor.ts). Figures,
- * not a test: docs/performance.md.
+ * rebuild with nothing changed, a rebuild after one video edit, `vidfeeds check` of the tree, and
+ * the floor: the same bytes written to the same paths with write-beside-and-rename and nothing else
+ * (floor.ts); then the same full build with pre-compressed forms (`compress`) against both and
+ * against its own floor, and the bytes the forms save. Figures, not a test: docs/performance.md.
  *
  *   npm run bench                      both sizes, both shapes
  *   npm run bench -- --users 10000     one size (a comma-separated list for several)
@@ -26,6 +29,9 @@ import { packTree } from './pack.js';
  *   npm run bench -- --keep            keep this run's trees under bench-cache/runs/
  *   npm run bench -- --xml builder     render every document through xmlbuilder2's DOM (the figures
  *                                      before the fast path of src/render/xml.ts)
+ *   npm run bench -- --freshness       instead: the time from a commit to its documents in place
+ *                                      while `vidfeeds watch` runs (freshness.ts); --rate <changes
+ *                                      per second> (20) and --seconds <n> (60) shape the writer
  *
  * Every build runs as its own process (child.ts) so its peak RSS is its own. Demo databases are
  * cached in bench-cache/ (gitignored), keyed by the generator's code. Each run builds into fresh
@@ -38,6 +44,8 @@ const CACHE = join(ROOT, 'bench-cache');
 const RUNS = join(CACHE, 'runs');
 const CLI_CHILD = join(ROOT, 'dist/bench/child.js');
 const FLOOR_CHILD = join(ROOT, 'dist/bench/floor.js');
+const WRITER = join(ROOT, 'dist/bench/writer.js');
+const DISK_BASELINE = join(CACHE, 'disk-probe.json');
 
 const TARGETS = { fullOverFloor: 1.5, noChangeOverFull: 0.1, oneVideoSeconds: 0.5 };
 /** Peak RSS targets: the feed-heavy one is issue 17's. */
@@ -56,6 +64,8 @@ interface BenchOptions {
   /** Formats to build (`--only`); every format when absent. */
   only?: string[];
   keep: boolean;
+  /** The freshness run instead of the build timings, with its writer's rate and length. */
+  freshness: { rate: number; seconds: number } | null;
   /** Environment of every build. */
   env: Record<string, string>;
 }
@@ -65,7 +75,15 @@ function parseArgs(argv: string[]): BenchOptions {
   let shapes: DemoShape[] = [...DEMO_SHAPES];
   let only: string[] | undefined;
   let keep = false;
+  let freshness: BenchOptions['freshness'] = null;
+  let rate = 20;
+  let seconds = 60;
   const env: Record<string, string> = {};
+  const positive = (flag: string, value: string | undefined) => {
+    const number = Number(value);
+    if (!Number.isFinite(number) || number <= 0) throw new Error(`${flag} takes a positive number`);
+    return number;
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--users') {
@@ -82,15 +100,22 @@ function parseArgs(argv: string[]): BenchOptions {
       if (only.length === 0 || unknown.length > 0) throw new Error(`--only takes a comma-separated list of formats (${FORMATS.map((f) => f.name).join(', ')})`);
     } else if (arg === '--keep') {
       keep = true;
+    } else if (arg === '--freshness') {
+      freshness = { rate, seconds };
+    } else if (arg === '--rate') {
+      rate = positive(arg, argv[++i]);
+    } else if (arg === '--seconds') {
+      seconds = positive(arg, argv[++i]);
     } else if (arg === '--xml') {
       const engine = argv[++i];
       if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
       env.VIDFEEDS_XML_ENGINE = engine;
     } else {
-      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --xml fast|builder`);
+      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>]`);
     }
   }
-  return { users, shapes, only, keep, env };
+  if (freshness !== null) freshness = { rate, seconds };
+  return { users, shapes, only, keep, freshness, env };
 }
 
 /** The cached demo database of `users` users of a shape; made when missing or when the generator changed. */
@@ -169,7 +194,7 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   // are timed in the same conditions: each creates a fresh tree, with nothing deleted in between.
   // The floor writes the bytes of the full build, packed into one file first (untimed).
   const out = join(runDir, 'full');
-  settleDisk();
+  await quietDisk(lines);
   const onlyArgs = only === undefined ? [] : ['--only', only.join(',')];
   const full = await runChild(CLI_CHILD, buildArgs(db, out, onlyArgs), env);
   const documents = documentsOf(full);
@@ -178,23 +203,71 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   const rssMb = full.maxRssKb / 1024;
   const rssTarget = PEAK_RSS_MB[shape];
   lines(`full build          ${s(full.seconds)}   ${n(documents / full.seconds).padStart(7)} documents/s   ${mb(packed.bytes)} MB written in ${n(packed.files)} files   peak RSS ${rssMb.toFixed(0)} MB (target < ${rssTarget} MB: ${mark(rssMb < rssTarget)})`);
-  settleDisk();
+  await quietDisk(lines);
   const floor = await runChild(FLOOR_CHILD, [pack, join(runDir, 'floor')]);
   rmSync(`${pack}.data`, { force: true });
 
   // A build of some formats is partial: it never follows from a change position, so there is no
-  // incremental build to time after it.
+  // incremental build to time after it, and `check` would find the other formats missing.
   if (only === undefined) {
-    settleDisk();
+    await quietDisk(lines);
     const again = await runChild(CLI_CHILD, buildArgs(db, out), env);
     const ratio = again.seconds / full.seconds;
     lines(`no-change rebuild   ${s(again.seconds)}   ${ratio.toFixed(2)} of full (target ≤ ${TARGETS.noChangeOverFull}: ${mark(ratio <= TARGETS.noChangeOverFull)})   peak RSS ${(again.maxRssKb / 1024).toFixed(0)} MB`);
     lines(`one-video edit      ${await oneVideoEdit(db, out, env)}`);
+
+    // vidfeeds check reads every file back, hashes it, parses it and validates it against its schema.
+    settleDisk();
+    const checked = await runChild(CLI_CHILD, ['check', '--out', out, '--state', `${out}.state.sqlite`, '--db', db], env);
+    lines(`check --db          ${s(checked.seconds)}   ${n(documents / checked.seconds).padStart(7)} documents/s   ${checked.stderr.trim().split('\n').pop()?.replace(/^vidfeeds: /, '') ?? ''}   peak RSS ${(checked.maxRssKb / 1024).toFixed(0)} MB`);
   }
 
   const overFloor = full.seconds / floor.seconds;
   lines(`floor               ${s(floor.seconds)}   the same ${n(packed.files)} files, write-beside-and-rename only`);
   lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${TARGETS.fullOverFloor}: ${mark(overFloor <= TARGETS.fullOverFloor)})`);
+
+  if (only === undefined) await compressedBuild(db, runDir, full.seconds, floor.seconds, env, lines);
+}
+
+/**
+ * The same full build with `"compress": ["gzip", "br"]`, into a fresh tree, against the build
+ * without and against two floors: the uncompressed tree's and its own (the same files and forms,
+ * write-beside-and-rename only). Then what the forms save a client that takes gzip or br.
+ */
+async function compressedBuild(db: string, runDir: string, plainSeconds: number, plainFloorSeconds: number, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
+  const config = join(runDir, 'compress.config.json');
+  writeFileSync(config, JSON.stringify({ compress: ['gzip', 'br'] }));
+  const out = join(runDir, 'compressed');
+  settleDisk();
+  const built = await runChild(CLI_CHILD, buildArgs(db, out, ['--config', config]), env);
+  const pack = join(runDir, 'pack-compressed');
+  const packed = packTree(out, pack);
+  settleDisk();
+  const floor = await runChild(FLOOR_CHILD, [pack, join(runDir, 'floor-compressed')]);
+  rmSync(`${pack}.data`, { force: true });
+  const sizes = formSizes(out);
+  const saved = (bytes: number) => `${mb(sizes.documents - bytes)} MB of ${mb(sizes.documents)} MB (${((1 - bytes / sizes.documents) * 100).toFixed(0)}%)`;
+  lines(`compressed build    ${s(built.seconds)}   gzip and br beside each document: ${n(packed.files)} files, ${mb(packed.bytes)} MB   peak RSS ${(built.maxRssKb / 1024).toFixed(0)} MB`);
+  lines(`  / full build      ${(built.seconds / plainSeconds).toFixed(2).padStart(7)}     / floor without forms ${(built.seconds / plainFloorSeconds).toFixed(2)}`);
+  lines(`  its floor         ${s(floor.seconds)}   compressed / its floor ${(built.seconds / floor.seconds).toFixed(2)}`);
+  lines(`  bytes saved       gzip ${saved(sizes.gzip)}, br ${saved(sizes.br)} for a client that fetches every document`);
+}
+
+/** Bytes of the documents of a tree and of their .gz and .br forms. */
+function formSizes(root: string): { documents: number; gzip: number; br: number } {
+  const sizes = { documents: 0, gzip: 0, br: 0 };
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.')) continue;
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.gz')) sizes.gzip += statSync(full).size;
+      else if (entry.name.endsWith('.br')) sizes.br += statSync(full).size;
+      else sizes.documents += statSync(full).size;
+    }
+  };
+  walk(root);
+  return sizes;
 }
 
 /**
@@ -202,7 +275,8 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
  * build's and the floor's, of 42 inodes and 178 KB each, and the pack, with a margin), scaled by
  * what a user of the shape publishes: nearly every file has a folder of its own (a user's folder,
  * one per user format; a video's folder and its oembed/ holding its four files), and every file
- * and folder takes a 4 KB block.
+ * and folder takes a 4 KB block. The compressed trees (two forms beside each document, about 4 KB
+ * each on disk: 70 inodes and 300 KB per demo user, estimated from a 300-user run) double it.
  */
 const VIDEOS_PER_USER: Record<DemoShape, number> = { demo: 5, 'feed-heavy': 25 };
 
@@ -211,8 +285,9 @@ function needsPerUser(shape: DemoShape, only: string[] | undefined): { inodes: n
   const userFormats = chosen.filter((format) => format.scope === 'user').length;
   const videoFiles = chosen.filter((format) => format.scope === 'video').length;
   const perTree = (userFormats > 0 ? 1 + 2 * userFormats : 0) + (videoFiles > 0 ? VIDEOS_PER_USER[shape] * (2 + videoFiles) : 0);
-  // Two trees and a margin; a block per inode, and the pack about as large again.
-  const inodes = Math.ceil(perTree * 2 * 1.1);
+  // Two trees, two compressed trees of about as many inodes again, and a margin; a block per
+  // inode, and the pack about as large again.
+  const inodes = Math.ceil(perTree * 2 * (only === undefined ? 2 : 1) * 1.1);
   return { inodes, bytes: inodes * 4096 * 1.5 };
 }
 
@@ -250,6 +325,35 @@ function settleDisk(): void {
   }
 }
 
+/**
+ * Before a timed phase: every dirty page written (sync), then the file system's own measure of how
+ * busy it is (disk-probe.ts). A run refuses to time while it stays busy.
+ */
+async function quietDisk(lines: (line: string) => void): Promise<void> {
+  settleDisk();
+  await waitForQuietDisk(RUNS, DISK_BASELINE, lines);
+}
+
+/** The freshness run on a copy of the demo database of `users` users. */
+async function freshnessSize(users: number, runDir: string, options: BenchOptions, lines: (line: string) => void): Promise<void> {
+  const demo = demoDatabase(users, 'demo');
+  const db = join(runDir, 'site.sqlite');
+  copyFileSync(demo.file, db);
+  lines(`== freshness, ${n(users)} users (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'})`);
+  await benchFreshness({
+    db,
+    runDir,
+    cliChild: CLI_CHILD,
+    writerScript: WRITER,
+    rate: options.freshness!.rate,
+    seconds: options.freshness!.seconds,
+    env: options.env,
+    runCli: (args) => runChild(CLI_CHILD, args, options.env),
+    quietDisk: () => quietDisk(lines),
+    lines,
+  });
+}
+
 /** Edits one video in the run's copy of the database and builds again into the same tree with the same state. */
 async function oneVideoEdit(db: string, out: string, env: Record<string, string>): Promise<string> {
   const site = new Database(db);
@@ -260,7 +364,8 @@ async function oneVideoEdit(db: string, out: string, env: Record<string, string>
 }
 
 async function benchMain(): Promise<void> {
-  const { users, shapes, only, keep, env } = parseArgs(process.argv.slice(2));
+  const options = parseArgs(process.argv.slice(2));
+  const { users, shapes, only, keep, env } = options;
   mkdirSync(RUNS, { recursive: true });
   const stale = readdirSync(RUNS).map((name) => join(RUNS, name));
   const started = new Date();
@@ -272,10 +377,17 @@ async function benchMain(): Promise<void> {
     if (ago < 300) console.log(`note: the previous run deleted its trees ${ago.toFixed(0)} s ago; ext4 creates files slowly for a few minutes after a large delete, so figures may read high`);
   }
   // Before the try: a run that cannot start must not spend minutes removing earlier trees first.
-  checkRoom(users, shapes, only, stale.length > 0);
+  checkRoom(users, options.freshness !== null ? ['demo'] : shapes, only, stale.length > 0);
   const mine: string[] = [];
   try {
     for (const count of users) {
+      if (options.freshness !== null) {
+        const runDir = join(RUNS, `${count}-${started.getTime()}`);
+        mkdirSync(runDir, { recursive: true });
+        mine.push(runDir);
+        await freshnessSize(count, runDir, options, (line) => console.log(line));
+        continue;
+      }
       for (const shape of shapes) {
         const runDir = join(RUNS, `${shape}-${count}-${started.getTime()}`);
         mkdirSync(runDir, { recursive: true });

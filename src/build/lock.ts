@@ -25,7 +25,7 @@ export interface LockHolder {
   token: string;
 }
 
-/** Another build holds the lock of this output directory. Exit code 1: the build did not run. */
+/** Another build holds the lock of this output directory. Exit code 75 (try again later): the build did not run. */
 export class LockHeldError extends Error {
   constructor(
     readonly file: string,
@@ -36,7 +36,7 @@ export class LockHeldError extends Error {
       holder === null
         ? `output directory ${out} is locked by ${file}, which is not a vidfeeds lock file: if no build is running, remove it`
         : `output directory ${out} is being built by another vidfeeds: ${describeHolder(holder)}; ` +
-            `wait for it to finish${holder.host === hostname() ? '' : `, or, if it no longer runs on ${holder.host}, remove ${file}`}`,
+            `wait for it to finish (--wait SECONDS)${holder.host === hostname() ? '' : `, or, if it no longer runs on ${holder.host}, remove ${file}`}`,
     );
     this.name = 'LockHeldError';
   }
@@ -54,7 +54,12 @@ export interface LockOptions {
   isAlive?: (pid: number) => boolean;
   /** Called when a lock left by a dead build is taken over. */
   onRecovered?: (holder: LockHolder) => void;
+  /** How long to wait for another build to release the lock before giving up; 0 (the default) gives up at once. */
+  waitSeconds?: number;
 }
+
+/** How often a waiting build looks at the lock again. */
+const WAIT_POLL_MS = 100;
 
 export interface BuildLock {
   readonly file: string;
@@ -86,6 +91,24 @@ export function processIsAlive(pid: number): boolean {
 }
 
 export function acquireBuildLock(outDir: string, options: LockOptions = {}): BuildLock {
+  const deadline = Date.now() + (options.waitSeconds ?? 0) * 1000;
+  for (;;) {
+    try {
+      return tryBuildLock(outDir, options);
+    } catch (error) {
+      // A lock that is not ours to judge (not a vidfeeds lock) is not waited for.
+      if (!(error instanceof LockHeldError) || error.holder === null || Date.now() >= deadline) throw error;
+      sleep(Math.min(WAIT_POLL_MS, Math.max(1, deadline - Date.now())));
+    }
+  }
+}
+
+/** Blocks the thread: the build is synchronous, and nothing else runs while it waits. */
+function sleep(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
   const out = resolve(outDir);
   const file = options.file ?? defaultLockFile(out);
   const isAlive = options.isAlive ?? processIsAlive;

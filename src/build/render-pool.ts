@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { ConfigError, type SiteConfig } from '../config/config.js';
+import type { ValueIssue } from '../db/decode.js';
 import type { UserRow } from '../db/site-reader.js';
 import type { UserPart } from '../model/views.js';
 import type { BuildFingerprint } from './incremental.js';
@@ -64,7 +65,7 @@ export interface RenderRequest {
 export type RenderReply =
   | { ready: true }
   | { refused: string }
-  | { batch: number; users: RenderedDocument[][] }
+  | { batch: number; users: RenderedDocument[][]; issues: ValueIssue[] }
   | { fatal: string };
 
 export interface RenderPoolOptions {
@@ -111,6 +112,8 @@ export class RenderPool {
     parts: ReadonlySet<UserPart>,
     position: number,
     local: (row: UserRow) => RenderedDocument[],
+    /** What a worker's reader found wrong in values (src/db/decode.ts), to report as the build's reader would. */
+    issues: (found: readonly ValueIssue[]) => void = () => {},
   ): Generator<RenderedUser> {
     const iterator = rows[Symbol.iterator]();
     let exhausted = false;
@@ -159,6 +162,7 @@ export class RenderPool {
           if ('fatal' in reply) throw new Error(reply.fatal);
           if (batch === undefined || !('batch' in reply) || reply.batch !== batch.number) throw new Error('a render thread answered out of order');
           batch.documents = reply.users;
+          if (reply.issues.length > 0) issues(reply.issues);
           if (worker === block) break;
         }
       }

@@ -1,5 +1,6 @@
 import { workerData } from 'node:worker_threads';
 import { ChangeLog } from '../db/change-log.js';
+import type { ValueIssue } from '../db/decode.js';
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';
 import type { UserFormat } from '../formats/format.js';
@@ -39,6 +40,9 @@ function start(): void {
   const db = openForReading(data.db);
   const reader = new SiteReader(db, data.config.recommendationsCount);
   const parts = new Set(data.parts);
+  // Issues go back with the batch that found them; the build's reader reports each once.
+  let issues: ValueIssue[] = [];
+  reader.onIssue((issue) => issues.push(issue));
   // The transaction stays open for the worker's life (it ends with the build): every batch reads
   // the snapshot checked here.
   db.exec('BEGIN');
@@ -49,6 +53,7 @@ function start(): void {
   reply({ ready: true });
   port.on('message', ({ batch, ids }: RenderRequest) => {
     let users: RenderedDocument[][];
+    issues = [];
     try {
       users = ids.map((id) => {
         const bundle = reader.userBundle(id, parts);
@@ -63,7 +68,7 @@ function start(): void {
     } catch (error) {
       return reply({ fatal: (error as Error).message });
     }
-    reply({ batch, users });
+    reply({ batch, users, issues });
   });
 }
 

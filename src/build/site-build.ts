@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { openForReading } from '../db/open-database.js';
@@ -8,7 +9,7 @@ import type { SiteContext } from '../model/site-context.js';
 import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './build-record.js';
 import { BuildState, defaultStateFile } from './build-state.js';
 import { runBuild, type BuildReport, type BuildReporter } from './build.js';
-import { buildFingerprint } from './incremental.js';
+import { buildFingerprint, type BuildFingerprint } from './incremental.js';
 import { acquireBuildLock, type BuildLock } from './lock.js';
 import { createRenderPool } from './render-pool.js';
 import { createDirectoryWriter } from './write-pool.js';
@@ -40,12 +41,30 @@ export interface SiteBuildRequest {
   shard?: ShardSpec;
   reporter?: BuildReporter;
   /**
-   * The lock of the output directory when the caller holds it already (`vidfeeds watch` holds it
-   * for its whole life). Without it, the build takes the lock and releases it when done.
+   * The lock of the output directory when the caller holds it already. Without it, the build
+   * takes the lock and releases it when done.
    */
   lock?: BuildLock;
   /** Names the lock's holder, e.g. `vidfeeds build`. */
   command?: string;
+  /** How long to wait for another build's lock before giving up (LockHeldError); 0 by default. */
+  waitSeconds?: number;
+  /** A signal that asks the build to stop (src/build/interrupt.ts). */
+  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
+  /**
+   * What `vidfeeds watch` keeps open between builds (src/watch/watch-session.ts): used as given
+   * and left open. Without it, the build opens the database and the state and closes them.
+   */
+  held?: HeldInputs;
+}
+
+/** An open database with its prepared statements, an open state, and the fingerprint of the loaded configuration and templates. */
+export interface HeldInputs {
+  db: Database.Database;
+  reader: SiteReader;
+  changeLog: ChangeLog;
+  state: BuildState;
+  fingerprint: BuildFingerprint;
 }
 
 export function buildSite(request: SiteBuildRequest): BuildReport {
@@ -53,16 +72,17 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   const { config } = request;
   // Configuration and templates are checked before the lock is taken or a file is touched.
   const site = request.site ?? createSiteContext(config, formats);
-  const fingerprint = buildFingerprint(config, formats, VIDFEEDS_VERSION);
+  const { held } = request;
+  const fingerprint = held?.fingerprint ?? buildFingerprint(config, formats, VIDFEEDS_VERSION);
   // Render threads load the registry's formats: a build with a table of its own renders here.
   // No thread starts until a build has a batch of users for it.
   const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, config, now: site.now, fingerprint }) : null;
-  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build' });
+  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds });
   try {
-    const db = openForReading(request.db);
+    const db = held?.db ?? openForReading(request.db);
     try {
       const stateFile = request.stateFile ?? defaultStateFile(request.out);
-      const state = new BuildState(stateFile);
+      const state = held?.state ?? new BuildState(stateFile);
       try {
         checkStateShard(state, stateFile, request.shard);
         const writer = createDirectoryWriter(request.out);
@@ -70,13 +90,15 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
           removeBuildRecord(request.out, request.shard);
           const report = runBuild(
             {
-              reader: new SiteReader(db, config.recommendationsCount),
+              reader: held?.reader ?? new SiteReader(db, config.recommendationsCount),
               writer,
               state,
               site,
               formats,
               reporter: request.reporter,
-              incremental: { changeLog: new ChangeLog(db), fingerprint },
+              incremental: { changeLog: held?.changeLog ?? new ChangeLog(db), fingerprint },
+              stopRequested: request.stopRequested,
+              compression: config.compress,
               renderPool: renderPool ?? undefined,
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
@@ -90,10 +112,10 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
           writer.close();
         }
       } finally {
-        state.close();
+        if (held === undefined) state.close();
       }
     } finally {
-      db.close();
+      if (held === undefined) db.close();
     }
   } finally {
     if (request.lock === undefined) lock.release();

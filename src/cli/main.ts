@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { VIDFEEDS_VERSION } from '../build/site-context.js';
 import { registerBuild } from './commands/build.js';
+import { registerCheck } from './commands/check.js';
 import { registerDemo } from './commands/demo.js';
 import { registerFormats } from './commands/formats.js';
 import { registerHosting } from './commands/hosting.js';
@@ -10,13 +11,14 @@ import { registerInit } from './commands/init.js';
 import { registerRecommend } from './commands/recommend.js';
 import { registerRecommendations } from './commands/recommendations.js';
 import { registerWatch } from './commands/watch.js';
-import { EXIT, isUsageError } from './errors.js';
+import { EXIT, exitCodeOf } from './errors.js';
 import { processConsole, type Console } from './output.js';
 
 /**
  * The command line. Each command lives in its own file under commands/ and reports its exit code
- * through `setExit`; this function alone turns errors into exit codes: 0 success, 1 a failed
- * build (or parts that do not agree), 2 bad usage or configuration.
+ * through `setExit`; this function alone turns errors into exit codes (`exitCodeOf`, errors.ts):
+ * 0 success, 1 a failed build (or a check that found problems), 2 bad usage or configuration,
+ * 75 another build holds the lock, 130/143 a build stopped by SIGINT/SIGTERM.
  */
 export async function main(argv: string[], io: Console = processConsole): Promise<number> {
   let exitCode: number = EXIT.ok;
@@ -36,6 +38,7 @@ export async function main(argv: string[], io: Console = processConsole): Promis
   registerInit(program, io, setExit);
   registerDemo(program, io, setExit);
   registerBuild(program, io, setExit);
+  registerCheck(program, io, setExit);
   registerShards(program, io, setExit);
   registerFormats(program, io, setExit);
   registerRecommend(program, io, setExit);
@@ -52,12 +55,9 @@ export async function main(argv: string[], io: Console = processConsole): Promis
       // Help and version are successes; everything else commander raises is a usage error.
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (isUsageError(error)) {
-      io.err(`vidfeeds: ${(error as Error).message}`);
-      return EXIT.usage;
-    }
+    const code = exitCodeOf(error);
     io.err(`vidfeeds: ${(error as Error).message ?? String(error)}`);
-    if (process.env.VIDFEEDS_DEBUG) io.err((error as Error).stack ?? '');
-    return EXIT.failed;
+    if (code === EXIT.failed && process.env.VIDFEEDS_DEBUG) io.err((error as Error).stack ?? '');
+    return code;
   }
 }

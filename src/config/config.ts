@@ -36,6 +36,24 @@ export interface SiteConfig {
   player: PlayerConfig;
   /** Make an unpublishable row (a bad name) fatal instead of reported and skipped. */
   strict: boolean;
+  /** Pre-compressed forms written beside each text document (`.gz`, `.br`); none by default. */
+  compress: Array<'gzip' | 'br'>;
+  cacheControl: CacheControlConfig;
+}
+
+/**
+ * The Cache-Control header every host configuration and `vidfeeds serve` send, per format: the
+ * format's class (src/hosting/cache-control.ts says which is which), unless `formats` names it.
+ */
+export interface CacheControlConfig {
+  /** Feeds and lists that change with a user's activity: RSS, Atom, recommendations, XSPF, APML, OPML. */
+  feeds: string;
+  /** Documents that change rarely: oEmbed, FOAF, hCard. */
+  profiles: string;
+  /** Site-wide files: sitemap, robots.txt, opensearch.xml, crossdomain.xml. */
+  site: string;
+  /** Per format name, over its class. */
+  formats: Record<string, string>;
 }
 
 export interface PageTemplates {
@@ -135,6 +153,7 @@ export interface JsonSchema {
   type?: string | string[];
   properties?: Record<string, JsonSchema>;
   items?: JsonSchema;
+  propertyNames?: JsonSchema;
   anyOf?: JsonSchema[];
   format?: string;
   pattern?: string;
@@ -408,6 +427,17 @@ function checkConfig(data: Json, source: ConfigSource, flags: ReadonlyMap<string
       // The branches of an anyOf explain themselves badly: the anyOf error speaks for them.
       if (/\/anyOf\/\d+\//.test(error.schemaPath)) continue;
       const path = pointerPath(error.instancePath);
+      // A key of an open map (cacheControl.formats) that is not one of its names: the inner error
+      // names the key; the outer `propertyNames` one only repeats it.
+      if (error.keyword === 'propertyNames') continue;
+      if (error.propertyName !== undefined) {
+        const at = [...path, error.propertyName];
+        const names = ((error.parentSchema as JsonSchema | undefined)?.enum ?? []).map(String);
+        const near = names.find((name) => editDistance(name.toLowerCase(), error.propertyName!.toLowerCase()) <= Math.max(1, Math.floor(name.length / 3)));
+        const hint = near === undefined ? '' : `; did you mean ${JSON.stringify(near)}?`;
+        report(at, settingName(at), `is not ${(error.parentSchema as JsonSchema | undefined)?.title ?? 'a known name'}; known: ${names.join(', ')}${hint}`, { atKey: true });
+        continue;
+      }
       if (error.keyword === 'additionalProperties') {
         const key = (error.params as { additionalProperty: string }).additionalProperty;
         const at = [...path, key];
@@ -476,6 +506,10 @@ function schemaProblem(error: ErrorObject): string {
       return schema.minimum !== undefined && schema.maximum !== undefined
         ? `must be from ${schema.minimum} to ${schema.maximum}, not ${found}`
         : `must be ${error.keyword === 'minimum' ? 'at least' : 'at most'} ${(error.params as { limit: number }).limit}, not ${found}`;
+    case 'uniqueItems': {
+      const { j } = error.params as { i: number; j: number };
+      return `names ${describe((error.data as unknown[])[j])} twice`;
+    }
     case 'enum': {
       const allowed = schema.enum ?? [];
       const near = typeof error.data === 'string' ? allowed.find((v) => typeof v === 'string' && editDistance(v.toLowerCase(), (error.data as string).toLowerCase()) <= Math.max(1, Math.floor(v.length / 3))) : undefined;

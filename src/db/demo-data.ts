@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { SCHEMA_VERSION } from './migrations.js';
 
 /**
  * A deterministic demo site: the same `users` and `seed` always give the same database. It has
@@ -324,6 +325,9 @@ export function isDemoDatabase(file: string): boolean | undefined {
   try {
     const db = new Database(file, { readonly: true, fileMustExist: true });
     try {
+      // A database of another schema version is reported by the build itself, alone.
+      const version = db.pragma('user_version', { simple: true }) as number;
+      if (version < 1 || version > SCHEMA_VERSION) return undefined;
       return db.prepare(`SELECT 1 FROM site_meta WHERE key = 'demo'`).get() !== undefined;
     } finally {
       db.close();

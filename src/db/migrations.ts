@@ -1,4 +1,8 @@
 import type Database from 'better-sqlite3';
+import { SITE_TABLES } from './columns.js';
+import type { ValueIssue } from './decode.js';
+import { REPLACEABLE_TABLES, replacedRowsMigration } from './replaced-rows.js';
+import { ownerColumnsLog, typeCheckMigration, wrongTypeRows } from './type-checks.js';
 
 /**
  * Versioned schema of the site database. `PRAGMA user_version` holds the number of migrations
@@ -388,7 +392,21 @@ export const MIGRATIONS: readonly string[] = [
     INSERT INTO change_log (table_name, op, old_keys) VALUES ('recommendations', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id, 'status', OLD.status));
   END;
   `,
+
+  // 4: the schema refuses values of the wrong type at write time (src/db/type-checks.ts): triggers
+  // generated from the description of every column (src/db/columns.ts). Rows that already hold
+  // such values stay as they are; `migrate` reports them (TYPE_CHECK_VERSION).
+  typeCheckMigration(SITE_TABLES),
+
+  // 5: rows deleted by REPLACE are logged (src/db/replaced-rows.ts), so incremental builds remove
+  // their documents: SQLite fires no delete trigger for them unless recursive triggers are on. And
+  // a user whose creation time or name is corrected, which publishes it, is logged as a change
+  // of the person (src/db/type-checks.ts, ownerColumnsLog).
+  `${replacedRowsMigration(REPLACEABLE_TABLES)}\n${ownerColumnsLog(SITE_TABLES)}`,
 ];
+
+/** The migration that makes the schema refuse wrong types; upgrading past it reports the rows that already break it. */
+export const TYPE_CHECK_VERSION = 4;
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -410,8 +428,18 @@ export function schemaVersion(db: Database.Database): number {
   return db.pragma('user_version', { simple: true }) as number;
 }
 
-/** Applies the migrations a database lacks. Returns the versions before and after. */
-export function migrate(db: Database.Database, file: string): { from: number; to: number } {
+export interface MigrationResult {
+  from: number;
+  to: number;
+  /**
+   * When this upgrade added the type checks (from an older version with rows in it): every stored
+   * value that breaks them. They are kept as they are; builds decode them by their column's rule.
+   */
+  wrongTypes: ValueIssue[];
+}
+
+/** Applies the migrations a database lacks. Returns the versions before and after, and the rows the new type checks find. */
+export function migrate(db: Database.Database, file: string): MigrationResult {
   const from = schemaVersion(db);
   if (from > SCHEMA_VERSION) throw new SchemaVersionError(file, from, SCHEMA_VERSION);
   for (let version = from; version < SCHEMA_VERSION; version++) {
@@ -420,5 +448,6 @@ export function migrate(db: Database.Database, file: string): { from: number; to
       db.pragma(`user_version = ${version + 1}`);
     })();
   }
-  return { from, to: SCHEMA_VERSION };
+  const wrongTypes = from > 0 && from < TYPE_CHECK_VERSION ? [...wrongTypeRows(db, SITE_TABLES)] : [];
+  return { from, to: SCHEMA_VERSION, wrongTypes };
 }

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION } from './migrations.js';
+import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION, type MigrationResult } from './migrations.js';
 
 /** A database problem the operator must fix (missing file, wrong version). Exit code 2. */
 export class DatabaseError extends Error {
@@ -59,7 +59,7 @@ function openExisting(file: string, readonly: boolean): Database.Database {
  * SQLite file that holds tables but no vidfeeds schema (another application's database, a wrong
  * --db) is refused untouched, unless `adopt` asks for vidfeeds's tables to be added to it.
  */
-export function openForWriting(file: string, { adopt = false }: { adopt?: boolean } = {}): { db: Database.Database; from: number; to: number } {
+export function openForWriting(file: string, { adopt = false }: { adopt?: boolean } = {}): { db: Database.Database } & MigrationResult {
   let db: Database.Database;
   try {
     db = new Database(file);
@@ -71,7 +71,7 @@ export function openForWriting(file: string, { adopt = false }: { adopt?: boolea
     const version = readVersion(db, file);
     if (!adopt) refuseForeign(db, file, version);
     db.pragma('foreign_keys = ON');
-    let versions: { from: number; to: number };
+    let versions: MigrationResult;
     try {
       versions = migrate(db, file);
     } catch (error) {

@@ -13,12 +13,17 @@ export const MAX_URLS_PER_SITEMAP = 50_000;
 /** The sitemaps.org limit for one file, uncompressed: 52,428,800 bytes, the wrapper included. */
 export const MAX_BYTES_PER_SITEMAP = 50 * 1024 * 1024;
 
-/** Every URL the sitemap lists, in a stable order: users by name, then videos by id. */
+/** Every URL the sitemap lists, in a stable order: users by name, then videos by id; never a document that failed. */
 export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<string> {
   const userFormats = site.formats.filter((f) => f.scope === 'user' && f.inSitemap);
   const videoFormats = site.formats.filter((f) => f.scope === 'video' && f.inSitemap);
-  for (const name of index.usernames()) for (const f of userFormats) if (f.scope === 'user') yield site.paths.url(f, name);
-  for (const id of index.videoIds()) for (const f of videoFormats) if (f.scope === 'video') yield site.paths.url(f, id);
+  const failed = (format: string, key: string) => index.documentFailed?.(format, key) ?? false;
+  for (const name of index.usernames()) {
+    for (const f of userFormats) if (f.scope === 'user' && !failed(f.name, name)) yield site.paths.url(f, name);
+  }
+  for (const id of index.videoIds()) {
+    for (const f of videoFormats) if (f.scope === 'video' && !failed(f.name, id)) yield site.paths.url(f, id);
+  }
 }
 
 /**

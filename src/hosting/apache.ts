@@ -1,3 +1,5 @@
+import { ALL_ENCODINGS, ENCODINGS, type Encoding } from '../build/compression.js';
+import type { Format } from '../formats/format.js';
 import { bareMediaType, isCompressible, OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, urlPattern, type Routes } from './routes.js';
 
 /**
@@ -21,6 +23,10 @@ export interface ApacheOptions {
   /** `HOST:PORT` of `vidfeeds serve` for parametrised requests and the POST (needs mod_proxy_http). */
   upstream?: string;
   generator: string;
+  /** The Cache-Control value of each format (src/hosting/cache-control.ts). */
+  cacheControl: (format: Format) => string;
+  /** The encodings the build writes beside each document (`compress`), sent to clients that take them. */
+  compress: readonly Encoding[];
 }
 
 /** A value in Apache's double quotes. */
@@ -62,19 +68,44 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
   const compressible = [...new Set([...routes.site, ...routes.keyed].map((f) => f.mediaType).filter(isCompressible).map(bareMediaType))];
   lines.push('<IfModule mod_deflate.c>', `  AddOutputFilterByType DEFLATE ${compressible.join(' ')}`, '</IfModule>', '');
 
-  // Content types by file name: the files of the table are the only ones served.
-  const byName = new Map<string, string>();
+  // Content types and Cache-Control by file name: the files of the table are the only ones served.
+  // A pre-compressed form (<file>.gz, <file>.br) has its document's type, and says its encoding;
+  // mod_deflate leaves it alone (no-gzip), and Vary is set once, whatever else added it.
+  const byName = new Map<string, { mediaType: string; cache: string }>();
   for (const format of [...routes.site, ...routes.keyed]) {
     const previous = byName.get(format.file);
-    if (previous !== undefined && previous !== format.mediaType) {
-      throw new Error(`format ${format.name}: file name ${format.file} is served with two content types (${previous}, ${format.mediaType})`);
+    const cache = options.cacheControl(format);
+    if (previous !== undefined && previous.mediaType !== format.mediaType) {
+      throw new Error(`format ${format.name}: file name ${format.file} is served with two content types (${previous.mediaType}, ${format.mediaType})`);
     }
-    byName.set(format.file, format.mediaType);
+    if (previous !== undefined && previous.cache !== cache) {
+      throw new Error(`format ${format.name}: file name ${format.file} is served with two Cache-Control values (${previous.cache}, ${cache})`);
+    }
+    byName.set(format.file, { mediaType: format.mediaType, cache });
   }
-  for (const [file, mediaType] of byName) lines.push(`<Files ${quote(file)}>`, `  ForceType ${quote(mediaType)}`, '</Files>');
+  const encodings = options.compress;
+  const block = (open: string, close: string, mediaType: string, cache: string, encoding?: Encoding) => {
+    lines.push(open, `  ForceType ${quote(mediaType)}`, '  <IfModule mod_headers.c>', `    Header set Cache-Control ${quote(cache)}`);
+    if (encoding !== undefined) lines.push(`    Header set Content-Encoding ${encoding}`);
+    if (encodings.length > 0 && isCompressible(mediaType)) lines.push('    Header set Vary Accept-Encoding');
+    lines.push('  </IfModule>');
+    if (encoding !== undefined) lines.push('  SetEnv no-gzip 1');
+    lines.push(close);
+  };
+  if (encodings.length > 0) lines.push(`RemoveType ${encodings.map((e) => ENCODINGS[e].suffix).join(' ')}`, `RemoveEncoding ${encodings.map((e) => ENCODINGS[e].suffix).join(' ')}`);
+  for (const [file, { mediaType, cache }] of byName) {
+    block(`<Files ${quote(file)}>`, '</Files>', mediaType, cache);
+    if (!isCompressible(mediaType)) continue;
+    for (const encoding of encodings) block(`<Files ${quote(`${file}${ENCODINGS[encoding].suffix}`)}>`, '</Files>', mediaType, cache, encoding);
+  }
   for (const format of routes.site) {
-    if (format.alsoWrites !== undefined) {
-      lines.push(`<FilesMatch ${quote(format.alsoWrites.source)}>`, `  ForceType ${quote(format.mediaType)}`, '</FilesMatch>');
+    if (format.alsoWrites === undefined) continue;
+    const cache = options.cacheControl(format);
+    block(`<FilesMatch ${quote(format.alsoWrites.source)}>`, '</FilesMatch>', format.mediaType, cache);
+    if (!isCompressible(format.mediaType)) continue;
+    for (const encoding of encodings) {
+      const pattern = `${format.alsoWrites.source.slice(0, -1)}${literal(ENCODINGS[encoding].suffix)}$`;
+      block(`<FilesMatch ${quote(pattern)}>`, '</FilesMatch>', format.mediaType, cache, encoding);
     }
   }
 
@@ -117,6 +148,26 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
     `RewriteRule ${quote(`^(?:${[...keyedPatterns, ...sitePatterns].join('|')})$`)} - [R=405,L]`,
     '',
   );
+  /**
+   * A pre-compressed form, to a client that takes its encoding, when the build wrote it. Apache has
+   * mapped the URL to a path already (REQUEST_FILENAME): the document itself, or for a directory
+   * URL the directory, with or without its slash; the form's file is looked for from there.
+   */
+  const compressed = (format: Format, pattern: string, target: (suffix: string) => string, inDirectory: boolean, conditions: string[] = []) => {
+    if (!isCompressible(format.mediaType)) return;
+    // The smaller first, whatever the order of the configuration: a client that takes both gets brotli.
+    for (const encoding of ALL_ENCODINGS.filter((e) => encodings.includes(e))) {
+      const { suffix } = ENCODINGS[encoding];
+      lines.push(
+        ...conditions,
+        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`(^|[ ,])${encoding}( *($|,)| *;)`)}`,
+        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`!(^|[ ,])${encoding} *; *q=0(\\.0*)? *($|,)`)}`,
+        inDirectory ? 'RewriteCond %{REQUEST_FILENAME} "^(.*?)/?$"' : 'RewriteCond %{REQUEST_FILENAME} "^(.*)$"',
+        `RewriteCond ${quote(`%1${inDirectory ? `/${format.file}` : ''}${suffix}`)} -f`,
+        `RewriteRule ${quote(pattern)} ${quote(target(suffix))} [${flags}]`,
+      );
+    }
+  };
   if (routes.oembed !== null) {
     const o = routes.oembed;
     const pattern = `^${key}/${literal(o.dir)}/?$`;
@@ -125,17 +176,23 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
     lines.push(`RewriteCond %{QUERY_STRING} ${quote(`(^|&)format=(?!(${values})?(&|$))`)}`, `RewriteRule ${quote(pattern)} - [R=501,L]`);
     for (const [value, form] of o.byFormatParam) {
       if (form === o.index) continue;
-      lines.push(`RewriteCond %{QUERY_STRING} ${quote(`(^|&)format=${literal(value)}(&|$)`)}`);
+      const condition = `RewriteCond %{QUERY_STRING} ${quote(`(^|&)format=${literal(value)}(&|$)`)}`;
+      compressed(form, pattern, (suffix) => `$1/${form.dir}/${form.file}${suffix}`, true, [condition]);
+      lines.push(condition);
       lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${form.dir}/${form.file}`)} [${flags}]`);
     }
   }
   for (const [i, format] of routes.keyed.entries()) {
+    const pattern = `^${keyedPatterns[i]}$`;
     lines.push(`# ${format.name}: ${urlPattern(format)}`);
-    lines.push(`RewriteRule ${quote(`^${keyedPatterns[i]}$`)} ${quote(`$1/${format.dir}/${format.file}`)} [${flags}]`);
+    compressed(format, pattern, (suffix) => `$1/${format.dir}/${format.file}${suffix}`, format.urlName === '');
+    lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${format.dir}/${format.file}`)} [${flags}]`);
   }
   for (const [i, format] of routes.site.entries()) {
     lines.push(`# ${format.name}: ${urlPattern(format)}`);
-    lines.push(`RewriteRule ${quote(`^${sitePatterns[i]}$`)} - [END]`);
+    const name = `^${sitePatterns[i]}$`;
+    compressed(format, name, (suffix) => `$0${suffix}`, false);
+    lines.push(`RewriteRule ${quote(name)} - [END]`);
   }
   lines.push('', '# Everything else, the files under their own names included.', 'RewriteRule ^ - [R=404,L]', '');
   return lines.join('\n');

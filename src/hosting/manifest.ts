@@ -1,19 +1,40 @@
-import { readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { compressedFormOf, type Encoding } from '../build/compression.js';
+import type { Format } from '../formats/format.js';
 import { matchRoute, type RouteMatch, type Routes } from './routes.js';
 
 /**
- * The manifest of a built tree for object stores and CDNs that set a Content-Type per object at
- * upload (S3, GCS, R2, Azure Blob): every file the table serves, its content type and the keys it
- * answers under. Files the table does not name (dot files, stray files) are left out and counted.
+ * The manifest of a built tree for object stores and CDNs that set headers per object at upload
+ * (S3, GCS, R2, Azure Blob): every file the table serves, its content type, Cache-Control, size and
+ * SHA-256, the keys it answers under, and its pre-compressed forms with their encoding. A sync
+ * compares sizes and hashes with what it uploaded last and sends only what changed
+ * (docs/deploy.md). Files the table does not name (dot files, stray files) are left out and counted.
  */
 
 export interface ManifestEntry {
   /** File under the tree, `/`-separated. */
   file: string;
   contentType: string;
+  cacheControl: string;
+  /** Bytes of the file. */
+  size: number;
+  /** SHA-256 of the file's bytes, hex. */
+  sha256: string;
   /** Object keys below the base path that must answer with this file (decoded, no leading `/`). */
   keys: string[];
+  /** Its pre-compressed forms (`compress` in the configuration): same Content-Type and Cache-Control. */
+  compressed: CompressedEntry[];
+}
+
+export interface CompressedEntry {
+  /** File under the tree: the document's with `.gz` or `.br` appended. */
+  file: string;
+  /** The Content-Encoding it is sent with. */
+  contentEncoding: Encoding;
+  size: number;
+  sha256: string;
 }
 
 export interface Manifest {
@@ -52,16 +73,46 @@ export function keysOf(match: RouteMatch): string[] {
   return match.format.urlName === '' ? [`${dirKey}/`, dirKey] : [`${dirKey}/${match.format.urlName}`];
 }
 
-export function buildManifest(routes: Routes, root: string, basePath: string, generator: string): { manifest: Manifest; ignored: string[] } {
+function fingerprint(root: string, file: string): { size: number; sha256: string } {
+  const body = readFileSync(join(root, ...file.split('/')));
+  return { size: body.length, sha256: createHash('sha256').update(body).digest('hex') };
+}
+
+export function buildManifest(
+  routes: Routes,
+  root: string,
+  basePath: string,
+  generator: string,
+  cacheControl: (format: Format) => string,
+): { manifest: Manifest; ignored: string[] } {
   const files: ManifestEntry[] = [];
+  const byFile = new Map<string, ManifestEntry>();
+  const forms: Array<{ file: string; document: string; encoding: Encoding }> = [];
   const ignored: string[] = [];
   for (const file of walk(root)) {
     const match = routeOfFile(routes, file);
     if (match === null) {
-      ignored.push(file);
+      const form = compressedFormOf(file);
+      if (form !== null && routeOfFile(routes, form.document) !== null) forms.push({ file, document: form.document, encoding: form.encoding });
+      else ignored.push(file);
       continue;
     }
-    files.push({ file, contentType: match.format.mediaType, keys: keysOf(match) });
+    const entry: ManifestEntry = {
+      file,
+      contentType: match.format.mediaType,
+      cacheControl: cacheControl(match.format),
+      ...fingerprint(root, file),
+      keys: keysOf(match),
+      compressed: [],
+    };
+    files.push(entry);
+    byFile.set(file, entry);
+  }
+  // A form whose document is gone (a tree edited by hand) has nothing to be sent for.
+  for (const { file, document, encoding } of forms) {
+    const entry = byFile.get(document);
+    if (entry === undefined) ignored.push(file);
+    else entry.compressed.push({ file, contentEncoding: encoding, ...fingerprint(root, file) });
   }
   return { manifest: { generator, basePath, files }, ignored };
 }

@@ -1,5 +1,5 @@
 import { DEFAULT_CONFIG } from '../config/config.js';
-import type { SiteFormat } from '../formats/format.js';
+import type { Format, SiteFormat } from '../formats/format.js';
 import {
   bareMediaType,
   isCompressible,
@@ -25,7 +25,10 @@ import {
  * - requests whose raw URI holds an encoded `/`, `\` or NUL, or a `.`/`..` segment, get 404, and
  *   so do requests nginx itself rejects as malformed (400 → 404);
  * - with an upstream (`vidfeeds serve`), only the parametrised oEmbed and recommendation requests
- *   and the recommendation POST are proxied: every file is still sent by nginx.
+ *   and the recommendation POST are proxied: every file is still sent by nginx;
+ * - each location sends its format's Cache-Control (src/hosting/cache-control.ts), and the build's
+ *   pre-compressed forms go out through gzip_static (and brotli_static on request) with the
+ *   location's type: the same Content-Type whichever file is sent.
  */
 
 export interface NginxOptions {
@@ -53,6 +56,12 @@ export interface NginxOptions {
   allowReferers?: readonly string[];
   /** Prefix of the names this configuration adds to nginx's http context (zones, maps). */
   name: string;
+  /** The Cache-Control value of each format (src/hosting/cache-control.ts). */
+  cacheControl: (format: Format) => string;
+  /** Send the build's `.gz` files (gzip_static) to clients that take gzip. */
+  gzipStatic?: boolean;
+  /** Send its `.br` files (brotli_static: ngx_brotli's static module must be loaded). */
+  brotliStatic?: boolean;
   /** One line naming the generator, for the header comment. */
   generator: string;
 }
@@ -119,10 +128,34 @@ function plainName(value: string, what: string): string {
   return value;
 }
 
-function typeLines(mediaType: string, indent: string): string[] {
-  const lines = [`${indent}types { }`, `${indent}default_type ${nginxQuote(mediaType, 'media type')};`];
-  if (!isCompressible(mediaType)) lines.push(`${indent}gzip off;`);
+/**
+ * How a location sends its format's file: the format's Content-Type whatever the file's name, its
+ * Cache-Control, and (add_header in a location drops the server's) nosniff again.
+ */
+function typeLines(format: Format, indent: string, options: NginxOptions): string[] {
+  const lines = [
+    `${indent}types { }`,
+    `${indent}default_type ${nginxQuote(format.mediaType, 'media type')};`,
+    `${indent}add_header Cache-Control ${nginxQuote(options.cacheControl(format), 'Cache-Control')};`,
+    `${indent}add_header X-Content-Type-Options nosniff;`,
+  ];
+  if (!isCompressible(format.mediaType)) lines.push(`${indent}gzip off;`);
   return lines;
+}
+
+/**
+ * nginx follows no link out of the tree, except with brotli_static: ngx_brotli's static module
+ * (Debian's libnginx-mod-http-brotli-static 1.0.0~rc) then finds the .br file for some requests
+ * and not for others, depending on the requests before (measured; ngx_brotli issue #134 reports
+ * it with `from=`). vidfeeds writes no links; docs/deploy.md says what is given up.
+ */
+function symlinkLines(options: NginxOptions): string[] {
+  if (!options.brotliStatic) return ['    disable_symlinks on from=$document_root;'];
+  return [
+    '    # No disable_symlinks: with it, ngx_brotli\'s static module misses .br files at random',
+    '    # (docs/deploy.md). vidfeeds writes no links; nothing else should write into the tree.',
+    '    disable_symlinks off;',
+  ];
 }
 
 export function nginxConfig(routes: Routes, options: NginxOptions): string {
@@ -176,7 +209,7 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
     '    server_tokens off;',
     '    autoindex off;',
     '    merge_slashes off;    # `//user/rss/` is not `/user/rss/`: it gets 404',
-    '    disable_symlinks on from=$document_root;',
+    ...symlinkLines(options),
     '    add_header X-Content-Type-Options nosniff;',
     '    etag on;',
     '',
@@ -189,6 +222,20 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
   // small for ours (nginx: "could not build test_types_hash"). So: every type, and `gzip off` in
   // the locations of a type that does not compress (video files, any such format).
   out('    gzip_types *;');
+  if (options.gzipStatic) {
+    out(
+      '    # The build writes <file>.gz beside each document (`compress` in its configuration): sent',
+      '    # to clients that take gzip, with the document\'s Content-Type and ETag/Last-Modified of the .gz.',
+      '    gzip_static on;',
+    );
+  }
+  if (options.brotliStatic) {
+    out(
+      '    # And <file>.br, to clients that take br: needs ngx_brotli\'s static module loaded',
+      '    # (Debian: libnginx-mod-http-brotli-static; docs/deploy.md says how to tell).',
+      '    brotli_static on;',
+    );
+  }
   if (options.botRate !== undefined) {
     out('', `    limit_req zone=${name}_automated burst=${options.botBurst ?? 20} nodelay;`, '    limit_req_status 429;', '    limit_req_log_level warn;');
   }
@@ -204,7 +251,7 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
     '    location / { return 404; }',
   );
 
-  for (const format of routes.site) out('', ...siteLocation(format, base, prefix));
+  for (const format of routes.site) out('', ...siteLocation(format, base, prefix, options));
   for (const format of routes.keyed) out('', ...keyedLocation(routes, format, base, prefix, options));
 
   if (upstream !== undefined) {
@@ -247,14 +294,14 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
   return lines.join('\n');
 }
 
-function siteLocation(format: SiteFormat, base: string, prefix: string): string[] {
+function siteLocation(format: SiteFormat, base: string, prefix: string, options: NginxOptions): string[] {
   const file = plainName(format.file, `format ${format.name}: file`);
   const lines = [`    # ${format.name}: ${urlPattern(format)}`];
-  lines.push(`    location = ${nginxQuote(`${base}/${file}`, 'location')} {`, ...typeLines(format.mediaType, '        '), `        try_files /${file} =404;`, '    }');
+  lines.push(`    location = ${nginxQuote(`${base}/${file}`, 'location')} {`, ...typeLines(format, '        ', options), `        try_files /${file} =404;`, '    }');
   if (format.alsoWrites !== undefined) {
     lines.push(
       `    location ~ ${nginxQuote(`^${prefix}/(?<file>${pcreOf(format.alsoWrites, format.name)})$`, 'location')} {`,
-      ...typeLines(format.mediaType, '        '),
+      ...typeLines(format, '        ', options),
       '        try_files /$file =404;',
       '    }',
     );
@@ -300,7 +347,7 @@ function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix
       body.push(`if ($arg_format = ${value}) { return 4${19 + values.indexOf(value)}; }`);
     }
   }
-  body.push(...typeLines(format.mediaType, ''));
+  body.push(...typeLines(format, '', options));
   body.push(`try_files ${nginxQuote(`/$key/${dir}/${file}`, 'path')} =404;`);
   lines.push(...body.map((line) => `        ${line}`), '    }');
 
@@ -310,7 +357,7 @@ function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix
       if (form === format) continue;
       lines.push(
         `    location @${name}_${form.name.replace(/[^A-Za-z0-9_]/g, '_')} {`,
-        ...typeLines(form.mediaType, '        '),
+        ...typeLines(form, '        ', options),
         `        try_files "/$key/${dir}/${plainName(form.file, `format ${form.name}: file`)}" =404;`,
         '    }',
       );

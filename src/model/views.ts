@@ -187,4 +187,6 @@ export interface SiteIndex {
   usernames(): Iterable<string>;
   /** Published video ids in a stable order. */
   videoIds(): Iterable<string>;
+  /** Whether the document of `format` for this key failed to render in this build (lists leave it out). */
+  documentFailed?(format: string, key: string): boolean;
 }

@@ -1,3 +1,4 @@
+import { compressedFormOf } from '../build/compression.js';
 import { posix } from 'node:path';
 import type { PageTemplates } from '../config/config.js';
 import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
@@ -13,6 +14,7 @@ export class SitePaths {
   /** Path part of the base URL, e.g. `/videos` (empty at the root). */
   readonly basePath: string;
   private readonly siteFiles: readonly SiteFormat[];
+  private readonly ownerFormats: readonly (UserFormat | VideoFormat)[];
 
   constructor(
     baseUrl: string,
@@ -22,6 +24,7 @@ export class SitePaths {
     this.base = baseUrl.replace(/\/+$/, '');
     this.basePath = new URL(this.base).pathname.replace(/\/+$/, '');
     this.siteFiles = formats.filter((f): f is SiteFormat => f.scope === 'site');
+    this.ownerFormats = formats.filter((f): f is UserFormat | VideoFormat => f.scope !== 'site');
   }
 
   /** Relative path under out/ of a user's or video's document. Only for keys that passed `problem`. */
@@ -42,6 +45,24 @@ export class SitePaths {
   /** The site's home page: the base URL with its trailing slash (`https://example.org/videos/`). */
   home(): string {
     return `${this.base}/`;
+  }
+
+  /**
+   * The public URL a file under out/ is served at (a directory index by its directory's URL), for
+   * a CDN purge: the inverse of `file` and of the site files' names.
+   */
+  urlOfFile(relativeFile: string): string {
+    const [key, dir, file, ...rest] = relativeFile.split('/');
+    if (rest.length === 0 && file !== undefined) {
+      const format = this.ownerFormats.find((f) => f.dir === dir && f.file === file);
+      if (format !== undefined) return this.url(format, key!);
+    }
+    return `${this.base}/${relativeFile.split('/').map(encodeURIComponent).join('/')}`;
+  }
+
+  /** Whether `dir` is the folder a user's or video's documents of some format go into (`rss`, `oembed`). */
+  isFormatDir(dir: string): boolean {
+    return this.ownerFormats.some((f) => f.dir === dir);
   }
 
   /** URL path (no scheme or host) of a file under out/, as a server sees the request. */
@@ -120,10 +141,16 @@ export class SitePaths {
   }
 }
 
-/** Whether `name` is taken at the top of the tree by one of the site-wide `formats`. */
+/**
+ * Whether `name` is taken at the top of the tree by one of the site-wide `formats`, or by a
+ * pre-compressed form of one (`robots.txt.gz`): reserved whether or not the configuration writes
+ * forms, so which names are published never depends on `compress`.
+ */
 export function isSiteFileName(name: string, formats: readonly Format[]): boolean {
   const lower = name.toLowerCase();
-  return formats.some((f) => f.scope === 'site' && (f.file.toLowerCase() === lower || (f.alsoWrites?.test(lower) ?? false)));
+  const taken = (file: string) => formats.some((f) => f.scope === 'site' && (f.file.toLowerCase() === file || (f.alsoWrites?.test(file) ?? false)));
+  const form = compressedFormOf(lower);
+  return taken(lower) || (form !== null && taken(form.document));
 }
 
 /**

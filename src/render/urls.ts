@@ -22,7 +22,9 @@ export function webUrl(value: string | null | undefined): string | null {
  */
 export function telUri(phone: string): string | null {
   const compact = phone.replace(/\s+/gu, '');
-  if (!/^\+?[0-9().-]*[0-9][0-9().-]*$/.test(compact)) return null;
+  // Two linear tests: the one pattern `^\+?[0-9().-]*[0-9][0-9().-]*$` backtracks, its time growing
+  // with the square of the length on a long run of digits that ends in another character.
+  if (!/^\+?[0-9().-]+$/.test(compact) || !/[0-9]/.test(compact)) return null;
   return `tel:${compact}`;
 }
 

@@ -17,7 +17,9 @@ import {
 import type { SiteContext } from '../model/site-context.js';
 import { XmlDocument } from '../render/xml.js';
 import { callbackProblem, jsonpBody } from './jsonp.js';
-import { documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
+import { ENCODINGS } from '../build/compression.js';
+import { cacheControlOf } from '../hosting/cache-control.js';
+import { acceptedEncodings, documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
 import { ClientAddresses } from './client-address.js';
 import { oembedHtml, oembedJson, oembedResponse, oembedXml, submitRecommendation, videoByPublicId } from './site-apis.js';
 
@@ -87,6 +89,12 @@ export class SiteServer {
     const segments = splitUrlPath(rawPath, this.deps.site.paths.basePath);
     const match = segments === null ? null : matchRoute(this.deps.routes, segments);
     if (match === null) return notFound();
+    // The build's one rule for names (src/paths/names.ts): a key it never writes is never answered,
+    // from a file or from the database, so the preview and the static tree agree.
+    if (match.kind === 'keyed') {
+      const problem = this.deps.site.paths.problem(match.key);
+      if (problem !== null) return notFound(`no ${match.format.scope} ${JSON.stringify(match.key)}: its name ${problem}`);
+    }
 
     const { routes } = this.deps;
     const isRecommendations = match.kind === 'keyed' && routes.recommendations !== null && match.format === routes.recommendations;
@@ -96,31 +104,43 @@ export class SiteServer {
     }
 
     if (match.kind === 'keyed' && routes.oembed !== null && match.format.scope === 'video' && match.format.dir === routes.oembed.dir) {
-      return this.oembed(match.key, match.format, segments!, query);
+      return this.oembed(match.key, match.format, segments!, query, request);
     }
     if (isRecommendations && present(query, RECOMMENDATIONS_PARAM)) {
       return this.recommendations(match.key, match.format as UserFormat, query.get(RECOMMENDATIONS_PARAM)!);
     }
-    return this.file(match);
+    return this.file(match, request);
   }
 
-  /** A file of the tree, as nginx sends it. */
-  private file(match: RouteMatch): ServeResponse {
+  /**
+   * A file of the tree, as nginx sends it: its pre-compressed form (`.br`, `.gz`) when the client
+   * takes that encoding and the build wrote one, with the document's own Content-Type.
+   */
+  private file(match: RouteMatch, request: ServeRequest): ServeResponse {
     const full = join(this.deps.root, ...match.file.split('/'));
-    let body: Buffer;
-    try {
-      // Never follow a link out of the tree (nginx: disable_symlinks).
-      const real = realpathSync(full);
-      if (!real.startsWith(this.realRoot + sep)) return notFound();
-      body = readFileSync(real);
-    } catch {
-      return notFound();
+    const cache = { 'Cache-Control': cacheControlOf(this.deps.site.config.cacheControl, match.format) };
+    const accepted = acceptedEncodings(headerText(request.headers['accept-encoding']));
+    for (const encoding of accepted) {
+      const body = this.read(`${full}${ENCODINGS[encoding].suffix}`);
+      if (body !== null) return documentResponse(200, match.format.mediaType, body, { ...cache, 'Content-Encoding': encoding });
     }
-    return documentResponse(200, match.format.mediaType, body);
+    const body = this.read(full);
+    return body === null ? notFound() : documentResponse(200, match.format.mediaType, body, cache);
+  }
+
+  /** A file's bytes; null when it is absent or a link out of the tree (nginx: disable_symlinks). */
+  private read(full: string): Buffer | null {
+    try {
+      const real = realpathSync(full);
+      if (!real.startsWith(this.realRoot + sep)) return null;
+      return readFileSync(real);
+    } catch {
+      return null;
+    }
   }
 
   /** The oEmbed endpoint: files for the defaults, the database for parameters (oEmbed 1.0 section 2.3). */
-  private oembed(key: string, format: VideoFormat, segments: string[], query: URLSearchParams): ServeResponse {
+  private oembed(key: string, format: VideoFormat, segments: string[], query: URLSearchParams, request: ServeRequest): ServeResponse {
     const endpoint = this.deps.routes.oembed!;
     let form = format;
     if (format === endpoint.index) {
@@ -134,7 +154,7 @@ export class SiteServer {
       }
     }
     if (!OEMBED_DYNAMIC_PARAMS.some((name) => present(query, name))) {
-      return this.file({ kind: 'keyed', format: form, key, file: `${key}/${form.dir}/${form.file}` });
+      return this.file({ kind: 'keyed', format: form, key, file: `${key}/${form.dir}/${form.file}` }, request);
     }
 
     const sizes: Partial<Record<(typeof OEMBED_SIZE_PARAMS)[number], number>> = {};
@@ -170,9 +190,10 @@ export class SiteServer {
       maxwidth: sizes.maxwidth ?? sizes.width,
       maxheight: sizes.maxheight ?? sizes.height,
     });
-    if (callback !== null) return documentResponse(200, 'application/javascript; charset=utf-8', jsonpBody(callback, oembedJson(response)));
+    const cache = { 'Cache-Control': cacheControlOf(site.config.cacheControl, form) };
+    if (callback !== null) return documentResponse(200, 'application/javascript; charset=utf-8', jsonpBody(callback, oembedJson(response)), cache);
     const body = isJson ? oembedJson(response) : kind === 'text/html' ? oembedHtml(response, site.config.language) : oembedXml(response);
-    return documentResponse(200, form.mediaType, body);
+    return documentResponse(200, form.mediaType, body, cache);
   }
 
   /** `?recommendations=N`: the document rendered with N items instead of the configured count. */
@@ -187,7 +208,7 @@ export class SiteServer {
       return format.render(reader.userBundle(row.id, new Set(format.needs)), this.deps.site);
     });
     if (body === null) return notFound(`no user ${JSON.stringify(username)}`);
-    return documentResponse(200, format.mediaType, body);
+    return documentResponse(200, format.mediaType, body, { 'Cache-Control': cacheControlOf(this.deps.site.config.cacheControl, format) });
   }
 
   /**
@@ -245,6 +266,10 @@ export class SiteServer {
     }
     return reader;
   }
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 function present(query: URLSearchParams, name: string): boolean {

@@ -1,8 +1,11 @@
 /**
- * The watch loop's heart, after Eleventy's WatchQueue: changes are gathered and debounced (a burst
- * of database commits or an editor's save-rename-chmod gives one build), two builds never run at
- * once, and changes that arrive during a build give exactly one more build after it. It knows
- * nothing of files or builds: the clock is injected, so tests drive it without timing luck.
+ * The watch loop's heart: when it is idle, a change starts a build at once (after `delayMs`,
+ * 0 by default: only the events of the same moment, such as a commit's database and -wal events,
+ * share a build); two builds never run at once; whatever arrives during a build is gathered into
+ * exactly one next build, started as soon as the running one ends. Later changes never push a
+ * build back, so a steady stream of commits is built continuously, one build per build's length,
+ * and a bulk import of thousands of commits costs a few builds. It knows nothing of files or
+ * builds: the clock is injected, so tests drive it without timing luck.
  */
 
 /** The clock the queue waits on; `setTimeout` by default, a manual one in tests. */
@@ -17,8 +20,8 @@ export const realScheduler: Scheduler = {
 };
 
 export interface WatchQueueOptions {
-  /** Quiet time after the last change before a build starts. */
-  debounceMs: number;
+  /** Time from the first change, when idle, to the start of its build; later changes do not extend it. */
+  delayMs: number;
   /** Runs one build for the changes gathered since the last one (names of what changed, in order). */
   run: (changes: readonly string[]) => Promise<void> | void;
   /** A build that threw; the queue goes on watching. */
@@ -40,15 +43,15 @@ export class WatchQueue {
     this.scheduler = options.scheduler ?? realScheduler;
   }
 
-  /** Something changed: (re)start the quiet period. Ignored once stopped. */
+  /** Something changed: a build starts after the delay if none runs, else right after the running one. */
   notify(what: string): void {
     if (this.stopped) return;
     if (!this.pending.includes(what)) this.pending.push(what);
-    if (this.timer !== null) this.scheduler.clearTimeout(this.timer);
+    if (this.running !== null || this.timer !== null) return;
     this.timer = this.scheduler.setTimeout(() => {
       this.timer = null;
       this.start();
-    }, this.options.debounceMs);
+    }, this.options.delayMs);
   }
 
   /** Whether a build is running now. */
@@ -76,7 +79,6 @@ export class WatchQueue {
   }
 
   private start(): void {
-    // During a build, the changes wait: the build's end starts the next one.
     if (this.running !== null || this.stopped || this.pending.length === 0) return this.settle();
     const batch = this.pending;
     this.pending = [];
@@ -89,9 +91,8 @@ export class WatchQueue {
       }
     })().finally(() => {
       this.running = null;
-      // Changes came during the build and their quiet period is over: build again, once, for all of them.
-      if (this.timer === null) this.start();
-      else this.settle();
+      // What came during the build: one more build, for all of it, at once.
+      this.start();
     });
   }
 

@@ -1,10 +1,15 @@
+import { statSync } from 'node:fs';
 import type { BuildReport } from '../build/build.js';
-import { templateDirs } from '../build/incremental.js';
-import type { BuildLock } from '../build/lock.js';
+import { BuildState } from '../build/build-state.js';
+import { buildFingerprint, templateDirs, type BuildFingerprint } from '../build/incremental.js';
+import { acquireBuildLock, LockHeldError, type BuildLock } from '../build/lock.js';
 import { buildSite } from '../build/site-build.js';
-import { createSiteContext } from '../build/site-context.js';
+import { createSiteContext, VIDFEEDS_VERSION } from '../build/site-context.js';
 import type { SiteConfig } from '../config/config.js';
-import { readChangeLogPosition } from '../db/change-log.js';
+import { ChangeLog } from '../db/change-log.js';
+import { schemaVersion, SCHEMA_VERSION } from '../db/migrations.js';
+import { openForReading } from '../db/open-database.js';
+import { SiteReader } from '../db/site-reader.js';
 import type { Format } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
 import type { SiteContext } from '../model/site-context.js';
@@ -12,10 +17,18 @@ import { WatchQueue, type Scheduler } from './watch-queue.js';
 
 /**
  * `vidfeeds watch` without its edges: it is told what changed (the database, the configuration,
- * a template) and rebuilds through the queue, incrementally where it can. A configuration or
- * template that no longer loads is reported and the last good one is kept. The file watcher
- * (src/watch/file-watcher.ts) and the command (src/cli/commands/watch.ts) are thin layers on it,
- * so tests drive it with a manual clock and no file watcher.
+ * a template) and rebuilds through the queue, incrementally. Between builds it keeps what a cold
+ * build loads again: the open database with its prepared statements, the open build state, the
+ * configuration, the templates and their fingerprint. It learns whether the database changed from
+ * `PRAGMA data_version` on its open connection (which moves when another connection commits),
+ * looked at on every file event and, as a fallback, every `pollMs`; SQLite's own touches of its
+ * files are not changes. It holds the output directory's lock only while it builds.
+ *
+ * A configuration or template that no longer loads is reported and the last good one kept, with
+ * its fingerprint, so restoring it costs nothing. A database that breaks (replaced by a newer
+ * schema, deleted, corrupt), a lock another build holds or a build that fails are reported once
+ * and retried with back-off. The file watcher (src/watch/file-watcher.ts) and the command
+ * (src/cli/commands/watch.ts) are thin layers on it, so tests drive it with a manual clock.
  */
 
 export type ChangeKind = 'database' | 'config' | 'template';
@@ -27,36 +40,77 @@ export interface WatchSessionOptions {
   /** Reads and checks the configuration (file and flags); throws when it is invalid. */
   loadConfig: () => SiteConfig;
   formats?: readonly Format[];
-  /** The output directory's lock, held for the whole session. */
-  lock: BuildLock;
-  debounceMs: number;
+  /** Time from the first change, when idle, to its build (0: at once). */
+  delayMs: number;
+  /** How often the database is looked at without a file event (file systems that send none). */
+  pollMs?: number;
+  /** The first retry after a failure; each next one waits twice as long, up to `maxRetryMs`. */
+  retryMs?: number;
+  maxRetryMs?: number;
+  /** The output directory's lock file (the default one beside it when absent). */
+  lockFile?: string;
   scheduler?: Scheduler;
-  /** After each build: its report and what changed (`kind:path`). */
+  /** After each build: its report and what changed (`kind:path`, `start`, `retry`). */
   onBuild: (report: BuildReport, changes: readonly string[]) => void;
-  /** A problem the session survives: an invalid configuration, a broken template, a failed build. */
+  /** A problem the session survives, reported once until it changes or is solved. */
   onProblem: (message: string) => void;
   /** The build's clock for documents (tests pin it). */
   now?: () => Date;
 }
 
+export const DEFAULT_POLL_MS = 2000;
+const DEFAULT_RETRY_MS = 1000;
+const DEFAULT_MAX_RETRY_MS = 60_000;
+
+/** The open database and what is prepared on it. */
+interface Connection {
+  db: ReturnType<typeof openForReading>;
+  reader: SiteReader;
+  changeLog: ChangeLog;
+  /** Device and inode of the file opened: another file at the same path is another database. */
+  identity: string;
+}
+
 export class WatchSession {
   private config: SiteConfig;
   private site: SiteContext;
+  private fingerprint: BuildFingerprint;
   private readonly formats: readonly Format[];
-  /** The change log position read before the last build: database events that leave it are not changes. */
-  private lastPosition: string | null = null;
+  private connection: Connection | null = null;
+  private state: BuildState;
+  /** The database's version (file identity and data_version) read just before the last build. */
+  private builtVersion: string | null = null;
+  /** A build is owed whatever the database says: the first one, or one for new configuration or templates. */
+  private owed = true;
+  /** The problem last reported, so a repeated one is not reported again. */
+  private problem: string | null = null;
+  private failures = 0;
+  private retryTimer: unknown = null;
+  private pollTimer: unknown = null;
+  private readonly scheduler: Scheduler | undefined;
   readonly queue: WatchQueue;
 
-  /** Loads the configuration and templates; a problem here is the operator's to fix (exit 2). */
+  /**
+   * Loads the configuration and templates and opens the database and the state; a problem here
+   * is the operator's to fix (the command exits 2).
+   */
   constructor(private readonly options: WatchSessionOptions) {
     this.formats = options.formats ?? FORMATS;
+    this.scheduler = options.scheduler;
     this.config = options.loadConfig();
-    this.site = this.siteContext(this.config);
+    [this.site, this.fingerprint] = this.load(this.config);
+    this.connection = this.open();
+    try {
+      this.state = new BuildState(options.stateFile);
+    } catch (error) {
+      this.connection.db.close();
+      throw error;
+    }
     this.queue = new WatchQueue({
-      debounceMs: options.debounceMs,
+      delayMs: options.delayMs,
       scheduler: options.scheduler,
       run: (changes) => this.rebuild(changes),
-      onError: (error) => options.onProblem(`build failed: ${(error as Error).message ?? String(error)}`),
+      onError: (error) => this.failed(error),
     });
   }
 
@@ -70,69 +124,192 @@ export class WatchSession {
     return templateDirs(this.config);
   }
 
-  /** Builds once now-ish (after the quiet period), e.g. when watching starts. */
+  /** Builds now (incrementally when the state allows), then looks at the database every `pollMs`. */
   start(): void {
     this.queue.notify('start');
+    this.schedulePoll();
   }
 
+  /** A file event. A database event without new data (a checkpoint, a reader) starts nothing. */
   changed(kind: ChangeKind, path: string): void {
+    if (kind === 'database' && !this.databaseMoved()) return;
     this.queue.notify(`${kind}:${path}`);
   }
 
-  /** Resolves when no build runs or waits. */
+  /** Resolves when no build runs or waits (a retry waiting on its back-off does not count). */
   idle(): Promise<void> {
     return this.queue.idle();
   }
 
-  /** Finishes a running build, starts no other. */
-  stop(): Promise<void> {
-    return this.queue.stop();
+  /** Finishes a running build, starts no other, and closes the database and the state. */
+  async stop(): Promise<void> {
+    this.clearTimer('pollTimer');
+    this.clearTimer('retryTimer');
+    await this.queue.stop();
+    this.connection?.db.close();
+    this.connection = null;
+    this.state.close();
   }
 
-  private changeLogPosition(): string | null {
+  private load(config: SiteConfig): [SiteContext, BuildFingerprint] {
+    // The fingerprint is of the templates loaded now: a build records what it rendered with.
+    const fingerprint = buildFingerprint(config, this.formats, VIDFEEDS_VERSION);
+    return [createSiteContext(config, this.formats, this.options.now?.()), fingerprint];
+  }
+
+  private open(): Connection {
+    const db = openForReading(this.options.db);
     try {
-      const { databaseId, position } = readChangeLogPosition(this.options.db);
-      return `${databaseId}:${position}`;
-    } catch {
-      return null; // The build reports what is wrong with the database.
+      return { db, reader: new SiteReader(db, this.config.recommendationsCount), changeLog: new ChangeLog(db), identity: fileIdentity(this.options.db) };
+    } catch (error) {
+      db.close();
+      throw error;
     }
   }
 
-  private siteContext(config: SiteConfig): SiteContext {
-    return createSiteContext(config, this.formats, this.options.now?.());
+  /** The open connection, reopened when the file at the path is another one or its schema moved. */
+  private usableConnection(): Connection {
+    const current = this.connection;
+    if (current !== null) {
+      let same = false;
+      try {
+        same = fileIdentity(this.options.db) === current.identity && schemaVersion(current.db) === SCHEMA_VERSION;
+      } catch {
+        // Gone or unreadable: reopening says what is wrong.
+      }
+      if (same) return current;
+      this.dropConnection();
+    }
+    this.connection = this.open();
+    return this.connection;
+  }
+
+  private dropConnection(): void {
+    try {
+      this.connection?.db.close();
+    } catch {
+      // Closing a connection to a broken file: nothing more to do with it.
+    }
+    this.connection = null;
+  }
+
+  /** The database as it is now: which file, and `data_version` on our connection. */
+  private versionOf(connection: Connection): string {
+    return `${connection.identity}:${String(connection.db.pragma('data_version', { simple: true }))}`;
+  }
+
+  /** Whether the database may hold something the last build did not see. */
+  private databaseMoved(): boolean {
+    const connection = this.connection;
+    if (connection === null) return true; // broken: any event is worth a try
+    try {
+      return fileIdentity(this.options.db) !== connection.identity || this.versionOf(connection) !== this.builtVersion;
+    } catch {
+      return true;
+    }
+  }
+
+  private schedulePoll(): void {
+    const pollMs = this.options.pollMs ?? DEFAULT_POLL_MS;
+    if (pollMs <= 0) return;
+    this.pollTimer = this.schedule(() => {
+      this.pollTimer = null;
+      // A retry waiting on its back-off is not hurried by the poll.
+      if (this.connection !== null && this.retryTimer === null && this.databaseMoved()) this.queue.notify(`database:${this.options.db}`);
+      this.schedulePoll();
+    }, pollMs);
   }
 
   private rebuild(changes: readonly string[]): void {
-    const configChanged = changes.some((c) => c.startsWith('config:'));
-    const templateChanged = changes.some((c) => c.startsWith('template:'));
-    const dataChanged = changes.some((c) => c === 'start' || c.startsWith('database:'));
-    let reloaded = false;
-    if (configChanged || templateChanged) {
-      try {
-        const config = configChanged ? this.options.loadConfig() : this.config;
-        const site = this.siteContext(config);
-        this.config = config;
-        this.site = site;
-        reloaded = true;
-      } catch (error) {
-        this.options.onProblem(`${(error as Error).message}; keeping the last good configuration and templates`);
+    this.clearTimer('retryTimer');
+    if (changes.some((c) => c.startsWith('config:') || c.startsWith('template:'))) this.reload(changes.some((c) => c.startsWith('config:')));
+    let lock: BuildLock | undefined;
+    try {
+      const connection = this.usableConnection();
+      const version = this.versionOf(connection);
+      if (!this.owed && version === this.builtVersion) return;
+      lock = acquireBuildLock(this.options.out, { file: this.options.lockFile, command: 'vidfeeds watch' });
+      const report = buildSite({
+        db: this.options.db,
+        out: this.options.out,
+        stateFile: this.options.stateFile,
+        config: this.config,
+        site: this.site,
+        formats: this.formats,
+        lock,
+        held: { ...connection, state: this.state, fingerprint: this.fingerprint },
+      });
+      this.builtVersion = version;
+      this.owed = false;
+      this.problem = null;
+      this.failures = 0;
+      // A state file of another layout was replaced by this build; reopen it so the next build
+      // does not take it for replaced again.
+      if (this.state.replacedVersion !== null) {
+        this.state.close();
+        this.state = new BuildState(this.options.stateFile);
       }
+      this.options.onBuild(report, changes);
+    } catch (error) {
+      this.failed(error);
+    } finally {
+      lock?.release();
     }
-    if (!dataChanged && !reloaded) return;
-    // SQLite touches its files without changing data (checkpoints, readers): build only when the
-    // change log moved, or something else changed.
-    const position = this.changeLogPosition();
-    if (!reloaded && !changes.includes('start') && position !== null && position === this.lastPosition) return;
-    this.lastPosition = position;
-    const report = buildSite({
-      db: this.options.db,
-      out: this.options.out,
-      stateFile: this.options.stateFile,
-      config: this.config,
-      site: this.site,
-      formats: this.formats,
-      lock: this.options.lock,
-    });
-    this.options.onBuild(report, changes);
   }
+
+  /** New configuration or templates: kept when they load, and a build is owed when they shape other bytes. */
+  private reload(configChanged: boolean): void {
+    try {
+      const config = configChanged ? this.options.loadConfig() : this.config;
+      const [site, fingerprint] = this.load(config);
+      const shapesOtherBytes = JSON.stringify(fingerprint) !== JSON.stringify(this.fingerprint);
+      const readerChanged = config.recommendationsCount !== this.config.recommendationsCount;
+      this.config = config;
+      this.site = site;
+      this.fingerprint = fingerprint;
+      if (readerChanged && this.connection !== null) this.connection.reader = new SiteReader(this.connection.db, config.recommendationsCount);
+      if (shapesOtherBytes) this.owed = true;
+    } catch (error) {
+      this.options.onProblem(`${(error as Error).message}; keeping the last good configuration and templates`);
+    }
+  }
+
+  /** Reports a failure once (until it changes or a build succeeds) and retries with back-off. */
+  private failed(error: unknown): void {
+    const message =
+      error instanceof LockHeldError ? `waiting: ${error.message}` : `build failed: ${(error as Error).message ?? String(error)}`;
+    // Anything but a held lock may be the database breaking: the next try opens and checks it anew.
+    if (!(error instanceof LockHeldError)) this.dropConnection();
+    const delay = Math.min((this.options.retryMs ?? DEFAULT_RETRY_MS) * 2 ** this.failures, this.options.maxRetryMs ?? DEFAULT_MAX_RETRY_MS);
+    this.failures++;
+    if (message !== this.problem) this.options.onProblem(`${message} (retrying, less often while it lasts)`);
+    this.problem = message;
+    this.clearTimer('retryTimer');
+    this.retryTimer = this.schedule(() => {
+      this.retryTimer = null;
+      this.queue.notify('retry');
+    }, delay);
+  }
+
+  private schedule(callback: () => void, ms: number): unknown {
+    if (this.scheduler !== undefined) return this.scheduler.setTimeout(callback, ms);
+    // Real timers must not keep the process alive once the command is stopping.
+    const timer = setTimeout(callback, ms);
+    timer.unref();
+    return timer;
+  }
+
+  private clearTimer(which: 'pollTimer' | 'retryTimer'): void {
+    const handle = this[which];
+    if (handle === null) return;
+    if (this.scheduler !== undefined) this.scheduler.clearTimeout(handle);
+    else clearTimeout(handle as NodeJS.Timeout);
+    this[which] = null;
+  }
+}
+
+/** Device and inode of a file: the same path holding another file (replaced, restored) reads differently. */
+function fileIdentity(file: string): string {
+  const stat = statSync(file);
+  return `${stat.dev}:${stat.ino}`;
 }

@@ -8,7 +8,7 @@ import { DirectoryWriter } from '../../src/build/output-writer.js';
 import { createSiteContext } from '../../src/build/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { FORMATS } from '../../src/formats/registry.js';
-import { createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { buildInMemory, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { feedparser, jing, SCHEMAS } from '../helpers/validators.js';
 
 /** Every file under `dir`, relative, with `/` separators. */
@@ -19,8 +19,9 @@ function walk(dir: string, root = dir): string[] {
   });
 }
 
-const UNPUBLISHABLE = ['..', '.', '', 'a/b', '../escape', 'back\\slash', 'robots.txt', 'SITEMAP.XML', 'sitemap-3.xml', 'nul\u0000byte', 'tab\tname', '.hidden', ' padded ', 'é'.repeat(150)];
-const PUBLISHABLE = ['<b>bold<b>', ']]>', `q"uo'te&amp;`, '\u202eevil', '🎬', 'a'.repeat(255)];
+const UNPUBLISHABLE = ['..', '.', '', 'a/b', '../escape', 'back\\slash', 'robots.txt', 'SITEMAP.XML', 'sitemap-3.xml', 'nul\u0000byte', 'tab\tname', '.hidden', ' padded ', 'é'.repeat(150),
+  '\u202eevil', 'gnp\u202e.exe', 'zero\u200bwidth', 'soft\u00adhyphen', 'bom\ufeff', 'non\ufdd0char', 'end\u{10ffff}', 'bad\ufffdbytes'];
+const PUBLISHABLE = ['<b>bold<b>', ']]>', `q"uo'te&amp;`, 'עברית', 'e\u0301', '🎬', 'a'.repeat(255)];
 
 describe('hostile usernames and video ids', () => {
   it('never writes outside out/, reports every unpublishable row, and keeps every document valid', () => {
@@ -71,6 +72,33 @@ describe('hostile usernames and video ids', () => {
       expect(feed.entries[0]!.title).toBe(`<i>${name}</i> ]]> &copy;`);
     }
     expect(jing(join(SCHEMAS, 'atom-rfc4287.rnc'), atoms)).toEqual({ ok: true, output: '' });
+  });
+
+  it('reports names that one case-insensitive or normalising file system would merge, naming both rows, and writes both', () => {
+    const { db, file } = createTestDb();
+    const upper = insertUser(db, { username: 'Alice' });
+    const lower = insertUser(db, { username: 'alice' });
+    const video = insertVideo(db, lower.id, { public_id: 'ALICE' });
+    const composed = insertUser(db, { username: 'caf\u00e9' });
+    const decomposed = insertVideo(db, lower.id, { public_id: 'cafe\u0301' });
+    insertUser(db, { username: 'bob' });
+    insertVideo(db, lower.id, { public_id: 'bob' }); // a user and a video of one name share a directory by design
+    db.close();
+    const { report, writer, warnings } = buildInMemory(file);
+    const collisions = warnings.filter((w) => w.startsWith('name collision:'));
+    expect(report.nameCollisions).toBe(2);
+    expect(collisions).toHaveLength(2);
+    const alice = collisions.find((w) => w.includes('"Alice"'))!;
+    for (const part of [`user "Alice" (users id=${upper.id})`, `user "alice" (users id=${lower.id})`, `video "ALICE" (videos id=${video.id})`]) {
+      expect(alice).toContain(part);
+    }
+    const cafe = collisions.find((w) => w.includes('caf'))!;
+    expect(cafe).toContain(`users id=${composed.id}`);
+    expect(cafe).toContain(`videos id=${decomposed.id}`);
+    expect(collisions.some((w) => w.includes('"bob"'))).toBe(false);
+    for (const path of ['Alice/rss/index.rss', 'alice/rss/index.rss', 'ALICE/oembed/index.json', 'caf\u00e9/rss/index.rss', 'cafe\u0301/oembed/index.json']) {
+      expect(writer.files.has(path), path).toBe(true);
+    }
   });
 
   it('stops on the first unpublishable row with --strict', () => {

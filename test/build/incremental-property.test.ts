@@ -7,6 +7,7 @@ import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.j
 import { FORMATS } from '../../src/formats/registry.js';
 import type { UserPart } from '../../src/model/views.js';
 import { prng } from '../../src/db/demo-data.js';
+import { MIGRATIONS, migrate } from '../../src/db/migrations.js';
 import { createDemoDb, T0, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
 
@@ -240,6 +241,76 @@ const MUTATIONS: Record<string, Mutation> = {
     if (what === 'account') db.prepare('DELETE FROM online_accounts WHERE id = ?').run(r.row(db, 'online_accounts'));
     return `user ${user} ${what}`;
   },
+  // Writes that replace a row (SQLite deletes the old one without firing its delete triggers).
+  replaceUserUnderNewId(db, r) {
+    const name = db.prepare('SELECT username FROM users WHERE id = ?').pluck().get(r.row(db, 'users')) as string;
+    db.prepare(`INSERT OR REPLACE INTO users (username, display_name, show_email, email, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?)`).run(
+      name, `Replaced ${++serial}`, `r${serial}@example.net`, T0 + serial, T0 + serial,
+    );
+    return `replace user ${name} under a new id`;
+  },
+  replaceVideo(db, r) {
+    const id = r.row(db, 'videos');
+    const old = db.prepare('SELECT public_id FROM videos WHERE id = ?').pluck().get(id) as string;
+    const sameId = r.chance(0.5);
+    db.prepare(
+      `REPLACE INTO videos (id, public_id, user_id, title, file_url, thumbnail_url, visibility, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'public', ?, ?)`,
+    ).run(sameId ? id : null, sameId ? `re${++serial}` : old, r.row(db, 'users'), `Replacement ${++serial}`,
+      `https://cdn.example.org/r${serial}.flv`, `https://cdn.example.org/r${serial}.jpg`, T0 + 6e7 + serial, T0 + 6e7 + serial);
+    return `replace video ${old} ${sameId ? 'under the same id with a new public id' : 'under a new id'}, another uploader`;
+  },
+  upsertUser(db, r) {
+    const name = db.prepare('SELECT username FROM users WHERE id = ?').pluck().get(r.row(db, 'users')) as string;
+    db.prepare(
+      `INSERT INTO users (username, display_name, created_at, updated_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (username) DO UPDATE SET display_name = excluded.display_name, state = 'active'`,
+    ).run(name, `Upserted ${++serial}`, T0, T0);
+    return `upsert user ${name}`;
+  },
+  updateOrReplaceKey(db, r) {
+    const what = r.pick(['video', 'user', 'group']);
+    const [table, column] = what === 'video' ? ['videos', 'public_id'] : what === 'user' ? ['users', 'username'] : ['groups', 'slug'];
+    const a = r.row(db, table);
+    const b = r.row(db, table);
+    db.prepare(`UPDATE OR REPLACE ${table} SET ${column} = (SELECT ${column} FROM ${table} WHERE id = ?) WHERE id = ?`).run(b, a);
+    return `${table} ${a} takes the ${column} of ${b}, replacing it`;
+  },
+  replaceNamedRow(db, r) {
+    const table = r.pick(['categories', 'tags', 'groups']);
+    const id = r.row(db, table);
+    if (table === 'groups') {
+      const slug = db.prepare('SELECT slug FROM groups WHERE id = ?').pluck().get(id);
+      db.prepare('INSERT OR REPLACE INTO groups (slug, title, owner_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(slug, `Regrouped ${++serial}`, r.row(db, 'users'), T0 + serial, T0 + serial);
+    } else {
+      db.prepare(`INSERT OR REPLACE INTO ${table} (name) SELECT name FROM ${table} WHERE id = ?`).run(id);
+    }
+    return `replace ${table} ${id} under a new id`;
+  },
+  replaceOwnedRow(db, r) {
+    const table = r.pick(['recommendations', 'reading_list', 'online_accounts', 'attention_sources', 'viewing_history']);
+    const id = r.row(db, table);
+    const user = r.row(db, 'users');
+    // The same id, another user: the old owner's document must lose the row.
+    if (table === 'recommendations') {
+      db.prepare('REPLACE INTO recommendations (id, user_id, title, link, image, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(id, user, `Moved ${++serial}`, 'https://e.example.com/m', 'https://e.example.com/m.jpg', T0 + serial);
+    } else if (table === 'reading_list') {
+      db.prepare('REPLACE INTO reading_list (id, user_id, title, html_url, xml_url, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(id, user, `Feed ${++serial}`, 'https://b.example/', 'https://b.example/feed', T0, T0 + serial);
+    } else if (table === 'online_accounts') {
+      db.prepare('REPLACE INTO online_accounts (id, user_id, service_homepage_url, account_name, profile_url) VALUES (?, ?, ?, ?, ?)').run(id, user, 'https://s.example/', `acct${++serial}`, 'https://s.example/p');
+    } else if (table === 'attention_sources') {
+      db.prepare('REPLACE INTO attention_sources (id, user_id, video_id, supplier_id, value, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(id, user, r.row(db, 'videos'), r.row(db, 'users'), 0.25, T0 + ++serial);
+    } else {
+      db.prepare('REPLACE INTO viewing_history (id, user_id, video_id, viewed_at) VALUES (?, ?, ?, ?)').run(id, user, r.row(db, 'videos'), T0 + ++serial);
+    }
+    return `replace ${table} ${id} as a row of user ${user}`;
+  },
+  toggleUserFlag(db, r) {
+    const id = r.row(db, 'users');
+    const column = r.pick(['show_email', 'show_phone', 'show_chat_ids', 'show_address', 'history_public']);
+    db.prepare(`UPDATE users SET ${column} = 1 - ${column} WHERE id = ?`).run(id);
+    return `user ${id} ${column} toggled`;
+  },
 };
 
 /** Applies one random change; a change the schema refuses (a duplicate name, a check) is skipped. */
@@ -303,4 +374,37 @@ describe('incremental builds', () => {
       }
     });
   }
+
+  it('publish a user whose creation time, stored as text before the type checks, is corrected: friends list it as a full build does', () => {
+    const work = tempDir('vidfeeds-incr-fix-');
+    cleanups.push(work.cleanup);
+    const file = join(work.dir, 'site.sqlite');
+    // Written at schema version 1, before the type checks, then upgraded as `vidfeeds init` does.
+    const old = new Database(file);
+    old.exec(MIGRATIONS[0]!);
+    old.pragma('user_version = 1');
+    old.exec(`
+      INSERT INTO users (id, username, display_name, created_at, updated_at) VALUES (1, 'alice', 'Alice', ${T0}, ${T0}), (2, 'carol', 'Carol', 'yesterday', ${T0});
+      INSERT INTO friendships (user_id, friend_id, created_at) VALUES (1, 2, ${T0});
+      INSERT INTO videos (id, public_id, user_id, title, file_url, thumbnail_url, created_at, updated_at)
+      VALUES (1, 'cv', 2, 'Carol''s', 'https://c.example/1.mp4', 'https://c.example/1.jpg', ${T0}, ${T0});
+    `);
+    expect(migrate(old, file).wrongTypes.map((i) => `${i.table} ${i.row} ${i.column}`)).toEqual(['users id=2 created_at']);
+    const config = testConfig();
+    const site = createSiteContext(config, PROBED, new Date(Date.UTC(2026, 0, 1)));
+    const out = join(work.dir, 'incremental', 'out');
+    const build = (dir: string) => buildSite({ db: file, out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite'), config, site, formats: PROBED });
+    expect(build(join(work.dir, 'incremental')).mode).toBe('full');
+    expect(readTree(out).has('carol/probe/user.json')).toBe(false);
+
+    old.prepare('UPDATE users SET created_at = ? WHERE id = 2').run(T0 + 1);
+    old.close();
+    expect(build(join(work.dir, 'incremental')).mode).toBe('incremental');
+    const fresh = join(work.dir, 'full');
+    expect(build(fresh).mode).toBe('full');
+    const after = readTree(out);
+    expect(after.get('alice/probe/user.json')?.body.toString()).toContain('"carol"');
+    expect(after.has('cv/oembed/index.json')).toBe(true);
+    expect(treeDifferences(after, readTree(join(fresh, 'out')))).toEqual([]);
+  });
 });

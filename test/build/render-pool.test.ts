@@ -55,6 +55,7 @@ describe('render threads', () => {
     expect(threaded.report).toMatchObject({ documents: here.report.documents, failedCount: 0, skippedCount: here.report.skippedCount });
     // The demo's hostile names are reported the same way either way.
     expect(threaded.report.skipped).toEqual(here.report.skipped);
+    expect(threaded.report.issues).toEqual(here.report.issues);
   });
 
   it.each([

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_SCHEMA } from '../../src/config/config.js';
 import { SCHEMA_VERSION } from '../../src/db/migrations.js';
-import { cli } from '../helpers/cli.js';
+import { cli, cliAsync } from '../helpers/cli.js';
 import { tempDir } from '../helpers/site-fixture.js';
 
 /** A SQLite file another application made: tables of its own, no schema version. */
@@ -144,6 +144,27 @@ describe('vidfeeds build: the default base URL and --user', () => {
     const carol = cli(['build', '--db', 'site.sqlite', '--out', 'out', '--user', 'carol'], { cwd: dir });
     expect(carol.code, carol.stderr).toBe(0);
     expect(carol.stderr).toContain('0 written');
+  });
+
+  it('warns once in watch too, before its first build', async () => {
+    const { dir } = tempDir('vidfeeds-watch-');
+    expect(cli(['init', '--db', 'site.sqlite'], { cwd: dir }).code).toBe(0);
+    const child = cliAsync(['watch', '--db', 'site.sqlite', '--out', 'out'], { cwd: dir });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    try {
+      for (let waited = 0; !/full build/.test(stderr); waited += 50) {
+        if (waited > 30_000 || child.exitCode !== null) throw new Error(`watch did not build:\n${stderr}`);
+        await new Promise((done) => setTimeout(done, 50));
+      }
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr.split('\n').filter((l) => l.includes(WARNING))).toEqual([
+      'vidfeeds: warning: baseUrl, logoUrl, player.playerUrl still at the default http://localhost:8080: the documents will link there; set them in vidfeeds.config.json (or pass --base-url)',
+    ]);
   });
 });
 

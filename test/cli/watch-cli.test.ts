@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultLockFile } from '../../src/build/lock.js';
@@ -53,9 +54,9 @@ describe('vidfeeds build and watch from the command line', () => {
     expect(mixed.status).toBe(2);
   });
 
-  it('watch rebuilds on a database change, holds the lock meanwhile, and stops cleanly on SIGINT', async () => {
+  it('watch rebuilds on a database change, holds the lock only while it builds, and stops cleanly on SIGINT', async () => {
     const { file, out, cwd, db } = site();
-    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out, '--debounce', '100'], { cwd });
+    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
     cleanups.push(() => child.kill('SIGKILL'));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -68,9 +69,10 @@ describe('vidfeeds build and watch from the command line', () => {
     };
 
     await waitFor(/start: full build/);
-    const second = vidfeeds(['build', '--db', file, '--out', out], cwd);
-    expect(second.status).toBe(1);
-    expect(second.stderr).toContain(`is being built by another vidfeeds: "vidfeeds watch", pid ${child.pid} on `);
+    expect(existsSync(defaultLockFile(out))).toBe(false);
+    // Between its builds, an operator's build runs.
+    const between = vidfeeds(['build', '--db', file, '--out', out], cwd);
+    expect(between.status, between.stderr).toBe(0);
 
     db.prepare(`INSERT INTO users (username, display_name, created_at, updated_at) VALUES ('bob', 'Bob', 1, 1)`).run();
     await waitFor(/changed: incremental build \(1 changes since the last build → 1 users, 0 videos, site files\)/);
@@ -83,5 +85,106 @@ describe('vidfeeds build and watch from the command line', () => {
     expect(existsSync(defaultLockFile(out))).toBe(false);
     // One line per rebuild: the start and the change.
     expect(stderr.match(/ build \(/g)).toHaveLength(2);
+  });
+
+  it('watch on a database it cannot open exits 2 with one line, as build does, before touching a file', () => {
+    const { file, out, cwd } = site();
+    const newer = new Database(file);
+    newer.pragma('user_version = 99');
+    newer.close();
+    const watched = vidfeeds(['watch', '--db', file, '--out', out], cwd);
+    expect(watched.status).toBe(2);
+    expect(watched.stderr.trim().split('\n')).toHaveLength(1);
+    expect(watched.stderr).toMatch(/^vidfeeds: .*schema version 99/);
+
+    const notDb = join(cwd, 'notes.sqlite');
+    writeFileSync(notDb, 'these are my notes, not a database\n'.repeat(100));
+    const junk = vidfeeds(['watch', '--db', notDb, '--out', out], cwd);
+    expect(junk.status).toBe(2);
+    expect(junk.stderr.trim().split('\n')).toHaveLength(1);
+    expect(junk.stderr).toContain('is not a SQLite database');
+
+    const missing = vidfeeds(['watch', '--db', join(cwd, 'nope.sqlite'), '--out', out], cwd);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('does not exist');
+    expect(existsSync(out)).toBe(false);
+    expect(existsSync(join(cwd, '.vidfeeds'))).toBe(false);
+
+    const built = vidfeeds(['build', '--db', file, '--out', out], cwd);
+    expect(built.status).toBe(2);
+    expect(watched.stderr).toBe(built.stderr);
+  });
+
+  it('watch reports a database that breaks while watching once, and builds again when it is back', async () => {
+    const { file, out, cwd } = site();
+    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out, '--poll', '200'], { cwd });
+    cleanups.push(() => child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const waitFor = async (pattern: RegExp) => {
+      for (let waited = 0; !pattern.test(stderr); waited += 50) {
+        if (waited > 30_000 || child.exitCode !== null) throw new Error(`no ${pattern} in:\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await waitFor(/start: full build/);
+
+    // The site replaces its database by one of a newer schema, then keeps writing to it.
+    copyFileSync(file, `${file}.good`);
+    const next = `${file}.next`;
+    copyFileSync(file, next);
+    const upgraded = new Database(next);
+    upgraded.pragma('user_version = 99');
+    upgraded.close();
+    renameSync(next, file);
+    await waitFor(/build failed: .*schema version 99/);
+    const writer = new Database(file);
+    for (let i = 0; i < 20; i++) {
+      writer.prepare(`INSERT INTO users (username, display_name, created_at, updated_at) VALUES (?, 'X', 1, 1)`).run(`later${i}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    writer.close();
+    expect(stderr.match(/build failed/g)).toHaveLength(1);
+
+    renameSync(`${file}.good`, file);
+    await waitFor(/build failed[^]*: incremental build/);
+    expect(stderr.match(/build failed/g)).toHaveLength(1);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  it('watch keeps the last good template while one is broken, and builds incrementally after it is restored', async () => {
+    const { out, cwd, db, file } = site();
+    mkdirSync(join(cwd, 'templates/embed'), { recursive: true });
+    const template = join(cwd, 'templates/embed/mine.hbs');
+    const good = '<iframe src="{{fileUrl}}" title="{{title}}"></iframe>\n';
+    writeFileSync(template, good);
+    writeFileSync(join(cwd, 'vidfeeds.config.json'), JSON.stringify({ baseUrl: 'https://videos.example.org', player: { template: 'mine', templatesDir: 'templates' } }));
+    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
+    cleanups.push(() => child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const waitFor = async (pattern: RegExp, count = 1) => {
+      for (let waited = 0; (stderr.match(new RegExp(pattern, 'g')) ?? []).length < count; waited += 50) {
+        if (waited > 30_000 || child.exitCode !== null) throw new Error(`no ${pattern} in:\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await waitFor(/start: full build/);
+
+    writeFileSync(template, '<object>{{#each}}</object>');
+    await waitFor(/keeping the last good configuration and templates/);
+    db.prepare(`UPDATE users SET display_name = 'During' WHERE username = 'alice'`).run();
+    await waitFor(/changed: incremental build/);
+    writeFileSync(template, good);
+    await new Promise((r) => setTimeout(r, 500)); // the watcher sees the restored template
+    db.prepare(`UPDATE users SET display_name = 'After' WHERE username = 'alice'`).run();
+    await waitFor(/changed: incremental build/, 2);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stderr.match(/full build/g)).toHaveLength(1); // the start only
+    expect(stderr.match(/keeping the last good/g)).toHaveLength(1);
   });
 });

@@ -5,6 +5,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_SCHEMA, CONFIG_SCHEMA_FILE, ConfigError, DEFAULT_CONFIG, loadConfig } from '../../src/config/config.js';
+import { ALL_ENCODINGS } from '../../src/build/compression.js';
+import { FORMATS } from '../../src/formats/registry.js';
 import { cli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/site-fixture.js';
 
@@ -71,6 +73,15 @@ describe('the configuration schema', () => {
     expect(missing).toEqual([]);
     expect(DEFAULT_CONFIG).toMatchObject({ baseUrl: 'http://localhost:8080', recommendationsCount: 8, player: { template: 'html5', width: 400 } });
     expect(loadConfig({ cwd: tempDir().dir })).toEqual(DEFAULT_CONFIG);
+  });
+});
+
+describe('the names the schema lists', () => {
+  it('are the format table\'s names and the encodings the build writes, so neither drifts from the code', () => {
+    const properties = CONFIG_SCHEMA.properties!;
+    const formats = properties.cacheControl!.properties!.formats!.propertyNames!.enum!;
+    expect([...formats].sort()).toEqual(FORMATS.map((f) => f.name).sort());
+    expect([...properties.compress!.items!.enum!].sort()).toEqual([...ALL_ENCODINGS].sort());
   });
 });
 

@@ -10,9 +10,9 @@ import { tempDir } from './site-fixture.js';
  */
 
 /** The grammars and samples the tests validate with, kept in the repository (see its README). */
-export const SCHEMAS = resolve(import.meta.dirname, '../fixtures/schemas');
+export const SCHEMAS = resolve(import.meta.dirname, '../../schemas/formats');
 if (!existsSync(join(SCHEMAS, 'catalog.xml'))) {
-  throw new Error(`the test schemas are not at ${SCHEMAS}: test/fixtures/schemas belongs to the repository; is the checkout complete?`);
+  throw new Error(`the test schemas are not at ${SCHEMAS}: schemas/formats belongs to the repository; is the checkout complete?`);
 }
 
 export interface ToolResult {

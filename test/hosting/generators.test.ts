@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Format } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { htaccess } from '../../src/hosting/apache.js';
+import { cacheControlOf } from '../../src/hosting/cache-control.js';
 import { nginxConfig } from '../../src/hosting/nginx.js';
 import { headersFile, redirectsFile } from '../../src/hosting/pages.js';
 import { matchRoute, routesOf, splitUrlPath } from '../../src/hosting/routes.js';
@@ -49,10 +52,11 @@ describe('routes from the format table', () => {
     const extra: Format = { ...(FORMATS.find((f) => f.name === 'rss') as Format & { scope: 'user' }), name: 'extra', dir: 'extra', file: 'index.ext', mediaType: 'application/x-extra; charset=utf-8' } as Format;
     const more = routesOf([...FORMATS, extra]);
     expect(matchRoute(more, ['bob', 'extra', ''])).toMatchObject({ file: 'bob/extra/index.ext' });
-    const nginx = nginxConfig(more, { root: '/srv/out', listen: '80', serverName: 'x', basePath: '', name: 'vidfeeds', generator: 'test' });
+    const cacheControl = (format: Format) => cacheControlOf(DEFAULT_CONFIG.cacheControl, format);
+    const nginx = nginxConfig(more, { root: '/srv/out', listen: '80', serverName: 'x', basePath: '', name: 'vidfeeds', generator: 'test', cacheControl });
     expect(nginx).toContain('default_type "application/x-extra; charset=utf-8";');
-    expect(htaccess(more, { basePath: '', generator: 'test' })).toContain('ForceType "application/x-extra; charset=utf-8"');
-    expect(headersFile(more, '', 'test')).toContain('/*/extra/\n  Content-Type: application/x-extra; charset=utf-8');
+    expect(htaccess(more, { basePath: '', generator: 'test', cacheControl, compress: [] })).toContain('<Files "index.ext">\n  ForceType "application/x-extra; charset=utf-8"');
+    expect(headersFile(more, '', 'test', cacheControl)).toContain('/*/extra/\n  Content-Type: application/x-extra; charset=utf-8\n  Cache-Control: public, max-age=900');
     expect(redirectsFile(more, '', 'netlify', 'test')).toContain('/:key/extra/  /:key/extra/index.ext  200');
   });
 });
@@ -158,11 +162,20 @@ describe('vidfeeds hosting manifest', () => {
     writeFileSync(join(dir, 'stray.txt'), 'x');
     const result = cli(['hosting', 'manifest', '--root', dir, '--base-url', 'https://example.org/videos']);
     expect(result.code, result.stderr).toBe(0);
-    const manifest = JSON.parse(result.stdout) as { basePath: string; files: Array<{ file: string; contentType: string; keys: string[] }> };
+    const manifest = JSON.parse(result.stdout) as { basePath: string; files: Array<{ file: string; contentType: string; keys: string[]; compressed: unknown[] }> };
     expect(manifest.basePath).toBe('/videos');
     expect(manifest.files.map((f) => f.file).sort()).toEqual([...writer.files.keys()].sort());
     const rss = manifest.files.find((f) => f.file === 'alice/rss/index.rss')!;
-    expect(rss).toEqual({ file: 'alice/rss/index.rss', contentType: 'application/rss+xml; charset=utf-8', keys: ['alice/rss/', 'alice/rss'] });
+    const rssBody = writer.files.get('alice/rss/index.rss')!;
+    expect(rss).toEqual({
+      file: 'alice/rss/index.rss',
+      contentType: 'application/rss+xml; charset=utf-8',
+      cacheControl: 'public, max-age=900',
+      size: rssBody.length,
+      sha256: createHash('sha256').update(rssBody).digest('hex'),
+      keys: ['alice/rss/', 'alice/rss'],
+      compressed: [],
+    });
     expect(result.stderr).toContain('1 files under');
     expect(cli(['hosting', 'manifest', '--root', join(dir, 'missing')]).code).toBe(2);
   });

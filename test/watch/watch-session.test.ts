@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3';
-import { existsSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BuildReport } from '../../src/build/build.js';
-import { acquireBuildLock } from '../../src/build/lock.js';
+import { acquireBuildLock, defaultLockFile } from '../../src/build/lock.js';
 import { buildSite } from '../../src/build/site-build.js';
 import { loadConfig } from '../../src/config/config.js';
 import { WatchSession } from '../../src/watch/watch-session.js';
@@ -30,27 +30,34 @@ function setup() {
   cleanups.push(work.cleanup);
   const out = join(work.dir, 'out');
   const configFile = join(work.dir, 'vidfeeds.config.json');
-  writeFileSync(configFile, JSON.stringify({ baseUrl: 'https://videos.example.org' }));
-  const lock = acquireBuildLock(out, { command: 'vidfeeds watch' });
-  cleanups.push(() => lock.release());
+  mkdirSync(join(work.dir, 'templates/embed'), { recursive: true });
+  const template = join(work.dir, 'templates/embed/mine.hbs');
+  writeFileSync(template, '<iframe src="{{fileUrl}}" title="{{title}}"></iframe>\n');
+  writeFileSync(configFile, JSON.stringify({ baseUrl: 'https://videos.example.org', player: { template: 'mine', templatesDir: 'templates' } }));
   const clock = new ManualScheduler();
   const builds: Array<{ report: BuildReport; changes: readonly string[] }> = [];
   const problems: string[] = [];
   const hooks: { afterBuild?: () => void } = {};
+  const lockFile = defaultLockFile(out);
+  const lockHeld: boolean[] = [];
   const session = new WatchSession({
     db: fixture.file,
     out,
     stateFile: join(work.dir, 'state.sqlite'),
     loadConfig: () => loadConfig({ configFile }),
-    lock,
-    debounceMs: 200,
+    delayMs: 0,
+    pollMs: 2000,
+    retryMs: 1000,
+    maxRetryMs: 8000,
     scheduler: clock,
     onBuild: (report, changes) => {
       builds.push({ report, changes });
+      lockHeld.push(existsSync(lockFile));
       hooks.afterBuild?.();
     },
     onProblem: (message) => problems.push(message),
   });
+  cleanups.push(() => void session.stop());
   // The site's own writes, through another connection.
   const site = new Database(fixture.file);
   cleanups.push(() => site.close());
@@ -61,111 +68,207 @@ function setup() {
     buildSite({ db: fixture.file, out: join(fresh.dir, 'out'), stateFile: join(fresh.dir, 'state'), config: session.currentConfig });
     return readTree(join(fresh.dir, 'out'));
   };
-  return { ...fixture, site, session, clock, builds, problems, hooks, out, configFile, expected, lock };
+  /** Lets the manual clock run `ms` and every build it starts finish. */
+  const run = async (ms = 0) => {
+    clock.advance(ms);
+    await session.idle();
+  };
+  return { ...fixture, site, session, clock, run, builds, problems, hooks, out, configFile, template, expected, lockFile, lockHeld };
 }
 
 describe('watch session', () => {
-  it('builds at start, then once for a burst of database changes', async () => {
-    const { site, session, clock, builds, out, expected } = setup();
+  it('builds at start, and at once for a change that arrives while idle', async () => {
+    const { site, session, run, builds, out, expected } = setup();
     session.start();
-    clock.advance(200);
-    await session.idle();
+    await run();
     expect(builds.map((b) => b.report.mode)).toEqual(['full']);
 
-    for (let i = 0; i < 5; i++) {
-      site.prepare(`UPDATE videos SET title = ? WHERE public_id = 'clip'`).run(`Title ${i}`);
-      session.changed('database', `${i % 2 ? 'site.sqlite-wal' : 'site.sqlite'}`);
-      clock.advance(50);
-    }
-    clock.advance(200);
-    await session.idle();
+    site.prepare(`UPDATE videos SET title = 'Fresh title' WHERE public_id = 'clip'`).run();
+    session.changed('database', 'site.sqlite-wal');
+    await run(); // no time passes
     expect(builds).toHaveLength(2);
-    expect(builds[1]!.report).toMatchObject({ mode: 'incremental', changes: 5 });
+    expect(builds[1]!.report).toMatchObject({ mode: 'incremental', changes: 1 });
     expect(treeDifferences(readTree(out), expected())).toEqual([]);
-    expect(readTree(out).get('alice/rss/index.rss')!.body.toString()).toContain('Title 4');
+    expect(readTree(out).get('alice/rss/index.rss')!.body.toString()).toContain('Fresh title');
   });
 
-  it('runs exactly once more for a change that arrives during a build', async () => {
-    const { site, session, clock, builds, hooks, out, expected } = setup();
+  it('gathers a bulk import that arrives during a build into exactly one more build', async () => {
+    const { site, session, run, builds, hooks, out, expected } = setup();
     session.start();
-    clock.advance(200);
-    await session.idle();
+    await run();
 
     let injected = false;
     hooks.afterBuild = () => {
-      // Still inside the build, as the queue sees it: a commit lands and the watcher reports it.
+      // Still inside the build, as the queue sees it: 100 commits land and the watcher reports each.
       if (injected) return;
       injected = true;
-      site.prepare(`INSERT INTO users (username, display_name, created_at, updated_at) VALUES ('bob', 'Bob', 1, 1)`).run();
-      session.changed('database', 'site.sqlite-wal');
-      clock.advance(200); // its quiet period passes while the build is still running
+      site.pragma('synchronous = OFF'); // 100 commits without 100 waits on the disk
+      const insert = site.prepare(`INSERT INTO users (username, display_name, created_at, updated_at) VALUES (?, ?, 1, 1)`);
+      for (let i = 0; i < 100; i++) {
+        insert.run(`user${i}`, `User ${i}`);
+        session.changed('database', i % 2 ? 'site.sqlite-wal' : 'site.sqlite');
+      }
     };
     site.prepare(`UPDATE users SET display_name = 'Alice L.' WHERE username = 'alice'`).run();
     session.changed('database', 'site.sqlite-wal');
-    clock.advance(200);
-    await session.idle();
-    expect(builds).toHaveLength(3);
+    await run();
     expect(builds.slice(1).map((b) => [b.report.mode, b.report.changes])).toEqual([
       ['incremental', 1],
-      ['incremental', 1],
+      ['incremental', 100],
     ]);
     const tree = readTree(out);
-    expect(tree.has('bob/rss/index.rss')).toBe(true);
+    expect(tree.has('user99/rss/index.rss')).toBe(true);
     expect(treeDifferences(tree, expected())).toEqual([]);
   });
 
-  it('does not build when a database file is touched but the change log did not move', async () => {
-    const { session, clock, builds } = setup();
+  it('does not build when a database file is touched without new data', async () => {
+    const { session, run, builds } = setup();
     session.start();
-    clock.advance(200);
-    await session.idle();
+    await run();
     session.changed('database', 'site.sqlite-wal'); // a reader, or a checkpoint
-    clock.advance(200);
-    await session.idle();
+    await run(10_000);
     expect(builds).toHaveLength(1);
   });
 
-  it('reports an invalid configuration and keeps the last good one', async () => {
-    const { site, session, clock, builds, problems, configFile, out } = setup();
+  it('notices a commit without a file event on its slow poll', async () => {
+    const { site, session, run, builds } = setup();
     session.start();
-    clock.advance(200);
-    await session.idle();
+    await run();
+    site.prepare(`UPDATE users SET display_name = 'Unseen' WHERE username = 'alice'`).run();
+    await run(1999);
+    expect(builds).toHaveLength(1);
+    await run(1);
+    expect(builds).toHaveLength(2);
+    expect(builds[1]!.report).toMatchObject({ mode: 'incremental', changes: 1 });
+  });
+
+  it('holds the lock only while it builds, and waits (reported once) while another build holds it', async () => {
+    const { site, session, run, builds, problems, lockFile, lockHeld, out } = setup();
+    session.start();
+    await run();
+    expect(lockHeld).toEqual([true]);
+    expect(existsSync(lockFile)).toBe(false);
+
+    const other = acquireBuildLock(out, { command: 'vidfeeds build' });
+    site.prepare(`UPDATE users SET display_name = 'Waited' WHERE username = 'alice'`).run();
+    session.changed('database', 'site.sqlite');
+    await run();
+    await run(1000);
+    await run(2000);
+    await run(4000);
+    expect(builds).toHaveLength(1);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^waiting: output directory .* is being built by another vidfeeds: "vidfeeds build", pid \d+/);
+    other.release();
+    await run(8000);
+    expect(builds).toHaveLength(2);
+    expect(builds[1]!.changes).toEqual(['retry']);
+    expect(builds[1]!.report).toMatchObject({ mode: 'incremental', changes: 1 });
+    expect(existsSync(lockFile)).toBe(false);
+  });
+
+  it('reports a database that breaks once, retries with back-off, and builds again when it is back', async () => {
+    const { file, site, session, run, builds, problems, out, expected } = setup();
+    session.start();
+    await run();
+    const good = `${file}.good`;
+    copyFileSync(file, good);
+    // An upgrade by a newer site: the file is replaced by one of a later schema.
+    const newer = `${file}.newer`;
+    copyFileSync(file, newer);
+    const upgraded = new Database(newer);
+    upgraded.pragma('user_version = 99');
+    upgraded.close();
+    renameSync(newer, file);
+    session.changed('database', file);
+    await run();
+    for (const wait of [1000, 2000, 4000, 8000, 8000]) {
+      session.changed('database', file);
+      await run(wait);
+    }
+    expect(builds).toHaveLength(1);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^build failed: .*schema version 99.*\(retrying, less often while it lasts\)$/);
+
+    renameSync(good, file);
+    await run(8000);
+    expect(builds).toHaveLength(2);
+    expect(problems).toHaveLength(1);
+    expect(treeDifferences(readTree(out), expected())).toEqual([]);
+    site.close();
+  });
+
+  it('keeps the last good templates while one is broken, and builds incrementally once it is restored', async () => {
+    const { site, session, run, builds, problems, template, out } = setup();
+    session.start();
+    await run();
+    const good = '<iframe src="{{fileUrl}}" title="{{title}}"></iframe>\n';
+
+    writeFileSync(template, '<object>{{#each}}</object>');
+    session.changed('template', template);
+    await run();
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain('keeping the last good configuration and templates');
+    expect(builds).toHaveLength(1);
+
+    // Data changes still build, with the last good template.
+    site.prepare(`UPDATE videos SET title = 'During' WHERE public_id = 'clip'`).run();
+    session.changed('database', 'site.sqlite');
+    await run();
+    expect(builds[1]!.report.mode).toBe('incremental');
+    expect(readTree(out).get('clip/oembed/html')!.body.toString()).toContain('title="During"');
+
+    writeFileSync(template, good);
+    session.changed('template', template);
+    await run();
+    expect(builds).toHaveLength(2); // the templates in use are the restored ones: nothing to rebuild
+    site.prepare(`UPDATE videos SET title = 'After' WHERE public_id = 'clip'`).run();
+    session.changed('database', 'site.sqlite');
+    await run();
+    expect(builds.map((b) => b.report.mode)).toEqual(['full', 'incremental', 'incremental']);
+
+    // A real edit of a template is a full build.
+    writeFileSync(template, `<iframe src="{{fileUrl}}" title="{{title}}" allowfullscreen></iframe>\n`);
+    session.changed('template', template);
+    await run();
+    expect(builds[3]!.report).toMatchObject({ mode: 'full', reason: 'a template changed' });
+  });
+
+  it('reports an invalid configuration and keeps the last good one', async () => {
+    const { site, session, run, builds, problems, configFile, out } = setup();
+    session.start();
+    await run();
 
     writeFileSync(configFile, JSON.stringify({ baseUrl: 'ftp://nope' }));
     session.changed('config', configFile);
-    clock.advance(200);
-    await session.idle();
+    await run();
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain('baseUrl must use http or https');
     expect(problems[0]).toContain('keeping the last good configuration');
     expect(builds).toHaveLength(1);
 
-    // Data changes still build, with the last good configuration.
     site.prepare(`UPDATE users SET display_name = 'Still' WHERE username = 'alice'`).run();
     session.changed('database', 'site.sqlite');
-    clock.advance(200);
-    await session.idle();
+    await run();
     expect(builds[1]!.report.mode).toBe('incremental');
     expect(readTree(out).get('alice/atom/index.atom')!.body.toString()).toContain('https://videos.example.org/alice/');
 
-    writeFileSync(configFile, JSON.stringify({ baseUrl: 'https://other.example.org' }));
+    writeFileSync(configFile, JSON.stringify({ baseUrl: 'https://other.example.org', player: { template: 'mine', templatesDir: 'templates' } }));
     session.changed('config', configFile);
-    clock.advance(200);
-    await session.idle();
+    await run();
     expect(builds[2]!.report).toMatchObject({ mode: 'full', reason: 'the configuration changed' });
     expect(readTree(out).get('alice/atom/index.atom')!.body.toString()).toContain('https://other.example.org/alice/');
   });
 
-  it('stops cleanly: the running build finishes, nothing starts after, the lock is the caller’s to release', async () => {
-    const { session, clock, builds, lock } = setup();
+  it('stops cleanly: nothing starts after, no lock is left', async () => {
+    const { session, run, clock, builds, lockFile } = setup();
     session.start();
-    clock.advance(200);
+    await run();
     session.changed('database', 'site.sqlite');
     await session.stop();
-    clock.advance(1000);
+    clock.advance(10_000);
     expect(builds).toHaveLength(1);
-    expect(existsSync(lock.file)).toBe(true);
-    lock.release();
-    expect(existsSync(lock.file)).toBe(false);
+    expect(clock.pending).toBe(0);
+    expect(existsSync(lockFile)).toBe(false);
   });
 });

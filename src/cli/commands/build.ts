@@ -1,15 +1,17 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { defaultStateFile } from '../../build/build-state.js';
 import type { BuildReport } from '../../build/build.js';
-import { buildSite } from '../../build/site-build.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
 import { createSiteContext } from '../../build/site-context.js';
-import { DEFAULT_BASE_URL, DEFAULT_CONFIG_FILE, loadConfig, previewUrlSettings } from '../../config/config.js';
-import { isDemoDatabase } from '../../db/demo-data.js';
+import { loadConfig } from '../../config/config.js';
 import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
-import { EXIT, UsageError } from '../errors.js';
+import { runBuildThread } from '../build-thread.js';
+import { EXIT, exitCodeOf, UsageError } from '../errors.js';
+import { BuildJson, ReportedError, withJsonErrors } from '../json-report.js';
+import { previewUrlWarning } from '../preview-warning.js';
+import { ProgressLine } from '../progress.js';
 import type { Console } from '../output.js';
 import { configOptions, configOverrides, type ConfigFlags } from './shared-options.js';
 
@@ -21,6 +23,9 @@ interface BuildFlags extends ConfigFlags {
   user?: string;
   full?: boolean;
   shard?: string;
+  wait?: number;
+  json?: boolean;
+  quiet?: boolean;
 }
 
 /** The typed options of one build, from raw flags. Everything is checked before a file is touched. */
@@ -58,8 +63,6 @@ export function buildRequest(flags: { db: string; out: string; state?: string; o
   return request;
 }
 
-const MAX_WARNINGS = 50;
-
 export function parseFormatList(list: string): Set<string> {
   const names = list
     .split(',')
@@ -85,35 +88,65 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       .option('--only <formats>', 'comma-separated format names to build (see `vidfeeds formats`)')
       .option('--user <name>', "build only this user's documents and their videos'")
       .option('--full', 'render everything, even when an incremental build is possible')
-      .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md'),
-  ).action((flags: BuildFlags) => {
-    const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-    const request = buildRequest(flags);
-    const site = createSiteContext(config, FORMATS);
-    if (request.user !== undefined) checkUserExists(request.db, request.user);
-    const preview = previewUrlSettings(config);
-    if (preview.length > 0 && isDemoDatabase(request.db) === false) {
-      const them = preview.length > 1 ? 'them' : 'it';
-      const flag = preview.includes('baseUrl') ? ' (or pass --base-url)' : '';
-      io.err(`vidfeeds: warning: ${preview.join(', ')} still at the default ${DEFAULT_BASE_URL}: the documents will link there; set ${them} in ${DEFAULT_CONFIG_FILE}${flag}`);
-    }
-    let warnings = 0;
-    const report = buildSite({
-      ...request,
-      config,
-      site,
-      reporter: {
-        progress: io.interactive ? (done) => process.stderr.write(`\r${done} documents…`) : undefined,
-        warn: (message) => {
-          if (++warnings <= MAX_WARNINGS) io.err(`${io.interactive ? '\r' : ''}vidfeeds: ${message}`);
-        },
-      },
+      .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md')
+      .option('--wait <seconds>', 'when another build holds the lock, wait up to this long for it (default 0: exit 75 at once)', nonNegativeSeconds)
+      .option('--json', 'print one JSON report on stdout (docs/report.md): mode, counts, skipped rows, failures, URLs written and removed')
+      .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress'),
+  ).action(async (flags: BuildFlags) => {
+    let json: BuildJson | undefined;
+    // With --json, an error before the build (flags, configuration) prints the error alone; one
+    // during it (interrupted, locked, a bad database) prints what the build did up to then.
+    await withJsonErrors('build', flags.json, io.out, async () => {
+      const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
+      const request = buildRequest(flags);
+      // Templates are loaded here too, so a broken one stops the build before the thread starts.
+      const site = createSiteContext(config, FORMATS);
+      if (request.user !== undefined) checkUserExists(request.db, request.user);
+      const warning = previewUrlWarning(config, request.db);
+      if (warning !== null) io.err(warning);
+      json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
+      const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
+      let report: BuildReport;
+      try {
+        report = await runBuildThread(
+          {
+            request: { ...request, only: request.only === undefined ? undefined : [...request.only], waitSeconds: flags.wait ?? 0, command: 'vidfeeds build' },
+            config,
+            progress: progress !== undefined,
+            paths: json !== undefined,
+          },
+          {
+            progress: (done) => progress?.update(done),
+            started: (plan) => progress?.expect(plan.expected),
+            // Every one, however many: the operator must be able to find each row it left out.
+            warn: (message) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${message}`),
+            skipped: (row) => json?.skipped.push(row),
+            failed: (failure) => json?.failed.push(failure),
+            wrote: (paths) => json?.wrote(paths),
+            removed: (paths) => json?.removed(paths),
+            stopping: (signal) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${signal}: stopping the build after the current document…`),
+          },
+        );
+      } catch (error) {
+        progress?.clear();
+        if (json) {
+          io.out(json.text({ error, exitCode: exitCodeOf(error) }));
+          throw new ReportedError(error);
+        }
+        throw error;
+      }
+      progress?.clear();
+      const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
+      if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
+      if (json) io.out(json.text({ report, exitCode }));
+      setExit(exitCode);
     });
-    if (io.interactive) process.stderr.write('\r\x1b[K');
-    if (warnings > MAX_WARNINGS) io.err(`vidfeeds: … and ${warnings - MAX_WARNINGS} more warnings`);
-    io.err(summary(report));
-    setExit(report.failedCount > 0 ? EXIT.failed : EXIT.ok);
   });
+}
+
+function nonNegativeSeconds(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError('--wait needs a number of seconds (0 or more)');
+  return Number(value);
 }
 
 export function summary(report: BuildReport): string {
@@ -129,6 +162,7 @@ export function summaryText(report: BuildReport): string {
     `${report.skippedCount} skipped`,
   ];
   if (report.failedCount > 0) parts.push(`${report.failedCount} failed`);
+  if (report.issueCount > 0) parts.push(`${report.issueCount} bad ${report.issueCount === 1 ? 'value' : 'values'}`);
   return `${describeMode(report)}: ${report.documents} documents in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
 }
 

@@ -2,7 +2,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { VIDFEEDS_VERSION } from '../../build/site-context.js';
-import { loadConfig } from '../../config/config.js';
+import { loadConfig, type SiteConfig } from '../../config/config.js';
+import { cacheControlOf } from '../../hosting/cache-control.js';
 import { FORMATS } from '../../formats/registry.js';
 import { htaccess } from '../../hosting/apache.js';
 import { buildManifest } from '../../hosting/manifest.js';
@@ -33,13 +34,18 @@ interface NginxFlags extends ConfigFlags {
   refuseHotlinks?: boolean;
   allowReferer: string[];
   name: string;
+  brotliStatic?: boolean;
 }
 
-/** The base URL's path as servers see a request: decoded, no trailing slash. */
-function sitePaths(flags: ConfigFlags): SitePaths {
+/** The configuration, and the site's paths from it. */
+function siteOf(flags: ConfigFlags): { config: SiteConfig; paths: SitePaths } {
   const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
   checkFormatTable(FORMATS);
-  return new SitePaths(config.baseUrl, config.pages, FORMATS);
+  return { config, paths: new SitePaths(config.baseUrl, config.pages, FORMATS) };
+}
+
+function sitePaths(flags: ConfigFlags): SitePaths {
+  return siteOf(flags).paths;
 }
 
 function decodedBasePath(paths: SitePaths): string {
@@ -115,10 +121,13 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
       .option('--video-root <dir>', 'directory holding the video files of --video-location')
       .option('--refuse-hotlinks', 'refuse video files to pages of other sites (Referer check; default: off)')
       .option('--allow-referer <host>', 'another host whose pages may link to the video files (repeatable)', collect, [])
-      .option('--name <name>', 'prefix of the names added to nginx (zones, maps, locations)', parseName, 'vidfeeds'),
+      .option('--name <name>', 'prefix of the names added to nginx (zones, maps, locations)', parseName, 'vidfeeds')
+      .option('--brotli-static', 'send the build\'s .br files (needs ngx_brotli\'s static module; see docs/deploy.md)'),
   ).action((flags: NginxFlags) => {
-    const paths = sitePaths(flags);
-    const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
+    const { config, paths } = siteOf(flags);
+    if (flags.brotliStatic && !config.compress.includes('br')) {
+      throw new UsageError('--brotli-static sends the build\'s .br files, but the configuration\'s compress does not write them: add "br" to compress');
+    }
     if ((flags.videoLocation === undefined) !== (flags.videoRoot === undefined)) {
       throw new UsageError('--video-location and --video-root go together');
     }
@@ -143,6 +152,9 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
         allowReferers: flags.allowReferer,
         name: flags.name,
         generator: GENERATOR,
+        cacheControl: (format) => cacheControlOf(config.cacheControl, format),
+        gzipStatic: config.compress.includes('gzip'),
+        brotliStatic: flags.brotliStatic ?? false,
       }),
     );
     io.out(text);
@@ -155,14 +167,24 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
       .description('print an .htaccess for the root of the tree (Apache 2.4, mod_rewrite)')
       .option('--upstream <host:port>', '`vidfeeds serve` for parametrised requests and the POST (mod_proxy_http)', parseHostPort),
   ).action((flags: ConfigFlags & { upstream?: string }) => {
-    const paths = sitePaths(flags);
-    io.out(asUsage(() => htaccess(routesOf(FORMATS), { basePath: decodedBasePath(paths), upstream: flags.upstream, generator: GENERATOR })));
+    const { config, paths } = siteOf(flags);
+    io.out(
+      asUsage(() =>
+        htaccess(routesOf(FORMATS), {
+          basePath: decodedBasePath(paths),
+          upstream: flags.upstream,
+          generator: GENERATOR,
+          cacheControl: (format) => cacheControlOf(config.cacheControl, format),
+          compress: config.compress,
+        }),
+      ),
+    );
     setExit(EXIT.ok);
   });
 
   configOptions(hosting.command('headers').description('print a _headers file for Netlify and Cloudflare Pages')).action((flags: ConfigFlags) => {
-    const paths = sitePaths(flags);
-    io.out(headersFile(routesOf(FORMATS), paths.basePath, GENERATOR));
+    const { config, paths } = siteOf(flags);
+    io.out(headersFile(routesOf(FORMATS), paths.basePath, GENERATOR, (format) => cacheControlOf(config.cacheControl, format)));
     setExit(EXIT.ok);
   });
 
@@ -183,13 +205,13 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
   configOptions(
     hosting
       .command('manifest')
-      .description('print a JSON manifest of the built tree: each file, its content type and the keys it answers under')
+      .description('print a JSON manifest of the built tree: each file, its headers, size, SHA-256, keys and compressed forms')
       .requiredOption('--root <dir>', 'the built tree (the --out of `vidfeeds build`)'),
   ).action((flags: ConfigFlags & { root: string }) => {
-    const paths = sitePaths(flags);
+    const { config, paths } = siteOf(flags);
     const root = resolve(flags.root);
     if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`--root ${root} is not a directory: build the tree first`);
-    const { manifest, ignored } = buildManifest(routesOf(FORMATS), root, decodedBasePath(paths), GENERATOR);
+    const { manifest, ignored } = buildManifest(routesOf(FORMATS), root, decodedBasePath(paths), GENERATOR, (format) => cacheControlOf(config.cacheControl, format));
     io.out(JSON.stringify(manifest, null, 2));
     if (ignored.length > 0) {
       io.err(`vidfeeds: ${ignored.length} files under ${root} are not documents of the format table and are left out (e.g. ${ignored.slice(0, 3).join(', ')})`);

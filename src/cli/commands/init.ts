@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { existsSync, linkSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE, starterConfigText } from '../../config/config.js';
+import { describeIssue } from '../../db/decode.js';
 import { openForWriting } from '../../db/open-database.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
@@ -41,12 +42,20 @@ export function registerInit(program: Command, io: Console, setExit: (code: numb
       if (flags.db !== undefined) {
         const file = resolve(flags.db);
         const existed = existsSync(file);
-        const { db, from, to } = openForWriting(file, { adopt: flags.force ?? false });
+        const { db, from, to, wrongTypes } = openForWriting(file, { adopt: flags.force ?? false });
         db.close();
         if (from === 0 && existed) io.err(`vidfeeds: added vidfeeds's tables (schema version ${to}) to ${file}`);
         else if (from === 0) io.err(`vidfeeds: created ${file} at schema version ${to}`);
         else if (from === to) io.err(`vidfeeds: ${file} is already at schema version ${to}`);
         else io.err(`vidfeeds: upgraded ${file} from schema version ${from} to ${to}`);
+        // The schema now refuses these values; the rows already holding them are kept, and named.
+        for (const issue of wrongTypes) io.err(`vidfeeds: kept as stored: ${describeIssue(issue)}`);
+        if (wrongTypes.length > 0) {
+          io.err(
+            `vidfeeds: ${wrongTypes.length} stored ${wrongTypes.length === 1 ? 'value is' : 'values are'} of the wrong type; ` +
+              'new writes of such values are refused, and builds treat these by the rule of their column (docs/database.md)',
+          );
+        }
       }
       if (config !== undefined) {
         writeNew(config.file, config.text);

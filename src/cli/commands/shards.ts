@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { readBuildRecords, type FoundRecord } from '../../build/build-record.js';
 import { checkShards } from '../../build/shard-check.js';
 import { EXIT, UsageError } from '../errors.js';
+import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
 
 /**
@@ -21,13 +22,16 @@ export function registerShards(program: Command, io: Console, setExit: (code: nu
     .command('check')
     .description('check that the parts in these output directories can be merged: all N parts, one database snapshot, one configuration')
     .argument('<dir...>', 'output directories of the parts (one holding every part, or one per part)')
+    .option('--json', 'print one JSON report on stdout (docs/report.md)')
+    .option('--quiet', 'print only problems')
     .addHelpText(
       'after',
       '\nEach build leaves .vidfeeds-build.json (a part: .vidfeeds-build.shard-K-of-N.json) in its output directory;\n' +
         'this compares them. Exit codes: 0 the parts agree, 1 they do not (each problem on stdout), 2 a directory or a\n' +
         'record cannot be read.',
     )
-    .action((dirs: string[]) => {
+    .action((dirs: string[], flags: { json?: boolean; quiet?: boolean }) => withJsonErrors('shards check', flags.json, io.out, () => {
+      const started = process.hrtime.bigint();
       const records: FoundRecord[] = [];
       const withoutRecord: string[] = [];
       const given = new Map<string, string>();
@@ -42,8 +46,25 @@ export function registerShards(program: Command, io: Console, setExit: (code: nu
         records.push(...found);
       }
       const result = checkShards(records, withoutRecord, (full) => given.get(full) ?? full);
-      for (const problem of result.problems) io.out(problem);
-      io.err(`vidfeeds: ${result.summary}`);
-      setExit(result.problems.length === 0 ? EXIT.ok : EXIT.failed);
-    });
+      const exitCode = result.problems.length === 0 ? EXIT.ok : EXIT.failed;
+      if (flags.json) {
+        io.out(
+          JSON.stringify({
+            report: REPORT_VERSION,
+            command: 'shards check',
+            ok: exitCode === EXIT.ok,
+            exitCode,
+            seconds: Number(process.hrtime.bigint() - started) / 1e9,
+            summary: result.summary,
+            counts: { directories: given.size, records: records.length, problems: result.problems.length },
+            problems: result.problems,
+            parts: records.map(({ dir, file, record }) => ({ dir: given.get(dir) ?? dir, file, shard: record.shard, database: record.database, mode: record.mode, complete: record.complete, failed: record.failed, finishedAt: record.finishedAt })),
+          }),
+        );
+      } else {
+        for (const problem of result.problems) io.out(problem);
+      }
+      if (!flags.quiet || exitCode !== EXIT.ok) io.err(`vidfeeds: ${result.summary}`);
+      setExit(exitCode);
+    }));
 }

@@ -34,3 +34,12 @@ export function positiveInteger(name: string, max = Number.MAX_SAFE_INTEGER) {
     return n;
   };
 }
+
+export function nonNegativeInteger(name: string, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number`);
+    const n = Number(value);
+    if (n > max) throw new InvalidArgumentError(`${name} must be from 0 to ${max}`);
+    return n;
+  };
+}

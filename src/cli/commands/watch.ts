@@ -1,61 +1,63 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { BuildReport } from '../../build/build.js';
-import { acquireBuildLock } from '../../build/lock.js';
 import { DEFAULT_CONFIG_FILE, loadConfig } from '../../config/config.js';
+import { previewUrlWarning } from '../preview-warning.js';
 import { shortName, watchInputs } from '../../watch/file-watcher.js';
-import { WatchSession } from '../../watch/watch-session.js';
+import { DEFAULT_POLL_MS, WatchSession } from '../../watch/watch-session.js';
 import { EXIT } from '../errors.js';
 import type { Console } from '../output.js';
 import { buildRequest, summaryText } from './build.js';
-import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
+import { configOptions, configOverrides, nonNegativeInteger, type ConfigFlags } from './shared-options.js';
 
 interface WatchFlags extends ConfigFlags {
   db: string;
   out: string;
   state?: string;
   debounce: number;
+  poll: number;
 }
 
-const DEFAULT_DEBOUNCE_MS = 300;
-
 /**
- * `vidfeeds watch`: builds, then rebuilds (incrementally) whenever the database, the configuration
- * or a template changes, until Ctrl-C or SIGTERM. It holds the output directory's lock the whole
- * time; on a signal it lets a running build finish, releases the lock and exits 0.
+ * `vidfeeds watch`: builds, then rebuilds (incrementally) as soon as the database, the configuration
+ * or a template changes, until Ctrl-C or SIGTERM. It holds the output directory's lock only while
+ * it builds; on a signal it lets a running build finish and exits 0. A configuration, template or
+ * database that is unusable at start stops it with exit 2, as `build` does.
  */
 export function registerWatch(program: Command, io: Console, setExit: (code: number) => void): void {
   configOptions(
     program
       .command('watch')
-      .description('build, then rebuild what changed whenever the database, the configuration or a template changes (Ctrl-C stops)')
+      .description('build, then rebuild what changed as soon as the database, the configuration or a template changes (Ctrl-C stops)')
       .requiredOption('--db <file>', 'site database (SQLite); its -wal file is watched too')
       .option('--out <dir>', 'output directory', 'out')
       .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
-      .option('--debounce <ms>', 'quiet time after a change before rebuilding', positiveInteger('--debounce', 60_000), DEFAULT_DEBOUNCE_MS),
+      .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
+      .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS),
   ).action(async (flags: WatchFlags) => {
     const request = buildRequest({ db: flags.db, out: flags.out, state: flags.state });
     const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
     const load = () => loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-    load(); // A bad configuration stops here, before the lock is taken or a file touched (exit 2).
 
-    const lock = acquireBuildLock(request.out, { command: 'vidfeeds watch' });
+    const clock = () => new Date().toISOString().slice(11, 19);
+    let watcher: ReturnType<typeof watchInputs> | undefined;
+    // A bad configuration, template or database stops here, before a file is touched (exit 2).
+    const session = new WatchSession({
+      db: request.db,
+      out: request.out,
+      stateFile: request.stateFile,
+      loadConfig: load,
+      delayMs: flags.debounce,
+      pollMs: flags.poll,
+      onBuild: (report: BuildReport, changes) => {
+        io.err(`vidfeeds: ${clock()} ${describeChanges(changes)}: ${summaryText(report)}`);
+        watcher?.setTemplateDirs(session.templateDirs());
+      },
+      onProblem: (message) => io.err(`vidfeeds: ${clock()} ${message}`),
+    });
+    const warning = previewUrlWarning(load(), request.db);
+    if (warning !== null) io.err(warning);
     try {
-      const clock = () => new Date().toISOString().slice(11, 19);
-      let watcher: ReturnType<typeof watchInputs> | undefined;
-      const session = new WatchSession({
-        db: request.db,
-        out: request.out,
-        stateFile: request.stateFile,
-        loadConfig: load,
-        lock,
-        debounceMs: flags.debounce,
-        onBuild: (report: BuildReport, changes) => {
-          io.err(`vidfeeds: ${clock()} ${describeChanges(changes)}: ${summaryText(report)}`);
-          watcher?.setTemplateDirs(session.templateDirs());
-        },
-        onProblem: (message) => io.err(`vidfeeds: ${clock()} ${message}`),
-      });
       watcher = watchInputs(
         { db: request.db, config: configFile, templateDirs: session.templateDirs() },
         (kind, path) => session.changed(kind, path),
@@ -66,10 +68,9 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       session.start();
       const signal = await nextSignal();
       io.err(`vidfeeds: ${signal}: stopping${session.queue.busy ? ' after the running build' : ''}`);
-      await session.stop();
-      await watcher.close();
     } finally {
-      lock.release();
+      await session.stop();
+      await watcher?.close();
     }
     io.err('vidfeeds: stopped');
     setExit(EXIT.ok);
@@ -89,10 +90,11 @@ function nextSignal(): Promise<NodeJS.Signals> {
   });
 }
 
-/** "site.sqlite-wal, vidfeeds.config.json changed" or "start". */
+/** "site.sqlite-wal, vidfeeds.config.json changed", "start" or "retry, site.sqlite changed". */
 export function describeChanges(changes: readonly string[]): string {
-  if (changes.length === 1 && changes[0] === 'start') return 'start';
-  const names = [...new Set(changes.filter((c) => c !== 'start').map((c) => shortName(c.slice(c.indexOf(':') + 1))))];
+  const events = ['start', 'retry'].filter((e) => changes.includes(e));
+  const names = [...new Set(changes.filter((c) => c.includes(':')).map((c) => shortName(c.slice(c.indexOf(':') + 1))))];
+  if (names.length === 0) return events.join(', ');
   const shown = names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more` : names.join(', ');
-  return `${shown} changed`;
+  return [...events, `${shown} changed`].join(', ');
 }

@@ -1,0 +1,238 @@
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ChangeLine } from './writer.js';
+
+/**
+ * `npm run bench -- --freshness`: how long a live site waits for its documents. `vidfeeds watch`
+ * runs on a copy of the demo database while a writer process (writer.ts) commits a mix of changes
+ * (uploads, title and profile edits, privacy flips, deletions, recommendations) at a steady rate.
+ * For each change the bench polls the files the change should alter until every one holds its new
+ * bytes (or is gone), and takes the time from the commit. It prints p50, p95, p99 and max, the
+ * number of builds, the watcher's CPU share and peak RSS, and at the end compares the watched tree
+ * with a full build of the same database into a fresh directory (nothing lost, nothing stale).
+ */
+
+export const FRESHNESS_TARGETS = { p50Ms: 100, p99Ms: 500, peakRssMb: 200 };
+
+/** How often the bench looks at the files of the changes not yet in place. */
+const POLL_MS = 2;
+/** How long after the writer's last change the bench waits for the files before calling them late. */
+const GRACE_MS = 60_000;
+
+export interface FreshnessContext {
+  /** The run's database (a copy of the demo one) and its folder. */
+  db: string;
+  runDir: string;
+  /** The built CLI as a child that reports its own cost (child.ts), and the writer script. */
+  cliChild: string;
+  writerScript: string;
+  rate: number;
+  seconds: number;
+  env: Record<string, string>;
+  /** Runs a vidfeeds command to completion (bench.ts). */
+  runCli: (args: string[]) => Promise<{ seconds: number; stderr: string }>;
+  /** Resolves when the file system is quiet enough to time on (disk-probe.ts); throws if it stays busy. */
+  quietDisk: () => Promise<void>;
+  lines: (line: string) => void;
+}
+
+interface Outcome {
+  change: ChangeLine;
+  /** Milliseconds from the commit to the moment every file held its new bytes; null if never seen. */
+  ms: number | null;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+export async function benchFreshness(ctx: FreshnessContext): Promise<void> {
+  const { db, runDir, lines } = ctx;
+  const out = join(runDir, 'watched');
+  const config = join(runDir, 'vidfeeds.config.json');
+  writeFileSync(config, `${JSON.stringify({ baseUrl: 'https://videos.example.org' })}\n`);
+  // A live site writes in WAL mode: readers (vidfeeds) and the writer do not block each other.
+  const site = new Database(db);
+  site.pragma('journal_mode = WAL');
+  site.close();
+  const cli = (dir: string) => ['--db', db, '--out', dir, '--state', `${dir}.state.sqlite`, '--config', config];
+
+  const first = await ctx.runCli(['build', ...cli(out)]);
+  lines(`first full build    ${first.seconds.toFixed(2)} s (untimed: the tree watch starts from)`);
+  await ctx.quietDisk();
+
+  // watch, as its own process so its CPU time and peak RSS are its own.
+  const watchStarted = now();
+  const watch = spawn(process.execPath, [ctx.cliChild, 'watch', ...cli(out)], { env: { ...process.env, ...ctx.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let watchErr = '';
+  let watchOut = '';
+  watch.stderr.setEncoding('utf8').on('data', (d: string) => (watchErr += d));
+  watch.stdout.setEncoding('utf8').on('data', (d: string) => (watchOut += d));
+  const watchExit = new Promise<number | null>((resolve) => watch.on('close', (code) => resolve(code)));
+  try {
+    const ready = await until(() => /start: (full|incremental) build/.test(watchErr) || watch.exitCode !== null, 600_000);
+    if (!ready || watch.exitCode !== null) throw new Error(`watch did not make its first build:\n${watchErr}`);
+
+    const outcomes = await runWriter(ctx, out);
+
+    watch.kill('SIGINT');
+    const code = await watchExit;
+    const watchSeconds = (now() - watchStarted) / 1000;
+    const line = watchOut.split('\n').find((l) => l.startsWith('BENCH '));
+    if (code !== 0 || line === undefined) throw new Error(`watch exited with ${code}:\n${watchErr.slice(-4000)}`);
+    const usage = JSON.parse(line.slice('BENCH '.length)) as { maxRssKb: number; userMs: number; systemMs: number };
+    const builds = (watchErr.match(/: (full|incremental) build \(/g) ?? []).length - 1; // less the one at start
+    const problems = watchErr.split('\n').filter((l) => /build failed|waiting:/.test(l));
+    writeFileSync(join(runDir, 'watch.log'), watchErr); // kept with --keep
+
+    report(ctx, outcomes, { builds, watchSeconds, usage, problems });
+
+    // Nothing lost: the watched tree is what a full build of the final database gives.
+    const fresh = join(runDir, 'fresh');
+    await ctx.runCli(['build', ...cli(fresh)]);
+    const differences = compareTrees(out, fresh);
+    lines(
+      differences.count === 0
+        ? `after the run       the watched tree equals a full build of the final database: ${n(differences.files)} files (nothing lost: ok)`
+        : `after the run       ${n(differences.count)} files differ from a full build of the final database (MISSED), e.g. ${differences.first.join(', ')}`,
+    );
+  } finally {
+    if (watch.exitCode === null) watch.kill('SIGKILL');
+  }
+}
+
+/** Runs the writer and times each of its changes until its files are in place. */
+async function runWriter(ctx: FreshnessContext, out: string): Promise<Outcome[]> {
+  const writer = spawn(process.execPath, [ctx.writerScript, ctx.db, join(ctx.runDir, 'vidfeeds.config.json'), String(ctx.rate), String(ctx.seconds), '1'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let writerErr = '';
+  writer.stderr.setEncoding('utf8').on('data', (d: string) => (writerErr += d));
+  const pending: Array<{ change: ChangeLine; left: ChangeLine['expect'] }> = [];
+  const outcomes: Outcome[] = [];
+  let done = false;
+  let doneAt = 0;
+  let buffered = '';
+  writer.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const text = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      const parsed = JSON.parse(text) as ChangeLine | { done: number };
+      if ('done' in parsed) {
+        done = true;
+        doneAt = now();
+      } else {
+        pending.push({ change: parsed, left: parsed.expect });
+      }
+    }
+  });
+  const writerExit = new Promise<number | null>((resolve) => writer.on('close', (code) => resolve(code)));
+
+  for (;;) {
+    const at = now();
+    for (let i = pending.length - 1; i >= 0; i--) {
+      const entry = pending[i]!;
+      entry.left = entry.left.filter((e) => !inPlace(out, e));
+      if (entry.left.length === 0) {
+        outcomes.push({ change: entry.change, ms: at - entry.change.committedAt });
+        pending.splice(i, 1);
+      }
+    }
+    if (writer.exitCode !== null && writer.exitCode !== 0) throw new Error(`the writer failed:\n${writerErr}`);
+    if (done && (pending.length === 0 || at - doneAt > GRACE_MS)) break;
+    await sleep(POLL_MS);
+  }
+  await writerExit;
+  for (const entry of pending) outcomes.push({ change: entry.change, ms: null });
+  return outcomes;
+}
+
+function inPlace(out: string, expectation: ChangeLine['expect'][number]): boolean {
+  const file = join(out, expectation.path);
+  if ('absent' in expectation) return !existsSync(file);
+  try {
+    return readFileSync(file, 'latin1').includes(expectation.contains);
+  } catch {
+    return false;
+  }
+}
+
+function report(
+  ctx: FreshnessContext,
+  outcomes: Outcome[],
+  watch: { builds: number; watchSeconds: number; usage: { maxRssKb: number; userMs: number; systemMs: number }; problems: string[] },
+): void {
+  const { lines } = ctx;
+  const seen = outcomes.filter((o) => o.ms !== null).map((o) => o.ms!).sort((a, b) => a - b);
+  const late = outcomes.length - seen.length;
+  const kinds = new Map<string, number[]>();
+  for (const o of outcomes) if (o.ms !== null) kinds.set(o.change.kind, [...(kinds.get(o.change.kind) ?? []), o.ms]);
+  const p50 = percentile(seen, 0.5);
+  const p99 = percentile(seen, 0.99);
+  const rssMb = watch.usage.maxRssKb / 1024;
+  const cpu = (watch.usage.userMs + watch.usage.systemMs) / (watch.watchSeconds * 1000);
+  lines(`writer              ${n(outcomes.length)} changes at ${ctx.rate}/s for ${ctx.seconds} s: ${[...kinds].map(([k, v]) => `${v.length} ${k}`).join(', ')}`);
+  lines(
+    `commit → in place   p50 ${ms(p50)}   p95 ${ms(percentile(seen, 0.95))}   p99 ${ms(p99)}   max ${ms(seen.at(-1) ?? NaN)}` +
+      `   (targets p50 < ${FRESHNESS_TARGETS.p50Ms} ms: ${mark(p50 < FRESHNESS_TARGETS.p50Ms)}, p99 < ${FRESHNESS_TARGETS.p99Ms} ms: ${mark(p99 < FRESHNESS_TARGETS.p99Ms)})` +
+      (late > 0 ? `   ${late} changes NOT in place ${GRACE_MS / 1000} s after the last commit (MISSED)` : ''),
+  );
+  for (const [kind, times] of kinds) {
+    times.sort((a, b) => a - b);
+    lines(`  ${kind.padEnd(16)}  p50 ${ms(percentile(times, 0.5))}   p99 ${ms(percentile(times, 0.99))}   max ${ms(times.at(-1)!)}   (${times.length})`);
+  }
+  lines(
+    `watch               ${watch.builds} builds (${(outcomes.length / Math.max(watch.builds, 1)).toFixed(1)} changes each)   CPU ${(cpu * 100).toFixed(0)}% of one core over ${watch.watchSeconds.toFixed(0)} s` +
+      `   peak RSS ${rssMb.toFixed(0)} MB (target < ${FRESHNESS_TARGETS.peakRssMb} MB: ${mark(rssMb < FRESHNESS_TARGETS.peakRssMb)})`,
+  );
+  for (const problem of watch.problems.slice(0, 5)) lines(`watch reported      ${problem}`);
+}
+
+/** Files (dot-named entries left out) that are not the same in both trees. */
+export function compareTrees(a: string, b: string): { files: number; count: number; first: string[] } {
+  const left = listFiles(a);
+  const right = new Set(listFiles(b));
+  const differ: string[] = [];
+  for (const path of left) {
+    if (!right.delete(path)) differ.push(`${path} (only in the watched tree)`);
+    else if (!readFileSync(join(a, path)).equals(readFileSync(join(b, path)))) differ.push(`${path} (other bytes)`);
+  }
+  for (const path of right) differ.push(`${path} (missing from the watched tree)`);
+  return { files: left.length, count: differ.length, first: differ.slice(0, 5) };
+}
+
+function listFiles(root: string): string[] {
+  const files: string[] = [];
+  const walk = (dir: string, prefix: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.')) continue;
+      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+      if (entry.isDirectory()) walk(join(dir, entry.name), path);
+      else files.push(path);
+    }
+  };
+  walk(root, '');
+  return files;
+}
+
+function percentile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+}
+
+/** Whether `condition` came true within `maxMs`. */
+async function until(condition: () => boolean, maxMs: number): Promise<boolean> {
+  const deadline = Date.now() + maxMs;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
+const sleep = (msToWait: number) => new Promise((resolve) => setTimeout(resolve, msToWait));
+const n = (value: number) => Math.round(value).toLocaleString('en-US');
+const ms = (value: number) => `${Number.isNaN(value) ? '-' : value.toFixed(0)} ms`.padStart(8);
+const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');

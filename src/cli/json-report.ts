@@ -1,0 +1,95 @@
+import type { BuildReport, Failure } from '../build/build.js';
+import type { SitePaths } from '../paths/site-paths.js';
+import type { SkippedRow } from './build-thread.js';
+import { exitCodeOf } from './errors.js';
+
+/**
+ * The one JSON object `--json` prints on stdout for `build`, `check` and `shards check`. Its
+ * JSON Schema is docs/schemas/report.schema.json (described in docs/report.md); `report` is the
+ * version of that layout, raised when a field changes meaning or goes away.
+ */
+export const REPORT_VERSION = 1;
+
+/** Collects a build's events (src/cli/build-thread.ts) into its JSON report. */
+export class BuildJson {
+  readonly skipped: SkippedRow[] = [];
+  readonly failed: Failure[] = [];
+  private readonly written: string[] = [];
+  private readonly removedUrls: string[] = [];
+
+  constructor(
+    private readonly paths: SitePaths,
+    private readonly out: string,
+  ) {}
+
+  wrote(files: readonly string[]): void {
+    for (const file of files) this.written.push(this.paths.urlOfFile(file));
+  }
+
+  removed(files: readonly string[]): void {
+    for (const file of files) this.removedUrls.push(this.paths.urlOfFile(file));
+  }
+
+  /** The report of a build that finished (`report`) or stopped with an error (interrupted, locked, bad input). */
+  text(end: { report: BuildReport; exitCode: number } | { error: unknown; exitCode: number }): string {
+    const report = 'report' in end ? end.report : undefined;
+    const value = {
+      report: REPORT_VERSION,
+      command: 'build',
+      ok: end.exitCode === 0,
+      exitCode: end.exitCode,
+      ...('error' in end ? { error: (end.error as Error).message ?? String(end.error) } : {}),
+      out: this.out,
+      ...(report === undefined
+        ? {}
+        : {
+            mode: report.mode,
+            reason: report.reason,
+            seconds: report.seconds,
+            counts: {
+              documents: report.documents,
+              written: report.written,
+              unchanged: report.unchanged,
+              removed: report.removed,
+              skipped: report.skippedCount,
+              failed: report.failedCount,
+              bytesWritten: report.bytesWritten,
+            },
+            ...(report.changes === undefined ? {} : { changes: report.changes }),
+            ...(report.owners === undefined ? {} : { owners: report.owners }),
+            ...(report.snapshot === undefined ? {} : { snapshot: { databaseId: report.snapshot.databaseId, position: report.snapshot.position } }),
+          }),
+      skipped: this.skipped,
+      failed: this.failed.map((f) => ({ ...f, url: this.paths.urlOfFile(f.path) })),
+      // What a CDN should purge: every URL whose bytes changed, and every URL that is gone. An
+      // interrupted build lists what it did before it stopped.
+      urls: { written: this.written, removed: this.removedUrls },
+    };
+    return JSON.stringify(value);
+  }
+}
+
+/**
+ * Runs a command's action; with --json, a command that stops with an error (exit 2, 75, ...) still
+ * prints its one JSON object, naming the error, before main reports it and decides the exit code.
+ */
+export async function withJsonErrors(command: string, json: boolean | undefined, print: (text: string) => void, action: () => void | Promise<void>): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    if (error instanceof ReportedError) throw error.original;
+    if (json) {
+      const exitCode = exitCodeOf(error);
+      print(JSON.stringify({ report: REPORT_VERSION, command, ok: false, exitCode, error: (error as Error).message ?? String(error) }));
+    }
+    throw error;
+  }
+}
+
+/** An error the command has already put in its JSON report: `withJsonErrors` passes its cause on. */
+export class ReportedError extends Error {
+  constructor(readonly original: unknown) {
+    super((original as Error).message ?? String(original));
+    this.name = 'ReportedError';
+  }
+}

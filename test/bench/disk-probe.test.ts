@@ -1,0 +1,49 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { probeDisk, waitForQuietDisk } from '../../src/bench/disk-probe.js';
+import { compareTrees } from '../../src/bench/freshness.js';
+import { tempDir } from '../helpers/site-fixture.js';
+
+/**
+ * The bench's judgement of the disk, against a baseline file the test writes: the probe's own
+ * figure is whatever this machine gives, so the baselines are far below or above any real one.
+ */
+describe('bench disk probe', () => {
+  it('calls the disk busy against a baseline far below its probe, and refuses to time when it stays busy', async () => {
+    const { dir } = tempDir('vidfeeds-probe-');
+    const baseline = join(dir, 'disk-probe.json');
+    writeFileSync(baseline, JSON.stringify({ medianMs: 1e-9 }));
+    const result = probeDisk(dir, baseline);
+    expect(result.busy).toBe(true);
+    expect(result.baselineMs).toBe(1e-9);
+    const logged: string[] = [];
+    await expect(waitForQuietDisk(dir, baseline, (l) => logged.push(l), { maxWaitMs: 0, everyMs: 0 })).rejects.toThrow(/the file system is busy .*not timing/);
+  });
+
+  it('calls it quiet against a slower baseline, and keeps the better figure as the new baseline', () => {
+    const { dir } = tempDir('vidfeeds-probe-');
+    const baseline = join(dir, 'disk-probe.json');
+    writeFileSync(baseline, JSON.stringify({ medianMs: 1e9 }));
+    const result = probeDisk(dir, baseline);
+    expect(result.busy).toBe(false);
+    expect(result.medianMs).toBeGreaterThan(0);
+    expect((JSON.parse(readFileSync(baseline, 'utf8')) as { medianMs: number }).medianMs).toBe(result.medianMs);
+  });
+});
+
+describe('bench tree comparison', () => {
+  it('finds a missing file, a stray one and other bytes, and ignores dot files', () => {
+    const { dir } = tempDir('vidfeeds-compare-');
+    const [a, b] = [join(dir, 'a'), join(dir, 'b')];
+    for (const root of [a, b]) mkdirSync(join(root, 'alice/rss'), { recursive: true });
+    writeFileSync(join(a, 'alice/rss/index.rss'), 'same');
+    writeFileSync(join(b, 'alice/rss/index.rss'), 'same');
+    writeFileSync(join(a, '.vidfeeds-build.json'), 'record');
+    expect(compareTrees(a, b)).toEqual({ files: 1, count: 0, first: [] });
+    writeFileSync(join(a, 'stray'), 'x');
+    writeFileSync(join(b, 'lost'), 'y');
+    writeFileSync(join(b, 'alice/rss/index.rss'), 'other');
+    expect(compareTrees(a, b).first.sort()).toEqual(['alice/rss/index.rss (other bytes)', 'lost (missing from the watched tree)', 'stray (only in the watched tree)']);
+  });
+});

@@ -1,0 +1,238 @@
+import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { buildRecordName } from '../../src/build/build-record.js';
+import { STAGING_DIR } from '../../src/build/output-writer.js';
+import { BIN, cli, cliAsync, readTree } from '../helpers/cli.js';
+import { validateReport } from '../helpers/report-schema.js';
+import { tempDir } from '../helpers/site-fixture.js';
+
+/**
+ * What a cron job or CI wrapper acts on, run as it runs vidfeeds: the --json report, exit 75 and
+ * --wait when another build holds the lock, and a clean stop on SIGTERM and SIGINT.
+ */
+
+const RECORD = buildRecordName(undefined);
+
+/** Polls until `check` holds or the deadline passes. */
+async function until(check: () => boolean, deadlineMs: number): Promise<boolean> {
+  const end = Date.now() + deadlineMs;
+  while (Date.now() < end) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  return check();
+}
+
+function collect(child: ReturnType<typeof cliAsync>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+function site(users: number) {
+  const { dir } = tempDir('vidfeeds-unattended-');
+  const db = join(dir, 'site.sqlite');
+  expect(cli(['demo', '--db', db, '--users', String(users)]).code).toBe(0);
+  return { dir, db, out: join(dir, 'out'), lock: join(dir, '.vidfeeds', 'out.lock') };
+}
+
+function run(db: string, statements: string): void {
+  const conn = new Database(db);
+  conn.exec(statements);
+  conn.close();
+}
+
+describe('build --json', () => {
+  it('prints one object meeting the report schema: mode, counts, every skipped row, and the URLs written and removed', () => {
+    const { db, out } = site(12);
+    // A row that cannot be published: its name is a site-wide file's.
+    run(db, `INSERT INTO users (username, display_name, created_at, updated_at) VALUES ('robots.txt', 'Hostile', 1704067200, 1704067200)`);
+    const first = cli(['build', '--db', db, '--out', out, '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const report = JSON.parse(first.stdout);
+    expect(validateReport(report)).toEqual([]);
+    expect(report).toMatchObject({ command: 'build', ok: true, exitCode: 0, mode: 'full', reason: 'first build: no saved state' });
+    expect(report.skipped).toEqual([expect.objectContaining({ kind: 'user', key: 'robots.txt', reason: expect.stringContaining('site-wide file') })]);
+    expect(report.counts.skipped).toBe(1);
+    // Every file written, by its public URL: as many as were written, the directory index by its directory.
+    expect(report.urls.written).toHaveLength(report.counts.written);
+    expect(report.urls.written).toContain('http://localhost:8080/alice/rss/');
+    expect(report.urls.written).toContain('http://localhost:8080/sitemap.xml');
+    expect(new Set(report.urls.written).size).toBe(report.urls.written.length);
+    // The summary still goes to stderr; stdout holds the one object.
+    expect(first.stderr).toMatch(/full build/);
+
+    run(db, `UPDATE users SET state = 'suspended' WHERE username = 'alice'; UPDATE users SET display_name = 'Bob B.' WHERE username = 'bob'`);
+    const second = cli(['build', '--db', db, '--out', out, '--json', '--quiet']);
+    expect(second.code).toBe(0);
+    expect(second.stderr).toBe('');
+    const next = JSON.parse(second.stdout);
+    expect(validateReport(next)).toEqual([]);
+    expect(next.mode).toBe('incremental');
+    expect(next.urls.removed).toEqual(expect.arrayContaining(['http://localhost:8080/alice/rss/', 'http://localhost:8080/alice/foaf/']));
+    expect(next.urls.removed).toHaveLength(next.counts.removed);
+    expect(next.urls.written).toContain('http://localhost:8080/bob/hcard/');
+    expect(next.urls.written).not.toContain('http://localhost:8080/carol/hcard/');
+  });
+
+  it('reports an error as the one object too', () => {
+    const { dir, out } = site(3);
+    const result = cli(['build', '--db', join(dir, 'missing.sqlite'), '--out', out, '--json']);
+    expect(result.code).toBe(2);
+    const report = JSON.parse(result.stdout);
+    expect(validateReport(report)).toEqual([]);
+    expect(report).toMatchObject({ command: 'build', ok: false, exitCode: 2, error: expect.stringContaining('missing.sqlite does not exist') });
+  });
+});
+
+describe('shards check --json', () => {
+  it('prints one object meeting the report schema, for parts that agree and for a missing part', () => {
+    const { db, out } = site(8);
+    expect(cli(['build', '--db', db, '--out', out, '--shard', '1/2']).code).toBe(0);
+    const missing = cli(['shards', 'check', out, '--json']);
+    expect(missing.code).toBe(1);
+    const partial = JSON.parse(missing.stdout);
+    expect(validateReport(partial)).toEqual([]);
+    expect(partial).toMatchObject({ command: 'shards check', ok: false, exitCode: 1, problems: ['part 2 of 2 is missing: no directory given holds a record of it'] });
+    expect(partial.parts).toEqual([expect.objectContaining({ shard: { index: 1, count: 2 }, complete: true })]);
+
+    expect(cli(['build', '--db', db, '--out', out, '--shard', '2/2']).code).toBe(0);
+    const agree = cli(['shards', 'check', out, '--json', '--quiet']);
+    expect(agree.code).toBe(0);
+    expect(agree.stderr).toBe('');
+    const whole = JSON.parse(agree.stdout);
+    expect(validateReport(whole)).toEqual([]);
+    expect(whole).toMatchObject({ ok: true, exitCode: 0, problems: [], counts: { directories: 1, records: 2, problems: 0 } });
+    // Each part's tree checks against its own state.
+    expect(cli(['check', '--out', out, '--shard', '1/2', '--db', db]).code).toBe(0);
+  });
+});
+
+describe('progress', () => {
+  it('on a terminal shows documents done of the total, the rate and the time left; --quiet shows none', () => {
+    const { db, out } = site(30);
+    expect(cli(['build', '--db', db, '--out', out]).code).toBe(0);
+    // util-linux's script(1) gives the build a terminal; it copies what the build prints to stdout.
+    const onTerminal = (extra: string) =>
+      spawnSync('script', ['-qec', `'${process.execPath}' '${BIN}' build --db '${db}' --out '${out}' --full ${extra}`, '/dev/null'], { encoding: 'utf8' });
+    const shown = onTerminal('');
+    expect(shown.status, shown.stdout).toBe(0);
+    // The full build expects as many documents as the last build recorded.
+    const total = Number(/(\d+) documents in/.exec(shown.stdout)![1]);
+    expect(shown.stdout).toMatch(new RegExp(`\r\x1b\\[K500/${total} documents, \\d+/s, \\d+(s|m\\d\\ds) left`));
+    const quiet = onTerminal('--quiet');
+    expect(quiet.status).toBe(0);
+    expect(quiet.stdout).toBe('');
+  });
+});
+
+describe('a second build while one runs', () => {
+  it('exits 75 naming the holder; with --wait it waits and then builds', async () => {
+    const { db, out, lock } = site(150);
+    const first = cliAsync(['build', '--db', db, '--out', out]);
+    const firstDone = collect(first);
+    expect(await until(() => existsSync(lock), 30_000)).toBe(true);
+
+    const second = cli(['build', '--db', db, '--out', out]);
+    expect(second.code).toBe(75);
+    expect(second.stderr).toContain(`is being built by another vidfeeds: "vidfeeds build", pid ${first.pid}`);
+    expect(second.stderr).toContain('--wait SECONDS');
+    expect(existsSync(lock)).toBe(true);
+
+    const waiting = collect(cliAsync(['build', '--db', db, '--out', out, '--wait', '300']));
+    const [a, b] = await Promise.all([firstDone, waiting]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    // It ran after the first one: nothing had changed since.
+    expect(b.stderr).toMatch(/incremental build \(no changes since the last build\)/);
+    expect(existsSync(lock)).toBe(false);
+  }, 120_000);
+});
+
+describe('a build stopped by a signal', () => {
+  // Small enough for the suite, large enough that the build is still running when the signal lands.
+  async function stopMidway(signal: 'SIGTERM' | 'SIGINT', { extra = [] as string[], reference = false } = {}) {
+    const { dir, db, out, lock } = site(250);
+    expect(cli(['build', '--db', db, '--out', out]).code).toBe(0);
+    const before = readTree(out);
+    run(db, `UPDATE users SET display_name = display_name || ' (v2)'; UPDATE videos SET title = title || ' (v2)';`);
+    let after = new Map<string, Buffer>();
+    if (reference) {
+      expect(cli(['build', '--db', db, '--out', join(dir, 'reference')]).code).toBe(0);
+      after = readTree(join(dir, 'reference'));
+    }
+
+    const child = cliAsync(['build', '--db', db, '--out', out, ...extra]);
+    const done = collect(child);
+    const first = [...before.keys()].filter((p) => p.endsWith('/rss/index.rss')).sort()[0]!;
+    const sawNew = await until(() => {
+      try {
+        return !readFileSync(join(out, first)).equals(before.get(first)!);
+      } catch {
+        return false;
+      }
+    }, 60_000);
+    expect(sawNew).toBe(true);
+    child.kill(signal);
+    const result = await done;
+    return { dir, db, out, lock, before, after, result };
+  }
+
+  it('on SIGTERM: exits 143 with a message, leaves no staging folder or lock, keeps every file whole, and the next build is incremental', async () => {
+    const { db, out, lock, before, after, result } = await stopMidway('SIGTERM', { reference: true });
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(143);
+    expect(result.stderr).toContain('vidfeeds: SIGTERM: stopping the build');
+    expect(result.stderr).toMatch(/vidfeeds: stopped by SIGTERM: the files written so far are recorded/);
+    expect(existsSync(join(out, STAGING_DIR))).toBe(false);
+    expect(existsSync(lock)).toBe(false);
+    // The tree is no longer what a record would say: there is none.
+    expect(existsSync(join(out, RECORD))).toBe(false);
+
+    const stopped = readTree(out);
+    let fresh = 0;
+    let old = 0;
+    for (const [path, body] of stopped) {
+      const isOld = before.get(path)?.equals(body) ?? false;
+      const isNew = after.get(path)?.equals(body) ?? false;
+      expect(isOld || isNew, `${path} is neither the old nor the new file`).toBe(true);
+      if (isNew && !isOld) fresh++;
+      if (isOld && !isNew) old++;
+    }
+    expect(fresh).toBeGreaterThan(0);
+    expect(old).toBeGreaterThan(0);
+
+    // The next build follows from the last complete one and does not rewrite what the stopped one wrote.
+    const next = cli(['build', '--db', db, '--out', out]);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).toMatch(/^vidfeeds: incremental build \(\d+ changes since the last build → /);
+    const written = Number(/ (\d+) written/.exec(next.stderr)![1]);
+    const unchanged = Number(/ (\d+) unchanged/.exec(next.stderr)![1]);
+    expect(unchanged).toBeGreaterThanOrEqual(fresh);
+    expect(written).toBeLessThanOrEqual(old + 10);
+    const final = readTree(out);
+    expect([...final.keys()]).toEqual([...after.keys()]);
+    for (const [path, body] of final) expect(body.equals(after.get(path)!), path).toBe(true);
+    expect(cli(['check', '--out', out, '--db', db]).code).toBe(0);
+  }, 180_000);
+
+  it('on SIGINT: exits 130, and --json lists what it wrote before it stopped', async () => {
+    const { out, lock, before, result } = await stopMidway('SIGINT', { extra: ['--json'] });
+    expect(result.code).toBe(130);
+    expect(existsSync(lock)).toBe(false);
+    expect(existsSync(join(out, STAGING_DIR))).toBe(false);
+    const report = JSON.parse(result.stdout);
+    expect(validateReport(report)).toEqual([]);
+    expect(report).toMatchObject({ command: 'build', ok: false, exitCode: 130, error: expect.stringContaining('stopped by SIGINT') });
+    // Every URL it lists is a file that really changed.
+    expect(report.urls.written.length).toBeGreaterThan(0);
+    const now = readTree(out);
+    const changed = [...now].filter(([path, body]) => !before.get(path)?.equals(body)).length;
+    expect(report.urls.written.length).toBe(changed);
+  }, 180_000);
+});
