@@ -13,6 +13,7 @@ import { basisOf, planBuild, type BuildFingerprint, type BuildMode } from './inc
 import { ownsKey, ownsSiteFiles, type ShardSpec } from './shard.js';
 import type { OutputWriter } from './output-writer.js';
 import { BuildInterrupted } from './interrupt.js';
+import type { RenderedDocument, RenderedUser, RenderPool } from './render-pool.js';
 import { ALL_ENCODINGS, compress, compressedPath, type Encoding } from './compression.js';
 import { isCompressible } from '../hosting/routes.js';
 
@@ -93,6 +94,8 @@ export interface BuildReport {
   owners?: { users: number | 'all'; videos: number | 'all'; siteFiles: boolean; unknownTables: readonly string[] };
   /** The change log as the build's snapshot read it: what the tree is as of (absent without a change log). */
   snapshot?: ChangeLogPosition;
+  /** Threads besides the build's own that read and rendered users' documents (src/build/render-pool.ts). */
+  renderThreads: number;
 }
 
 export interface BuildReporter {
@@ -136,6 +139,11 @@ export interface BuildDeps {
    * written before their document, rewritten only with it, removed with it. None when absent.
    */
   compression?: readonly Encoding[];
+  /**
+   * Threads that read and render users' documents when the build renders every user; they render
+   * only the snapshot of the change log the build reads, so only with `incremental`.
+   */
+  renderPool?: RenderPool;
 }
 
 /** An unpublishable row under --strict. Exit code 1. */
@@ -181,6 +189,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     seconds: 0,
     mode: 'full',
     reason: '',
+    renderThreads: 0,
   };
   let lastProgress = 0;
   let verify = false;
@@ -305,19 +314,55 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     if (signal !== null) throw new BuildInterrupted(signal);
   };
 
-  const renderUser = (row: UserRow) => {
-    checkStop();
-    if (!ownsKey(options.shard, row.username)) return;
-    const problem = site.paths.problem(row.username);
-    if (problem !== null) {
-      skip({ kind: 'user', key: row.username, reason: problem, isName: true });
+  /** The rows of `rows` this build publishes: another shard's users are left out, unpublishable names reported. */
+  function* publishable(rows: Iterable<UserRow>): Generator<UserRow> {
+    for (const row of rows) {
+      checkStop();
+      if (!ownsKey(options.shard, row.username)) continue;
+      const problem = site.paths.problem(row.username);
+      if (problem !== null) {
+        skip({ kind: 'user', key: row.username, reason: problem, isName: true });
+        continue;
+      }
+      yield row;
+    }
+  }
+
+  /** A user's documents rendered on this thread, as a render thread renders them (render-worker.ts). */
+  const renderHere = (row: UserRow): RenderedDocument[] => {
+    const bundle = reader.userBundle(row.id, parts);
+    return userFormats.map((format) => {
+      try {
+        return { body: format.render(bundle, site) };
+      } catch (error) {
+        return { error: (error as Error).message };
+      }
+    });
+  };
+
+  const emitUser = ({ row, documents }: RenderedUser) => {
+    const owner: Owner = { kind: 'user', id: row.id };
+    userFormats.forEach((format, i) => {
+      const document = documents[i]!;
+      emit(format, site.paths.file(format, row.username), row.username, owner, row.username, () => {
+        if ('error' in document) throw new Error(document.error);
+        return document.body;
+      });
+    });
+  };
+
+  /** Every user of `rows`: on the render threads when there are any, in the same order either way. */
+  const renderUsers = (rows: Iterable<UserRow>) => {
+    const pool = deps.renderPool;
+    if (pool === undefined || log === undefined) {
+      for (const row of publishable(rows)) emitUser({ row, documents: renderHere(row) });
       return;
     }
-    const bundle = reader.userBundle(row.id, parts);
-    const owner: Owner = { kind: 'user', id: row.id };
-    for (const format of userFormats) {
-      emit(format, site.paths.file(format, row.username), row.username, owner, row.username, () => format.render(bundle, site));
-    }
+    const names = userFormats.map((format) => format.name);
+    // What a thread's reader reports about values goes to this build's reader, as if read here.
+    const issues = (found: readonly ValueIssue[]) => found.forEach((issue) => reader.report(issue));
+    for (const rendered of pool.render(publishable(rows), names, parts, log.position, renderHere, issues)) emitUser(rendered);
+    report.renderThreads = pool.threadsUsed;
   };
 
   // Unsharded, a build reads every video and one statement reads them all; a shard of several
@@ -381,11 +426,11 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
    */
   const renderAffected = (affected: AffectedOwners): { siteFiles: boolean } => {
     if (affected.users === 'all') {
-      if (userFormats.length > 0) for (const row of reader.users()) renderUser(row);
+      if (userFormats.length > 0) renderUsers(reader.users());
     } else {
       for (const id of [...affected.users].sort((a, b) => a - b)) {
         const row = reader.userRow(id);
-        if (row !== null) renderUser(row);
+        if (row !== null) renderUsers([row]);
       }
     }
     if (affected.videos === 'all') {
@@ -466,7 +511,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
 
       // Rows SQL leaves out for a value of the wrong type are named once, before the documents.
       if (plan.mode === 'full' && options.user === undefined) reader.unpublishedRows();
-      if (userFormats.length > 0) for (const row of reader.users(options.user)) renderUser(row);
+      if (userFormats.length > 0) renderUsers(reader.users(options.user));
       if (videoFormats.length > 0) for (const entry of videoEntries(options.user)) renderVideo(entry);
       // After the documents, so the sitemap lists none that failed.
       renderSiteFiles();
