@@ -5,22 +5,27 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameS
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateDemo } from '../db/demo-data.js';
+import { DEMO_SHAPES, generateDemo, type DemoShape } from '../db/demo-data.js';
+import { FORMATS } from '../formats/registry.js';
 import { openForWriting } from '../db/open-database.js';
 import { waitForQuietDisk } from './disk-probe.js';
 import { benchFreshness } from './freshness.js';
 import { packTree } from './pack.js';
 
 /**
- * `npm run bench`: builds demo sites of 10,000 and 100,000 users and prints, for each, the full
- * build (wall time, documents per second, MB written, peak RSS), a rebuild with nothing changed,
- * a rebuild after one video edit, `vidfeeds check` of the tree, and the floor: the same bytes written to the same paths with
- * write-beside-and-rename and nothing else (floor.ts); then the same full build with pre-compressed
- * forms (`compress`) against both and against its own floor, and the bytes the forms save.
- * Figures, not a test: docs/performance.md.
+ * `npm run bench`: builds demo sites of 10,000 and 100,000 users in both shapes of the demo
+ * generator (`demo`, about five videos per user, and `feed-heavy`, every user's feeds full) and
+ * prints, for each, the full build (wall time, documents per second, MB written, peak RSS), a
+ * rebuild with nothing changed, a rebuild after one video edit, `vidfeeds check` of the tree, and
+ * the floor: the same bytes written to the same paths with write-beside-and-rename and nothing else
+ * (floor.ts); then the same full build with pre-compressed forms (`compress`) against both and
+ * against its own floor, and the bytes the forms save. Figures, not a test: docs/performance.md.
  *
- *   npm run bench                      both sizes
+ *   npm run bench                      both sizes, both shapes
  *   npm run bench -- --users 10000     one size (a comma-separated list for several)
+ *   npm run bench -- --shape feed-heavy  one shape (or demo; a comma-separated list for both)
+ *   npm run bench -- --only rss,atom   build only these formats (the full build and its floor;
+ *                                      the incremental phases need every format and are left out)
  *   npm run bench -- --keep            keep this run's trees under bench-cache/runs/
  *   npm run bench -- --xml builder     render every document through xmlbuilder2's DOM (the figures
  *                                      before the fast path of src/render/xml.ts)
@@ -42,7 +47,9 @@ const FLOOR_CHILD = join(ROOT, 'dist/bench/floor.js');
 const WRITER = join(ROOT, 'dist/bench/writer.js');
 const DISK_BASELINE = join(CACHE, 'disk-probe.json');
 
-const TARGETS = { fullOverFloor: 1.5, peakRssMb: 300, noChangeOverFull: 0.1, oneVideoSeconds: 0.5 };
+const TARGETS = { fullOverFloor: 1.5, noChangeOverFull: 0.1, oneVideoSeconds: 0.5 };
+/** Peak RSS targets: the feed-heavy one is issue 17's. */
+const PEAK_RSS_MB: Record<DemoShape, number> = { demo: 300, 'feed-heavy': 200 };
 
 interface ChildResult {
   seconds: number;
@@ -53,6 +60,9 @@ interface ChildResult {
 
 interface BenchOptions {
   users: number[];
+  shapes: DemoShape[];
+  /** Formats to build (`--only`); every format when absent. */
+  only?: string[];
   keep: boolean;
   /** The freshness run instead of the build timings, with its writer's rate and length. */
   freshness: { rate: number; seconds: number } | null;
@@ -62,6 +72,8 @@ interface BenchOptions {
 
 function parseArgs(argv: string[]): BenchOptions {
   let users = [10_000, 100_000];
+  let shapes: DemoShape[] = [...DEMO_SHAPES];
+  let only: string[] | undefined;
   let keep = false;
   let freshness: BenchOptions['freshness'] = null;
   let rate = 20;
@@ -77,6 +89,15 @@ function parseArgs(argv: string[]): BenchOptions {
     if (arg === '--users') {
       users = (argv[++i] ?? '').split(',').map((n) => Number(n.replace(/_/g, '')));
       if (users.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--users takes a comma-separated list of user counts, e.g. 10000,100000');
+    } else if (arg === '--shape') {
+      const names = (argv[++i] ?? '').split(',');
+      const unknown = names.filter((name) => !(DEMO_SHAPES as readonly string[]).includes(name));
+      if (unknown.length > 0) throw new Error(`--shape takes a comma-separated list of ${DEMO_SHAPES.join(', ')}; not ${unknown.join(', ')}`);
+      shapes = names as DemoShape[];
+    } else if (arg === '--only') {
+      only = (argv[++i] ?? '').split(',').filter(Boolean);
+      const unknown = only.filter((name) => !FORMATS.some((format) => format.name === name));
+      if (only.length === 0 || unknown.length > 0) throw new Error(`--only takes a comma-separated list of formats (${FORMATS.map((f) => f.name).join(', ')})`);
     } else if (arg === '--keep') {
       keep = true;
     } else if (arg === '--freshness') {
@@ -90,28 +111,28 @@ function parseArgs(argv: string[]): BenchOptions {
       if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
       env.VIDFEEDS_XML_ENGINE = engine;
     } else {
-      throw new Error(`unknown option ${arg}; options: --users <n,...>, --keep, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>]`);
+      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>]`);
     }
   }
   if (freshness !== null) freshness = { rate, seconds };
-  return { users, keep, freshness, env };
+  return { users, shapes, only, keep, freshness, env };
 }
 
-/** The cached demo database of `users` users; made when missing or when the generator changed. */
-function demoDatabase(users: number): { file: string; made: boolean; seconds: number } {
+/** The cached demo database of `users` users of a shape; made when missing or when the generator changed. */
+function demoDatabase(users: number, shape: DemoShape): { file: string; made: boolean; seconds: number } {
   const generator = readFileSync(join(ROOT, 'dist/db/demo-data.js'));
   const migrations = readFileSync(join(ROOT, 'dist/db/migrations.js'));
   const key = createHash('sha1').update(generator).update(migrations).digest('hex').slice(0, 10);
-  const file = join(CACHE, `demo-${users}-${key}.sqlite`);
+  const file = join(CACHE, `${shape}-${users}-${key}.sqlite`);
   if (existsSync(file)) return { file, made: false, seconds: 0 };
-  for (const old of readdirSync(CACHE).filter((f) => f.startsWith(`demo-${users}-`))) rmSync(join(CACHE, old), { force: true });
+  for (const old of readdirSync(CACHE).filter((f) => f.startsWith(`${shape}-${users}-`))) rmSync(join(CACHE, old), { force: true });
   const started = process.hrtime.bigint();
   const temp = `${file}.tmp-${process.pid}`;
   const { db } = openForWriting(temp);
   try {
     db.pragma('journal_mode = OFF');
     db.pragma('synchronous = OFF');
-    generateDemo(db, { users, seed: 1 });
+    generateDemo(db, { users, seed: 1, shape });
     db.pragma('journal_mode = DELETE');
   } finally {
     db.close();
@@ -159,47 +180,53 @@ const n = (value: number) => Math.round(value).toLocaleString('en-US');
 const s = (seconds: number) => `${seconds.toFixed(2)} s`.padStart(9);
 const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 
-async function benchSize(users: number, runDir: string, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
-  const demo = demoDatabase(users);
+async function benchSize(users: number, shape: DemoShape, only: string[] | undefined, runDir: string, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
+  const demo = demoDatabase(users, shape);
   const db = join(runDir, 'site.sqlite');
   copyFileSync(demo.file, db);
   const counts = new Database(db, { readonly: true });
   const videos = (counts.prepare('SELECT count(*) AS n FROM videos').get() as { n: number }).n;
   counts.close();
-  lines(`== ${n(users)} users, ${n(videos)} videos (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'}: ${db.replace(`${ROOT}/`, '')})`);
+  const scope = only === undefined ? '' : `, --only ${only.join(',')}`;
+  lines(`== ${shape}: ${n(users)} users, ${n(videos)} videos${scope} (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'}: ${db.replace(`${ROOT}/`, '')})`);
 
   // ext4 allocates inodes slowly for minutes after a large delete, so the full build and its floor
   // are timed in the same conditions: each creates a fresh tree, with nothing deleted in between.
   // The floor writes the bytes of the full build, packed into one file first (untimed).
   const out = join(runDir, 'full');
   await quietDisk(lines);
-  const full = await runChild(CLI_CHILD, buildArgs(db, out), env);
+  const onlyArgs = only === undefined ? [] : ['--only', only.join(',')];
+  const full = await runChild(CLI_CHILD, buildArgs(db, out, onlyArgs), env);
   const documents = documentsOf(full);
   const pack = join(runDir, 'pack');
   const packed = packTree(out, pack);
   const rssMb = full.maxRssKb / 1024;
-  lines(`full build          ${s(full.seconds)}   ${n(documents / full.seconds).padStart(7)} documents/s   ${mb(packed.bytes)} MB written in ${n(packed.files)} files   peak RSS ${rssMb.toFixed(0)} MB (target < ${TARGETS.peakRssMb} MB: ${mark(rssMb < TARGETS.peakRssMb)})`);
+  const rssTarget = PEAK_RSS_MB[shape];
+  lines(`full build          ${s(full.seconds)}   ${n(documents / full.seconds).padStart(7)} documents/s   ${mb(packed.bytes)} MB written in ${n(packed.files)} files   peak RSS ${rssMb.toFixed(0)} MB (target < ${rssTarget} MB: ${mark(rssMb < rssTarget)})`);
   await quietDisk(lines);
   const floor = await runChild(FLOOR_CHILD, [pack, join(runDir, 'floor')]);
   rmSync(`${pack}.data`, { force: true });
 
-  await quietDisk(lines);
-  const again = await runChild(CLI_CHILD, buildArgs(db, out), env);
-  const ratio = again.seconds / full.seconds;
-  lines(`no-change rebuild   ${s(again.seconds)}   ${ratio.toFixed(2)} of full (target ≤ ${TARGETS.noChangeOverFull}: ${mark(ratio <= TARGETS.noChangeOverFull)})   peak RSS ${(again.maxRssKb / 1024).toFixed(0)} MB`);
+  // A build of some formats is partial: it never follows from a change position, so there is no
+  // incremental build to time after it, and `check` would find the other formats missing.
+  if (only === undefined) {
+    await quietDisk(lines);
+    const again = await runChild(CLI_CHILD, buildArgs(db, out), env);
+    const ratio = again.seconds / full.seconds;
+    lines(`no-change rebuild   ${s(again.seconds)}   ${ratio.toFixed(2)} of full (target ≤ ${TARGETS.noChangeOverFull}: ${mark(ratio <= TARGETS.noChangeOverFull)})   peak RSS ${(again.maxRssKb / 1024).toFixed(0)} MB`);
+    lines(`one-video edit      ${await oneVideoEdit(db, out, env)}`);
 
-  lines(`one-video edit      ${await oneVideoEdit(db, out, env)}`);
-
-  // vidfeeds check reads every file back, hashes it, parses it and validates it against its schema.
-  settleDisk();
-  const checked = await runChild(CLI_CHILD, ['check', '--out', out, '--state', `${out}.state.sqlite`, '--db', db], env);
-  lines(`check --db          ${s(checked.seconds)}   ${n(documents / checked.seconds).padStart(7)} documents/s   ${checked.stderr.trim().split('\n').pop()?.replace(/^vidfeeds: /, '') ?? ''}   peak RSS ${(checked.maxRssKb / 1024).toFixed(0)} MB`);
+    // vidfeeds check reads every file back, hashes it, parses it and validates it against its schema.
+    settleDisk();
+    const checked = await runChild(CLI_CHILD, ['check', '--out', out, '--state', `${out}.state.sqlite`, '--db', db], env);
+    lines(`check --db          ${s(checked.seconds)}   ${n(documents / checked.seconds).padStart(7)} documents/s   ${checked.stderr.trim().split('\n').pop()?.replace(/^vidfeeds: /, '') ?? ''}   peak RSS ${(checked.maxRssKb / 1024).toFixed(0)} MB`);
+  }
 
   const overFloor = full.seconds / floor.seconds;
   lines(`floor               ${s(floor.seconds)}   the same ${n(packed.files)} files, write-beside-and-rename only`);
   lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${TARGETS.fullOverFloor}: ${mark(overFloor <= TARGETS.fullOverFloor)})`);
 
-  await compressedBuild(db, runDir, full.seconds, floor.seconds, env, lines);
+  if (only === undefined) await compressedBuild(db, runDir, full.seconds, floor.seconds, env, lines);
 }
 
 /**
@@ -244,26 +271,45 @@ function formSizes(root: string): { documents: number; gzip: number; br: number 
 }
 
 /**
- * What a run needs on disk per user, measured on a 10,000-user run (2026-11-21): two trees (the
- * build's and the floor's) of 42 inodes and 178 KB each (nearly every file has a folder of its
- * own, and every file and folder takes a 4 KB block), and the pack, with a margin; then two
- * compressed trees (the build's and its floor's), each with two forms of about 4 KB on disk beside
- * each of about 14 documents per user: 70 inodes and 300 KB each, estimated from a 300-user run.
+ * What a run needs on disk per user, from a 10,000-user demo run (2026-11-21: two trees, the
+ * build's and the floor's, of 42 inodes and 178 KB each, and the pack, with a margin), scaled by
+ * what a user of the shape publishes: nearly every file has a folder of its own (a user's folder,
+ * one per user format; a video's folder and its oembed/ holding its four files), and every file
+ * and folder takes a 4 KB block. The compressed trees (two forms beside each document, about 4 KB
+ * each on disk: 70 inodes and 300 KB per demo user, estimated from a 300-user run) double it.
  */
-const NEEDS_PER_USER = { inodes: 240, bytes: 1_100_000 };
+const VIDEOS_PER_USER: Record<DemoShape, number> = { demo: 5, 'feed-heavy': 25 };
+
+function needsPerUser(shape: DemoShape, only: string[] | undefined): { inodes: number; bytes: number } {
+  const chosen = FORMATS.filter((format) => only === undefined || only.includes(format.name));
+  const userFormats = chosen.filter((format) => format.scope === 'user').length;
+  const videoFiles = chosen.filter((format) => format.scope === 'video').length;
+  const perTree = (userFormats > 0 ? 1 + 2 * userFormats : 0) + (videoFiles > 0 ? VIDEOS_PER_USER[shape] * (2 + videoFiles) : 0);
+  // Two trees, two compressed trees of about as many inodes again, and a margin; a block per
+  // inode, and the pack about as large again.
+  const inodes = Math.ceil(perTree * 2 * (only === undefined ? 2 : 1) * 1.1);
+  return { inodes, bytes: inodes * 4096 * 1.5 };
+}
 
 /** Stops before building when the file system cannot hold the run: it fails hours in otherwise. */
-function checkRoom(users: number[], staleRuns: boolean): void {
-  const total = users.reduce((sum, count) => sum + count, 0);
+function checkRoom(users: number[], shapes: DemoShape[], only: string[] | undefined, staleRuns: boolean): void {
   const fs = statfsSync(RUNS);
-  const inodes = total * NEEDS_PER_USER.inodes;
-  const bytes = total * NEEDS_PER_USER.bytes;
+  let inodes = 0;
+  let bytes = 0;
+  for (const shape of shapes) {
+    const needs = needsPerUser(shape, only);
+    for (const count of users) {
+      inodes += count * needs.inodes;
+      bytes += count * needs.bytes;
+    }
+  }
   const short: string[] = [];
   if (fs.ffree < inodes) short.push(`${n(inodes)} inodes (${n(fs.ffree)} free)`);
   if (fs.bavail * fs.bsize < bytes) short.push(`${(bytes / 1e9).toFixed(0)} GB (${((fs.bavail * fs.bsize) / 1e9).toFixed(0)} GB free)`);
   if (short.length === 0) return;
   const hint = staleRuns ? ' (the trees of an earlier run, under bench-cache/runs/, are removed only after this run: remove them first)' : '';
-  throw new Error(`${n(total)} users need about ${short.join(' and ')} on the file system of ${RUNS}${hint}`);
+  const sizes = users.map(n).join(' and ');
+  throw new Error(`${sizes} users of ${shapes.join(' and ')} shape${only === undefined ? '' : ` (--only ${only.join(',')})`} need about ${short.join(' and ')} on the file system of ${RUNS}${hint}; fewer users, one shape or --only fewer formats need less`);
 }
 
 /**
@@ -290,7 +336,7 @@ async function quietDisk(lines: (line: string) => void): Promise<void> {
 
 /** The freshness run on a copy of the demo database of `users` users. */
 async function freshnessSize(users: number, runDir: string, options: BenchOptions, lines: (line: string) => void): Promise<void> {
-  const demo = demoDatabase(users);
+  const demo = demoDatabase(users, 'demo');
   const db = join(runDir, 'site.sqlite');
   copyFileSync(demo.file, db);
   lines(`== freshness, ${n(users)} users (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'})`);
@@ -319,7 +365,7 @@ async function oneVideoEdit(db: string, out: string, env: Record<string, string>
 
 async function benchMain(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
-  const { users, keep, env } = options;
+  const { users, shapes, only, keep, env } = options;
   mkdirSync(RUNS, { recursive: true });
   const stale = readdirSync(RUNS).map((name) => join(RUNS, name));
   const started = new Date();
@@ -331,15 +377,23 @@ async function benchMain(): Promise<void> {
     if (ago < 300) console.log(`note: the previous run deleted its trees ${ago.toFixed(0)} s ago; ext4 creates files slowly for a few minutes after a large delete, so figures may read high`);
   }
   // Before the try: a run that cannot start must not spend minutes removing earlier trees first.
-  checkRoom(users, stale.length > 0);
+  checkRoom(users, options.freshness !== null ? ['demo'] : shapes, only, stale.length > 0);
   const mine: string[] = [];
   try {
     for (const count of users) {
-      const runDir = join(RUNS, `${count}-${started.getTime()}`);
-      mkdirSync(runDir, { recursive: true });
-      mine.push(runDir);
-      if (options.freshness !== null) await freshnessSize(count, runDir, options, (line) => console.log(line));
-      else await benchSize(count, runDir, env, (line) => console.log(line));
+      if (options.freshness !== null) {
+        const runDir = join(RUNS, `${count}-${started.getTime()}`);
+        mkdirSync(runDir, { recursive: true });
+        mine.push(runDir);
+        await freshnessSize(count, runDir, options, (line) => console.log(line));
+        continue;
+      }
+      for (const shape of shapes) {
+        const runDir = join(RUNS, `${shape}-${count}-${started.getTime()}`);
+        mkdirSync(runDir, { recursive: true });
+        mine.push(runDir);
+        await benchSize(count, shape, only, runDir, env, (line) => console.log(line));
+      }
     }
   } finally {
     // Only now, after every timing: this run's trees (unless --keep) and any an earlier run left.

@@ -3,8 +3,14 @@ import { SCHEMA_VERSION } from './migrations.js';
 
 /**
  * A deterministic demo site: the same `users` and `seed` always give the same database. It has
- * enough variety to exercise every document, and scales with `users` for benchmarks (about five
- * videos per user on average).
+ * enough variety to exercise every document, and scales with `users` for benchmarks.
+ *
+ * Two shapes (`DemoShape`): `demo`, the default, where users average about five videos and
+ * documents are small; and `feed-heavy`, where every generated user fills their feeds: 20 to 30
+ * uploads of which at least 20 public, member of 22 to 28 groups (a few are hidden or have an
+ * inactive owner, so most Atom feeds show 20), 8 to 12 published recommendations, 12 to 20 saved
+ * videos and several friends. In both, about 2% of generated users are suspended, and the showcase
+ * users below are the same.
  *
  * Fixed showcase users come first, then generated ones:
  * - `alice` has everything: shown contact details, chat ids, address, friends, accounts, more than
@@ -16,12 +22,24 @@ import { SCHEMA_VERSION } from './migrations.js';
  *   characters, right-to-left overrides and a 200 KB description.
  */
 
+/** What the generated users look like: see the comment above. */
+export const DEMO_SHAPES = ['demo', 'feed-heavy'] as const;
+export type DemoShape = (typeof DEMO_SHAPES)[number];
+
 export interface DemoOptions {
   users: number;
   seed: number;
+  /** `demo` when absent. */
+  shape?: DemoShape;
 }
 
-export const DEMO_DEFAULTS: DemoOptions = { users: 60, seed: 1 };
+export const DEMO_DEFAULTS: Required<DemoOptions> = { users: 60, seed: 1, shape: 'demo' };
+
+/**
+ * A feed-heavy user's counts. Uploads: the first PUBLIC_UPLOADS are public, so every RSS feed is
+ * full; the rest may be private, as on a real site.
+ */
+const FEED_HEAVY = { publicUploads: 20, uploads: [20, 30], groups: [22, 28], recommendations: [8, 12], saves: [12, 20], friends: [3, 10] } as const;
 
 /** 2024-01-01T00:00:00Z: demo times count from here, so they never depend on the clock. */
 const EPOCH = 1_704_067_200;
@@ -80,6 +98,9 @@ const SHOWCASE: ShowcaseUser[] = [
 
 export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_DEFAULTS): { users: number; videos: number } {
   const random = prng(options.seed);
+  // Feed-heavy draws its own counts; the demo shape's draws stay exactly as they were, so a demo
+  // database of a given size and seed is the same as before the shapes existed.
+  const heavy = (options.shape ?? 'demo') === 'feed-heavy';
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
   const base = 'https://videos.example.org';
@@ -173,7 +194,7 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
       });
 
       const uploads: number[] = [];
-      const count = show?.uploads ?? (random() < 0.1 ? 0 : random() < 0.05 ? int(21, 30) : int(1, 8));
+      const count = show?.uploads ?? (heavy ? int(...FEED_HEAVY.uploads) : random() < 0.1 ? 0 : random() < 0.05 ? int(21, 30) : int(1, 8));
       for (let k = 0; k < count; k++) {
         const vid = ++videoId;
         const publicId = `v${vid.toString(36).padStart(6, '0')}`;
@@ -199,7 +220,7 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
           thumbnail_url: `${base}/thumbs/${publicId}.jpg`,
           captions_url: random() < 0.3 ? `${base}/captions/${publicId}.srt` : null,
           category_id: random() < 0.1 ? null : int(1, CATEGORIES.length),
-          visibility: random() < 0.12 ? 'private' : 'public',
+          visibility: random() < 0.12 && !(heavy && !show && k < FEED_HEAVY.publicUploads) ? 'private' : 'public',
           created_at: vCreated,
           updated_at: vCreated + int(0, 10) * DAY,
         });
@@ -223,7 +244,13 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
       const hostile = show?.hostile ?? false;
       const many = rich ? 3 : 1;
       const friends = rich ? [3, 4, 5, 6, 9] : [];
-      for (let f = 0; f < int(0, 4) * many; f++) friends.push(int(1, users));
+      if (heavy && !show) {
+        const count = int(...FEED_HEAVY.friends);
+        for (let f = 0; f < count; f++) friends.push(int(1, users));
+      } else {
+        // The bound is drawn again at each turn: the demo shape's draws, as they always were.
+        for (let f = 0; f < int(0, 4) * many; f++) friends.push(int(1, users));
+      }
       for (const friend of friends) if (friend !== id && friend <= users) ins.friend.run(id, friend, EPOCH + int(0, 300) * DAY);
       if (random() < 0.5 || rich || hostile) {
         ins.account.run(id, 'https://www.example.com/', hostile ? HOSTILE.markup : `acct${id}`, `https://www.example.com/people/${encodeURIComponent(hostile ? HOSTILE.quotes : `acct${id}`)}`);
@@ -232,14 +259,14 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
       for (let t = 0; t < int(0, 3) * many; t++) ins.interest.run(id, int(1, TAG_WORDS.length));
       if (hostile) ins.interest.run(id, hostileTag);
       if (videoId > 0) {
-        const saves = rich ? 12 : random() < 0.5 ? int(1, 6) : 0;
+        const saves = rich ? 12 : heavy && !show ? int(...FEED_HEAVY.saves) : random() < 0.5 ? int(1, 6) : 0;
         for (let s = 0; s < saves; s++) ins.saved.run(id, anyVideo(), s, EPOCH + int(0, 300) * DAY);
         const views = rich ? 15 : int(0, 6);
         for (let h = 0; h < views; h++) ins.history.run(id, anyVideo(), EPOCH + int(0, 300) * DAY + h);
         const sources = rich ? 6 : int(0, 3);
         for (let s = 0; s < sources; s++) ins.source.run(id, anyVideo(), int(1, users), Math.round(random() * 100) / 100, EPOCH + int(0, 300) * DAY);
       }
-      const recs = rich ? 11 : hostile ? 2 : int(0, 3);
+      const recs = rich ? 11 : hostile ? 2 : heavy && !show ? int(...FEED_HEAVY.recommendations) : int(0, 3);
       for (let r = 0; r < recs; r++) {
         const title = hostile ? `${HOSTILE.markup} ${HOSTILE.cdataEnd}` : `Recommended: ${pick(WORDS)} ${pick(WORDS)}`;
         ins.recommendation.run(id, title, `https://elsewhere.example.com/watch?v=${id}-${r}&t=1`, `https://elsewhere.example.com/thumb/${id}-${r}.jpg`,
@@ -270,6 +297,15 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
       ins.member.run(g, owner, created);
       const members = int(2, 10);
       for (let m = 0; m < members; m++) ins.member.run(g, int(1, users), created + int(0, 60) * DAY);
+    }
+    // Feed-heavy: every generated user belongs to 20 or more groups, so every Atom feed is full.
+    if (heavy) {
+      for (let id = SHOWCASE.length + 1; id <= users; id++) {
+        // Consecutive groups from a random one: distinct, since there are at least 30.
+        const first = int(1, groups);
+        const joins = int(...FEED_HEAVY.groups);
+        for (let j = 0; j < joins; j++) ins.member.run(((first - 1 + j) % groups) + 1, id, EPOCH + int(0, 300) * DAY);
+      }
     }
     // alice belongs to more than 20 groups, including the hidden one and the one a suspended user owns.
     for (let g = 1; g <= Math.min(groups, 30); g++) ins.member.run(g, 1, EPOCH + g * DAY);

@@ -396,7 +396,8 @@ export class SiteReader {
     this.seenIssues.clear();
   }
 
-  private report(issue: ValueIssue): void {
+  /** Passes an issue on to the sink, once per reader (also those a render thread's reader found: src/pipeline/render-pool.ts). */
+  report(issue: ValueIssue): void {
     const key = `${issue.table}\u0000${issue.row}\u0000${issue.column}`;
     if (this.seenIssues.has(key)) return;
     this.seenIssues.add(key);

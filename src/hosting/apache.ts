@@ -87,7 +87,9 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
   const encodings = options.compress;
   const block = (open: string, close: string, mediaType: string, cache: string, encoding?: Encoding) => {
     lines.push(open, `  ForceType ${quote(mediaType)}`, '  <IfModule mod_headers.c>', `    Header set Cache-Control ${quote(cache)}`);
-    if (encoding !== undefined) lines.push(`    Header set Content-Encoding ${encoding}`);
+    // Not on a 304, which has no body to decode (nginx and serve send none there either): a client
+    // would otherwise try to decompress nothing, and a cache store a header it did not need.
+    if (encoding !== undefined) lines.push(`    Header set Content-Encoding ${encoding} "expr=%{REQUEST_STATUS} != 304"`);
     if (encodings.length > 0 && isCompressible(mediaType)) lines.push('    Header set Vary Accept-Encoding');
     lines.push('  </IfModule>');
     if (encoding !== undefined) lines.push('  SetEnv no-gzip 1');
@@ -161,8 +163,9 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
       const { suffix } = ENCODINGS[encoding];
       lines.push(
         ...conditions,
-        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`(^|[ ,])${encoding}( *($|,)| *;)`)}`,
-        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`!(^|[ ,])${encoding} *; *q=0(\\.0*)? *($|,)`)}`,
+        // [NC]: content codings and `q` are case-insensitive (RFC 9110), as nginx and serve read them.
+        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`(^|[ ,])${encoding}( *($|,)| *;)`)} [NC]`,
+        `RewriteCond %{HTTP:Accept-Encoding} ${quote(`!(^|[ ,])${encoding} *; *q=0(\\.0*)? *($|,)`)} [NC]`,
         inDirectory ? 'RewriteCond %{REQUEST_FILENAME} "^(.*?)/?$"' : 'RewriteCond %{REQUEST_FILENAME} "^(.*)$"',
         `RewriteCond ${quote(`%1${inDirectory ? `/${format.file}` : ''}${suffix}`)} -f`,
         `RewriteRule ${quote(pattern)} ${quote(target(suffix))} [${flags}]`,

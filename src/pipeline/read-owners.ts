@@ -52,6 +52,36 @@ export function readVideo(scope: ReadScope, { row, read }: VideoEntry): OwnerRea
   return { kind: 'video', owner: { kind: 'video', id: row.id }, key: row.publicId, video };
 }
 
+/** The rows of the users a selection names (before the shard and the name rule), in the order they are built. */
+export function* userRows(scope: ReadScope, selection: OwnerSelection): Generator<UserRow> {
+  if (selection === 'none') return;
+  if ('every' in selection) {
+    yield* scope.reader.users(selection.ofUser);
+    return;
+  }
+  for (const id of [...selection.ids].sort((a, b) => a - b)) {
+    const row = scope.reader.userRow(id);
+    if (row !== null) yield row;
+  }
+}
+
+/**
+ * The rows this build publishes, for render threads that read the bundles themselves
+ * (render-pool.ts): another shard's users are left out, unpublishable names go to `skip`.
+ */
+export function* publishableUsers(scope: ReadScope, rows: Iterable<UserRow>, skip: (skipped: Skipped) => void): Generator<UserRow> {
+  for (const row of rows) {
+    scope.beforeEach?.();
+    if (!ownsKey(scope.shard, row.username)) continue;
+    const problem = scope.paths.problem(row.username);
+    if (problem !== null) {
+      skip({ kind: 'user', key: row.username, reason: problem, isName: true });
+      continue;
+    }
+    yield row;
+  }
+}
+
 export function* readUsers(scope: ReadScope, selection: OwnerSelection): Generator<OwnerRead> {
   if (selection === 'none') return;
   if ('every' in selection) {

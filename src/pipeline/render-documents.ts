@@ -3,7 +3,9 @@ import type { SiteIndex } from '../model/views.js';
 import { showName } from '../paths/names.js';
 import type { Owner } from './build-state.js';
 import type { Failure } from './build-report.js';
+import type { UserBundle } from '../model/views.js';
 import type { OwnerRead } from './read-owners.js';
+import type { RenderedDocument as ThreadDocument, RenderedUser } from './render-pool.js';
 
 /**
  * The render stage: an owner's documents, as bytes, from what the read stage gave. Pure: it
@@ -75,4 +77,30 @@ export function* renderSiteFormat(format: SiteFormat, index: SiteIndex, site: Si
     return;
   }
   for (const file of files) yield renderOne(format, file.file, '', { kind: 'site' }, null, () => file.body);
+}
+
+/**
+ * A user's documents as text or the renderer's error, one per format: what a render thread sends
+ * back (render-worker.ts), and what this thread makes when it renders a user itself.
+ */
+export function renderUserTexts(bundle: UserBundle, formats: readonly UserFormat[], site: SiteContext): ThreadDocument[] {
+  return formats.map((format) => {
+    try {
+      return { body: format.render(bundle, site) };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  });
+}
+
+/** What a render thread rendered for a user, as the render stage's results. */
+export function resultsOfRenderedUser({ row, documents }: RenderedUser, formats: readonly UserFormat[], site: SiteContext): RenderResult[] {
+  const owner: Owner = { kind: 'user', id: row.id };
+  return formats.map((format, i) => {
+    const document = documents[i]!;
+    return renderOne(format, site.paths.file(format, row.username), row.username, owner, row.username, () => {
+      if ('error' in document) throw new Error(document.error);
+      return document.body;
+    });
+  });
 }

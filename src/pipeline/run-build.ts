@@ -1,5 +1,6 @@
 import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
-import type { SiteReader } from '../db/site-reader.js';
+import type { ValueIssue } from '../db/decode.js';
+import type { SiteReader, UserRow } from '../db/site-reader.js';
 import type { Format, SiteContext, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
@@ -13,8 +14,19 @@ import { BuildInterrupted } from './interrupt.js';
 import { describeCollision, nameCollisions } from './name-collisions.js';
 import type { OutputWriter } from './output-writer.js';
 import { pruneStale } from './prune-stale.js';
-import { publishedNames, readUsers, readVideos, siteIndex, type OwnerRead, type OwnerSelection, type ReadScope } from './read-owners.js';
-import { renderOwner, renderSiteFormat, type RenderResult } from './render-documents.js';
+import {
+  publishableUsers,
+  publishedNames,
+  readUsers,
+  readVideos,
+  siteIndex,
+  userRows,
+  type OwnerRead,
+  type OwnerSelection,
+  type ReadScope,
+} from './read-owners.js';
+import { renderOwner, renderSiteFormat, renderUserTexts, resultsOfRenderedUser, type RenderResult } from './render-documents.js';
+import type { RenderPool } from './render-pool.js';
 import { ownsSiteFiles, type ShardSpec } from './shard.js';
 import { compareAndWrite, keepFailed, type WriteTarget } from './write-documents.js';
 
@@ -73,6 +85,11 @@ export interface BuildDeps {
    * written before their document, rewritten only with it, removed with it. None when absent.
    */
   compression?: readonly Encoding[];
+  /**
+   * Threads that read and render users' documents when the build renders every user; they render
+   * only the snapshot of the change log the build reads, so only with `incremental`.
+   */
+  renderPool?: RenderPool;
 }
 
 export function selectFormats(all: readonly Format[], only: ReadonlySet<string> | undefined): Format[] {
@@ -131,6 +148,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   let newPaths = false;
   /** Paths pruned so far: an owner lost a document. */
   let pruned = 0;
+  /** The change log as the build's snapshot read it (absent without a change log). */
+  let log: ChangeLogPosition | undefined;
 
   const write = (results: Iterable<RenderResult>) => {
     for (const result of results) {
@@ -151,6 +170,22 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       else write(renderOwner(read, keyed, site));
     }
   };
+  /**
+   * The users of a selection: read and rendered on the render threads when there are any (each
+   * thread reads the bundles from the build's snapshot on its own connection), else here through
+   * the read and render stages; in the same order either way.
+   */
+  const buildUsers = (selection: OwnerSelection) => {
+    const pool = deps.renderPool;
+    if (pool === undefined || log === undefined) return build(readUsers(scope, selection));
+    const rows = publishableUsers(scope, userRows(scope, selection), (skipped) => tally.skip(skipped));
+    const here = (row: UserRow) => renderUserTexts(reader.userBundle(row.id, scope.parts), keyed.user, site);
+    // What a thread's reader reports about values goes to this build's reader, as if read here.
+    const issues = (found: readonly ValueIssue[]) => found.forEach((issue) => reader.report(issue));
+    const names = keyed.user.map((format) => format.name);
+    for (const rendered of pool.render(rows, names, scope.parts, log.position, here, issues)) write(resultsOfRenderedUser(rendered, keyed.user, site));
+    report.renderThreads = pool.threadsUsed;
+  };
   const buildSiteFiles = () => {
     for (const format of siteFormats) write(renderSiteFormat(format, siteIndex(reader, site.paths, failedDocuments), site));
   };
@@ -166,7 +201,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   const buildAffected = (affected: AffectedOwners): { siteFiles: boolean } => {
     const selection = (owners: ReadonlySet<number> | 'all', formatCount: number): OwnerSelection =>
       owners !== 'all' ? { ids: owners } : formatCount > 0 ? { every: true } : 'none';
-    build(readUsers(scope, selection(affected.users, keyed.user.length)));
+    buildUsers(selection(affected.users, keyed.user.length));
     build(readVideos(scope, selection(affected.videos, keyed.video.length)));
     const pruneOwned = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
       if (owners === 'all') prune(state.staleOwned(kind));
@@ -195,7 +230,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     // Rows SQL leaves out for a value of the wrong type are named once, before the documents.
     if (whole) reader.unpublishedRows();
     const every: OwnerSelection = { every: true, ofUser: options.user };
-    build(readUsers(scope, keyed.user.length > 0 ? every : 'none'));
+    buildUsers(keyed.user.length > 0 ? every : 'none');
     build(readVideos(scope, keyed.video.length > 0 ? every : 'none'));
     // After the documents, so the sitemap lists none that failed.
     buildSiteFiles();
@@ -214,7 +249,6 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     else if (newPaths || pruned > 0) state.setSiteFilesStale(true);
   };
 
-  let log: ChangeLogPosition | undefined;
   state.begin();
   try {
     reader.snapshot(() => {

@@ -11,6 +11,7 @@ import type { BuildReport, BuildReporter } from './build-report.js';
 import { runBuild } from './run-build.js';
 import { buildFingerprint, type BuildFingerprint } from './incremental.js';
 import { acquireBuildLock, type BuildLock } from './lock.js';
+import { createRenderPool } from './render-pool.js';
 import { createDirectoryWriter } from './write-pool.js';
 import { checkStateShard, type ShardSpec } from './shard.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
@@ -74,6 +75,9 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   const site = request.site ?? createSiteContext(config, formats);
   const { held } = request;
   const fingerprint = held?.fingerprint ?? buildFingerprint(config, formats, VIDFEEDS_VERSION);
+  // Render threads load the registry's formats: a build with a table of its own renders here.
+  // No thread starts until a build has a batch of users for it.
+  const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, config, now: site.now, fingerprint }) : null;
   const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds });
   try {
     const db = held?.db ?? openForReading(request.db);
@@ -96,6 +100,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               incremental: { changeLog: held?.changeLog ?? new ChangeLog(db), fingerprint },
               stopRequested: request.stopRequested,
               compression: config.compress,
+              renderPool: renderPool ?? undefined,
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
           );
@@ -104,6 +109,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
           if (record !== null) writeBuildRecord(request.out, record);
           return report;
         } finally {
+          renderPool?.close();
           writer.close();
         }
       } finally {

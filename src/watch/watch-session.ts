@@ -54,6 +54,8 @@ export interface WatchSessionOptions {
   onBuild: (report: BuildReport, changes: readonly string[]) => void;
   /** A problem the session survives, reported once until it changes or is solved. */
   onProblem: (message: string) => void;
+  /** Each skipped row, bad value and failed document of a build, as `build` names them on stderr. */
+  onWarning?: (message: string) => void;
   /** The build's clock for documents (tests pin it). */
   now?: () => Date;
 }
@@ -238,6 +240,7 @@ export class WatchSession {
         formats: this.formats,
         lock,
         held: { ...connection, state: this.state, fingerprint: this.fingerprint },
+        reporter: this.options.onWarning === undefined ? undefined : { warn: this.options.onWarning },
       });
       this.builtVersion = version;
       this.owed = false;

@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/pipeline/build-record.js';
 import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
@@ -133,24 +134,49 @@ describe('progress', () => {
 
 describe('a second build while one runs', () => {
   it('exits 75 naming the holder; with --wait it waits and then builds', async () => {
-    const { db, out, lock } = site(150);
-    const first = cliAsync(['build', '--db', db, '--out', out]);
-    const firstDone = collect(first);
-    expect(await until(() => existsSync(lock), 30_000)).toBe(true);
+    const { db, out, lock } = site(20);
+    // A holder that keeps the lock until told to let go, as a long build would: no race with a
+    // real build that may finish before the second one starts.
+    const lockModule = join(import.meta.dirname, '../../dist/build/lock.js');
+    const holder = spawn(
+      process.execPath,
+      ['--input-type=module', '-e', `
+        const { acquireBuildLock } = await import(${JSON.stringify(pathToFileURL(lockModule).href)});
+        const lock = acquireBuildLock(${JSON.stringify(out)}, { command: 'vidfeeds build' });
+        process.stdout.write('held\\n');
+        process.stdin.resume();
+        process.stdin.on('end', () => { lock.release(); process.exit(0); });
+      `],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    const released = new Promise<number | null>((done) => holder.on('exit', (code) => done(code)));
+    try {
+      await new Promise<void>((done, fail) => {
+        holder.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('held') && done());
+        holder.on('exit', () => fail(new Error('the lock holder exited before it held the lock')));
+      });
+      expect(existsSync(lock)).toBe(true);
 
-    const second = cli(['build', '--db', db, '--out', out]);
-    expect(second.code).toBe(75);
-    expect(second.stderr).toContain(`is being built by another vidfeeds: "vidfeeds build", pid ${first.pid}`);
-    expect(second.stderr).toContain('--wait SECONDS');
-    expect(existsSync(lock)).toBe(true);
+      const second = cli(['build', '--db', db, '--out', out]);
+      expect(second.code).toBe(75);
+      expect(second.stderr).toContain(`is being built by another vidfeeds: "vidfeeds build", pid ${holder.pid}`);
+      expect(second.stderr).toContain('--wait SECONDS');
+      expect(existsSync(out)).toBe(false);
 
-    const waiting = collect(cliAsync(['build', '--db', db, '--out', out, '--wait', '300']));
-    const [a, b] = await Promise.all([firstDone, waiting]);
-    expect(a.code, a.stderr).toBe(0);
-    expect(b.code, b.stderr).toBe(0);
-    // It ran after the first one: nothing had changed since.
-    expect(b.stderr).toMatch(/incremental build \(no changes since the last build\)/);
-    expect(existsSync(lock)).toBe(false);
+      const waiter = cliAsync(['build', '--db', db, '--out', out, '--wait', '300']);
+      const waiting = collect(waiter);
+      // Still waiting while the lock is held.
+      await new Promise((done) => setTimeout(done, 1500));
+      expect(waiter.exitCode).toBeNull();
+      holder.stdin!.end();
+      expect(await released).toBe(0);
+      const b = await waiting;
+      expect(b.code, b.stderr).toBe(0);
+      expect(b.stderr).toMatch(/full build/);
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      holder.kill('SIGKILL');
+    }
   }, 120_000);
 });
 

@@ -32,6 +32,24 @@ function vidfeeds(args: string[], cwd: string) {
 }
 
 describe('vidfeeds build and watch from the command line', () => {
+  it('watch names every skipped row of its builds on stderr, as build does', async () => {
+    const { file, out, cwd, db } = site();
+    insertUser(db, { username: 'robots.txt' });
+    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
+    cleanups.push(() => child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    for (let waited = 0; !/full build/.test(stderr); waited += 50) {
+      if (waited > 30_000 || child.exitCode !== null) throw new Error(`no build in:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(stderr).toMatch(/^vidfeeds: skipped user "?robots\.txt"?: .*site-wide file/m);
+    expect(stderr).toMatch(/1 skipped/);
+  });
+
   it('build says whether it was full or incremental and why', () => {
     const { file, out, cwd, db } = site();
     const first = vidfeeds(['build', '--db', file, '--out', out], cwd);

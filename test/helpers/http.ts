@@ -11,7 +11,7 @@ export interface HttpResult {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
-  /** The body, gunzipped when it came compressed. */
+  /** The body, gunzipped when it came compressed (a HEAD answer has none to gunzip). */
   text: string;
 }
 
@@ -36,7 +36,15 @@ export function http(
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const body = Buffer.concat(chunks);
-          const text = (res.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString('utf8');
+          // A throw here would never settle the promise: the test would hang to its timeout.
+          let text: string;
+          try {
+            const compressed = res.headers['content-encoding'] === 'gzip' && options.method !== 'HEAD';
+            text = (compressed ? gunzipSync(body) : body).toString('utf8');
+          } catch (error) {
+            reject(new Error(`${target}: status ${res.statusCode}, Content-Encoding gzip, ${body.length} bytes that do not gunzip (${String(error)}); headers ${JSON.stringify(res.headers)}`));
+            return;
+          }
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text });
         });
         res.on('error', reject);

@@ -97,8 +97,8 @@ describe('host configurations', () => {
     const text = cli(['hosting', 'apache', '--config', configFile(work(), config)]).stdout;
     expect(text).toContain(
       [
-        'RewriteCond %{HTTP:Accept-Encoding} "(^|[ ,])br( *($|,)| *;)"',
-        'RewriteCond %{HTTP:Accept-Encoding} "!(^|[ ,])br *; *q=0(\\.0*)? *($|,)"',
+        'RewriteCond %{HTTP:Accept-Encoding} "(^|[ ,])br( *($|,)| *;)" [NC]',
+        'RewriteCond %{HTTP:Accept-Encoding} "!(^|[ ,])br *; *q=0(\\.0*)? *($|,)" [NC]',
         'RewriteCond %{REQUEST_FILENAME} "^(.*?)/?$"',
         'RewriteCond "%1/index.rss.br" -f',
         'RewriteRule "^([^/.][^/]*)/rss/?$" "$1/rss/index.rss.br" [B=?#%,END]',
@@ -110,11 +110,11 @@ describe('host configurations', () => {
     expect(rss.trimEnd().endsWith('RewriteRule "^([^/.][^/]*)/rss/?$" "$1/rss/index.rss" [B=?#%,END]')).toBe(true);
     expect(text).toContain('RewriteCond "%1.gz" -f\nRewriteRule "^robots\\.txt$" "$0.gz" [B=?#%,END]');
     // `?format=xml` on the oEmbed endpoint: the forms of the xml file, then the file.
-    expect(text).toContain('RewriteCond %{QUERY_STRING} "(^|&)format=xml(&|$)"\nRewriteCond %{HTTP:Accept-Encoding} "(^|[ ,])br( *($|,)| *;)"');
+    expect(text).toContain('RewriteCond %{QUERY_STRING} "(^|&)format=xml(&|$)"\nRewriteCond %{HTTP:Accept-Encoding} "(^|[ ,])br( *($|,)| *;)" [NC]');
     expect(text).toContain('RewriteCond "%1/xml.gz" -f\nRewriteRule "^([^/.][^/]*)/oembed/?$" "$1/oembed/xml.gz" [B=?#%,END]');
     expect(text).toContain(
       '<Files "index.atom.gz">\n  ForceType "application/atom+xml; charset=utf-8"\n  <IfModule mod_headers.c>\n    Header set Cache-Control "no-cache"\n' +
-        '    Header set Content-Encoding gzip\n    Header set Vary Accept-Encoding\n  </IfModule>\n  SetEnv no-gzip 1\n</Files>',
+        '    Header set Content-Encoding gzip "expr=%{REQUEST_STATUS} != 304"\n    Header set Vary Accept-Encoding\n  </IfModule>\n  SetEnv no-gzip 1\n</Files>',
     );
     for (const row of PRODUCT_TABLE) expect(text, row.url).toContain(`ForceType "${row.type}"`);
     expect(text).not.toMatch(/\.(gz|br)"?\s*-\s*\[END\]/);

@@ -1,7 +1,7 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { DEMO_DEFAULTS, generateDemo } from '../../db/demo-data.js';
+import { DEMO_DEFAULTS, DEMO_SHAPES, generateDemo, type DemoShape } from '../../db/demo-data.js';
 import { openForWriting } from '../../db/open-database.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
@@ -11,6 +11,7 @@ interface DemoFlags {
   db: string;
   users: number;
   seed: number;
+  shape: DemoShape;
   ifMissing?: boolean;
   force?: boolean;
 }
@@ -20,8 +21,9 @@ export function registerDemo(program: Command, io: Console, setExit: (code: numb
     .command('demo')
     .description('write a deterministic demo site database (same --users and --seed, same database)')
     .requiredOption('--db <file>', 'database file to create')
-    .option('--users <n>', 'number of users in all, the nine fixed characters first (about five videos each)', positiveInteger('--users', 10_000_000), DEMO_DEFAULTS.users)
+    .option('--users <n>', 'number of users in all, the nine fixed characters first', positiveInteger('--users', 10_000_000), DEMO_DEFAULTS.users)
     .option('--seed <n>', 'random seed', positiveInteger('--seed', 2 ** 31), DEMO_DEFAULTS.seed)
+    .option('--shape <shape>', 'demo (about five videos per user) or feed-heavy (every user 20+ public videos, full groups and recommendations)', demoShape, DEMO_DEFAULTS.shape)
     .option('--if-missing', 'do nothing when the file exists already')
     .option('--force', 'replace the file when it exists')
     .action((flags: DemoFlags) => {
@@ -44,7 +46,7 @@ export function registerDemo(program: Command, io: Console, setExit: (code: numb
         db.pragma('journal_mode = OFF');
         db.pragma('synchronous = OFF');
         db.pragma('cache_size = -262144');
-        counts = generateDemo(db, { users: flags.users, seed: flags.seed });
+        counts = generateDemo(db, { users: flags.users, seed: flags.seed, shape: flags.shape });
         db.pragma('journal_mode = DELETE');
       } catch (error) {
         db.close();
@@ -58,4 +60,9 @@ export function registerDemo(program: Command, io: Console, setExit: (code: numb
       io.err(`vidfeeds: wrote ${file}: ${counts.users} users, ${counts.videos} videos in ${((Date.now() - started) / 1000).toFixed(1)}s`);
       setExit(EXIT.ok);
     });
+}
+
+function demoShape(value: string): DemoShape {
+  if (!(DEMO_SHAPES as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${DEMO_SHAPES.join(', ')}`);
+  return value as DemoShape;
 }

@@ -54,6 +54,8 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
         watcher?.setTemplateDirs(session.templateDirs());
       },
       onProblem: (message) => io.err(`vidfeeds: ${clock()} ${message}`),
+      // Every one, however many, as build names them: the operator must find each row left out.
+      onWarning: (message) => io.err(`vidfeeds: ${message}`),
     });
     const warning = previewUrlWarning(load(), request.db);
     if (warning !== null) io.err(warning);

@@ -1,0 +1,285 @@
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { ConfigError, type SiteConfig } from '../config/config.js';
+import type { ValueIssue } from '../db/decode.js';
+import type { UserRow } from '../db/site-reader.js';
+import type { UserPart } from '../model/views.js';
+import type { BuildFingerprint } from './incremental.js';
+
+/**
+ * Users' documents read and rendered on worker threads (render-worker.ts), for the builds that
+ * render every user: on a feed-heavy site reading a user's bundle and rendering its feeds costs
+ * more than writing the files (docs/performance.md, "Where the time goes"), and the main thread
+ * was the one busy core while the write thread waited.
+ *
+ * Each worker opens the database on a connection of its own and reads inside a read transaction
+ * begun after the build's: it renders only if that transaction sees the build's snapshot (the same
+ * change log position) and its configuration and templates hash as the build's; otherwise it says
+ * why and the build renders on its own thread, as without the pool. The main thread sends batches
+ * of user ids in order and takes the rendered documents back in the same order, so the build
+ * (hashes, the state, the writer, failures) goes exactly as when it renders them itself.
+ *
+ * The build stays synchronous: the main thread waits on a shared counter (Atomics.wait) that a
+ * worker bumps after each message, and takes messages with receiveMessageOnPort.
+ */
+const WORKER = new URL('./render-worker.js', import.meta.url);
+const START_TIMEOUT_MS = 10_000;
+/** Users per batch, and batches in flight per worker: enough to keep a worker busy, few enough to keep memory flat. */
+const BATCH_USERS = 16;
+const IN_FLIGHT_PER_WORKER = 3;
+const YOUNG_GENERATION_MB = 16;
+
+/** A rendered document, or why its render failed (the message of what the renderer threw). */
+export type RenderedDocument = { body: string } | { error: string };
+
+/** A user's documents, one per user format, in the order of the formats the build renders. */
+export interface RenderedUser {
+  row: UserRow;
+  documents: RenderedDocument[];
+}
+
+/** What a worker needs to read and render as the build does. */
+export interface RenderWorkerData {
+  db: string;
+  config: SiteConfig;
+  /** The build's "now", in milliseconds. */
+  now: number;
+  formats: string[];
+  parts: UserPart[];
+  /** The build's change log position: a worker reading another snapshot renders nothing. */
+  position: number;
+  fingerprint: BuildFingerprint;
+  signal: Int32Array;
+  port: MessagePort;
+}
+
+/** Main thread to worker. */
+export interface RenderRequest {
+  batch: number;
+  ids: number[];
+}
+
+/** Worker to main thread. */
+export type RenderReply =
+  | { ready: true }
+  | { refused: string }
+  | { batch: number; users: RenderedDocument[][]; issues: ValueIssue[] }
+  | { fatal: string };
+
+export interface RenderPoolOptions {
+  db: string;
+  config: SiteConfig;
+  now: Date;
+  fingerprint: BuildFingerprint;
+  /** Worker threads. */
+  threads: number;
+}
+
+/** A batch of users in the order the build emits them; `documents` once rendered. */
+interface Batch {
+  number: number;
+  rows: UserRow[];
+  documents?: RenderedDocument[][];
+}
+
+interface PoolWorker {
+  worker: Worker;
+  port: MessagePort;
+  signal: Int32Array;
+  seen: number;
+}
+
+export class RenderPool {
+  private workers: PoolWorker[] = [];
+  /** Why the pool renders nothing in this build (a worker saw another snapshot), once known. */
+  refused: string | null = null;
+  /** How many worker threads rendered in the last `render`. */
+  threadsUsed = 0;
+
+  constructor(private readonly options: RenderPoolOptions) {}
+
+  /**
+   * The rendered documents of `rows`, in order. `local` renders one user on this thread: for a
+   * build of fewer users than a batch (no thread is started), for every user when the workers
+   * cannot render this build's snapshot, and for batches of its own while the oldest batch is still
+   * on a worker, so this thread renders too instead of waiting.
+   */
+  *render(
+    rows: Iterable<UserRow>,
+    formats: readonly string[],
+    parts: ReadonlySet<UserPart>,
+    position: number,
+    local: (row: UserRow) => RenderedDocument[],
+    /** What a worker's reader found wrong in values (src/db/decode.ts), to report as the build's reader would. */
+    issues: (found: readonly ValueIssue[]) => void = () => {},
+  ): Generator<RenderedUser> {
+    const iterator = rows[Symbol.iterator]();
+    let exhausted = false;
+    const take = (): UserRow[] => {
+      const batch: UserRow[] = [];
+      while (!exhausted && batch.length < BATCH_USERS) {
+        const next = iterator.next();
+        if (next.done) exhausted = true;
+        else batch.push(next.value);
+      }
+      return batch;
+    };
+    const first = take();
+    if (first.length < BATCH_USERS || !this.start(formats, parts, position)) {
+      for (const row of first) yield { row, documents: local(row) };
+      for (let next = iterator.next(); !next.done; next = iterator.next()) yield { row: next.value, documents: local(next.value) };
+      return;
+    }
+    this.threadsUsed = this.workers.length;
+    /** Batches in order: sent to a worker, or rendered here (`documents` set at once). */
+    const queue: Batch[] = [];
+    const sent = new Map<PoolWorker, Batch[]>(this.workers.map((worker) => [worker, []]));
+    let number = 0;
+    const renderHere = (batchRows: UserRow[]) => {
+      queue.push({ number: number++, rows: batchRows, documents: batchRows.map(local) });
+    };
+    /** Sends a batch to the worker with the fewest in flight, if one has room; false otherwise. */
+    const send = (batchRows: UserRow[]): boolean => {
+      let chosen: PoolWorker | undefined;
+      for (const worker of this.workers) if (sent.get(worker)!.length < IN_FLIGHT_PER_WORKER && (chosen === undefined || sent.get(worker)!.length < sent.get(chosen)!.length)) chosen = worker;
+      if (chosen === undefined) return false;
+      const batch: Batch = { number: number++, rows: batchRows };
+      const request: RenderRequest = { batch: batch.number, ids: batchRows.map((row) => row.id) };
+      chosen.port.postMessage(request);
+      sent.get(chosen)!.push(batch);
+      queue.push(batch);
+      return true;
+    };
+    /** Takes whatever the workers have answered; with `block`, waits for the worker of the oldest batch. */
+    const collect = (block: PoolWorker | null) => {
+      for (const worker of this.workers) {
+        for (;;) {
+          const reply = this.next(worker, worker === block ? Infinity : 0);
+          if (reply === null) break;
+          const batch = sent.get(worker)!.shift();
+          if ('fatal' in reply) throw new Error(reply.fatal);
+          if (batch === undefined || !('batch' in reply) || reply.batch !== batch.number) throw new Error('a render thread answered out of order');
+          batch.documents = reply.users;
+          if (reply.issues.length > 0) issues(reply.issues);
+          if (worker === block) break;
+        }
+      }
+    };
+    let pending = first;
+    for (;;) {
+      // Keep every worker fed.
+      while (pending.length > 0 && send(pending)) pending = take();
+      collect(null);
+      const oldest = queue[0];
+      if (oldest === undefined) {
+        if (pending.length === 0) return;
+        renderHere(pending);
+        pending = take();
+        continue;
+      }
+      if (oldest.documents === undefined) {
+        // The oldest batch is on a worker: render the next one here meanwhile, within a bound.
+        if (pending.length > 0 && queue.length < this.workers.length * IN_FLIGHT_PER_WORKER * 2) {
+          renderHere(pending);
+          pending = take();
+          continue;
+        }
+        const owner = [...sent].find(([, batches]) => batches[0] === oldest)![0];
+        collect(owner);
+      }
+      queue.shift();
+      const documents = oldest.documents!;
+      for (let i = 0; i < oldest.rows.length; i++) yield { row: oldest.rows[i]!, documents: documents[i]! };
+    }
+  }
+
+  close(): void {
+    for (const { worker, port } of this.workers) {
+      void worker.terminate();
+      port.close();
+    }
+    this.workers = [];
+  }
+
+  /** Starts the workers and waits until each has its snapshot; false (and none kept) if any cannot render this build. */
+  private start(formats: readonly string[], parts: ReadonlySet<UserPart>, position: number): boolean {
+    if (this.refused !== null) return false;
+    if (this.workers.length > 0) return true;
+    const count = this.options.threads;
+    for (let i = 0; i < count; i++) {
+      const channel = new MessageChannel();
+      const signal = new Int32Array(new SharedArrayBuffer(4));
+      const data: RenderWorkerData = {
+        db: this.options.db,
+        config: this.options.config,
+        now: this.options.now.getTime(),
+        formats: [...formats],
+        parts: [...parts],
+        position,
+        fingerprint: this.options.fingerprint,
+        signal,
+        port: channel.port2,
+      };
+      let reply: RenderReply | null;
+      try {
+        const worker = new Worker(WORKER, {
+          workerData: data,
+          transferList: [channel.port2],
+          // Bounded young generation: the worker keeps a batch alive at a time (see docs/performance.md).
+          resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+        });
+        worker.unref();
+        const entry: PoolWorker = { worker, port: channel.port1, signal, seen: 0 };
+        this.workers.push(entry);
+        reply = this.next(entry, START_TIMEOUT_MS);
+      } catch (error) {
+        reply = { refused: `a render thread could not start: ${(error as Error).message}` };
+      }
+      if (reply === null || !('ready' in reply)) {
+        this.refused = reply === null ? 'a render thread did not start in time' : 'refused' in reply ? reply.refused : 'a render thread failed to start';
+        this.close();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The worker's next message, waiting up to `timeoutMs`; null if none came. Throws if the worker has stopped. */
+  private next(worker: PoolWorker, timeoutMs: number): RenderReply | null {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const message = receiveMessageOnPort(worker.port);
+      if (message !== undefined) {
+        worker.seen++;
+        return message.message as RenderReply;
+      }
+      // A worker that died (out of memory, a crash) answers nothing more; its threadId is then -1.
+      if (worker.worker.threadId === -1) throw new Error('a render thread stopped (out of memory or a crash)');
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
+      // Woken when the worker has posted more than we have taken.
+      Atomics.wait(worker.signal, 0, worker.seen, Math.min(left, 1000));
+    }
+  }
+}
+
+/**
+ * A render pool for a build of `db`, or null where there is none. VIDFEEDS_RENDER_THREADS=N sets
+ * the number of threads (0: none). By default there is one thread per core beyond the two that the
+ * build's own thread and the write thread take, so none on 1 or 2 cores: there the write thread
+ * keeps the second core busy on a full build, and a render thread competing with it for that core
+ * made builds slower and added about 150 MB (docs/performance.md, "Render threads"). None either
+ * without a compiled worker (running from sources).
+ */
+export function createRenderPool(options: Omit<RenderPoolOptions, 'threads'>): RenderPool | null {
+  const setting = process.env.VIDFEEDS_RENDER_THREADS;
+  let threads = Math.max(0, availableParallelism() - 2);
+  if (setting !== undefined) {
+    threads = Number(setting);
+    if (!/^\d+$/.test(setting) || threads > 64) throw new ConfigError([{ where: 'the environment', setting: 'VIDFEEDS_RENDER_THREADS', problem: `must be a whole number from 0 to 64, not ${JSON.stringify(setting)}` }]);
+  }
+  if (threads === 0 || !existsSync(fileURLToPath(WORKER))) return null;
+  return new RenderPool({ ...options, threads });
+}
