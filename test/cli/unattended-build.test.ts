@@ -137,7 +137,7 @@ describe('a second build while one runs', () => {
     const { db, out, lock } = site(20);
     // A holder that keeps the lock until told to let go, as a long build would: no race with a
     // real build that may finish before the second one starts.
-    const lockModule = join(import.meta.dirname, '../../dist/build/lock.js');
+    const lockModule = join(import.meta.dirname, '../../dist/pipeline/lock.js');
     const holder = spawn(
       process.execPath,
       ['--input-type=module', '-e', `
