@@ -1,15 +1,15 @@
 import { Worker } from 'node:worker_threads';
-import type { BuildReport, Failure } from '../build/build.js';
-import type { BuildMode } from '../build/incremental.js';
-import { InterruptFlag } from '../build/interrupt.js';
-import type { ShardSpec } from '../build/shard.js';
+import type { BuildReport, Failure } from '../pipeline/build-report.js';
+import type { BuildMode } from '../pipeline/incremental.js';
+import { InterruptFlag } from '../pipeline/interrupt.js';
+import type { ShardSpec } from '../pipeline/shard.js';
 import type { SiteConfig } from '../config/config.js';
 import { ExitError } from './errors.js';
 
 /**
  * Runs `vidfeeds build` on a worker thread, so this thread stays free to hear SIGINT and SIGTERM
  * while the (synchronous) build runs: the first one raises a shared flag the build reads between
- * users and videos (src/build/interrupt.ts); the build stops, records what it wrote, removes its
+ * users and videos (src/pipeline/interrupt.ts); the build stops, records what it wrote, removes its
  * staging folder and releases the lock, and the command exits 130 or 143. A second signal is not
  * caught: it ends the process at once.
  */
@@ -124,8 +124,8 @@ export function runBuildThread(input: Omit<BuildThreadInput, 'interrupt'>, event
 
 /** The same build on this thread, with the same events (`VIDFEEDS_BUILD_THREAD=0`). */
 async function runBuildHere(input: Omit<BuildThreadInput, 'interrupt'>, events: BuildThreadEvents): Promise<BuildReport> {
-  const { buildSite } = await import('../build/site-build.js');
-  const { describeSkip } = await import('../build/build.js');
+  const { buildSite } = await import('../pipeline/site-build.js');
+  const { describeSkip } = await import('../pipeline/build-report.js');
   const { request, config } = input;
   return buildSite({
     ...request,

@@ -1,9 +1,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { buildSite } from '../build/site-build.js';
-import { createSiteContext } from '../build/site-context.js';
-import { InterruptFlag } from '../build/interrupt.js';
+import { buildSite } from '../pipeline/site-build.js';
+import { createSiteContext } from '../pipeline/site-context.js';
+import { InterruptFlag } from '../pipeline/interrupt.js';
 import { FORMATS } from '../formats/registry.js';
-import { describeSkip } from '../build/build.js';
+import { describeSkip } from '../pipeline/build-report.js';
 import type { BuildThreadInput, BuildThreadMessage } from './build-thread.js';
 import { exitCodeOf } from './errors.js';
 

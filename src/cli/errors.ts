@@ -2,11 +2,11 @@ import { ConfigError } from '../config/config.js';
 import { DatabaseError } from '../db/open-database.js';
 import { SchemaVersionError } from '../db/migrations.js';
 import { TemplateError } from '../render/templates.js';
-import { ShardStateError } from '../build/shard.js';
-import { BuildRecordError } from '../build/build-record.js';
+import { ShardStateError } from '../pipeline/shard.js';
+import { BuildRecordError } from '../pipeline/build-record.js';
 import { UnknownUserError } from '../db/user-lookup.js';
-import { LockHeldError } from '../build/lock.js';
-import { BuildInterrupted } from '../build/interrupt.js';
+import { LockHeldError } from '../pipeline/lock.js';
+import { BuildInterrupted } from '../pipeline/interrupt.js';
 
 /**
  * Exit codes, decided in one place (`main`, through `exitCodeOf`): 0 success; 1 documents failed

@@ -1,4 +1,4 @@
-import type { BuildReport, Failure } from '../build/build.js';
+import type { BuildReport, Failure } from '../pipeline/build-report.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import type { SkippedRow } from './build-thread.js';
 import { exitCodeOf } from './errors.js';

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { VIDFEEDS_VERSION } from '../build/site-context.js';
+import { VIDFEEDS_VERSION } from '../config/version.js';
 import { registerBuild } from './commands/build.js';
 import { registerCheck } from './commands/check.js';
 import { registerDemo } from './commands/demo.js';
@@ -9,7 +9,7 @@ import { registerServe } from './commands/serve.js';
 import { registerShards } from './commands/shards.js';
 import { registerInit } from './commands/init.js';
 import { registerRecommend } from './commands/recommend.js';
-import { registerRecommendations } from './commands/recommendations.js';
+import { registerRecommendations } from './commands/moderate-recommendations.js';
 import { registerWatch } from './commands/watch.js';
 import { EXIT, exitCodeOf } from './errors.js';
 import { processConsole, type Console } from './output.js';

@@ -1,12 +1,56 @@
 import type Database from 'better-sqlite3';
 import { openForReading } from './open-database.js';
-import type { ChangeKeys, ChangeOp, ChangeRecord, OwnerLookups } from '../build/changes.js';
 
 /**
  * Reads the database's change log (migration 2, docs/database.md "change_log") and answers the
- * owner look-ups of src/build/changes.ts. Use it on the connection the build reads with, inside the
+ * owner look-ups of src/pipeline/changes.ts. Use it on the connection the build reads with, inside the
  * same read transaction (`SiteReader.snapshot`), so the log position and the rendered rows agree.
  */
+
+export type ChangeOp = 'insert' | 'update' | 'delete';
+
+/** A row's keys as a trigger recorded them (see migration 2 and docs/database.md "change_log"). */
+export type ChangeKeys = Readonly<Record<string, string | number | null>>;
+
+/** One entry of the database's `change_log`. */
+export interface ChangeRecord {
+  readonly seq: number;
+  readonly table: string;
+  readonly op: ChangeOp;
+  /** The row's keys before the change; null for an insert. */
+  readonly old: ChangeKeys | null;
+  /** The row's keys after the change; null for a delete. */
+  readonly new: ChangeKeys | null;
+}
+
+/**
+ * Questions about the database as it is now, each for many ids at once (one query, not one per
+ * row). They answer with ids of rows that exist now; what is gone is known from the records' old keys.
+ */
+export interface OwnerLookups {
+  /** Users who list one of these users as a friend (their FOAF `knows` shows them). */
+  usersBefriending(userIds: readonly number[]): number[];
+  /** Users who hold one of these videos in saved videos, history or attention sources. */
+  usersReferencingVideos(videoIds: readonly number[]): number[];
+  /** Users whose attention sources name one of these users as the supplier. */
+  usersSuppliedBy(userIds: readonly number[]): number[];
+  /** Users with an interest in one of these tags. */
+  usersInterestedIn(tagIds: readonly number[]): number[];
+  /** Members of these groups. */
+  membersOfGroups(groupIds: readonly number[]): number[];
+  /** Groups these users own. */
+  groupsOwnedBy(userIds: readonly number[]): number[];
+  /** Groups that feature one of these videos. */
+  groupsFeaturing(videoIds: readonly number[]): number[];
+  /** Videos these users uploaded. */
+  videosUploadedBy(userIds: readonly number[]): number[];
+  /** Videos in these categories. */
+  videosInCategories(categoryIds: readonly number[]): number[];
+  /** Videos carrying one of these tags. */
+  videosTagged(tagIds: readonly number[]): number[];
+  /** The uploaders of these videos. */
+  uploadersOf(videoIds: readonly number[]): number[];
+}
 
 /** Where the change log stands: the database's identity and its last sequence number. */
 export interface ChangeLogPosition {
@@ -27,7 +71,7 @@ interface RawChange {
 
 export class ChangeLog {
   private readonly stmt;
-  /** The owner look-ups over the rows as they are now (src/build/changes.ts). */
+  /** The owner look-ups over the rows as they are now (src/pipeline/changes.ts). */
   readonly lookups: OwnerLookups;
 
   constructor(db: Database.Database) {

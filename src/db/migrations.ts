@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { changeLogTriggers, LOGGED_TABLES_V2, LOGGED_TABLES_V3, tableTriggers } from './change-log-triggers.js';
 import { SITE_TABLES } from './columns.js';
 import type { ValueIssue } from './decode.js';
 import { REPLACEABLE_TABLES, replacedRowsMigration } from './replaced-rows.js';
@@ -201,8 +202,9 @@ export const MIGRATIONS: readonly string[] = [
   // 2: change recording for incremental builds (docs/incremental.md, docs/database.md "change_log").
   // Every table logs its inserts, updates and deletes, so a change made by the site's own code through
   // any SQL client is seen. Each entry keeps the row's keys before and after: enough to find every
-  // document the change affects after the fact, deletes and moves included. A table added by a later
-  // migration needs the same three triggers (test/db/change-log.test.ts checks every table has them).
+  // document the change affects after the fact, deletes and moves included. The triggers are
+  // generated from src/db/change-log-triggers.ts; a table added by a later migration needs the same
+  // three (test/db/change-log.test.ts checks every table has them).
   `
   CREATE TABLE change_log (
     seq         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -219,150 +221,7 @@ export const MIGRATIONS: readonly string[] = [
   );
   INSERT INTO site_meta (key, value) VALUES ('database_id', lower(hex(randomblob(16))));
 
-  CREATE TRIGGER users_log_insert AFTER INSERT ON users BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('users', 'insert', json_object('id', NEW.id, 'username', NEW.username, 'state', NEW.state));
-  END;
-  CREATE TRIGGER users_log_update AFTER UPDATE ON users BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('users', 'update', json_object('id', OLD.id, 'username', OLD.username, 'state', OLD.state), json_object('id', NEW.id, 'username', NEW.username, 'state', NEW.state, 'person_changed', OLD.display_name IS NOT NEW.display_name OR OLD.avatar_url IS NOT NEW.avatar_url OR OLD.homepage_url IS NOT NEW.homepage_url OR OLD.email IS NOT NEW.email));
-  END;
-  CREATE TRIGGER users_log_delete AFTER DELETE ON users BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('users', 'delete', json_object('id', OLD.id, 'username', OLD.username, 'state', OLD.state));
-  END;
-  CREATE TRIGGER online_accounts_log_insert AFTER INSERT ON online_accounts BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('online_accounts', 'insert', json_object('id', NEW.id, 'user_id', NEW.user_id));
-  END;
-  CREATE TRIGGER online_accounts_log_update AFTER UPDATE ON online_accounts BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('online_accounts', 'update', json_object('id', OLD.id, 'user_id', OLD.user_id), json_object('id', NEW.id, 'user_id', NEW.user_id));
-  END;
-  CREATE TRIGGER online_accounts_log_delete AFTER DELETE ON online_accounts BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('online_accounts', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id));
-  END;
-  CREATE TRIGGER categories_log_insert AFTER INSERT ON categories BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('categories', 'insert', json_object('id', NEW.id));
-  END;
-  CREATE TRIGGER categories_log_update AFTER UPDATE ON categories BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('categories', 'update', json_object('id', OLD.id), json_object('id', NEW.id));
-  END;
-  CREATE TRIGGER categories_log_delete AFTER DELETE ON categories BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('categories', 'delete', json_object('id', OLD.id));
-  END;
-  CREATE TRIGGER tags_log_insert AFTER INSERT ON tags BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('tags', 'insert', json_object('id', NEW.id));
-  END;
-  CREATE TRIGGER tags_log_update AFTER UPDATE ON tags BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('tags', 'update', json_object('id', OLD.id), json_object('id', NEW.id));
-  END;
-  CREATE TRIGGER tags_log_delete AFTER DELETE ON tags BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('tags', 'delete', json_object('id', OLD.id));
-  END;
-  CREATE TRIGGER interests_log_insert AFTER INSERT ON interests BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('interests', 'insert', json_object('user_id', NEW.user_id, 'tag_id', NEW.tag_id));
-  END;
-  CREATE TRIGGER interests_log_update AFTER UPDATE ON interests BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('interests', 'update', json_object('user_id', OLD.user_id, 'tag_id', OLD.tag_id), json_object('user_id', NEW.user_id, 'tag_id', NEW.tag_id));
-  END;
-  CREATE TRIGGER interests_log_delete AFTER DELETE ON interests BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('interests', 'delete', json_object('user_id', OLD.user_id, 'tag_id', OLD.tag_id));
-  END;
-  CREATE TRIGGER friendships_log_insert AFTER INSERT ON friendships BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('friendships', 'insert', json_object('user_id', NEW.user_id, 'friend_id', NEW.friend_id));
-  END;
-  CREATE TRIGGER friendships_log_update AFTER UPDATE ON friendships BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('friendships', 'update', json_object('user_id', OLD.user_id, 'friend_id', OLD.friend_id), json_object('user_id', NEW.user_id, 'friend_id', NEW.friend_id));
-  END;
-  CREATE TRIGGER friendships_log_delete AFTER DELETE ON friendships BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('friendships', 'delete', json_object('user_id', OLD.user_id, 'friend_id', OLD.friend_id));
-  END;
-  CREATE TRIGGER videos_log_insert AFTER INSERT ON videos BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('videos', 'insert', json_object('id', NEW.id, 'public_id', NEW.public_id, 'user_id', NEW.user_id, 'category_id', NEW.category_id, 'visibility', NEW.visibility));
-  END;
-  CREATE TRIGGER videos_log_update AFTER UPDATE ON videos BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('videos', 'update', json_object('id', OLD.id, 'public_id', OLD.public_id, 'user_id', OLD.user_id, 'category_id', OLD.category_id, 'visibility', OLD.visibility), json_object('id', NEW.id, 'public_id', NEW.public_id, 'user_id', NEW.user_id, 'category_id', NEW.category_id, 'visibility', NEW.visibility));
-  END;
-  CREATE TRIGGER videos_log_delete AFTER DELETE ON videos BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('videos', 'delete', json_object('id', OLD.id, 'public_id', OLD.public_id, 'user_id', OLD.user_id, 'category_id', OLD.category_id, 'visibility', OLD.visibility));
-  END;
-  CREATE TRIGGER video_tags_log_insert AFTER INSERT ON video_tags BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('video_tags', 'insert', json_object('video_id', NEW.video_id, 'tag_id', NEW.tag_id));
-  END;
-  CREATE TRIGGER video_tags_log_update AFTER UPDATE ON video_tags BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('video_tags', 'update', json_object('video_id', OLD.video_id, 'tag_id', OLD.tag_id), json_object('video_id', NEW.video_id, 'tag_id', NEW.tag_id));
-  END;
-  CREATE TRIGGER video_tags_log_delete AFTER DELETE ON video_tags BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('video_tags', 'delete', json_object('video_id', OLD.video_id, 'tag_id', OLD.tag_id));
-  END;
-  CREATE TRIGGER groups_log_insert AFTER INSERT ON groups BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('groups', 'insert', json_object('id', NEW.id, 'owner_id', NEW.owner_id, 'featured_video_id', NEW.featured_video_id));
-  END;
-  CREATE TRIGGER groups_log_update AFTER UPDATE ON groups BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('groups', 'update', json_object('id', OLD.id, 'owner_id', OLD.owner_id, 'featured_video_id', OLD.featured_video_id), json_object('id', NEW.id, 'owner_id', NEW.owner_id, 'featured_video_id', NEW.featured_video_id));
-  END;
-  CREATE TRIGGER groups_log_delete AFTER DELETE ON groups BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('groups', 'delete', json_object('id', OLD.id, 'owner_id', OLD.owner_id, 'featured_video_id', OLD.featured_video_id));
-  END;
-  CREATE TRIGGER group_members_log_insert AFTER INSERT ON group_members BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('group_members', 'insert', json_object('group_id', NEW.group_id, 'user_id', NEW.user_id));
-  END;
-  CREATE TRIGGER group_members_log_update AFTER UPDATE ON group_members BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('group_members', 'update', json_object('group_id', OLD.group_id, 'user_id', OLD.user_id), json_object('group_id', NEW.group_id, 'user_id', NEW.user_id));
-  END;
-  CREATE TRIGGER group_members_log_delete AFTER DELETE ON group_members BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('group_members', 'delete', json_object('group_id', OLD.group_id, 'user_id', OLD.user_id));
-  END;
-  CREATE TRIGGER saved_videos_log_insert AFTER INSERT ON saved_videos BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('saved_videos', 'insert', json_object('user_id', NEW.user_id, 'video_id', NEW.video_id));
-  END;
-  CREATE TRIGGER saved_videos_log_update AFTER UPDATE ON saved_videos BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('saved_videos', 'update', json_object('user_id', OLD.user_id, 'video_id', OLD.video_id), json_object('user_id', NEW.user_id, 'video_id', NEW.video_id));
-  END;
-  CREATE TRIGGER saved_videos_log_delete AFTER DELETE ON saved_videos BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('saved_videos', 'delete', json_object('user_id', OLD.user_id, 'video_id', OLD.video_id));
-  END;
-  CREATE TRIGGER viewing_history_log_insert AFTER INSERT ON viewing_history BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('viewing_history', 'insert', json_object('id', NEW.id, 'user_id', NEW.user_id, 'video_id', NEW.video_id));
-  END;
-  CREATE TRIGGER viewing_history_log_update AFTER UPDATE ON viewing_history BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('viewing_history', 'update', json_object('id', OLD.id, 'user_id', OLD.user_id, 'video_id', OLD.video_id), json_object('id', NEW.id, 'user_id', NEW.user_id, 'video_id', NEW.video_id));
-  END;
-  CREATE TRIGGER viewing_history_log_delete AFTER DELETE ON viewing_history BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('viewing_history', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id, 'video_id', OLD.video_id));
-  END;
-  CREATE TRIGGER recommendations_log_insert AFTER INSERT ON recommendations BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('recommendations', 'insert', json_object('id', NEW.id, 'user_id', NEW.user_id));
-  END;
-  CREATE TRIGGER recommendations_log_update AFTER UPDATE ON recommendations BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('recommendations', 'update', json_object('id', OLD.id, 'user_id', OLD.user_id), json_object('id', NEW.id, 'user_id', NEW.user_id));
-  END;
-  CREATE TRIGGER recommendations_log_delete AFTER DELETE ON recommendations BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('recommendations', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id));
-  END;
-  CREATE TRIGGER attention_concepts_log_insert AFTER INSERT ON attention_concepts BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('attention_concepts', 'insert', json_object('user_id', NEW.user_id, 'category_id', NEW.category_id));
-  END;
-  CREATE TRIGGER attention_concepts_log_update AFTER UPDATE ON attention_concepts BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('attention_concepts', 'update', json_object('user_id', OLD.user_id, 'category_id', OLD.category_id), json_object('user_id', NEW.user_id, 'category_id', NEW.category_id));
-  END;
-  CREATE TRIGGER attention_concepts_log_delete AFTER DELETE ON attention_concepts BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('attention_concepts', 'delete', json_object('user_id', OLD.user_id, 'category_id', OLD.category_id));
-  END;
-  CREATE TRIGGER attention_sources_log_insert AFTER INSERT ON attention_sources BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('attention_sources', 'insert', json_object('id', NEW.id, 'user_id', NEW.user_id, 'video_id', NEW.video_id, 'supplier_id', NEW.supplier_id));
-  END;
-  CREATE TRIGGER attention_sources_log_update AFTER UPDATE ON attention_sources BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('attention_sources', 'update', json_object('id', OLD.id, 'user_id', OLD.user_id, 'video_id', OLD.video_id, 'supplier_id', OLD.supplier_id), json_object('id', NEW.id, 'user_id', NEW.user_id, 'video_id', NEW.video_id, 'supplier_id', NEW.supplier_id));
-  END;
-  CREATE TRIGGER attention_sources_log_delete AFTER DELETE ON attention_sources BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('attention_sources', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id, 'video_id', OLD.video_id, 'supplier_id', OLD.supplier_id));
-  END;
-  CREATE TRIGGER reading_list_log_insert AFTER INSERT ON reading_list BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('reading_list', 'insert', json_object('id', NEW.id, 'user_id', NEW.user_id, 'category_id', NEW.category_id));
-  END;
-  CREATE TRIGGER reading_list_log_update AFTER UPDATE ON reading_list BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('reading_list', 'update', json_object('id', OLD.id, 'user_id', OLD.user_id, 'category_id', OLD.category_id), json_object('id', NEW.id, 'user_id', NEW.user_id, 'category_id', NEW.category_id));
-  END;
-  CREATE TRIGGER reading_list_log_delete AFTER DELETE ON reading_list BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('reading_list', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id, 'category_id', OLD.category_id));
-  END;
+${changeLogTriggers(LOGGED_TABLES_V2)}
   `,
 
   // 3: moderation of submitted recommendations (docs/database.md "recommendations", docs/deploy.md
@@ -382,15 +241,7 @@ export const MIGRATIONS: readonly string[] = [
   DROP TRIGGER recommendations_log_insert;
   DROP TRIGGER recommendations_log_update;
   DROP TRIGGER recommendations_log_delete;
-  CREATE TRIGGER recommendations_log_insert AFTER INSERT ON recommendations BEGIN
-    INSERT INTO change_log (table_name, op, new_keys) VALUES ('recommendations', 'insert', json_object('id', NEW.id, 'user_id', NEW.user_id, 'status', NEW.status));
-  END;
-  CREATE TRIGGER recommendations_log_update AFTER UPDATE ON recommendations BEGIN
-    INSERT INTO change_log (table_name, op, old_keys, new_keys) VALUES ('recommendations', 'update', json_object('id', OLD.id, 'user_id', OLD.user_id, 'status', OLD.status), json_object('id', NEW.id, 'user_id', NEW.user_id, 'status', NEW.status));
-  END;
-  CREATE TRIGGER recommendations_log_delete AFTER DELETE ON recommendations BEGIN
-    INSERT INTO change_log (table_name, op, old_keys) VALUES ('recommendations', 'delete', json_object('id', OLD.id, 'user_id', OLD.user_id, 'status', OLD.status));
-  END;
+${tableTriggers('recommendations', LOGGED_TABLES_V3.recommendations!)}
   `,
 
   // 4: the schema refuses values of the wrong type at write time (src/db/type-checks.ts): triggers

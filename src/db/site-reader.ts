@@ -2,6 +2,8 @@ import type Database from 'better-sqlite3';
 import { isUtf8 } from 'node:buffer';
 import { hash } from 'node:crypto';
 import { segmentProblem } from '../paths/names.js';
+import { ATOM_ENTRIES } from '../formats/atom.js';
+import { RSS_ITEMS } from '../formats/rss.js';
 import { webUrl } from '../render/urls.js';
 import { columnSpec, SITE_TABLES, typeCondition } from './columns.js';
 import { describeValue, issueOf, RowDecoder, type IssueSink, type ValueIssue } from './decode.js';
@@ -31,9 +33,6 @@ import type {
  *
  * Statements are prepared once. Callers hold one read transaction (`snapshot`) for a consistent view.
  */
-
-export const RSS_ITEMS = 20;
-export const ATOM_ENTRIES = 20;
 
 /** The row a build iterates over before deciding whether a user can be published. */
 export interface UserRow {
@@ -397,7 +396,7 @@ export class SiteReader {
     this.seenIssues.clear();
   }
 
-  /** Passes an issue on to the sink, once per reader (also those a render thread's reader found: src/build/render-pool.ts). */
+  /** Passes an issue on to the sink, once per reader (also those a render thread's reader found: src/pipeline/render-pool.ts). */
   report(issue: ValueIssue): void {
     const key = `${issue.table}\u0000${issue.row}\u0000${issue.column}`;
     if (this.seenIssues.has(key)) return;

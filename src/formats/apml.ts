@@ -1,5 +1,4 @@
-import type { UserFormat } from './format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
 import { latest, rfc3339 } from '../render/dates.js';
 import { xmlChars, XmlDocument } from '../render/xml.js';

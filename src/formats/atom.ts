@@ -1,5 +1,4 @@
-import type { UserFormat } from './format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
 import { latest, rfc3339 } from '../render/dates.js';
 import { NS, XmlDocument } from '../render/xml.js';
@@ -16,6 +15,9 @@ function tagUri(site: SiteContext, date: Date, specific: string): string {
   const host = new URL(site.paths.base).hostname;
   return `tag:${host},${date.getUTCFullYear()}:${site.paths.basePath}/${specific}`;
 }
+
+/** Groups in a user's Atom feed, newest first: the reader loads no more than this (PRODUCT.md, "done"). */
+export const ATOM_ENTRIES = 20;
 
 export const atom: UserFormat = {
   name: 'atom',

@@ -1,5 +1,4 @@
-import type { UserFormat } from './format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteContext, UserFormat } from './format.js';
 import type { PersonRef, UserBundle } from '../model/views.js';
 import { mailtoUri, telUri } from '../render/urls.js';
 import { NS, XmlDocument, type XmlElement } from '../render/xml.js';

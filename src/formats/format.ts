@@ -1,10 +1,13 @@
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteConfig } from '../config/config.js';
 import type { UserBundle, UserPart, VideoBundle, SiteIndex } from '../model/views.js';
+import type { SitePaths } from '../paths/site-paths.js';
+import type { KeyedPlace, SitePlace } from '../paths/url-scheme.js';
+import type { EmbedRenderer } from '../render/embed.js';
 
 /**
- * A format is data plus one pure function. The descriptor says where the document lives
- * (`src/paths/site-paths.ts` turns it into the URL and the file) and how it is served; `render`
- * touches no disk, database or clock (the build's "now" is `site.now`).
+ * A format is data plus one pure function. The descriptor says where the document lives (it is a
+ * place of the URL scheme, src/paths/url-scheme.ts, which turns it into the URL and the file) and
+ * how it is served; `render` touches no disk, database or clock (the build's "now" is `site.now`).
  *
  * Paths: a user or video document lives at `<key>/<dir>/<file>` and is addressed as
  * `<base>/<key>/<dir>/<urlName>` (urlName '' for the directory index). A site document lives at
@@ -21,7 +24,7 @@ interface FormatBase {
   readonly summary: string;
 }
 
-export interface UserFormat extends FormatBase {
+export interface UserFormat extends FormatBase, KeyedPlace {
   readonly scope: 'user';
   readonly dir: string;
   readonly file: string;
@@ -31,7 +34,7 @@ export interface UserFormat extends FormatBase {
   render(view: UserBundle, site: SiteContext): string;
 }
 
-export interface VideoFormat extends FormatBase {
+export interface VideoFormat extends FormatBase, KeyedPlace {
   readonly scope: 'video';
   readonly dir: string;
   readonly file: string;
@@ -45,7 +48,7 @@ export interface SiteFile {
   readonly body: string;
 }
 
-export interface SiteFormat extends FormatBase {
+export interface SiteFormat extends FormatBase, SitePlace {
   readonly scope: 'site';
   readonly file: string;
   /**
@@ -58,3 +61,19 @@ export interface SiteFormat extends FormatBase {
 }
 
 export type Format = UserFormat | VideoFormat | SiteFormat;
+
+/** Everything a renderer may know besides its view: configuration, URLs, the build's clock. */
+export interface SiteContext {
+  readonly config: SiteConfig;
+  readonly paths: SitePaths;
+  /**
+   * The build's "now", passed in so it is testable. Documents must not print it: every date in a
+   * document comes from the data, so that the same database gives the same bytes on every build.
+   */
+  readonly now: Date;
+  /** The formats this build knows, for documents that list or link to others (sitemap, robots). */
+  readonly formats: readonly Format[];
+  /** Renders the player markup from the configured Handlebars template. */
+  readonly embed: EmbedRenderer;
+  readonly generator: { name: string; version: string; uri: string };
+}

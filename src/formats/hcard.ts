@@ -1,6 +1,5 @@
-import type { UserFormat } from './format.js';
+import type { SiteContext, UserFormat } from './format.js';
 import { foaf } from './foaf.js';
-import type { SiteContext } from '../model/site-context.js';
 import type { UserBundle } from '../model/views.js';
 import { loadTemplate } from '../render/templates.js';
 import { mailtoUri } from '../render/urls.js';

@@ -1,5 +1,4 @@
-import type { VideoFormat } from './format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
 import { xmlChars, XmlDocument } from '../render/xml.js';
 

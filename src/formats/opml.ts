@@ -1,5 +1,4 @@
-import type { UserFormat } from './format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteContext, UserFormat } from './format.js';
 import type { ReadingListEntry, UserBundle } from '../model/views.js';
 import { earliest, latest, rfc822 } from '../render/dates.js';
 import { NS, xmlChars, XmlDocument, type XmlElement } from '../render/xml.js';

@@ -1,5 +1,4 @@
-import type { UserFormat } from './format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle, VideoView } from '../model/views.js';
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
@@ -35,6 +34,9 @@ function describe(video: VideoView, site: SiteContext): string {
     date: w3cDate(video.createdAt),
   });
 }
+
+/** Items in a user's RSS feed, newest first: the reader loads no more uploads than this (PRODUCT.md, "done"). */
+export const RSS_ITEMS = 20;
 
 export const rss: UserFormat = {
   name: 'rss',

@@ -1,5 +1,4 @@
-import type { SiteFile, SiteFormat } from './format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteContext, SiteFile, SiteFormat } from './format.js';
 import type { SiteIndex } from '../model/views.js';
 import { FlatXmlDocument, NS } from '../render/xml.js';
 

@@ -1,5 +1,4 @@
-import type { UserFormat } from './format.js';
-import type { SiteContext } from '../model/site-context.js';
+import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
 import { NS, XmlDocument } from '../render/xml.js';
 

@@ -1,6 +1,7 @@
-import { ALL_ENCODINGS, ENCODINGS, type Encoding } from '../build/compression.js';
+import { ALL_ENCODINGS, bareMediaType, type Encoding, ENCODINGS, isCompressible } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
-import { bareMediaType, isCompressible, OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, urlPattern, type Routes } from './routes.js';
+import { keyedFile, urlPattern } from '../paths/url-scheme.js';
+import { OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, type Routes } from './routes.js';
 
 /**
  * An `.htaccess` for the root of the tree (Apache 2.4 with mod_rewrite; the directory needs the
@@ -180,16 +181,16 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
     for (const [value, form] of o.byFormatParam) {
       if (form === o.index) continue;
       const condition = `RewriteCond %{QUERY_STRING} ${quote(`(^|&)format=${literal(value)}(&|$)`)}`;
-      compressed(form, pattern, (suffix) => `$1/${form.dir}/${form.file}${suffix}`, true, [condition]);
+      compressed(form, pattern, (suffix) => `${keyedFile(form, '$1')}${suffix}`, true, [condition]);
       lines.push(condition);
-      lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${form.dir}/${form.file}`)} [${flags}]`);
+      lines.push(`RewriteRule ${quote(pattern)} ${quote(keyedFile(form, '$1'))} [${flags}]`);
     }
   }
   for (const [i, format] of routes.keyed.entries()) {
     const pattern = `^${keyedPatterns[i]}$`;
     lines.push(`# ${format.name}: ${urlPattern(format)}`);
-    compressed(format, pattern, (suffix) => `$1/${format.dir}/${format.file}${suffix}`, format.urlName === '');
-    lines.push(`RewriteRule ${quote(pattern)} ${quote(`$1/${format.dir}/${format.file}`)} [${flags}]`);
+    compressed(format, pattern, (suffix) => `${keyedFile(format, '$1')}${suffix}`, format.urlName === '');
+    lines.push(`RewriteRule ${quote(pattern)} ${quote(keyedFile(format, '$1'))} [${flags}]`);
   }
   for (const [i, format] of routes.site.entries()) {
     lines.push(`# ${format.name}: ${urlPattern(format)}`);

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compressedFormOf, type Encoding } from '../build/compression.js';
+import { compressedFormOf, type Encoding } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
-import { matchRoute, type RouteMatch, type Routes } from './routes.js';
+import { keyedUrlPaths, matchFile } from '../paths/url-scheme.js';
+import type { RouteMatch, Routes } from './routes.js';
 
 /**
  * The manifest of a built tree for object stores and CDNs that set headers per object at upload
@@ -57,20 +58,13 @@ function* walk(root: string, relative = ''): Generator<string> {
 
 /** Which format a file under the tree belongs to, or null when the table serves no URL from it. */
 export function routeOfFile(routes: Routes, file: string): RouteMatch | null {
-  const parts = file.split('/');
-  if (parts.length === 1) return matchRoute(routes, parts);
-  if (parts.length !== 3) return null;
-  const [key, dir, name] = parts as [string, string, string];
-  const format = routes.keyed.find((f) => f.dir === dir && f.file === name);
-  if (format === undefined) return null;
-  return matchRoute(routes, [key, dir, format.urlName]);
+  return matchFile(routes, file);
 }
 
 /** The keys (below the base path) a file answers under: a directory URL also without its slash. */
 export function keysOf(match: RouteMatch): string[] {
   if (match.kind === 'site') return [match.file];
-  const dirKey = `${match.key}/${match.format.dir}`;
-  return match.format.urlName === '' ? [`${dirKey}/`, dirKey] : [`${dirKey}/${match.format.urlName}`];
+  return keyedUrlPaths(match.format, match.key);
 }
 
 function fingerprint(root: string, file: string): { size: number; sha256: string } {

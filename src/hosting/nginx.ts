@@ -1,15 +1,14 @@
 import { DEFAULT_CONFIG } from '../config/config.js';
 import type { Format, SiteFormat } from '../formats/format.js';
 import {
-  bareMediaType,
-  isCompressible,
   OEMBED_DYNAMIC_PARAMS,
   RECOMMENDATION_POST_MAX_BYTES,
   RECOMMENDATIONS_PARAM,
-  urlPattern,
   type KeyedFormat,
   type Routes,
 } from './routes.js';
+import { bareMediaType, isCompressible } from '../paths/compression.js';
+import { keyedFile, urlPattern } from '../paths/url-scheme.js';
 
 /**
  * The nginx configuration of a tree: a `server` block (and, when rate limiting is on, the two
@@ -348,7 +347,7 @@ function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix
     }
   }
   body.push(...typeLines(format, '', options));
-  body.push(`try_files ${nginxQuote(`/$key/${dir}/${file}`, 'path')} =404;`);
+  body.push(`try_files ${nginxQuote(`/${keyedFile({ dir, file }, '$key')}`, 'path')} =404;`);
   lines.push(...body.map((line) => `        ${line}`), '    }');
 
   if (oembed !== null && format === oembed.index) {
@@ -358,7 +357,7 @@ function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix
       lines.push(
         `    location @${name}_${form.name.replace(/[^A-Za-z0-9_]/g, '_')} {`,
         ...typeLines(form, '        ', options),
-        `        try_files "/$key/${dir}/${plainName(form.file, `format ${form.name}: file`)}" =404;`,
+        `        try_files "/${keyedFile({ dir, file: plainName(form.file, `format ${form.name}: file`) }, '$key')}" =404;`,
         '    }',
       );
     }

@@ -1,5 +1,6 @@
 import type { Format } from '../formats/format.js';
-import { urlPattern, type KeyedFormat, type Routes } from './routes.js';
+import { keyedFile, keyedUrlPath, keyedUrlPaths, urlPattern } from '../paths/url-scheme.js';
+import type { KeyedFormat, Routes } from './routes.js';
 
 /**
  * Netlify and Cloudflare Pages read two files from the published folder: `_headers` (response
@@ -15,7 +16,7 @@ export type PagesHost = 'netlify' | 'cloudflare';
 
 /** URL patterns below the base path for one keyed format, with `*` for the key. */
 function keyedUrls(format: KeyedFormat, placeholder: string): string[] {
-  return [`/${placeholder}/${format.dir}/${format.urlName}`];
+  return [`/${keyedUrlPath(format, placeholder)}`];
 }
 
 export function headersFile(routes: Routes, basePath: string, generator: string, cacheControl: (format: Format) => string): string {
@@ -58,19 +59,16 @@ export function redirectsFile(routes: Routes, basePath: string, host: PagesHost,
     // Query matching is Netlify's alone: `?format=` picks the sibling file; it must come first.
     const o = routes.oembed;
     for (const [value, form] of o.byFormatParam) {
-      for (const url of [`/:key/${o.dir}/`, `/:key/${o.dir}`]) {
-        lines.push(`${from(url)}  format=${value}  ${from(`/:key/${form.dir}/${form.file}`)}  200`);
+      for (const url of keyedUrlPaths(o.index, ':key')) {
+        lines.push(`${from(`/${url}`)}  format=${value}  ${from(`/${keyedFile(form, ':key')}`)}  200`);
       }
     }
   }
   for (const format of routes.keyed) {
-    const target = from(`/:key/${format.dir}/${format.file}`);
-    if (format.urlName === '') {
-      lines.push(`${from(`/:key/${format.dir}/`)}  ${target}  200`);
-      lines.push(`${from(`/:key/${format.dir}`)}  ${target}  200`);
-    } else if (format.urlName !== format.file) {
-      lines.push(`${from(`/:key/${format.dir}/${format.urlName}`)}  ${target}  200`);
-    }
+    const target = from(`/${keyedFile(format, ':key')}`);
+    // A document whose URL is its file needs no rewrite.
+    if (format.urlName === format.file) continue;
+    for (const url of keyedUrlPaths(format, ':key')) lines.push(`${from(`/${url}`)}  ${target}  200`);
   }
   lines.push('');
   return lines.join('\n');

@@ -1,9 +1,11 @@
 import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
+import type { RouteMatch as PlaceMatch } from '../paths/url-scheme.js';
 
 /**
- * Which URL serves which file with which Content-Type, derived from the format table and nothing
- * else. The nginx, Apache and Netlify/Cloudflare configurations, the manifest for object stores and
- * `vidfeeds serve` all read these routes, so a format added to the table is served everywhere.
+ * Which URL serves which file with which Content-Type, derived from the format table and the URL
+ * scheme (src/paths/url-scheme.ts) and nothing else. The nginx, Apache and Netlify/Cloudflare
+ * configurations, the manifest for object stores and `vidfeeds serve` all read these routes, so a
+ * format added to the table is served everywhere.
  *
  * The rules every host follows (docs/deploy.md):
  * - only the URLs of the table are served; everything else is 404 (dot files, the build state,
@@ -12,8 +14,8 @@ import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/for
  *   the same URL without its final slash (`/<user>/rss`) is answered the same way: feed readers and
  *   people drop slashes, a redirect costs a round trip some oEmbed consumers do not make, and the
  *   document names its canonical URL itself (sitemap, `atom:link rel="self"`);
- * - a key (username or video id) is one path segment that does not start with a dot; `..`, an
- *   encoded slash (`%2F`) or an empty segment never reaches a file.
+ * - a key (username or video id) is one path segment that the build can publish (`keyProblem`);
+ *   `..`, an encoded slash (`%2F`) or an empty segment never reaches a file.
  */
 
 export type KeyedFormat = UserFormat | VideoFormat;
@@ -32,6 +34,9 @@ export const RECOMMENDATIONS_PARAM = 'recommendations';
 export const MAX_RECOMMENDATIONS = 100;
 /** Largest recommendation POST body accepted (form-encoded); larger ones get 413. */
 export const RECOMMENDATION_POST_MAX_BYTES = 16 * 1024;
+
+/** What a request path names: a document of the table, its key and its file. */
+export type RouteMatch = PlaceMatch<KeyedFormat, SiteFormat>;
 
 /** The oEmbed endpoint: the video directory whose index answers `?format=` from its siblings. */
 export interface OembedEndpoint {
@@ -78,81 +83,4 @@ function oembedEndpoint(keyed: readonly KeyedFormat[]): OembedEndpoint | null {
     if (form !== undefined) byFormatParam.set(value, form);
   }
   return { scope: 'video', dir: index.dir, index, byFormatParam, byUrlName };
-}
-
-/** What a URL path (below the base path, already split into decoded segments) names. */
-export type RouteMatch =
-  | { kind: 'keyed'; format: KeyedFormat; key: string; file: string }
-  | { kind: 'site'; format: SiteFormat; file: string };
-
-/**
- * Resolves the decoded segments of a URL path below the base path (`/alice/rss/` is
- * `['alice', 'rss', '']`). Returns null for anything the table does not serve. The caller has
- * already refused segments that hold a `/`, a NUL, or are `.`/`..` (see `splitUrlPath`).
- */
-export function matchRoute(routes: Routes, segments: readonly string[]): RouteMatch | null {
-  if (segments.length === 1) {
-    const name = segments[0]!;
-    const format = routes.site.find((f) => f.file === name || (f.alsoWrites?.test(name) ?? false));
-    return format === undefined ? null : { kind: 'site', format, file: name };
-  }
-  if (segments.length !== 2 && segments.length !== 3) return null;
-  const [key, dir, urlName = ''] = segments as [string, string, string?];
-  if (!isServableKey(key)) return null;
-  // Two segments: a directory URL without its final slash (`/alice/rss`).
-  const format = routes.keyed.find((f) => f.dir === dir && f.urlName === urlName && (segments.length === 3 || f.urlName === ''));
-  return format === undefined ? null : { kind: 'keyed', format, key, file: `${key}/${format.dir}/${format.file}` };
-}
-
-/** A key can name a directory we serve: one non-empty segment, not hidden. */
-export function isServableKey(key: string): boolean {
-  return key !== '' && !key.startsWith('.') && !key.includes('/') && !key.includes('\\') && !key.includes('\u0000');
-}
-
-/**
- * Splits the path of a request (as sent: percent-encoded) into decoded segments below `basePath`
- * (the base URL's path, as `SitePaths.basePath` gives it). Returns null when the path is outside
- * the base path, is malformed, or plays tricks: an encoded `/` or `\`, NUL, `.` or `..` segments,
- * empty segments (`//`) anywhere but the final slash.
- */
-export function splitUrlPath(rawPath: string, basePath: string): string[] | null {
-  const decode = (path: string): string[] | null => {
-    const segments: string[] = [];
-    const parts = path.split('/');
-    for (const [i, part] of parts.entries()) {
-      let decoded: string;
-      try {
-        decoded = decodeURIComponent(part);
-      } catch {
-        return null;
-      }
-      if (decoded === '' && i !== parts.length - 1) return null;
-      if (decoded === '.' || decoded === '..' || /[/\\\u0000]/.test(decoded)) return null;
-      segments.push(decoded);
-    }
-    return segments;
-  };
-  if (!rawPath.startsWith('/')) return null;
-  const segments = decode(rawPath.slice(1));
-  const base = basePath === '' ? [] : decode(basePath.slice(1));
-  if (segments === null || base === null || segments.length <= base.length) return null;
-  // The base path compares decoded, as nginx compares it (`%C3%AD` and `%c3%ad` are one name).
-  if (base.some((segment, i) => segments[i] !== segment)) return null;
-  return segments.slice(base.length);
-}
-
-/** The URL path pattern of a keyed format, for people: `/<user>/rss/`. */
-export function urlPattern(format: Format): string {
-  return format.scope === 'site' ? `/${format.file}` : `/<${format.scope}>/${format.dir}/${format.urlName}`;
-}
-
-/** The media type without its parameters (`application/rss+xml`), for hosts that match on it. */
-export function bareMediaType(mediaType: string): string {
-  return mediaType.split(';')[0]!.trim();
-}
-
-/** Media types worth compressing: text and XML/JSON/JavaScript, which every document of ours is. */
-export function isCompressible(mediaType: string): boolean {
-  const bare = bareMediaType(mediaType);
-  return bare.startsWith('text/') || /[+/](xml|json|javascript)\b/.test(bare);
 }

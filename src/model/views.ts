@@ -154,9 +154,9 @@ export type UserPart =
 
 export interface UserBundle {
   user: UserView;
-  /** Latest public uploads, newest first, at most 20. */
+  /** Latest public uploads, newest first, at most RSS_ITEMS (src/formats/rss.ts). */
   uploads: VideoView[];
-  /** The 20 most recent visible groups the user belongs to, newest first. */
+  /** The ATOM_ENTRIES (src/formats/atom.ts) most recent visible groups the user belongs to, newest first. */
   groups: GroupView[];
   /** Friends who are public users, by username. */
   friends: PersonRef[];

@@ -1,40 +1,37 @@
-import { compressedFormOf } from '../build/compression.js';
-import { posix } from 'node:path';
 import type { PageTemplates } from '../config/config.js';
-import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
-import { segmentProblem } from './names.js';
+import { encodedFilePath, isSiteFileName, keyedFile, keyedUrlPath, keyProblem, type KeyedPlace, type Place, type SitePlace } from './url-scheme.js';
 
 /**
- * The one source of truth for URLs and paths: turns (format, key) into the public URL and the
- * file under out/, and the site's own page templates into links.
+ * The URL scheme (src/paths/url-scheme.ts) bound to one site's base URL: turns (format, key) into
+ * the public URL and the file under out/, and fills the site's own page templates into links.
  */
 export class SitePaths {
   /** Base URL without a trailing slash, e.g. `https://example.org/videos`. */
   readonly base: string;
   /** Path part of the base URL, e.g. `/videos` (empty at the root). */
   readonly basePath: string;
-  private readonly siteFiles: readonly SiteFormat[];
-  private readonly ownerFormats: readonly (UserFormat | VideoFormat)[];
+  private readonly siteFiles: readonly SitePlace[];
+  private readonly ownerFormats: readonly KeyedPlace[];
 
   constructor(
     baseUrl: string,
     private readonly pages: PageTemplates,
-    formats: readonly Format[],
+    places: readonly Place[],
   ) {
     this.base = baseUrl.replace(/\/+$/, '');
     this.basePath = new URL(this.base).pathname.replace(/\/+$/, '');
-    this.siteFiles = formats.filter((f): f is SiteFormat => f.scope === 'site');
-    this.ownerFormats = formats.filter((f): f is UserFormat | VideoFormat => f.scope !== 'site');
+    this.siteFiles = places.filter((p): p is SitePlace => p.scope === 'site');
+    this.ownerFormats = places.filter((p): p is KeyedPlace => p.scope !== 'site');
   }
 
   /** Relative path under out/ of a user's or video's document. Only for keys that passed `problem`. */
-  file(format: UserFormat | VideoFormat, key: string): string {
-    return `${key}/${format.dir}/${format.file}`;
+  file(place: KeyedPlace, key: string): string {
+    return keyedFile(place, key);
   }
 
   /** Public URL of a user's or video's document. */
-  url(format: Pick<UserFormat | VideoFormat, 'dir' | 'urlName'>, key: string): string {
-    return `${this.base}/${encodeURIComponent(key)}/${format.dir}/${format.urlName}`;
+  url(place: Pick<KeyedPlace, 'dir' | 'urlName'>, key: string): string {
+    return `${this.base}/${keyedUrlPath(place, encodeURIComponent(key))}`;
   }
 
   /** Public URL of a site-wide file. */
@@ -57,7 +54,7 @@ export class SitePaths {
       const format = this.ownerFormats.find((f) => f.dir === dir && f.file === file);
       if (format !== undefined) return this.url(format, key!);
     }
-    return `${this.base}/${relativeFile.split('/').map(encodeURIComponent).join('/')}`;
+    return `${this.base}/${encodedFilePath(relativeFile)}`;
   }
 
   /** Whether `dir` is the folder a user's or video's documents of some format go into (`rss`, `oembed`). */
@@ -67,12 +64,12 @@ export class SitePaths {
 
   /** URL path (no scheme or host) of a file under out/, as a server sees the request. */
   urlPathOfFile(relativeFile: string): string {
-    return `${this.basePath}/${relativeFile.split('/').map(encodeURIComponent).join('/')}`;
+    return `${this.basePath}/${encodedFilePath(relativeFile)}`;
   }
 
-  /** Why a username or video id cannot be a path segment, or null. */
+  /** Why a username or video id cannot be published, or null: the one rule (`keyProblem`). */
   problem(key: string): string | null {
-    return segmentProblem(key, (name) => this.isReserved(name));
+    return keyProblem(key, this.siteFiles);
   }
 
   /** Names that site-wide files take at the top of the tree. */
@@ -138,43 +135,5 @@ export class SitePaths {
     let out = template.replaceAll('{base}', this.base);
     for (const [name, value] of Object.entries(values)) out = out.replaceAll(`{${name}}`, encodeURIComponent(value));
     return out;
-  }
-}
-
-/**
- * Whether `name` is taken at the top of the tree by one of the site-wide `formats`, or by a
- * pre-compressed form of one (`robots.txt.gz`): reserved whether or not the configuration writes
- * forms, so which names are published never depends on `compress`.
- */
-export function isSiteFileName(name: string, formats: readonly Format[]): boolean {
-  const lower = name.toLowerCase();
-  const taken = (file: string) => formats.some((f) => f.scope === 'site' && (f.file.toLowerCase() === file || (f.alsoWrites?.test(file) ?? false)));
-  const form = compressedFormOf(lower);
-  return taken(lower) || (form !== null && taken(form.document));
-}
-
-/**
- * Checks the format table itself: no two formats may claim one file or one URL. Runs before a build
- * writes anything, naming both formats.
- */
-export function checkFormatTable(formats: readonly Format[]): void {
-  const seenFile = new Map<string, string>();
-  const seenName = new Map<string, string>();
-  for (const format of formats) {
-    if (seenName.has(format.name)) throw new Error(`format table: two formats are named ${format.name}`);
-    seenName.set(format.name, format.name);
-    const claims =
-      format.scope === 'site'
-        ? [`file ${format.file}`, `url ${format.file}`]
-        : [`file <key>/${format.dir}/${format.file}`, `url <key>/${format.dir}/${format.urlName}`];
-    for (const claim of claims) {
-      const normal = posix.normalize(claim);
-      const other = seenFile.get(normal);
-      // A directory index URL and its file legitimately coincide within one format.
-      if (other !== undefined && other !== format.name) {
-        throw new Error(`format table: ${format.name} and ${other} both claim ${claim}`);
-      }
-      seenFile.set(normal, format.name);
-    }
   }
 }

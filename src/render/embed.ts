@@ -2,8 +2,6 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { PlayerConfig } from '../config/config.js';
 import type { VideoView } from '../model/views.js';
-import type { SitePaths } from '../paths/site-paths.js';
-import { recommendations } from '../formats/recommendations.js';
 import { loadTemplate, TemplateError, templateProblem, type CompiledTemplate } from './templates.js';
 import { xmlChars } from './xml.js';
 
@@ -19,6 +17,17 @@ export interface EmbedRenderer {
   /** The template file in use and its text, so a change of template can be detected. */
   readonly templateFile: string;
   readonly templateSource: string;
+}
+
+/**
+ * The URLs an embed links to. The caller derives them from the site's paths and the format table
+ * (src/pipeline/site-context.ts), so this layer needs neither.
+ */
+export interface EmbedLinks {
+  videoPage(publicId: string): string;
+  userPage(username: string): string;
+  /** The uploader's recommendations document, which the Flash player offers after playing. */
+  recommendations(username: string): string;
 }
 
 export interface PlayerSize {
@@ -64,9 +73,9 @@ export interface EmbedContext {
   flashvarsEmbed: string;
 }
 
-export function createEmbedRenderer(player: PlayerConfig, paths: SitePaths, sampleVideo: VideoView): EmbedRenderer {
+export function createEmbedRenderer(player: PlayerConfig, links: EmbedLinks, sampleVideo: VideoView): EmbedRenderer {
   checkTemplatesDir(player);
-  const context = (video: VideoView, size?: PlayerSize) => embedContext(video, player, paths, size);
+  const context = (video: VideoView, size?: PlayerSize) => embedContext(video, player, links, size);
   const { template, file, source }: { template: CompiledTemplate; file: string; source: string } = loadTemplate(
     'embed',
     player.template,
@@ -127,13 +136,13 @@ function flashvarList(context: Omit<EmbedContext, 'flashvars' | 'flashvarsEmbed'
 const TOKEN = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
 const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[^"\\\\\\x00-\\x1f]|\\\\.)*"))*$`);
 
-export function embedContext(video: VideoView, player: PlayerConfig, paths: SitePaths, size?: PlayerSize): EmbedContext {
+export function embedContext(video: VideoView, player: PlayerConfig, links: EmbedLinks, size?: PlayerSize): EmbedContext {
   const base = {
     width: size?.width ?? player.width,
     height: size?.height ?? player.height,
     videoId: video.publicId,
     title: video.title,
-    pageUrl: paths.videoPage(video.publicId),
+    pageUrl: links.videoPage(video.publicId),
     fileUrl: video.fileUrl,
     fileType: video.fileType,
     sourceType: MEDIA_TYPE.test(video.fileType) ? video.fileType : null,
@@ -143,8 +152,8 @@ export function embedContext(video: VideoView, player: PlayerConfig, paths: Site
     captionsUrl: video.captionsUrl,
     durationSeconds: video.durationSeconds,
     authorName: video.uploader.username,
-    authorUrl: paths.userPage(video.uploader.username),
-    recommendationsUrl: paths.url(recommendations, video.uploader.username),
+    authorUrl: links.userPage(video.uploader.username),
+    recommendationsUrl: links.recommendations(video.uploader.username),
     player,
   };
   const join = (list: Array<[string, string]>) => list.map(([name, value]) => `${name}=${encodeURIComponent(value)}`).join('&');

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import { ALL_ENCODINGS, type Encoding } from '../build/compression.js';
-import { isCompressible } from '../hosting/routes.js';
+import { ALL_ENCODINGS, type Encoding, isCompressible } from '../paths/compression.js';
 
 /** What the server core answers; the HTTP layer only writes it. */
 export interface ServeResponse {

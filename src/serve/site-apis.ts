@@ -3,7 +3,7 @@ import type { SiteReader, VideoLookup } from '../db/site-reader.js';
 /**
  * The APIs `vidfeeds serve` calls that other modules own: the oEmbed renderer
  * (src/formats/oembed.ts), the video look-up by public id (SiteReader) and the recommendation
- * validation and storage (src/db/recommendations.ts), in one module, so the server code does not
+ * validation and storage (src/db/submit-recommendation.ts), in one module, so the server code does not
  * care where they live.
  */
 export { oembedHtml, oembedJson, oembedResponse, oembedXml, type OembedResponse } from '../formats/oembed.js';
@@ -13,4 +13,4 @@ export function videoByPublicId(reader: SiteReader, publicId: string): VideoLook
   return reader.videoByPublicId(publicId);
 }
 
-export { submitRecommendation } from '../db/recommendations.js';
+export { submitRecommendation } from '../db/submit-recommendation.js';

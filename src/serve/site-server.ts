@@ -2,22 +2,19 @@ import type Database from 'better-sqlite3';
 import { readFileSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { SiteReader } from '../db/site-reader.js';
-import type { UserFormat, VideoFormat } from '../formats/format.js';
+import type { SiteContext, UserFormat, VideoFormat } from '../formats/format.js';
 import {
-  bareMediaType,
-  matchRoute,
   MAX_RECOMMENDATIONS,
   OEMBED_DYNAMIC_PARAMS,
   RECOMMENDATION_POST_MAX_BYTES,
   RECOMMENDATIONS_PARAM,
-  splitUrlPath,
   type RouteMatch,
   type Routes,
 } from '../hosting/routes.js';
-import type { SiteContext } from '../model/site-context.js';
 import { XmlDocument } from '../render/xml.js';
 import { callbackProblem, jsonpBody } from './jsonp.js';
-import { ENCODINGS } from '../build/compression.js';
+import { bareMediaType, ENCODINGS } from '../paths/compression.js';
+import { matchRoute, splitUrlPath } from '../paths/url-scheme.js';
 import { cacheControlOf } from '../hosting/cache-control.js';
 import { acceptedEncodings, documentResponse, finish, textResponse, type ServeResponse } from './responses.js';
 import { ClientAddresses } from './client-address.js';
@@ -87,14 +84,10 @@ export class SiteServer {
     const rawPath = queryAt === -1 ? request.target : request.target.slice(0, queryAt);
     const query = new URLSearchParams(queryAt === -1 ? '' : request.target.slice(queryAt + 1));
     const segments = splitUrlPath(rawPath, this.deps.site.paths.basePath);
+    // matchRoute applies the build's one rule for names (keyProblem): a key the build never writes
+    // is never answered, from a file or from the database, so the preview and the static tree agree.
     const match = segments === null ? null : matchRoute(this.deps.routes, segments);
     if (match === null) return notFound();
-    // The build's one rule for names (src/paths/names.ts): a key it never writes is never answered,
-    // from a file or from the database, so the preview and the static tree agree.
-    if (match.kind === 'keyed') {
-      const problem = this.deps.site.paths.problem(match.key);
-      if (problem !== null) return notFound(`no ${match.format.scope} ${JSON.stringify(match.key)}: its name ${problem}`);
-    }
 
     const { routes } = this.deps;
     const isRecommendations = match.kind === 'keyed' && routes.recommendations !== null && match.format === routes.recommendations;
@@ -154,7 +147,7 @@ export class SiteServer {
       }
     }
     if (!OEMBED_DYNAMIC_PARAMS.some((name) => present(query, name))) {
-      return this.file({ kind: 'keyed', format: form, key, file: `${key}/${form.dir}/${form.file}` }, request);
+      return this.file({ kind: 'keyed', format: form, key, file: this.deps.site.paths.file(form, key) }, request);
     }
 
     const sizes: Partial<Record<(typeof OEMBED_SIZE_PARAMS)[number], number>> = {};
@@ -213,7 +206,7 @@ export class SiteServer {
 
   /**
    * The recommendation POST (seed section 4), form-encoded, through the path `vidfeeds recommend`
-   * shares (src/db/recommendations.ts). 202 when held for moderation, 201 when published at once;
+   * shares (src/db/submit-recommendation.ts). 202 when held for moderation, 201 when published at once;
    * 409 for a link the user's list already has; 429 with Retry-After past a limit. No answer
    * repeats what was sent: the body names the stored id and its status, or the refused field.
    */

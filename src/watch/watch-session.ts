@@ -1,18 +1,18 @@
 import { statSync } from 'node:fs';
-import type { BuildReport } from '../build/build.js';
-import { BuildState } from '../build/build-state.js';
-import { buildFingerprint, templateDirs, type BuildFingerprint } from '../build/incremental.js';
-import { acquireBuildLock, LockHeldError, type BuildLock } from '../build/lock.js';
-import { buildSite } from '../build/site-build.js';
-import { createSiteContext, VIDFEEDS_VERSION } from '../build/site-context.js';
+import type { BuildReport } from '../pipeline/build-report.js';
+import { BuildState } from '../pipeline/build-state.js';
+import { buildFingerprint, templateDirs, type BuildFingerprint } from '../pipeline/incremental.js';
+import { acquireBuildLock, LockHeldError, type BuildLock } from '../pipeline/lock.js';
+import { buildSite } from '../pipeline/site-build.js';
+import { createSiteContext } from '../pipeline/site-context.js';
+import { VIDFEEDS_VERSION } from '../config/version.js';
 import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { schemaVersion, SCHEMA_VERSION } from '../db/migrations.js';
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';
-import type { Format } from '../formats/format.js';
+import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
-import type { SiteContext } from '../model/site-context.js';
 import { WatchQueue, type Scheduler } from './watch-queue.js';
 
 /**

@@ -1,9 +1,9 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildRecordName, type BuildRecord, type FoundRecord } from '../../src/build/build-record.js';
-import { checkShards } from '../../src/build/shard-check.js';
-import { shardOf } from '../../src/build/shard.js';
+import { buildRecordName, type BuildRecord, type FoundRecord } from '../../src/pipeline/build-record.js';
+import { checkShards } from '../../src/pipeline/shard-check.js';
+import { shardOf } from '../../src/pipeline/shard.js';
 import { cli } from '../helpers/cli.js';
 import { createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
 

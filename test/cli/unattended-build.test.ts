@@ -4,8 +4,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { buildRecordName } from '../../src/build/build-record.js';
-import { STAGING_DIR } from '../../src/build/output-writer.js';
+import { buildRecordName } from '../../src/pipeline/build-record.js';
+import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
 import { BIN, cli, cliAsync, readTree } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
 import { tempDir } from '../helpers/site-fixture.js';
@@ -137,7 +137,7 @@ describe('a second build while one runs', () => {
     const { db, out, lock } = site(20);
     // A holder that keeps the lock until told to let go, as a long build would: no race with a
     // real build that may finish before the second one starts.
-    const lockModule = join(import.meta.dirname, '../../dist/build/lock.js');
+    const lockModule = join(import.meta.dirname, '../../dist/pipeline/lock.js');
     const holder = spawn(
       process.execPath,
       ['--input-type=module', '-e', `

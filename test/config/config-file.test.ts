@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_SCHEMA, CONFIG_SCHEMA_FILE, ConfigError, DEFAULT_CONFIG, loadConfig } from '../../src/config/config.js';
-import { ALL_ENCODINGS } from '../../src/build/compression.js';
+import { ALL_ENCODINGS } from '../../src/paths/compression.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { cli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/site-fixture.js';

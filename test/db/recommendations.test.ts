@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { migrate, MIGRATIONS } from '../../src/db/migrations.js';
-import { RECOMMENDATION_LIMITS, submitRecommendation, validateRecommendation, type SubmitPolicy } from '../../src/db/recommendations.js';
+import { RECOMMENDATION_LIMITS, submitRecommendation, validateRecommendation, type SubmitPolicy } from '../../src/db/submit-recommendation.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { createTestDb, insertRow, insertUser, T0, tempDir } from '../helpers/site-fixture.js';
 

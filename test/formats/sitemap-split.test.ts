@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSiteContext } from '../../src/build/site-context.js';
+import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { MAX_URLS_PER_SITEMAP, renderSitemaps } from '../../src/formats/sitemap.js';
 import { testConfig } from '../helpers/site-fixture.js';

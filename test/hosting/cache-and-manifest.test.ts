@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { verifyCompressed } from '../../src/build/compression.js';
+import { verifyCompressed } from '../../src/paths/compression.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { cacheClassOf } from '../../src/hosting/cache-control.js';
 import { cli } from '../helpers/cli.js';

@@ -2,11 +2,11 @@ import Database from 'better-sqlite3';
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildRecordName } from '../../src/build/build-record.js';
-import { BuildState } from '../../src/build/build-state.js';
-import { runBuild } from '../../src/build/build.js';
-import { DirectoryWriter } from '../../src/build/output-writer.js';
-import { createSiteContext } from '../../src/build/site-context.js';
+import { buildRecordName } from '../../src/pipeline/build-record.js';
+import { BuildState } from '../../src/pipeline/build-state.js';
+import { runBuild } from '../../src/pipeline/run-build.js';
+import { DirectoryWriter } from '../../src/pipeline/output-writer.js';
+import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { APACHE_ALLOW_OVERRIDE } from '../../src/hosting/apache.js';
@@ -73,7 +73,7 @@ beforeAll(async () => {
   // What must never be served, planted in the tree.
   writeFileSync(join(root, '.secret'), 'secret');
   writeFileSync(join(root, 'alice', '.secret'), 'secret');
-  // The build records every build leaves (src/build/build-record.ts), for a whole site and for a part.
+  // The build records every build leaves (src/pipeline/build-record.ts), for a whole site and for a part.
   writeFileSync(join(root, buildRecordName(undefined)), 'secret');
   writeFileSync(join(root, buildRecordName({ index: 2, count: 8 })), 'secret');
   mkdirSync(join(root, '.vidfeeds-staging'), { recursive: true });

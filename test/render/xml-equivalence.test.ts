@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FlatXmlDocument, NS, setXmlEngine, XmlDocument, type Attrs } from '../../src/render/xml.js';
 import { renderSitemaps } from '../../src/formats/sitemap.js';
-import { createSiteContext } from '../../src/build/site-context.js';
+import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import * as reference from '../helpers/xml-reference.js';
 import { HOSTILE } from '../../src/db/demo-data.js';

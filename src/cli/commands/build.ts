@@ -1,9 +1,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { defaultStateFile } from '../../build/build-state.js';
-import type { BuildReport } from '../../build/build.js';
-import { parseShard, shardStateFile, type ShardSpec } from '../../build/shard.js';
-import { createSiteContext } from '../../build/site-context.js';
+import { defaultStateFile } from '../../pipeline/build-state.js';
+import type { BuildReport } from '../../pipeline/build-report.js';
+import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/shard.js';
+import { createSiteContext } from '../../pipeline/site-context.js';
 import { loadConfig } from '../../config/config.js';
 import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';

@@ -2,14 +2,7 @@ import type { Command } from 'commander';
 import { FORMATS } from '../../formats/registry.js';
 import { EXIT } from '../errors.js';
 import type { Console } from '../output.js';
-
-function urlPattern(format: (typeof FORMATS)[number]): string {
-  return format.scope === 'site' ? `/${format.file}` : `/<${format.scope}>/${format.dir}/${format.urlName}`;
-}
-
-function filePattern(format: (typeof FORMATS)[number]): string {
-  return format.scope === 'site' ? format.file : `<${format.scope}>/${format.dir}/${format.file}`;
-}
+import { filePattern, urlPattern } from '../../paths/url-scheme.js';
 
 export function registerFormats(program: Command, io: Console, setExit: (code: number) => void): void {
   program

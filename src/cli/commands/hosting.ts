@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { VIDFEEDS_VERSION } from '../../build/site-context.js';
+import { VIDFEEDS_VERSION } from '../../config/version.js';
 import { loadConfig, type SiteConfig } from '../../config/config.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
 import { FORMATS } from '../../formats/registry.js';
@@ -10,7 +10,8 @@ import { buildManifest } from '../../hosting/manifest.js';
 import { nginxConfig, postLimitOf } from '../../hosting/nginx.js';
 import { headersFile, redirectsFile, type PagesHost } from '../../hosting/pages.js';
 import { routesOf } from '../../hosting/routes.js';
-import { checkFormatTable, SitePaths } from '../../paths/site-paths.js';
+import { SitePaths } from '../../paths/site-paths.js';
+import { checkPlaces } from '../../paths/url-scheme.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
 import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
@@ -40,7 +41,7 @@ interface NginxFlags extends ConfigFlags {
 /** The configuration, and the site's paths from it. */
 function siteOf(flags: ConfigFlags): { config: SiteConfig; paths: SitePaths } {
   const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-  checkFormatTable(FORMATS);
+  checkPlaces(FORMATS);
   return { config, paths: new SitePaths(config.baseUrl, config.pages, FORMATS) };
 }
 

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { loadConfig, type SiteConfig } from '../../config/config.js';
 import { openForUpdate } from '../../db/open-database.js';
-import { submitRecommendation, validateRecommendation, type RecommendationInput } from '../../db/recommendations.js';
+import { submitRecommendation, validateRecommendation, type RecommendationInput } from '../../db/submit-recommendation.js';
 import { showName } from '../../paths/names.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';

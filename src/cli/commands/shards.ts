@@ -1,17 +1,17 @@
 import type { Command } from 'commander';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { readBuildRecords, type FoundRecord } from '../../build/build-record.js';
-import { checkShards } from '../../build/shard-check.js';
+import { readBuildRecords, type FoundRecord } from '../../pipeline/build-record.js';
+import { checkShards } from '../../pipeline/shard-check.js';
 import { EXIT, UsageError } from '../errors.js';
 import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
 
 /**
  * `vidfeeds shards check <dir>...`: before the parts of a sharded build are merged, checks from
- * the build records their builds left (src/build/build-record.ts) that they are every part of one
+ * the build records their builds left (src/pipeline/build-record.ts) that they are every part of one
  * split, built whole from one database snapshot with one vidfeeds, configuration and templates
- * (src/build/shard-check.ts, docs/scale.md). Exit 0 when they agree, 1 when they do not (each
+ * (src/pipeline/shard-check.ts, docs/scale.md). Exit 0 when they agree, 1 when they do not (each
  * problem on stdout), 2 when a directory or a record cannot be read.
  */
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
-import type { BuildReport } from '../../build/build.js';
+import type { BuildReport } from '../../pipeline/build-report.js';
 import { DEFAULT_CONFIG_FILE, loadConfig } from '../../config/config.js';
 import { previewUrlWarning } from '../preview-warning.js';
 import { shortName, watchInputs } from '../../watch/file-watcher.js';

@@ -1,0 +1,360 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { isEncoding, type Encoding } from '../paths/compression.js';
+
+/**
+ * What earlier builds wrote: every output path with the hash and size of its bytes, the format,
+ * the owner it belongs to (a user, a video, or the site) and the username it is filed under. It lets
+ * a build leave byte-identical files untouched and remove exactly the files an earlier build wrote
+ * that this one no longer produces, and nothing else.
+ *
+ * It also keeps the basis of the last complete build (vidfeeds version, hashes of configuration,
+ * format table and templates, database identity, change log position): an incremental build may
+ * follow only from the same basis (src/pipeline/incremental.ts).
+ *
+ * It is a small SQLite file kept outside the served tree (by default `.vidfeeds/<out>.state.sqlite`
+ * beside the output directory), queried per path so memory stays flat in site size.
+ */
+export const STATE_VERSION = 2;
+
+/** Stale outputs are read this many at a time. */
+const STALE_PAGE = 1000;
+
+export interface PreviousOutput {
+  hash: Buffer;
+  size: number;
+}
+
+/** Who a document belongs to: its owner's documents are rendered (and pruned) together. */
+export type Owner = { kind: 'user' | 'video'; id: number } | { kind: 'site' };
+export type OwnerKind = Owner['kind'];
+
+/** Which outputs a build is responsible for: outputs outside the scope are never pruned. */
+export interface PruneScope {
+  formats: ReadonlySet<string>;
+  /** Only outputs that belong to this user (their documents and their videos'). */
+  user?: string;
+}
+
+/** What a complete build was made from and how far into the change log it had applied. */
+export interface BuildBasis {
+  vidfeedsVersion: string;
+  codeHash: string;
+  configHash: string;
+  formatsHash: string;
+  templatesHash: string;
+  databaseId: string;
+  /** The change log position of the build's snapshot: changes after it are not in the tree. */
+  position: number;
+}
+
+export function defaultStateFile(outDir: string): string {
+  const out = resolve(outDir);
+  return join(dirname(out), '.vidfeeds', `${basename(out)}.state.sqlite`);
+}
+
+export class BuildState {
+  private readonly db: Database.Database;
+  private readonly stmt;
+  private pending = 0;
+  buildId = 0;
+  /** The version of the state file found when it was another one (its basis is dropped), else null. */
+  readonly replacedVersion: number | null = null;
+
+  constructor(file: string) {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    const version = this.getMeta('state_version');
+    if (version !== null && version !== String(STATE_VERSION)) {
+      this.replacedVersion = Number(version);
+      this.replaceLayout();
+    }
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS outputs (
+        path        TEXT PRIMARY KEY,
+        format      TEXT NOT NULL,
+        owner_kind  TEXT,
+        owner_id    INTEGER,
+        user        TEXT,
+        hash        BLOB NOT NULL,
+        size        INTEGER NOT NULL,
+        build       INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS outputs_user ON outputs(user);
+      CREATE INDEX IF NOT EXISTS outputs_owner ON outputs(owner_kind, owner_id);
+    `);
+    this.setMeta('state_version', String(STATE_VERSION));
+    this.stmt = {
+      get: this.db.prepare<[string], PreviousOutput>('SELECT hash, size FROM outputs WHERE path = ?'),
+      put: this.db.prepare(
+        `INSERT INTO outputs (path, format, owner_kind, owner_id, user, hash, size, build) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(path) DO UPDATE SET format = excluded.format, owner_kind = excluded.owner_kind, owner_id = excluded.owner_id,
+           user = excluded.user, hash = excluded.hash, size = excluded.size, build = excluded.build`,
+      ),
+      touch: this.db.prepare('UPDATE outputs SET build = ? WHERE path = ?'),
+      forget: this.db.prepare('DELETE FROM outputs WHERE path = ?'),
+      // Read in pages after the last path seen, so a prune holds one page in memory, and the
+      // caller may forget paths between pages.
+      staleAll: this.db.prepare<[number, string], { path: string; format: string }>(
+        `SELECT path, format FROM outputs WHERE build <> ? AND path > ? ORDER BY path LIMIT ${STALE_PAGE}`,
+      ),
+      staleUser: this.db.prepare<[number, string, string], { path: string; format: string }>(
+        `SELECT path, format FROM outputs WHERE build <> ? AND user = ? AND path > ? ORDER BY path LIMIT ${STALE_PAGE}`,
+      ),
+      staleOwner: this.db.prepare<[string, number, number], string>(
+        'SELECT path FROM outputs WHERE owner_kind = ? AND owner_id = ? AND build <> ? ORDER BY path',
+      ).pluck(),
+      // Few rows (the site's own files): the owner index finds them.
+      staleSite: this.db.prepare<[number], string>(`SELECT path FROM outputs WHERE owner_kind = 'site' AND build <> ? ORDER BY path`).pluck(),
+      // Every owner of a kind: in pages by rowid, a walk along the table that a caller's `forget`
+      // between pages does not disturb (the unary + keeps SQLite from sorting the owner index).
+      staleKind: this.db.prepare<[string, number, number], { rowid: number; path: string }>(
+        `SELECT rowid, path FROM outputs WHERE +owner_kind = ? AND build <> ? AND rowid > ? ORDER BY rowid LIMIT ${STALE_PAGE}`,
+      ),
+      count: this.db.prepare<[], { n: number }>('SELECT count(*) AS n FROM outputs'),
+    };
+  }
+
+  /**
+   * A state of another layout: keep only what every layout has (the paths and their hashes), so
+   * the full build that follows still removes the files earlier builds wrote and it does not.
+   */
+  private replaceLayout(): void {
+    this.db.exec('DROP TABLE IF EXISTS outputs_old');
+    const hasOutputs = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outputs'`).get() !== undefined;
+    this.db.transaction(() => {
+      if (hasOutputs) this.db.exec('ALTER TABLE outputs RENAME TO outputs_old');
+      this.db.exec(`DELETE FROM meta; DROP INDEX IF EXISTS outputs_user; DROP INDEX IF EXISTS outputs_owner;`);
+      this.db.exec(`CREATE TABLE outputs (
+        path TEXT PRIMARY KEY, format TEXT NOT NULL, owner_kind TEXT, owner_id INTEGER, user TEXT,
+        hash BLOB NOT NULL, size INTEGER NOT NULL, build INTEGER NOT NULL)`);
+      if (hasOutputs) {
+        try {
+          this.db.exec(`INSERT INTO outputs (path, format, hash, size, build) SELECT path, format, hash, size, 0 FROM outputs_old`);
+        } catch {
+          this.db.exec(`INSERT INTO outputs (path, format, hash, size, build) SELECT path, '', x'', -1, 0 FROM outputs_old`);
+        }
+        this.db.exec('DROP TABLE outputs_old');
+      }
+    })();
+  }
+
+  getMeta(key: string): string | null {
+    const row = this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key);
+    return row?.value ?? null;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
+
+  private deleteMeta(key: string): void {
+    this.db.prepare('DELETE FROM meta WHERE key = ?').run(key);
+  }
+
+  /** The basis of the last complete build, or null when there is none to follow from. */
+  basis(): BuildBasis | null {
+    const text = this.getMeta('basis');
+    return text === null ? null : (JSON.parse(text) as BuildBasis);
+  }
+
+  /** Why there is no basis, when an earlier build dropped it (failures), else null. */
+  basisDropped(): string | null {
+    return this.getMeta('basis_dropped');
+  }
+
+  /**
+   * A partial build added or removed documents without rendering the site files, which list the
+   * published names: the next build renders them.
+   */
+  siteFilesStale(): boolean {
+    return this.getMeta('site_files_stale') !== null;
+  }
+
+  setSiteFilesStale(stale: boolean): void {
+    if (stale) this.setMeta('site_files_stale', '1');
+    else this.deleteMeta('site_files_stale');
+  }
+
+  /**
+   * The encodings of the compressed forms beside every document, as the last full build left them
+   * (src/pipeline/compression.ts); null when no build recorded them.
+   */
+  compression(): Encoding[] | null {
+    const text = this.getMeta('compression');
+    return text === null ? null : text.split(',').filter(isEncoding);
+  }
+
+  setCompression(encodings: readonly Encoding[]): void {
+    this.setMeta('compression', encodings.join(','));
+  }
+
+  /** A build began on this state and never finished (it was killed, or crashed). */
+  interrupted(): boolean {
+    return this.getMeta('in_progress') !== null;
+  }
+
+  /**
+   * Starts a build: a new build id, a mark that a build is running (committed at once, so a killed
+   * build is noticed by the next one), and one write transaction, committed in batches.
+   */
+  begin(): number {
+    this.buildId = Number(this.getMeta('last_build') ?? '0') + 1;
+    this.setMeta('last_build', String(this.buildId));
+    this.setMeta('in_progress', new Date().toISOString());
+    this.db.exec('BEGIN');
+    return this.buildId;
+  }
+
+  previous(path: string): PreviousOutput | undefined {
+    return this.stmt.get.get(path);
+  }
+
+  record(path: string, format: string, owner: Owner, user: string | null, hash: Buffer, size: number): void {
+    this.stmt.put.run(path, format, owner.kind, owner.kind === 'site' ? null : owner.id, user, hash, size, this.buildId);
+    this.tick();
+  }
+
+  /** Keeps an output as it is (its render failed): it is not pruned. */
+  keep(path: string): void {
+    this.stmt.touch.run(this.buildId, path);
+    this.tick();
+  }
+
+  forget(path: string): void {
+    this.stmt.forget.run(path);
+    this.tick();
+  }
+
+  /** Outputs in scope that this build did not produce, by path; the caller may `forget` each. */
+  *stale(scope: PruneScope): Generator<string> {
+    let after = '';
+    for (;;) {
+      const rows =
+        scope.user === undefined ? this.stmt.staleAll.all(this.buildId, after) : this.stmt.staleUser.all(this.buildId, scope.user, after);
+      for (const row of rows) if (scope.formats.has(row.format)) yield row.path;
+      if (rows.length < STALE_PAGE) return;
+      after = rows[rows.length - 1]!.path;
+    }
+  }
+
+  /**
+   * Outputs of one owner (or of every owner of a kind) that this build did not produce; the caller
+   * may `forget` each. Every owner of a kind is read a page at a time, since a build may have
+   * dropped most of a large site.
+   */
+  *staleOwned(kind: OwnerKind, id?: number): Generator<string> {
+    if (id !== undefined) return yield* this.stmt.staleOwner.all(kind, id, this.buildId);
+    if (kind === 'site') return yield* this.stmt.staleSite.all(this.buildId);
+    let after = 0;
+    for (;;) {
+      const rows = this.stmt.staleKind.all(kind, this.buildId, after);
+      for (const row of rows) yield row.path;
+      if (rows.length < STALE_PAGE) return;
+      after = rows[rows.length - 1]!.rowid;
+    }
+  }
+
+  count(): number {
+    return this.stmt.count.get()!.n;
+  }
+
+  /**
+   * Ends a build's records. `basis` is what the next incremental build follows from: the new
+   * basis, the old one kept (a partial build, or an incremental one with failures), or a reason to
+   * have none (a full build with failures: the next build is full again).
+   */
+  finish(basis: BuildBasis | { dropped: string } | 'keep'): void {
+    if (basis !== 'keep') {
+      if ('dropped' in basis) {
+        this.deleteMeta('basis');
+        this.setMeta('basis_dropped', basis.dropped);
+      } else {
+        this.setMeta('basis', JSON.stringify(basis));
+        this.deleteMeta('basis_dropped');
+      }
+    }
+    this.deleteMeta('in_progress');
+  }
+
+  /** Commits the build's records. */
+  commit(): void {
+    this.db.exec('COMMIT');
+  }
+
+  rollback(): void {
+    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+  }
+
+  close(): void {
+    this.rollback();
+    this.db.close();
+  }
+
+  private tick(): void {
+    if (++this.pending >= 20000) {
+      this.db.exec('COMMIT; BEGIN');
+      this.pending = 0;
+    }
+  }
+}
+
+/** An output as the state recorded it. `size` is -1 for records carried over from another layout without their bytes. */
+export interface RecordedOutput {
+  path: string;
+  format: string;
+  hash: Buffer;
+  size: number;
+}
+
+/**
+ * A build state opened only to read it (`vidfeeds check`): never created, migrated or written, so
+ * a check changes nothing, even beside a tree that a build is about to write.
+ */
+export class SavedState {
+  private readonly db: Database.Database;
+  private readonly lookupStmt;
+
+  constructor(readonly file: string) {
+    this.db = new Database(file, { readonly: true, fileMustExist: true });
+    const version = this.db.prepare<[], { value: string }>(`SELECT value FROM meta WHERE key = 'state_version'`).get()?.value;
+    if (version !== String(STATE_VERSION)) {
+      this.db.close();
+      throw new Error(`${file} is a build state of version ${version ?? '(none)'}, this vidfeeds reads version ${STATE_VERSION}: build once with this vidfeeds`);
+    }
+    this.lookupStmt = this.db.prepare<[string], { format: string }>('SELECT format FROM outputs WHERE path = ?');
+  }
+
+  /** Every recorded output, by path, read as it goes. */
+  outputs(): IterableIterator<RecordedOutput> {
+    return this.db.prepare<[], RecordedOutput>('SELECT path, format, hash, size FROM outputs ORDER BY path').iterate();
+  }
+
+  /** The format of the recorded output at `path`, or undefined when no build recorded it. */
+  formatOf(path: string): string | undefined {
+    return this.lookupStmt.get(path)?.format;
+  }
+
+  /** A build began on this state and never finished. */
+  interrupted(): boolean {
+    return this.db.prepare(`SELECT 1 FROM meta WHERE key = 'in_progress'`).get() !== undefined;
+  }
+
+  /** The compressed forms the last build left beside every text document (none when it recorded none). */
+  compression(): readonly Encoding[] {
+    if (this.encodings === undefined) {
+      const text = this.db.prepare<[], { value: string }>(`SELECT value FROM meta WHERE key = 'compression'`).get()?.value;
+      this.encodings = text === undefined ? [] : text.split(',').filter(isEncoding);
+    }
+    return this.encodings;
+  }
+  private encodings: readonly Encoding[] | undefined;
+
+  close(): void {
+    this.db.close();
+  }
+}

@@ -1,0 +1,149 @@
+import fg from 'fast-glob';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SiteConfig } from '../config/config.js';
+import type { ChangeLogPosition } from '../db/change-log.js';
+import type { Format } from '../formats/format.js';
+import { SHIPPED_TEMPLATES_DIR } from '../render/templates.js';
+import { STATE_VERSION, type BuildBasis } from './build-state.js';
+
+/**
+ * When a build may be incremental, and from where. A build follows from the basis of the last
+ * complete build (src/pipeline/build-state.ts) only when everything that shapes the bytes besides
+ * the data is the same: vidfeeds (its version and its code), configuration, format table,
+ * templates and database.
+ * Otherwise it is a full build, and the report says why. `planBuild` is pure.
+ */
+
+/** What shapes the documents besides the data. */
+export interface BuildFingerprint {
+  vidfeedsVersion: string;
+  /** Hash of the code that runs: a build from changed sources with the same version is another vidfeeds. */
+  codeHash: string;
+  configHash: string;
+  formatsHash: string;
+  templatesHash: string;
+}
+
+export type BuildMode = 'full' | 'incremental' | 'partial';
+
+export interface BuildPlan {
+  mode: BuildMode;
+  /** Why this mode, in words for the summary. */
+  reason: string;
+  /** Compare with the bytes on disk rather than the saved hashes (after an interrupted build). */
+  verify: boolean;
+  /** For an incremental build: the changes after this position (up to the log's current one) apply. */
+  from?: number;
+}
+
+export interface PlanInput {
+  state: {
+    basis: BuildBasis | null;
+    basisDropped: string | null;
+    interrupted: boolean;
+    replacedVersion: number | null;
+    empty: boolean;
+  };
+  fingerprint: BuildFingerprint | undefined;
+  /** The database's change log now; undefined when the build runs without one (tests in memory). */
+  log: ChangeLogPosition | undefined;
+  options: { full?: boolean; only?: ReadonlySet<string>; user?: string };
+}
+
+export function planBuild({ state, fingerprint, log, options }: PlanInput): BuildPlan {
+  const verify = state.interrupted;
+  if (options.only !== undefined || options.user !== undefined) {
+    const what = [options.only && `--only ${[...options.only].join(',')}`, options.user !== undefined && `--user ${options.user}`].filter(Boolean);
+    return { mode: 'partial', reason: `${what.join(' ')}; the change log position is kept for the next build`, verify };
+  }
+  const full = (reason: string): BuildPlan => ({ mode: 'full', reason, verify });
+  if (options.full) return full('--full');
+  if (state.interrupted) return full('the last build did not finish: every file is checked against its bytes on disk');
+  if (state.replacedVersion !== null) {
+    return full(`the saved state is of version ${state.replacedVersion} (this vidfeeds keeps version ${STATE_VERSION})`);
+  }
+  const basis = state.basis;
+  if (basis === null) return full(state.basisDropped ?? (state.empty ? 'first build: no saved state' : 'no complete earlier build'));
+  if (fingerprint === undefined || log === undefined) return full('no change log to follow');
+  if (basis.vidfeedsVersion !== fingerprint.vidfeedsVersion) {
+    return full(`vidfeeds changed from ${basis.vidfeedsVersion} to ${fingerprint.vidfeedsVersion}`);
+  }
+  if (basis.codeHash !== fingerprint.codeHash) return full(`the code of vidfeeds ${fingerprint.vidfeedsVersion} changed`);
+  if (basis.configHash !== fingerprint.configHash) return full('the configuration changed');
+  if (basis.formatsHash !== fingerprint.formatsHash) return full('the format table changed');
+  if (basis.templatesHash !== fingerprint.templatesHash) return full('a template changed');
+  if (basis.databaseId !== log.databaseId) return full('the database is another one (its database_id differs)');
+  if (log.position < basis.position) {
+    return full(`the change log ends at ${log.position}, before the saved position ${basis.position} (was the database restored or replaced?)`);
+  }
+  if (log.position > basis.position && (log.oldest === null || log.oldest > basis.position + 1)) {
+    return full(`the change log was pruned past the saved position ${basis.position}`);
+  }
+  return { mode: 'incremental', reason: `the saved state matches; changes after position ${basis.position}`, verify: false, from: basis.position };
+}
+
+/** The basis a complete build leaves for the next one. */
+export function basisOf(fingerprint: BuildFingerprint, log: ChangeLogPosition): BuildBasis {
+  return { ...fingerprint, databaseId: log.databaseId, position: log.position };
+}
+
+/** Template directories a build reads: the site's own first, then the shipped ones. */
+export function templateDirs(config: SiteConfig): string[] {
+  return [...(config.player.templatesDir === null ? [] : [resolve(config.player.templatesDir)]), SHIPPED_TEMPLATES_DIR];
+}
+
+export function buildFingerprint(config: SiteConfig, formats: readonly Format[], vidfeedsVersion: string): BuildFingerprint {
+  // `strict` decides only whether a bad row stops the build, and `cacheControl` only what the
+  // host configurations say: never a byte of a document.
+  const { strict: _strict, cacheControl: _cacheControl, ...shaping } = config;
+  return {
+    vidfeedsVersion,
+    codeHash: codeHash(),
+    configHash: sha256(stableJson(shaping)),
+    formatsHash: sha256(JSON.stringify(formats, (_key, value: unknown) => (value instanceof RegExp ? value.toString() : value))),
+    templatesHash: templatesHash(templateDirs(config)),
+  };
+}
+
+/** The folder of vidfeeds's modules: dist/ when installed, src/ when run from the sources (tests). */
+const CODE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+let code: string | undefined;
+
+/** Hash of every module of vidfeeds (names and bytes), computed once per process. */
+export function codeHash(): string {
+  code ??= filesHash([CODE_DIR], '**/*.{js,ts}');
+  return code;
+}
+
+/** Hash of every file under the template directories (names and bytes), so any edit is seen. */
+export function templatesHash(dirs: readonly string[]): string {
+  return filesHash(dirs, '**/*');
+}
+
+function filesHash(dirs: readonly string[], pattern: string): string {
+  const hash = createHash('sha256');
+  for (const dir of dirs) {
+    hash.update(`dir\0${dir}\0`);
+    if (!existsSync(dir)) continue;
+    for (const file of fg.sync(pattern, { cwd: dir, onlyFiles: true, dot: false }).sort()) {
+      hash.update(`file\0${file}\0`).update(readFileSync(resolve(dir, file))).update('\0');
+    }
+  }
+  return hash.digest('hex');
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** JSON with object keys sorted, so equal values hash equally whatever their key order. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}

@@ -1,0 +1,25 @@
+import { compressedPath, type Encoding } from '../paths/compression.js';
+import type { BuildState } from './build-state.js';
+import type { OutputWriter } from './output-writer.js';
+
+/**
+ * The prune stage: removes the files an earlier build wrote that this one does not produce, and
+ * their records. It takes the stale paths as the state yields them, a page at a time, so no list
+ * of them is held: a build after the site shrank may have millions. Never removes a path the state
+ * does not name (and the compressed forms beside them): nothing else in the output directory is
+ * touched. Returns how many records it dropped; `removed` hears of each file that was there.
+ */
+export function pruneStale(
+  paths: Iterable<string>,
+  { writer, state, formsOnDisk }: { writer: OutputWriter; state: BuildState; formsOnDisk: readonly Encoding[] },
+  removed: (path: string) => void,
+): number {
+  let forgotten = 0;
+  for (const path of paths) {
+    for (const encoding of formsOnDisk) writer.remove(compressedPath(path, encoding));
+    if (writer.remove(path)) removed(path);
+    state.forget(path);
+    forgotten++;
+  }
+  return forgotten;
+}

@@ -1,0 +1,141 @@
+import type { SiteReader, UserRow, VideoEntry } from '../db/site-reader.js';
+import type { SiteIndex, UserBundle, UserPart, VideoView } from '../model/views.js';
+import type { SitePaths } from '../paths/site-paths.js';
+import type { Owner } from './build-state.js';
+import type { Skipped } from './build-report.js';
+import type { NamedRow } from './name-collisions.js';
+import { ownsKey, type ShardSpec } from './shard.js';
+
+/**
+ * The read stage: one owner at a time (a user with the parts of their data the build's formats
+ * need, or a video), from the build's snapshot of the database. Rows whose name cannot be
+ * published, or that cannot be published for their data, come out as skipped; rows of another
+ * shard do not come out at all. Streams: nothing is held beyond the owner being read.
+ */
+
+export type OwnerRead =
+  | { kind: 'user'; owner: Owner; key: string; bundle: UserBundle }
+  | { kind: 'video'; owner: Owner; key: string; video: VideoView }
+  | { kind: 'skipped'; skipped: Skipped };
+
+/** Which users or videos to read: every one (or every one of one user's), these ids, or none. */
+export type OwnerSelection = { every: true; ofUser?: string } | { ids: ReadonlySet<number> } | 'none';
+
+export interface ReadScope {
+  reader: SiteReader;
+  paths: SitePaths;
+  /** Parts of a user's data the build's user formats read (the reader loads nothing else). */
+  parts: ReadonlySet<UserPart>;
+  shard?: ShardSpec;
+  /** Called before each row is looked at; throws to stop the build between owners (a signal). */
+  beforeEach?: () => void;
+}
+
+export function readUser(scope: ReadScope, row: UserRow): OwnerRead | null {
+  scope.beforeEach?.();
+  if (!ownsKey(scope.shard, row.username)) return null;
+  const problem = scope.paths.problem(row.username);
+  if (problem !== null) return { kind: 'skipped', skipped: { kind: 'user', key: row.username, reason: problem, isName: true } };
+  return { kind: 'user', owner: { kind: 'user', id: row.id }, key: row.username, bundle: scope.reader.userBundle(row.id, scope.parts) };
+}
+
+export function readVideo(scope: ReadScope, { row, read }: VideoEntry): OwnerRead | null {
+  scope.beforeEach?.();
+  if (!ownsKey(scope.shard, row.publicId)) return null;
+  const problem = scope.paths.problem(row.publicId);
+  if (problem !== null) return { kind: 'skipped', skipped: { kind: 'video', key: row.publicId, reason: problem, isName: true } };
+  const video = read();
+  if (video === null) return null;
+  if ('problem' in video) {
+    return { kind: 'skipped', skipped: { kind: 'video', key: row.publicId, reason: video.problem, isName: false, ...(video.issue ? { issue: video.issue } : {}) } };
+  }
+  return { kind: 'video', owner: { kind: 'video', id: row.id }, key: row.publicId, video };
+}
+
+/** The rows of the users a selection names (before the shard and the name rule), in the order they are built. */
+export function* userRows(scope: ReadScope, selection: OwnerSelection): Generator<UserRow> {
+  if (selection === 'none') return;
+  if ('every' in selection) {
+    yield* scope.reader.users(selection.ofUser);
+    return;
+  }
+  for (const id of [...selection.ids].sort((a, b) => a - b)) {
+    const row = scope.reader.userRow(id);
+    if (row !== null) yield row;
+  }
+}
+
+/**
+ * The rows this build publishes, for render threads that read the bundles themselves
+ * (render-pool.ts): another shard's users are left out, unpublishable names go to `skip`.
+ */
+export function* publishableUsers(scope: ReadScope, rows: Iterable<UserRow>, skip: (skipped: Skipped) => void): Generator<UserRow> {
+  for (const row of rows) {
+    scope.beforeEach?.();
+    if (!ownsKey(scope.shard, row.username)) continue;
+    const problem = scope.paths.problem(row.username);
+    if (problem !== null) {
+      skip({ kind: 'user', key: row.username, reason: problem, isName: true });
+      continue;
+    }
+    yield row;
+  }
+}
+
+export function* readUsers(scope: ReadScope, selection: OwnerSelection): Generator<OwnerRead> {
+  if (selection === 'none') return;
+  if ('every' in selection) {
+    for (const row of scope.reader.users(selection.ofUser)) {
+      const read = readUser(scope, row);
+      if (read !== null) yield read;
+    }
+    return;
+  }
+  for (const id of [...selection.ids].sort((a, b) => a - b)) {
+    const row = scope.reader.userRow(id);
+    const read = row === null ? null : readUser(scope, row);
+    if (read !== null) yield read;
+  }
+}
+
+export function* readVideos(scope: ReadScope, selection: OwnerSelection): Generator<OwnerRead> {
+  if (selection === 'none') return;
+  if ('every' in selection) {
+    // Unsharded, a build reads every video and one statement reads them all; a shard of several
+    // reads a fraction of them, and looks up each one it wants (SiteReader.videoEntries).
+    const lookUp = scope.shard !== undefined && scope.shard.count > 1;
+    for (const entry of scope.reader.videoEntries(selection.ofUser, { lookUp })) {
+      const read = readVideo(scope, entry);
+      if (read !== null) yield read;
+    }
+    return;
+  }
+  for (const id of [...selection.ids].sort((a, b) => a - b)) {
+    const row = scope.reader.videoRow(id);
+    const read = row === null ? null : readVideo(scope, { row, read: () => scope.reader.video(row.id) });
+    if (read !== null) yield read;
+  }
+}
+
+/**
+ * Published keys for site-wide documents: only names that can be paths and rows that can be
+ * published (the rest are reported elsewhere), and none of the documents that failed in this
+ * build (`failed` holds `format NUL key`).
+ */
+export function siteIndex(reader: SiteReader, paths: SitePaths, failed: ReadonlySet<string>): SiteIndex {
+  return {
+    documentFailed: (format, key) => failed.has(`${format}\u0000${key}`),
+    *usernames() {
+      for (const row of reader.users()) if (paths.problem(row.username) === null) yield row.username;
+    },
+    *videoIds() {
+      for (const id of reader.publishableVideoIds()) if (paths.problem(id) === null) yield id;
+    },
+  };
+}
+
+/** Every user and video whose name can be published, for the name-collision report. */
+export function* publishedNames(reader: SiteReader, paths: SitePaths): Iterable<NamedRow> {
+  for (const row of reader.users()) if (paths.problem(row.username) === null) yield { kind: 'user', id: row.id, name: row.username };
+  for (const row of reader.videos()) if (paths.problem(row.publicId) === null) yield { kind: 'video', id: row.id, name: row.publicId };
+}

@@ -1,0 +1,106 @@
+import type { Format, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
+import type { SiteIndex } from '../model/views.js';
+import { showName } from '../paths/names.js';
+import type { Owner } from './build-state.js';
+import type { Failure } from './build-report.js';
+import type { UserBundle } from '../model/views.js';
+import type { OwnerRead } from './read-owners.js';
+import type { RenderedDocument as ThreadDocument, RenderedUser } from './render-pool.js';
+
+/**
+ * The render stage: an owner's documents, as bytes, from what the read stage gave. Pure: it
+ * touches no disk, database or clock (the formats' renderers do not either), so the same read
+ * gives the same bytes. A renderer that throws gives a failure naming the document instead.
+ */
+
+export interface RenderedDocument {
+  format: Format;
+  /** The file under out/. */
+  path: string;
+  /** The username or video id ('' for a site-wide document). */
+  key: string;
+  owner: Owner;
+  /** The user the document belongs to (a video's uploader), for `--user` builds; null for site files. */
+  user: string | null;
+  body: Buffer;
+}
+
+export interface FailedDocument {
+  format: Format;
+  path: string;
+  key: string;
+  failure: Failure;
+  /** Names the document in a warning. */
+  where: string;
+}
+
+export type RenderResult = { ok: true; document: RenderedDocument } | { ok: false; failed: FailedDocument };
+
+function renderOne(format: Format, path: string, key: string, owner: Owner, user: string | null, render: () => string): RenderResult {
+  try {
+    return { ok: true, document: { format, path, key, owner, user, body: Buffer.from(render(), 'utf8') } };
+  } catch (error) {
+    const failure = { format: format.name, key, path, message: (error as Error).message };
+    return { ok: false, failed: { format, path, key, failure, where: `${format.name} of ${showName(key)} (${path})` } };
+  }
+}
+
+/** Every document of one user or video, in the order of `formats`. */
+export function renderOwner(
+  read: Exclude<OwnerRead, { kind: 'skipped' }>,
+  formats: { user: readonly UserFormat[]; video: readonly VideoFormat[] },
+  site: SiteContext,
+): RenderResult[] {
+  if (read.kind === 'user') {
+    return formats.user.map((format) =>
+      renderOne(format, site.paths.file(format, read.key), read.key, read.owner, read.key, () => format.render(read.bundle, site)),
+    );
+  }
+  const view = { video: read.video };
+  return formats.video.map((format) =>
+    renderOne(format, site.paths.file(format, read.key), read.key, read.owner, read.video.uploader.username, () => format.render(view, site)),
+  );
+}
+
+/**
+ * The files of one site-wide format (the sitemap writes several), one at a time as the format
+ * yields them, so a large sitemap is never whole in memory. A format that cannot start gives one
+ * failure for its file.
+ */
+export function* renderSiteFormat(format: SiteFormat, index: SiteIndex, site: SiteContext): Generator<RenderResult> {
+  let files: Iterable<SiteFile>;
+  try {
+    files = format.render(index, site);
+  } catch (error) {
+    const failure = { format: format.name, key: '', path: format.file, message: (error as Error).message };
+    yield { ok: false, failed: { format, path: format.file, key: '', failure, where: `${format.name} (${format.file})` } };
+    return;
+  }
+  for (const file of files) yield renderOne(format, file.file, '', { kind: 'site' }, null, () => file.body);
+}
+
+/**
+ * A user's documents as text or the renderer's error, one per format: what a render thread sends
+ * back (render-worker.ts), and what this thread makes when it renders a user itself.
+ */
+export function renderUserTexts(bundle: UserBundle, formats: readonly UserFormat[], site: SiteContext): ThreadDocument[] {
+  return formats.map((format) => {
+    try {
+      return { body: format.render(bundle, site) };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  });
+}
+
+/** What a render thread rendered for a user, as the render stage's results. */
+export function resultsOfRenderedUser({ row, documents }: RenderedUser, formats: readonly UserFormat[], site: SiteContext): RenderResult[] {
+  const owner: Owner = { kind: 'user', id: row.id };
+  return formats.map((format, i) => {
+    const document = documents[i]!;
+    return renderOne(format, site.paths.file(format, row.username), row.username, owner, row.username, () => {
+      if ('error' in document) throw new Error(document.error);
+      return document.body;
+    });
+  });
+}

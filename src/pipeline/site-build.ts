@@ -1,0 +1,124 @@
+import type Database from 'better-sqlite3';
+import type { SiteConfig } from '../config/config.js';
+import { ChangeLog } from '../db/change-log.js';
+import { openForReading } from '../db/open-database.js';
+import { SiteReader } from '../db/site-reader.js';
+import type { Format, SiteContext } from '../formats/format.js';
+import { FORMATS } from '../formats/registry.js';
+import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './build-record.js';
+import { BuildState, defaultStateFile } from './build-state.js';
+import type { BuildReport, BuildReporter } from './build-report.js';
+import { runBuild } from './run-build.js';
+import { buildFingerprint, type BuildFingerprint } from './incremental.js';
+import { acquireBuildLock, type BuildLock } from './lock.js';
+import { createRenderPool } from './render-pool.js';
+import { createDirectoryWriter } from './write-pool.js';
+import { checkStateShard, type ShardSpec } from './shard.js';
+import { VIDFEEDS_VERSION } from '../config/version.js';
+import { createSiteContext } from './site-context.js';
+
+/**
+ * One build of a database into an output directory, with its edges: the lock, the database, the
+ * saved state and the directory writer. `vidfeeds build`, `vidfeeds watch` and the benchmark call
+ * this; it is incremental whenever the saved state allows (docs/incremental.md). A build that
+ * finishes leaves a record of what it read in the output directory (src/pipeline/build-record.ts).
+ */
+
+export interface SiteBuildRequest {
+  /** Site database file. */
+  db: string;
+  /** Output directory. */
+  out: string;
+  /** Build state file; by default `.vidfeeds/<out>.state.sqlite` beside the output directory. */
+  stateFile?: string;
+  config: SiteConfig;
+  /** The site context to render with (built from `config` when absent). */
+  site?: SiteContext;
+  formats?: readonly Format[];
+  full?: boolean;
+  only?: ReadonlySet<string>;
+  user?: string;
+  /** Build only this part of the site (docs/scale.md). */
+  shard?: ShardSpec;
+  reporter?: BuildReporter;
+  /**
+   * The lock of the output directory when the caller holds it already. Without it, the build
+   * takes the lock and releases it when done.
+   */
+  lock?: BuildLock;
+  /** Names the lock's holder, e.g. `vidfeeds build`. */
+  command?: string;
+  /** How long to wait for another build's lock before giving up (LockHeldError); 0 by default. */
+  waitSeconds?: number;
+  /** A signal that asks the build to stop (src/pipeline/interrupt.ts). */
+  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
+  /**
+   * What `vidfeeds watch` keeps open between builds (src/watch/watch-session.ts): used as given
+   * and left open. Without it, the build opens the database and the state and closes them.
+   */
+  held?: HeldInputs;
+}
+
+/** An open database with its prepared statements, an open state, and the fingerprint of the loaded configuration and templates. */
+export interface HeldInputs {
+  db: Database.Database;
+  reader: SiteReader;
+  changeLog: ChangeLog;
+  state: BuildState;
+  fingerprint: BuildFingerprint;
+}
+
+export function buildSite(request: SiteBuildRequest): BuildReport {
+  const formats = request.formats ?? FORMATS;
+  const { config } = request;
+  // Configuration and templates are checked before the lock is taken or a file is touched.
+  const site = request.site ?? createSiteContext(config, formats);
+  const { held } = request;
+  const fingerprint = held?.fingerprint ?? buildFingerprint(config, formats, VIDFEEDS_VERSION);
+  // Render threads load the registry's formats: a build with a table of its own renders here.
+  // No thread starts until a build has a batch of users for it.
+  const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, config, now: site.now, fingerprint }) : null;
+  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds });
+  try {
+    const db = held?.db ?? openForReading(request.db);
+    try {
+      const stateFile = request.stateFile ?? defaultStateFile(request.out);
+      const state = held?.state ?? new BuildState(stateFile);
+      try {
+        checkStateShard(state, stateFile, request.shard);
+        const writer = createDirectoryWriter(request.out);
+        try {
+          removeBuildRecord(request.out, request.shard);
+          const report = runBuild(
+            {
+              reader: held?.reader ?? new SiteReader(db, config.recommendationsCount),
+              writer,
+              state,
+              site,
+              formats,
+              reporter: request.reporter,
+              incremental: { changeLog: held?.changeLog ?? new ChangeLog(db), fingerprint },
+              stopRequested: request.stopRequested,
+              compression: config.compress,
+              renderPool: renderPool ?? undefined,
+            },
+            { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
+          );
+          // Every document is on disk (runBuild flushed the writer): the record may now say so.
+          const record = buildRecordOf({ report, fingerprint, shard: request.shard, only: request.only, user: request.user, finishedAt: new Date() });
+          if (record !== null) writeBuildRecord(request.out, record);
+          return report;
+        } finally {
+          renderPool?.close();
+          writer.close();
+        }
+      } finally {
+        if (held === undefined) state.close();
+      }
+    } finally {
+      if (held === undefined) db.close();
+    }
+  } finally {
+    if (request.lock === undefined) lock.release();
+  }
+}

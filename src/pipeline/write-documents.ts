@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible } from '../paths/compression.js';
+import type { BuildState } from './build-state.js';
+import type { OutputWriter } from './output-writer.js';
+import type { FailedDocument, RenderedDocument } from './render-documents.js';
+
+/**
+ * The compare-and-write stage: a rendered document is written only when its bytes differ from
+ * what the last build recorded for its path (or, without a trustworthy record, from what is on
+ * disk), so unchanged files keep their times and ETags; either way the state records its hash.
+ * A document that failed to render keeps its old file and record.
+ *
+ * The pre-compressed forms of a text document (the configuration's `compress`) are written before
+ * the document, so a build killed in between leaves a document that differs from its record and
+ * is rewritten, with its forms, by the next build (docs/deploy.md).
+ */
+
+export interface WriteTarget {
+  writer: OutputWriter;
+  state: BuildState;
+  /** Compare with the bytes on disk rather than the saved hashes (after an interrupted build). */
+  verify: boolean;
+  /** The output held nothing when the build began: nothing on disk to compare with. */
+  startedEmpty: boolean;
+  /** The compressed forms to write beside each text document. */
+  compression: readonly Encoding[];
+  /**
+   * The forms beside unchanged documents may not be the configured ones (the encodings changed
+   * since the last full build, or no build recorded them): bring them in line.
+   */
+  formsUnknown: boolean;
+}
+
+export interface WriteOutcome {
+  written: boolean;
+  /** Bytes written: the document's when it changed, and any compressed forms. */
+  bytes: number;
+  /** The path had no record: a document the last build did not produce (the published names may have changed). */
+  isNew: boolean;
+}
+
+export function compareAndWrite(target: WriteTarget, document: RenderedDocument): WriteOutcome {
+  const { writer, state } = target;
+  const { path, body } = document;
+  const hash = createHash('sha1').update(body).digest();
+  const previous = state.previous(path);
+  // Without a trustworthy saved hash (an interrupted build, or no record of this path: a lost or
+  // replaced state), the bytes on disk decide, so identical files keep their times and ETags;
+  // unless the output held nothing when the build began.
+  const same =
+    target.verify || previous === undefined
+      ? !target.startedEmpty && (writer.holds?.(path, body) ?? false)
+      : previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length;
+  let bytes = 0;
+  if (same) {
+    // After an interrupted build, too: it may have written forms and been killed before their document.
+    if (target.formsUnknown || target.verify) bytes += syncForms(target, document);
+  } else {
+    if (isCompressible(document.format.mediaType)) {
+      for (const encoding of target.compression) {
+        const form = compress(body, encoding);
+        writer.write(compressedPath(path, encoding), form);
+        bytes += form.length;
+      }
+    }
+    writer.write(path, body);
+    bytes += body.length;
+  }
+  state.record(path, document.format.name, document.owner, document.user, hash, body.length);
+  return { written: !same, bytes, isNew: previous === undefined };
+}
+
+/**
+ * The compressed forms of a document that did not change: written where they do not hold its
+ * bytes, removed for encodings no longer wanted. Returns the bytes written.
+ */
+function syncForms({ writer, startedEmpty, compression }: WriteTarget, { format, path, body }: RenderedDocument): number {
+  const wanted = isCompressible(format.mediaType) ? compression : [];
+  let bytes = 0;
+  for (const encoding of ALL_ENCODINGS) {
+    const formPath = compressedPath(path, encoding);
+    if (!wanted.includes(encoding)) {
+      // Asked first: a removal waits for the write thread, a question about an absent file does not.
+      if (!startedEmpty && writer.size(formPath) !== null) writer.remove(formPath);
+      continue;
+    }
+    const form = compress(body, encoding);
+    if (writer.holds?.(formPath, form) ?? false) continue;
+    writer.write(formPath, form);
+    bytes += form.length;
+  }
+  return bytes;
+}
+
+/** Keeps the file and record of a document that failed to render. Returns whether it had none (a new path). */
+export function keepFailed(target: Pick<WriteTarget, 'state'>, failed: FailedDocument): boolean {
+  const isNew = target.state.previous(failed.path) === undefined;
+  target.state.keep(failed.path);
+  return isNew;
+}

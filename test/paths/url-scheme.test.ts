@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { FORMATS } from '../../src/formats/registry.js';
+import { routesOf } from '../../src/hosting/routes.js';
+import { SitePaths } from '../../src/paths/site-paths.js';
+import {
+  checkPlaces,
+  filePattern,
+  keyedFile,
+  keyedUrlPaths,
+  keyProblem,
+  matchFile,
+  matchRoute,
+  splitUrlPath,
+  urlPattern,
+  type KeyedPlace,
+} from '../../src/paths/url-scheme.js';
+import { testConfig } from '../helpers/site-fixture.js';
+
+/** The URL scheme (src/paths/url-scheme.ts): key and format to file and URL, and back. */
+
+const routes = routesOf(FORMATS);
+const keyed = FORMATS.filter((f) => f.scope !== 'site');
+
+describe('the URL scheme', () => {
+  it('takes every keyed document from its URL to its file and back, for awkward keys too', () => {
+    const paths = new SitePaths('https://example.org/vi deos', testConfig().pages, FORMATS);
+    for (const key of ['alice', 'zoë', 'a b', 'x%2Fy', 'نور', '🎬']) {
+      for (const format of keyed) {
+        const file = keyedFile(format, key);
+        expect(file).toBe(`${key}/${format.dir}/${format.file}`);
+        // The public URL, as a server receives its path, leads back to the same document and file.
+        const url = new URL(paths.url(format, key));
+        const segments = splitUrlPath(url.pathname, paths.basePath);
+        expect(matchRoute(routes, segments!), `${format.name} of ${key}`).toEqual({ kind: 'keyed', format, key, file });
+        // And the file leads back to its document.
+        expect(matchFile(routes, file)).toEqual({ kind: 'keyed', format, key, file });
+      }
+    }
+  });
+
+  it('answers a directory index with and without its final slash, and nothing else', () => {
+    const rss = keyed.find((f) => f.name === 'rss')! as KeyedPlace;
+    expect(keyedUrlPaths(rss, ':key')).toEqual([':key/rss/', ':key/rss']);
+    expect(matchRoute(routes, ['alice', 'rss'])).toMatchObject({ file: 'alice/rss/index.rss' });
+    expect(matchRoute(routes, ['alice', 'rss', 'index.rss'])).toBeNull();
+    const xml = keyed.find((f) => f.urlName === 'xml')!;
+    expect(keyedUrlPaths(xml, 'v1')).toEqual(['v1/oembed/xml']);
+  });
+
+  it('publishes a key only by the one rule, and refuses the same keys in URLs', () => {
+    const site = FORMATS.filter((f) => f.scope === 'site');
+    for (const bad of ['', '.', '..', '.hidden', 'a/b', 'a\\b', ' pad', 'robots.txt', 'SITEMAP.XML', 'sitemap-2.xml', 'robots.txt.gz', 'a\u202Eb']) {
+      expect(keyProblem(bad, site), JSON.stringify(bad)).not.toBeNull();
+      if (!bad.includes('/') && bad !== '' && bad !== '.' && bad !== '..') expect(matchRoute(routes, [bad, 'rss', '']), JSON.stringify(bad)).toBeNull();
+    }
+    expect(keyProblem('alice', site)).toBeNull();
+    expect(new SitePaths('https://example.org', testConfig().pages, FORMATS).problem('robots.txt')).toBe(keyProblem('robots.txt', site));
+  });
+
+  it('writes the patterns vidfeeds formats prints from the same functions', () => {
+    const rss = FORMATS.find((f) => f.name === 'rss')!;
+    const sitemap = FORMATS.find((f) => f.name === 'sitemap')!;
+    expect([urlPattern(rss), filePattern(rss)]).toEqual(['/<user>/rss/', '<user>/rss/index.rss']);
+    expect([urlPattern(sitemap), filePattern(sitemap)]).toEqual(['/sitemap.xml', 'sitemap.xml']);
+  });
+
+  it('refuses a table where two documents claim one file or URL, naming both', () => {
+    expect(() => checkPlaces(FORMATS)).not.toThrow();
+    const rss = FORMATS.find((f) => f.name === 'rss')!;
+    expect(() => checkPlaces([...FORMATS, { ...rss, name: 'rss-copy' }])).toThrow(/rss-copy and rss both claim file <key>\/rss\/index.rss/);
+  });
+});
