@@ -12,6 +12,8 @@ export class SitePaths {
   readonly basePath: string;
   private readonly siteFiles: readonly SitePlace[];
   private readonly ownerFormats: readonly KeyedPlace[];
+  /** Each page template with `{base}` filled in, split at its one placeholder: a link is then one join (feeds make many). */
+  private readonly pageParts: { user: string[]; video: string[]; group: string[]; tag: string[] };
 
   constructor(
     baseUrl: string,
@@ -22,6 +24,13 @@ export class SitePaths {
     this.basePath = new URL(this.base).pathname.replace(/\/+$/, '');
     this.siteFiles = places.filter((p): p is SitePlace => p.scope === 'site');
     this.ownerFormats = places.filter((p): p is KeyedPlace => p.scope !== 'site');
+    const split = (template: string, placeholder: string) => template.replaceAll('{base}', this.base).split(placeholder);
+    this.pageParts = {
+      user: split(pages.user, '{user}'),
+      video: split(pages.video, '{video}'),
+      group: split(pages.group, '{group}'),
+      tag: split(pages.tag, '{tag}'),
+    };
   }
 
   /** Relative path under out/ of a user's or video's document. Only for keys that passed `problem`. */
@@ -78,11 +87,11 @@ export class SitePaths {
   }
 
   userPage(username: string): string {
-    return this.fill(this.pages.user, { user: username });
+    return this.pageParts.user.join(encodeURIComponent(username));
   }
 
   videoPage(publicId: string): string {
-    return this.fill(this.pages.video, { video: publicId });
+    return this.pageParts.video.join(encodeURIComponent(publicId));
   }
 
   /**
@@ -119,21 +128,15 @@ export class SitePaths {
   }
 
   groupPage(slug: string): string {
-    return this.fill(this.pages.group, { group: slug });
+    return this.pageParts.group.join(encodeURIComponent(slug));
   }
 
   tagPage(tag: string): string {
-    return this.fill(this.pages.tag, { tag });
+    return this.pageParts.tag.join(encodeURIComponent(tag));
   }
 
   /** The OpenSearch URL template: `{searchTerms}` stays for the client to fill. */
   searchTemplate(): string {
     return this.pages.search.replaceAll('{base}', this.base);
-  }
-
-  private fill(template: string, values: Record<string, string>): string {
-    let out = template.replaceAll('{base}', this.base);
-    for (const [name, value] of Object.entries(values)) out = out.replaceAll(`{${name}}`, encodeURIComponent(value));
-    return out;
   }
 }

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { HOSTILE } from '../../src/db/demo-data.js';
+import { FORMATS } from '../../src/formats/registry.js';
+import { itemDescription } from '../../src/formats/rss.js';
+import type { VideoView } from '../../src/model/views.js';
+import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/site-context.js';
+import { w3cDate } from '../../src/render/dates.js';
+import { handlebars } from '../../src/render/templates.js';
+import { testConfig } from '../helpers/site-fixture.js';
+
+/**
+ * The RSS item description is built as one string (src/formats/rss.ts, for speed). It used to be
+ * this Handlebars template, which stays here as the oracle: the two must agree to the byte,
+ * hostile text and odd page templates included.
+ */
+const ORACLE = handlebars.compile(
+  `<p><a href="{{pageUrl}}"><img src="{{thumbnailUrl}}" width="{{thumbnailWidth}}" height="{{thumbnailHeight}}" alt="{{title}}"></a></p>` +
+    `<p>{{description}}</p>` +
+    `<p>Added by <a href="{{uploaderUrl}}">{{uploader}}</a></p>` +
+    `{{#if tags.length}}<p>Tags:{{#each tags}} <a href="{{url}}" rel="tag">{{name}}</a>{{/each}}</p>{{/if}}` +
+    `<p>Date: {{date}}</p>`,
+  { strict: true },
+);
+
+const HOSTILE_VALUES = [...Object.values(HOSTILE), `&<>"'\`=`, '', '&amp; &#65; &copy;', 'a b\u0000c\uFFFE\uD800'];
+
+function video(text: string, i: number): VideoView {
+  // Names and tags go into URLs; the database gives them well formed (a lone surrogate cannot come from UTF-8).
+  const name = text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '');
+  return {
+    ...SAMPLE_VIDEO,
+    publicId: `v ${name}`,
+    title: text,
+    description: `${text} ${i}`,
+    thumbnailUrl: `https://example.org/t/${i}?a=1&b="2"<x>`,
+    thumbnailWidth: i,
+    thumbnailHeight: 0,
+    tags: i % 3 === 0 ? [] : [name, `tag${i}`],
+    uploader: { ...SAMPLE_VIDEO.uploader, username: `user${name}` },
+    createdAt: new Date(Date.UTC(2020, 1, 29, 23, 59, 59) + i * 86_400_000),
+  };
+}
+
+describe('RSS item description', () => {
+  const pages = [
+    testConfig().pages,
+    { ...testConfig().pages, user: '{base}/u?name={user}&x="1"', video: '{base}/watch?v={video}#{video}', tag: '{base}/t/{tag}/{tag}' },
+  ];
+  for (const [n, pageTemplates] of pages.entries()) {
+    it(`is byte for byte what its Handlebars template gave (page templates ${n + 1})`, () => {
+      const site = createSiteContext(testConfig({ pages: pageTemplates }), FORMATS, new Date(0));
+      HOSTILE_VALUES.forEach((text, i) => {
+        const v = video(text, i);
+        const expected = ORACLE({
+          pageUrl: site.paths.videoPage(v.publicId),
+          thumbnailUrl: v.thumbnailUrl,
+          thumbnailWidth: v.thumbnailWidth,
+          thumbnailHeight: v.thumbnailHeight,
+          title: v.title,
+          description: v.description,
+          uploaderUrl: site.paths.userPage(v.uploader.username),
+          uploader: v.uploader.username,
+          tags: v.tags.map((name) => ({ name, url: site.paths.tagPage(name) })),
+          date: w3cDate(v.createdAt),
+        });
+        expect(itemDescription(v, site), JSON.stringify(text)).toBe(expected);
+      });
+    });
+  }
+});
