@@ -63,7 +63,9 @@ export async function benchFreshness(ctx: FreshnessContext): Promise<void> {
 
   // watch, as its own process so its CPU time and peak RSS are its own.
   const watchStarted = now();
-  const watch = spawn(process.execPath, [ctx.cliChild, 'watch', ...cli(out)], { env: { ...process.env, ...ctx.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // VIDFEEDS_BENCH_PROFILE_DIR=<dir>: watch writes a CPU profile there (sum it with dist/bench/stages.js).
+  const profile = process.env.VIDFEEDS_BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.VIDFEEDS_BENCH_PROFILE_DIR}`] : [];
+  const watch = spawn(process.execPath, [...profile, ctx.cliChild, 'watch', ...cli(out)], { env: { ...process.env, ...ctx.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let watchErr = '';
   let watchOut = '';
   watch.stderr.setEncoding('utf8').on('data', (d: string) => (watchErr += d));

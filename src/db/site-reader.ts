@@ -12,6 +12,7 @@ import type {
   AttentionConcept,
   AttentionSource,
   GroupView,
+  IdBounds,
   OnlineAccount,
   PersonRef,
   ReadingListEntry,
@@ -338,6 +339,12 @@ export class SiteReader {
       publishableKeys: p<unknown[]>(
         `SELECT ${VIDEO_DECIDING} FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ).raw(true),
+      publishableKeysById: p<unknown[]>(
+        `SELECT ${VIDEO_DECIDING} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id BETWEEN ? AND ? AND ${PUBLISHED_VIDEO} ORDER BY v.id`,
+      ).raw(true),
+      usersById: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.id BETWEEN ? AND ? AND ${PUBLISHED_USER} ORDER BY u.id`),
+      userIdBounds: p<{ min: number | null; max: number | null }>(`SELECT min(id) AS min, max(id) AS max FROM users`),
+      videoIdBounds: p<{ min: number | null; max: number | null }>(`SELECT min(id) AS min, max(id) AS max FROM videos`),
       videoStatus: p<{ id: number; status: 'published' | 'private' | 'missing' }>(
         `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${PUBLISHED_USER} THEN 'private' ELSE 'missing' END AS status
          FROM videos v JOIN users u ON u.id = v.user_id WHERE v.public_id = ?`,
@@ -516,6 +523,25 @@ export class SiteReader {
     for (const row of this.stmt.publishableKeys.iterate()) {
       if (videoProblem(this.ctx, row) === null) yield row[1] as string;
     }
+  }
+
+  /** Published users with `from <= id <= to`, by id. */
+  usersById(from: number, to: number): Iterable<UserRow> {
+    return this.stmt.usersById.iterate(from, to);
+  }
+
+  /** As `publishableVideoIds`, for the videos with `from <= id <= to`, by id. */
+  *publishableVideosById(from: number, to: number): Iterable<VideoRow> {
+    for (const row of this.stmt.publishableKeysById.iterate(from, to)) {
+      if (videoProblem(this.ctx, row) === null) yield { id: row[0] as number, publicId: row[1] as string };
+    }
+  }
+
+  /** The lowest and highest id of the users and of the videos (any row), each null when the table is empty. */
+  idBounds(): { users: IdBounds | null; videos: IdBounds | null } {
+    const bounds = (row: { min: number | null; max: number | null } | undefined) =>
+      row?.min == null || row.max == null ? null : { min: row.min, max: row.max };
+    return { users: bounds(this.stmt.userIdBounds.get()), videos: bounds(this.stmt.videoIdBounds.get()) };
   }
 
   /** A published video, or why a public video cannot be published, or null if it is not public. */

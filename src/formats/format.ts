@@ -43,10 +43,14 @@ export interface VideoFormat extends FormatBase, KeyedPlace {
 }
 
 /** A file a site format writes. Most write one; the sitemap writes an index and its parts. */
-export interface SiteFile {
+/** A file a site-wide format writes. */
+export interface RenderedSiteFile {
   readonly file: string;
   readonly body: string;
 }
+
+/** A file a site-wide format writes, or (`unchanged`) one it keeps as an earlier build wrote it. */
+export type SiteFile = RenderedSiteFile | { readonly file: string; readonly unchanged: true };
 
 export interface SiteFormat extends FormatBase, SitePlace {
   readonly scope: 'site';

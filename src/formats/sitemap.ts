@@ -1,16 +1,40 @@
-import type { SiteContext, SiteFile, SiteFormat } from './format.js';
-import type { SiteIndex } from '../model/views.js';
+import type { RenderedSiteFile, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from './format.js';
+import type { KeyedRow, SiteIndex } from '../model/views.js';
 import { FlatXmlDocument, NS } from '../render/xml.js';
 
 /**
- * sitemap.xml: every published document at its canonical URL (formats with `inSitemap`). Past
- * 50,000 URLs or 50 MB (sitemaps.org), `sitemap.xml` becomes a sitemap index of numbered
- * sitemaps `sitemap-1.xml`, `sitemap-2.xml`, ...
+ * sitemap.xml: every published document at its canonical URL (formats with `inSitemap`).
+ *
+ * A small site has one `sitemap.xml`: users by name, then videos by id. Past 50,000 URLs or
+ * 50 MB (sitemaps.org) it becomes a sitemap index of numbered sitemaps `sitemap-1.xml`, ...
+ *
+ * A site whose row ids could hold more than 50,000 URLs (the highest id minus the lowest, times
+ * the formats listed: a bound that SQL gives at once and that does not depend on which rows are
+ * published) is split by row id instead: `sitemap-users-K.xml` lists the users whose id is in
+ * the K-th range of `partUrls / user formats` ids, `sitemap-videos-K.xml` likewise the videos,
+ * and `sitemap.xml` is the index of the parts that list something. A part depends only on the
+ * owners in its range, so a build that changed a few owners rewrites the parts that hold them
+ * and keeps the others (`index.changes`): what a change costs no longer grows with the site
+ * (docs/performance.md, "Freshness").
  */
 
 export const MAX_URLS_PER_SITEMAP = 50_000;
 /** The sitemaps.org limit for one file, uncompressed: 52,428,800 bytes, the wrapper included. */
 export const MAX_BYTES_PER_SITEMAP = 50 * 1024 * 1024;
+
+export interface SitemapLimits {
+  /** URLs in one file at most (sitemaps.org: 50,000). */
+  maxUrls: number;
+  /** Bytes in one file at most, uncompressed (sitemaps.org: 50 MB). */
+  maxBytes: number;
+  /**
+   * URLs a part split by id holds at most: a tenth of the limit, so that rewriting a part for
+   * one change costs little, and at 1 KB a URL a part stays far below the byte limit.
+   */
+  partUrls: number;
+}
+
+export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, maxBytes: MAX_BYTES_PER_SITEMAP, partUrls: 5_000 };
 
 /** Every URL the sitemap lists, in a stable order: users by name, then videos by id; never a document that failed. */
 export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<string> {
@@ -49,7 +73,7 @@ function urlset(): FlatXmlDocument {
  * `maxBytes` bytes each and `sitemap.xml` as their index. Parts are yielded as they fill, the index
  * last, so no more than one part is in memory, and that one as text.
  */
-export function* renderSitemaps(urls: Iterable<string>, site: SiteContext, maxUrls = MAX_URLS_PER_SITEMAP, maxBytes = MAX_BYTES_PER_SITEMAP): Generator<SiteFile> {
+export function* renderSitemaps(urls: Iterable<string>, site: SiteContext, maxUrls = MAX_URLS_PER_SITEMAP, maxBytes = MAX_BYTES_PER_SITEMAP): Generator<RenderedSiteFile> {
   let parts = 0;
   let part = urlset();
   let bytes = URLSET_WRAPPER_BYTES;
@@ -79,13 +103,138 @@ function partFile(n: number): string {
   return `sitemap-${n}.xml`;
 }
 
-export const sitemap: SiteFormat = {
-  name: 'sitemap',
-  scope: 'site',
-  file: 'sitemap.xml',
-  alsoWrites: /^sitemap-\d+\.xml$/,
-  mediaType: 'application/xml; charset=utf-8',
-  inSitemap: false,
-  summary: 'sitemaps.org sitemap of every document (an index of numbered sitemaps past 50,000 URLs or 50 MB)',
-  render: (index, site) => renderSitemaps(sitemapUrls(index, site), site),
-};
+type OwnerKind = 'users' | 'videos';
+
+/** Ids per part of each kind, or null when the site is small enough for one file (see the top). */
+function idRanges(index: SiteIndex, site: SiteContext, limits: SitemapLimits): Record<OwnerKind, number> | null {
+  if (index.idBounds === undefined || index.usersById === undefined || index.videosById === undefined) return null;
+  const perOwner = { users: listedFormats(site, 'user').length, videos: listedFormats(site, 'video').length };
+  const bounds = index.idBounds();
+  const span = (b: { min: number; max: number } | null) => (b === null ? 0 : b.max - b.min + 1);
+  if (span(bounds.users) * perOwner.users + span(bounds.videos) * perOwner.videos <= limits.maxUrls) return null;
+  const width = (formats: number) => Math.max(1, Math.floor(limits.partUrls / Math.max(1, formats)));
+  return { users: width(perOwner.users), videos: width(perOwner.videos) };
+}
+
+function listedFormats(site: SiteContext, scope: 'user' | 'video'): Array<UserFormat | VideoFormat> {
+  return site.formats.filter((f): f is UserFormat | VideoFormat => f.scope === scope && f.inSitemap);
+}
+
+/** `sitemap-users-K.xml`: K may be negative (ids below zero), written `sitemap-users--K.xml`. */
+function rangeFile(kind: OwnerKind, k: number): string {
+  return `sitemap-${kind}-${k}.xml`;
+}
+
+const RANGE_FILE = /^sitemap-(users|videos)-(-?\d+)\.xml$/;
+
+/** The URLs of one owner's listed documents, leaving out those that failed in this build. */
+function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: string): string[] {
+  const failed = (format: string) => index.documentFailed?.(format, key) ?? false;
+  return listedFormats(site, kind === 'users' ? 'user' : 'video').filter((f) => !failed(f.name)).map((f) => site.paths.url(f, key));
+}
+
+/** One part of a site split by id, or null when its rows list nothing. */
+function rangePart(file: string, urls: Iterable<string>, limits: SitemapLimits): RenderedSiteFile | null {
+  const part = urlset();
+  let bytes = URLSET_WRAPPER_BYTES;
+  for (const url of urls) {
+    part.entry(url);
+    bytes += entryBytes(url);
+  }
+  if (part.length === 0) return null;
+  if (part.length > limits.maxUrls || bytes > limits.maxBytes) {
+    throw new Error(`${file} would hold ${part.length} URLs in ${bytes} bytes, over the sitemaps.org limits (URLs of over 10 KB?)`);
+  }
+  return { file, body: part.end() };
+}
+
+/**
+ * The parts of a site split by id, then the index. With `index.changes` and parts of the same
+ * split on disk, only the parts holding a changed owner are rendered again; the others are kept
+ * (`unchanged`), and a part whose owners all went is not written, so the build prunes it.
+ */
+function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLimits, widths: Record<OwnerKind, number>): Generator<SiteFile> {
+  const listed: string[] = [];
+  const changes = index.changes;
+  const onDisk = new Map<OwnerKind, Set<number>>([['users', new Set()], ['videos', new Set()]]);
+  for (const file of changes?.siteFilesOnDisk ?? []) {
+    const match = RANGE_FILE.exec(file);
+    if (match !== null) onDisk.get(match[1] as OwnerKind)!.add(Number(match[2]));
+  }
+  // Parts on disk are of this split only if the last build split by id: otherwise render all.
+  const splitOnDisk = onDisk.get('users')!.size + onDisk.get('videos')!.size > 0;
+  for (const kind of ['users', 'videos'] as const) {
+    if (listedFormats(site, kind === 'users' ? 'user' : 'video').length === 0) continue;
+    const width = widths[kind];
+    const rows = (from: number, to: number): Iterable<KeyedRow> => (kind === 'users' ? index.usersById!(from, to) : index.videosById!(from, to));
+    const render = (k: number, owners: Iterable<KeyedRow>) => {
+      const file = rangeFile(kind, k);
+      return rangePart(file, (function* () {
+        for (const owner of owners) yield* ownerUrls(index, site, kind, owner.key);
+      })(), limits);
+    };
+    const changed = changes?.[kind];
+    if (changed === undefined || changed === 'all' || !splitOnDisk) {
+      // Every row of the kind, by id, cut where the range changes.
+      let k: number | null = null;
+      let group: KeyedRow[] = [];
+      const flush = () => {
+        const part = k === null ? null : render(k, group);
+        if (part !== null) listed.push(part.file);
+        group = [];
+        return part;
+      };
+      for (const row of rows(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)) {
+        const rowK = Math.floor(row.id / width);
+        if (rowK !== k) {
+          const part = flush();
+          if (part !== null) yield part;
+          k = rowK;
+        }
+        group.push(row);
+      }
+      const last = flush();
+      if (last !== null) yield last;
+      continue;
+    }
+    const again = new Set([...changed].map((id) => Math.floor(id / width)));
+    for (const k of [...new Set([...onDisk.get(kind)!, ...again])].sort((a, b) => a - b)) {
+      if (!again.has(k)) {
+        listed.push(rangeFile(kind, k));
+        yield { file: rangeFile(kind, k), unchanged: true };
+        continue;
+      }
+      const part = render(k, rows(k * width, (k + 1) * width - 1));
+      if (part !== null) {
+        listed.push(part.file);
+        yield part;
+      }
+    }
+  }
+  const sitemapIndex = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc']);
+  for (const file of listed) sitemapIndex.entry(site.paths.siteUrl(file));
+  yield { file: 'sitemap.xml', body: sitemapIndex.end() };
+}
+
+/** The sitemap format with these limits (tests use small ones to split small sites). */
+export function sitemapFormat(limits: SitemapLimits = SITEMAP_LIMITS): SiteFormat & { limits: SitemapLimits } {
+  if (!(limits.partUrls >= 1 && limits.partUrls <= limits.maxUrls)) throw new Error(`sitemap parts of ${limits.partUrls} URLs: must be 1 to ${limits.maxUrls}`);
+  return {
+    name: 'sitemap',
+    scope: 'site',
+    file: 'sitemap.xml',
+    alsoWrites: /^sitemap-(\d+|(users|videos)--?\d+)\.xml$/,
+    mediaType: 'application/xml; charset=utf-8',
+    inSitemap: false,
+    summary: 'sitemaps.org sitemap of every document (an index of parts past 50,000 URLs or 50 MB)',
+    limits,
+    render(index, site) {
+      const widths = idRanges(index, site, limits);
+      return widths === null
+        ? renderSitemaps(sitemapUrls(index, site), site, limits.maxUrls, limits.maxBytes)
+        : renderByIdRange(index, site, limits, widths);
+    },
+  };
+}
+
+export const sitemap = sitemapFormat();

@@ -181,7 +181,22 @@ export interface VideoBundle {
   video: VideoView;
 }
 
-/** What site-wide documents read: streams of published keys, never the whole site in memory. */
+/** A published user or video as a site-wide list names it: its row id and its key (username or public id). */
+export interface KeyedRow {
+  id: number;
+  key: string;
+}
+
+/** The lowest and highest row id of a table. */
+export interface IdBounds {
+  min: number;
+  max: number;
+}
+
+/**
+ * What site-wide documents read: streams of published keys, never the whole site in memory; and,
+ * for documents split by row id (the sitemap of a large site), what the build knows of what changed.
+ */
 export interface SiteIndex {
   /** Published usernames in a stable order. */
   usernames(): Iterable<string>;
@@ -189,4 +204,15 @@ export interface SiteIndex {
   videoIds(): Iterable<string>;
   /** Whether the document of `format` for this key failed to render in this build (lists leave it out). */
   documentFailed?(format: string, key: string): boolean;
+  /** Lowest and highest id of any user and any video row, published or not (null: no rows). */
+  idBounds?(): { users: IdBounds | null; videos: IdBounds | null };
+  /** Published users (or videos) with `from <= id <= to`, by id, as `usernames` (`videoIds`) filters them. */
+  usersById?(from: number, to: number): Iterable<KeyedRow>;
+  videosById?(from: number, to: number): Iterable<KeyedRow>;
+  /**
+   * The users and videos whose documents or names may differ from what the site files on disk
+   * list ('all' when the build cannot tell), and those site files, so a document split by id
+   * rewrites only the parts that hold them. Absent: everything is rendered.
+   */
+  changes?: { users: ReadonlySet<number> | 'all'; videos: ReadonlySet<number> | 'all'; siteFilesOnDisk: ReadonlySet<string> };
 }

@@ -24,6 +24,8 @@ const STALE_PAGE = 1000;
 export interface PreviousOutput {
   hash: Buffer;
   size: number;
+  /** The row id of the user or video it was written for (null for a site file). */
+  ownerId: number | null;
 }
 
 /** Who a document belongs to: its owner's documents are rendered (and pruned) together. */
@@ -89,7 +91,7 @@ export class BuildState {
     `);
     this.setMeta('state_version', String(STATE_VERSION));
     this.stmt = {
-      get: this.db.prepare<[string], PreviousOutput>('SELECT hash, size FROM outputs WHERE path = ?'),
+      get: this.db.prepare<[string], PreviousOutput>('SELECT hash, size, owner_id AS ownerId FROM outputs WHERE path = ?'),
       put: this.db.prepare(
         `INSERT INTO outputs (path, format, owner_kind, owner_id, user, hash, size, build) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(path) DO UPDATE SET format = excluded.format, owner_kind = excluded.owner_kind, owner_id = excluded.owner_id,
@@ -110,6 +112,7 @@ export class BuildState {
       ).pluck(),
       // Few rows (the site's own files): the owner index finds them.
       staleSite: this.db.prepare<[number], string>(`SELECT path FROM outputs WHERE owner_kind = 'site' AND build <> ? ORDER BY path`).pluck(),
+      siteFiles: this.db.prepare<[], string>(`SELECT path FROM outputs WHERE owner_kind = 'site'`).pluck(),
       // Every owner of a kind: in pages by rowid, a walk along the table that a caller's `forget`
       // between pages does not disturb (the unary + keeps SQLite from sorting the owner index).
       staleKind: this.db.prepare<[string, number, number], { rowid: number; path: string }>(
@@ -223,6 +226,11 @@ export class BuildState {
   keep(path: string): void {
     this.stmt.touch.run(this.buildId, path);
     this.tick();
+  }
+
+  /** The site-wide files recorded (sitemap parts among them), as paths under out/. */
+  siteFiles(): Set<string> {
+    return new Set(this.stmt.siteFiles.all());
   }
 
   forget(path: string): void {

@@ -120,9 +120,10 @@ export function* readVideos(scope: ReadScope, selection: OwnerSelection): Genera
 /**
  * Published keys for site-wide documents: only names that can be paths and rows that can be
  * published (the rest are reported elsewhere), and none of the documents that failed in this
- * build (`failed` holds `format NUL key`).
+ * build (`failed` holds `format NUL key`). `changes` says which owners may differ from what the
+ * site files on disk list (run-build.ts), for the documents split by id.
  */
-export function siteIndex(reader: SiteReader, paths: SitePaths, failed: ReadonlySet<string>): SiteIndex {
+export function siteIndex(reader: SiteReader, paths: SitePaths, failed: ReadonlySet<string>, changes?: SiteIndex['changes']): SiteIndex {
   return {
     documentFailed: (format, key) => failed.has(`${format}\u0000${key}`),
     *usernames() {
@@ -131,6 +132,14 @@ export function siteIndex(reader: SiteReader, paths: SitePaths, failed: Readonly
     *videoIds() {
       for (const id of reader.publishableVideoIds()) if (paths.problem(id) === null) yield id;
     },
+    idBounds: () => reader.idBounds(),
+    *usersById(from, to) {
+      for (const row of reader.usersById(from, to)) if (paths.problem(row.username) === null) yield { id: row.id, key: row.username };
+    },
+    *videosById(from, to) {
+      for (const row of reader.publishableVideosById(from, to)) if (paths.problem(row.publicId) === null) yield { id: row.id, key: row.publicId };
+    },
+    ...(changes === undefined ? {} : { changes }),
   };
 }
 

@@ -29,6 +29,7 @@ export interface FailedDocument {
   format: Format;
   path: string;
   key: string;
+  owner: Owner;
   failure: Failure;
   /** Names the document in a warning. */
   where: string;
@@ -41,7 +42,7 @@ function renderOne(format: Format, path: string, key: string, owner: Owner, user
     return { ok: true, document: { format, path, key, owner, user, body: Buffer.from(render(), 'utf8') } };
   } catch (error) {
     const failure = { format: format.name, key, path, message: (error as Error).message };
-    return { ok: false, failed: { format, path, key, failure, where: `${format.name} of ${showName(key)} (${path})` } };
+    return { ok: false, failed: { format, path, key, owner, failure, where: `${format.name} of ${showName(key)} (${path})` } };
   }
 }
 
@@ -62,21 +63,42 @@ export function renderOwner(
   );
 }
 
+/** A site file the format keeps as an earlier build wrote it (a sitemap part whose owners did not change). */
+export interface KeptFile {
+  kept: string;
+}
+
 /**
  * The files of one site-wide format (the sitemap writes several), one at a time as the format
- * yields them, so a large sitemap is never whole in memory. A format that cannot start gives one
- * failure for its file.
+ * yields them, so a large sitemap is never whole in memory. A format that cannot start, or stops
+ * half-way, gives one failure for its file.
  */
-export function* renderSiteFormat(format: SiteFormat, index: SiteIndex, site: SiteContext): Generator<RenderResult> {
-  let files: Iterable<SiteFile>;
-  try {
-    files = format.render(index, site);
-  } catch (error) {
+export function* renderSiteFormat(format: SiteFormat, index: SiteIndex, site: SiteContext): Generator<RenderResult | KeptFile> {
+  const failed = (error: unknown): RenderResult => {
     const failure = { format: format.name, key: '', path: format.file, message: (error as Error).message };
-    yield { ok: false, failed: { format, path: format.file, key: '', failure, where: `${format.name} (${format.file})` } };
+    return { ok: false, failed: { format, path: format.file, key: '', owner: { kind: 'site' }, failure, where: `${format.name} (${format.file})` } };
+  };
+  let files: Iterator<SiteFile>;
+  try {
+    files = format.render(index, site)[Symbol.iterator]();
+  } catch (error) {
+    yield failed(error);
     return;
   }
-  for (const file of files) yield renderOne(format, file.file, '', { kind: 'site' }, null, () => file.body);
+  for (;;) {
+    let next: IteratorResult<SiteFile>;
+    try {
+      next = files.next();
+    } catch (error) {
+      // The files yielded so far stand; the format's own file (the index) keeps its old bytes.
+      yield failed(error);
+      return;
+    }
+    if (next.done === true) return;
+    const file = next.value;
+    if ('unchanged' in file) yield { kept: file.file };
+    else yield renderOne(format, file.file, '', { kind: 'site' }, null, () => file.body);
+  }
 }
 
 /**

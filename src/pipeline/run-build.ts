@@ -6,7 +6,7 @@ import type { UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
 import { ALL_ENCODINGS } from '../paths/compression.js';
 import { ReportTally, type BuildReport, type BuildReporter } from './build-report.js';
-import type { BuildState } from './build-state.js';
+import type { BuildState, Owner } from './build-state.js';
 import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
 import { commitState } from './commit-state.js';
 import { planBuild, type BuildFingerprint, type BuildPlan } from './incremental.js';
@@ -146,6 +146,17 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   const failedDocuments = new Set<string>();
   /** An owner gained a document: the published names may have changed. */
   let newPaths = false;
+  /**
+   * Owners whose listing in the site files may have changed in this build: a document gained
+   * (or a name taken over from another row), lost, or failed. A sitemap split by id rewrites
+   * only their parts (an owner whose documents merely show another's changed name is not one).
+   */
+  const relisted = { user: new Set<number>(), video: new Set<number>() };
+  const relist = (owner: Owner, movedFrom: number | null = null) => {
+    if (owner.kind === 'site') return;
+    relisted[owner.kind].add(owner.id);
+    if (movedFrom !== null) relisted[owner.kind].add(movedFrom);
+  };
   /** Paths pruned so far: an owner lost a document. */
   let pruned = 0;
   /** The change log as the build's snapshot read it (absent without a change log). */
@@ -155,11 +166,15 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     for (const result of results) {
       if (result.ok) {
         const outcome = compareAndWrite(target, result.document);
-        if (outcome.isNew) newPaths = true;
+        if (outcome.isNew) {
+          newPaths = true;
+          relist(result.document.owner, outcome.movedFrom);
+        }
         tally.document(result.document.path, result.document.format.name, outcome.written, outcome.bytes);
       } else {
         tally.fail(result.failed.failure, result.failed.where);
         failedDocuments.add(`${result.failed.format.name}\u0000${result.failed.key}`);
+        relist(result.failed.owner);
         if (keepFailed(target, result.failed)) newPaths = true;
       }
     }
@@ -186,11 +201,24 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     for (const rendered of pool.render(rows, names, scope.parts, log.position, here, issues)) write(resultsOfRenderedUser(rendered, keyed.user, site));
     report.renderThreads = pool.threadsUsed;
   };
-  const buildSiteFiles = () => {
-    for (const format of siteFormats) write(renderSiteFormat(format, siteIndex(reader, site.paths, failedDocuments), site));
+  /**
+   * The site files; with `changes`, a format split by owner id (the sitemap of a large site)
+   * renders only the parts holding those owners and keeps the others as they are on disk.
+   */
+  const buildSiteFiles = (changes?: { users: ReadonlySet<number> | 'all'; videos: ReadonlySet<number> | 'all' }) => {
+    const onDisk = changes === undefined ? undefined : { ...changes, siteFilesOnDisk: state.siteFiles() };
+    const index = siteIndex(reader, site.paths, failedDocuments, onDisk);
+    for (const format of siteFormats) {
+      for (const result of renderSiteFormat(format, index, site)) {
+        if ('kept' in result) state.keep(result.kept);
+        else write([result]);
+      }
+    }
   };
-  const prune = (paths: Iterable<string>) => {
-    pruned += pruneStale(paths, { writer, state, formsOnDisk }, (path) => tally.removed(path));
+  const prune = (paths: Iterable<string>): number => {
+    const count = pruneStale(paths, { writer, state, formsOnDisk }, (path) => tally.removed(path));
+    pruned += count;
+    return count;
   };
 
   /**
@@ -205,7 +233,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     build(readVideos(scope, selection(affected.videos, keyed.video.length)));
     const pruneOwned = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
       if (owners === 'all') prune(state.staleOwned(kind));
-      else for (const id of owners) prune(state.staleOwned(kind, id));
+      else for (const id of owners) if (prune(state.staleOwned(kind, id)) > 0) relist({ kind, id });
     };
     pruneOwned('user', affected.users);
     pruneOwned('video', affected.videos);
@@ -217,7 +245,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
     const siteFiles = affected.siteFiles || newPaths || pruned > 0 || saved.siteFilesStale || (sharded && anyOwner);
     if (siteFiles) {
-      buildSiteFiles();
+      // The owners this build relisted are the only ones whose listing may have changed, unless
+      // earlier builds left the site files behind (stale, another shard's owners, unknown tables).
+      const onlyAffected = !(affected.siteFiles || saved.siteFilesStale || sharded);
+      const users = affected.users === 'all' ? 'all' : relisted.user;
+      const videos = affected.videos === 'all' ? 'all' : relisted.video;
+      buildSiteFiles(onlyAffected ? { users, videos } : undefined);
       prune(state.staleOwned('site'));
       state.setSiteFilesStale(false);
     }

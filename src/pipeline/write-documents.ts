@@ -35,8 +35,14 @@ export interface WriteOutcome {
   written: boolean;
   /** Bytes written: the document's when it changed, and any compressed forms. */
   bytes: number;
-  /** The path had no record: a document the last build did not produce (the published names may have changed). */
+  /**
+   * The path had no record, or one of another row: a document the last build did not produce, or
+   * a name now held by another row (replaced under a new id). The published names, or the ids a
+   * sitemap split by id lists them under, may have changed.
+   */
   isNew: boolean;
+  /** The row the path's record named before, when another one holds the name now. */
+  movedFrom: number | null;
 }
 
 export function compareAndWrite(target: WriteTarget, document: RenderedDocument): WriteOutcome {
@@ -67,7 +73,9 @@ export function compareAndWrite(target: WriteTarget, document: RenderedDocument)
     bytes += body.length;
   }
   state.record(path, document.format.name, document.owner, document.user, hash, body.length);
-  return { written: !same, bytes, isNew: previous === undefined };
+  const ownerId = document.owner.kind === 'site' ? null : document.owner.id;
+  const movedFrom = previous !== undefined && previous.ownerId !== ownerId ? previous.ownerId : null;
+  return { written: !same, bytes, isNew: previous === undefined || movedFrom !== null, movedFrom };
 }
 
 /**

@@ -5,6 +5,7 @@ import { buildSite } from '../../src/pipeline/site-build.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
+import { sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import type { UserPart } from '../../src/model/views.js';
 import { prng } from '../../src/db/demo-data.js';
 import { MIGRATIONS, migrate } from '../../src/db/migrations.js';
@@ -34,6 +35,12 @@ const videoProbe: VideoFormat = {
   render: (bundle) => JSON.stringify(bundle, null, 1),
 };
 const PROBED: readonly Format[] = [...FORMATS, userProbe, videoProbe];
+/**
+ * The same with a sitemap split by id into parts of a few owners, as a large site's is: an
+ * incremental build renders only the parts holding the owners it rendered and keeps the others.
+ */
+const SPLIT_SITEMAP = sitemapFormat({ ...SITEMAP_LIMITS, maxUrls: 30, partUrls: 24 });
+const PROBED_SPLIT: readonly Format[] = PROBED.map((format) => (format.name === 'sitemap' ? SPLIT_SITEMAP : format));
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -329,17 +336,18 @@ describe('incremental builds', () => {
   const seeds = process.env.SEED ? [Number(process.env.SEED)] : Array.from({ length: Number(process.env.SEEDS ?? 2) }, (_, i) => 11 * (i + 1));
   const rounds = Number(process.env.ROUNDS ?? 5);
 
-  for (const seed of seeds) {
-    it(`give the bytes of a full rebuild after random changes, and leave unchanged files untouched (seed ${seed})`, () => {
+  for (const [seed, formats] of seeds.flatMap((seed) => [[seed, PROBED], [seed, PROBED_SPLIT]] as const)) {
+    const split = formats === PROBED_SPLIT ? ', the sitemap split by id' : '';
+    it(`give the bytes of a full rebuild after random changes, and leave unchanged files untouched (seed ${seed}${split})`, () => {
       const fixture = createDemoDb({ users: 16, seed });
       cleanups.push(fixture.cleanup);
       const work = tempDir('vidfeeds-incr-');
       cleanups.push(work.cleanup);
       const config = testConfig();
-      const site = createSiteContext(config, PROBED, new Date(Date.UTC(2026, 0, 1)));
+      const site = createSiteContext(config, formats, new Date(Date.UTC(2026, 0, 1)));
       const out = join(work.dir, 'incremental', 'out');
       const stateFile = join(work.dir, 'incremental', 'state.sqlite');
-      const build = (options: { user?: string } = {}) => buildSite({ db: fixture.file, out, stateFile, config, site, formats: PROBED, ...options });
+      const build = (options: { user?: string } = {}) => buildSite({ db: fixture.file, out, stateFile, config, site, formats, ...options });
 
       // The site writes through its own connection, with foreign keys on, as a site would.
       const site_db = new Database(fixture.file);
@@ -367,10 +375,11 @@ describe('incremental builds', () => {
         expect(report.failed, context).toEqual([]);
 
         const fresh = join(work.dir, `full-${round}`);
-        const full = buildSite({ db: fixture.file, out: join(fresh, 'out'), stateFile: join(fresh, 'state.sqlite'), config, site, formats: PROBED });
+        const full = buildSite({ db: fixture.file, out: join(fresh, 'out'), stateFile: join(fresh, 'state.sqlite'), config, site, formats });
         expect(full.mode).toBe('full');
         expect(treeDifferences(after, readTree(join(fresh, 'out'))), context).toEqual([]);
         expect(touchedButSame(before, after), context).toEqual([]);
+        if (split) expect([...after.keys()].filter((path) => /^sitemap-(users|videos)-\d+\.xml$/.test(path)).length, context).toBeGreaterThan(2);
       }
     });
   }

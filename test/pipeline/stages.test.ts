@@ -99,16 +99,19 @@ describe('the compare-and-write stage', () => {
     const state = new BuildState(':memory:');
     state.begin();
     const target = { writer, state, verify: false, startedEmpty: true, compression: [], formsUnknown: false };
-    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'one'))).toEqual({ written: true, bytes: 3, isNew: true });
-    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'one'))).toEqual({ written: false, bytes: 0, isNew: false });
+    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'one'))).toEqual({ written: true, bytes: 3, isNew: true, movedFrom: null });
+    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'one'))).toEqual({ written: false, bytes: 0, isNew: false, movedFrom: null });
     expect(writer.writes).toBe(1);
-    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'two'))).toEqual({ written: true, bytes: 3, isNew: false });
+    expect(compareAndWrite(target, doc('alice/rss/index.rss', 'two'))).toEqual({ written: true, bytes: 3, isNew: false, movedFrom: null });
     expect(writer.text('alice/rss/index.rss')).toBe('two');
+    // The same path written for another row (the name replaced under a new id): new to the site files.
+    const taken = { ...doc('alice/rss/index.rss', 'two'), owner: { kind: 'user' as const, id: 7 } };
+    expect(compareAndWrite(target, taken)).toEqual({ written: false, bytes: 0, isNew: true, movedFrom: 1 });
     // Without a record the disk decides (a lost state), unless the output started empty.
     const lost = { writer, state: new BuildState(':memory:'), verify: false, startedEmpty: false, compression: [], formsUnknown: false };
     lost.state.begin();
-    expect(compareAndWrite(lost, doc('alice/rss/index.rss', 'two'))).toEqual({ written: false, bytes: 0, isNew: true });
-    expect(keepFailed(lost, { format: FORMATS[0]!, path: 'bob/rss/index.rss', key: 'bob', failure: { format: 'rss', key: 'bob', path: 'bob/rss/index.rss', message: 'x' }, where: '' })).toBe(true);
+    expect(compareAndWrite(lost, doc('alice/rss/index.rss', 'two'))).toEqual({ written: false, bytes: 0, isNew: true, movedFrom: null });
+    expect(keepFailed(lost, { format: FORMATS[0]!, path: 'bob/rss/index.rss', key: 'bob', owner: { kind: 'user', id: 2 }, failure: { format: 'rss', key: 'bob', path: 'bob/rss/index.rss', message: 'x' }, where: '' })).toBe(true);
   });
 });
 
