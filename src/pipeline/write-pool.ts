@@ -28,6 +28,8 @@ const BATCH_FILES = 256;
 const SLOT_BYTES = 512 * 1024;
 /** Slots in the ring, so batches in flight at most: 8 MB of documents, to ride out short stalls of the disk. */
 const SLOTS = 16;
+/** The batch buffer a writer starts with, before its thread runs. */
+const FIRST_BUFFER_BYTES = 64 * 1024;
 
 /** The ring's shape; the defaults above except in tests, which make wrapping around the ring quick. */
 export interface RingShape {
@@ -60,7 +62,13 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private threadless = false;
   /** [0]: batches the worker finished; [1]: 1 once the worker runs. */
   private readonly done = new Int32Array(new SharedArrayBuffer(8));
-  private readonly ring: SharedArrayBuffer;
+  /**
+   * Made when the thread starts: until then (and for a build that never fills a batch, as most of
+   * watch's do) the batch lives in a small buffer of this thread, grown as needed. Watch starts a
+   * writer per build: an 8 MB ring each time was garbage the collector got to late (699 MB peak
+   * RSS over 400 small builds, docs/performance.md).
+   */
+  private ring: SharedArrayBuffer | null = null;
   private sent = 0;
   /** The batch being filled, in slot `sent % slots`. */
   private paths: string[] = [];
@@ -78,8 +86,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     private readonly shape: RingShape = { slots: SLOTS, slotBytes: SLOT_BYTES, batchFiles: BATCH_FILES },
   ) {
     this.direct = new DirectoryWriter(root);
-    this.ring = new SharedArrayBuffer(shape.slots * shape.slotBytes);
-    this.slot = this.slotOf(0);
+    this.slot = new Uint8Array(Math.min(FIRST_BUFFER_BYTES, shape.slotBytes));
   }
 
   /** Whether the write thread has been started (a batch filled). */
@@ -98,6 +105,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     }
     const target = this.direct.target(path);
     if (this.bytes + body.length > this.shape.slotBytes) this.send();
+    if (this.bytes + body.length > this.slot.length) this.growBuffer(this.bytes + body.length);
     this.pending.set(target, this.sent);
     this.paths.push(target);
     this.slot.set(body, this.bytes);
@@ -178,6 +186,11 @@ export class ThreadedDirectoryWriter implements OutputWriter {
 
   /** Starts the worker and waits for it to run; false if it did not start in time (it is then stopped). */
   private startWorker(): boolean {
+    // The batch being sent is the first, in slot 0 of the ring made now.
+    this.ring = new SharedArrayBuffer(this.shape.slots * this.shape.slotBytes);
+    const first = this.slotOf(0);
+    first.set(this.slot.subarray(0, this.bytes));
+    this.slot = first;
     const channel = new MessageChannel();
     const worker = new Worker(WORKER, {
       workerData: { root: this.direct.root, done: this.done, ring: this.ring, slotBytes: this.shape.slotBytes, port: channel.port2 },
@@ -225,7 +238,16 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   }
 
   private slotOf(index: number): Uint8Array {
-    return new Uint8Array(this.ring, index * this.shape.slotBytes, this.shape.slotBytes);
+    return new Uint8Array(this.ring!, index * this.shape.slotBytes, this.shape.slotBytes);
+  }
+
+  /** The batch's buffer before the thread runs, doubled until `needed` bytes fit (a slot at most). */
+  private growBuffer(needed: number): void {
+    let size = this.slot.length;
+    while (size < needed) size *= 2;
+    const grown = new Uint8Array(Math.min(size, this.shape.slotBytes));
+    grown.set(this.slot.subarray(0, this.bytes));
+    this.slot = grown;
   }
 
   /** Blocks until at most `inFlight` batches are unfinished; throws what the worker reported. */

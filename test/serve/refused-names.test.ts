@@ -26,7 +26,7 @@ afterEach(() => {
 });
 
 const REFUSED = [
-  'robots.txt', 'ROBOTS.TXT', 'sitemap.xml', 'Sitemap.xml', 'sitemap-1.xml', 'sitemap-77.xml', 'opensearch.xml', 'crossdomain.xml',
+  'robots.txt', 'ROBOTS.TXT', 'sitemap.xml', 'Sitemap.xml', 'sitemap-1.xml', 'sitemap-77.xml', 'sitemap-videos-12.xml', 'opensearch.xml', 'crossdomain.xml',
   '.hidden', 'gnp\u202e.exe', 'zero\u200bwidth', 'non\ufdd0char', 'bad\ufffdbytes',
 ];
 
