@@ -280,24 +280,25 @@ function formSizes(root: string): { documents: number; gzip: number; br: number 
  */
 const VIDEOS_PER_USER: Record<DemoShape, number> = { demo: 5, 'feed-heavy': 25 };
 
-function needsPerUser(shape: DemoShape, only: string[] | undefined): { inodes: number; bytes: number } {
+function needsPerUser(shape: DemoShape, only: string[] | undefined, freshness: boolean): { inodes: number; bytes: number } {
   const chosen = FORMATS.filter((format) => only === undefined || only.includes(format.name));
   const userFormats = chosen.filter((format) => format.scope === 'user').length;
   const videoFiles = chosen.filter((format) => format.scope === 'video').length;
   const perTree = (userFormats > 0 ? 1 + 2 * userFormats : 0) + (videoFiles > 0 ? VIDEOS_PER_USER[shape] * (2 + videoFiles) : 0);
   // Two trees, two compressed trees of about as many inodes again, and a margin; a block per
-  // inode, and the pack about as large again.
-  const inodes = Math.ceil(perTree * 2 * (only === undefined ? 2 : 1) * 1.1);
-  return { inodes, bytes: inodes * 4096 * 1.5 };
+  // inode, and the pack about as large again. The freshness run makes two plain trees (the
+  // watched one and the full build it is compared with) and no pack.
+  const inodes = Math.ceil(perTree * 2 * (only === undefined && !freshness ? 2 : 1) * 1.1);
+  return { inodes, bytes: inodes * 4096 * (freshness ? 1.1 : 1.5) };
 }
 
 /** Stops before building when the file system cannot hold the run: it fails hours in otherwise. */
-function checkRoom(users: number[], shapes: DemoShape[], only: string[] | undefined, staleRuns: boolean): void {
+function checkRoom(users: number[], shapes: DemoShape[], only: string[] | undefined, staleRuns: boolean, freshness: boolean): void {
   const fs = statfsSync(RUNS);
   let inodes = 0;
   let bytes = 0;
   for (const shape of shapes) {
-    const needs = needsPerUser(shape, only);
+    const needs = needsPerUser(shape, only, freshness);
     for (const count of users) {
       inodes += count * needs.inodes;
       bytes += count * needs.bytes;
@@ -377,7 +378,7 @@ async function benchMain(): Promise<void> {
     if (ago < 300) console.log(`note: the previous run deleted its trees ${ago.toFixed(0)} s ago; ext4 creates files slowly for a few minutes after a large delete, so figures may read high`);
   }
   // Before the try: a run that cannot start must not spend minutes removing earlier trees first.
-  checkRoom(users, options.freshness !== null ? ['demo'] : shapes, only, stale.length > 0);
+  checkRoom(users, options.freshness !== null ? ['demo'] : shapes, only, stale.length > 0, options.freshness !== null);
   const mine: string[] = [];
   try {
     for (const count of users) {

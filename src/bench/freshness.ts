@@ -155,7 +155,8 @@ function inPlace(out: string, expectation: ChangeLine['expect'][number]): boolea
   const file = join(out, expectation.path);
   if ('absent' in expectation) return !existsSync(file);
   try {
-    return readFileSync(file, 'latin1').includes(expectation.contains);
+    const text = readFileSync(file, 'latin1');
+    return 'lacks' in expectation ? !text.includes(expectation.lacks) : text.includes(expectation.contains);
   } catch {
     return false;
   }

@@ -4,6 +4,7 @@ import { loadConfig } from '../config/config.js';
 import type { Format, UserFormat, VideoFormat } from '../formats/format.js';
 import { formatByName, FORMATS } from '../formats/registry.js';
 import { SitePaths } from '../paths/site-paths.js';
+import { sitemapFileOf } from '../formats/sitemap.js';
 
 /**
  * The freshness run's writer (src/bench/freshness.ts): plays a live site's code, committing a mix
@@ -14,7 +15,7 @@ import { SitePaths } from '../paths/site-paths.js';
  * Usage: node dist/bench/writer.js <db> <config file> <changes per second> <seconds> <seed>
  */
 
-export type Expectation = { path: string; contains: string } | { path: string; absent: true };
+export type Expectation = { path: string; contains: string } | { path: string; lacks: string } | { path: string; absent: true };
 
 export interface ChangeLine {
   id: number;
@@ -55,6 +56,15 @@ function main(): void {
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
 
+  /** The sitemap file that lists a video, and the URL it lists it by (its first format in the sitemap). */
+  const listedVideo = FORMATS.find((f): f is VideoFormat => f.scope === 'video' && f.inSitemap)!;
+  const bounds = db.prepare<[], { min: number | null; max: number | null }>('SELECT min(id) AS min, max(id) AS max FROM users');
+  const videoBounds = db.prepare<[], { min: number | null; max: number | null }>('SELECT min(id) AS min, max(id) AS max FROM videos');
+  const sitemapOf = (videoId: number) => {
+    const range = (row: { min: number | null; max: number | null } | undefined) => (row?.min == null || row.max == null ? null : { min: row.min, max: row.max });
+    return sitemapFileOf('videos', videoId, { users: range(bounds.get()), videos: range(videoBounds.get()) }, FORMATS);
+  };
+
   // Active users with a publishable name and a public video, in a seeded order: one per change.
   const candidates = db
     .prepare<[], { id: number; username: string; video_id: number; public_id: string }>(
@@ -88,9 +98,12 @@ function main(): void {
     let expect: Expectation[];
     switch (kind) {
       case 'upload':
-        stmt.upload.run(token, user.id, token, `https://cdn.example.org/v/${token}.flv`, `https://cdn.example.org/t/${token}.jpg`, time, time);
+      {
+        const videoId = Number(stmt.upload.run(token, user.id, token, `https://cdn.example.org/v/${token}.flv`, `https://cdn.example.org/t/${token}.jpg`, time, time).lastInsertRowid);
         expect = [...videoFiles(token), userFile('rss', user.username)].map((path) => ({ path, contains: token }));
+        expect.push({ path: sitemapOf(videoId), contains: paths.url(listedVideo, token) });
         break;
+      }
       case 'title':
         stmt.title.run(token, time, user.video_id);
         expect = [...videoFiles(user.public_id), userFile('rss', user.username)].map((path) => ({ path, contains: token }));
@@ -101,11 +114,13 @@ function main(): void {
         break;
       case 'privacy':
         stmt.privacy.run(time, user.video_id);
-        expect = videoFiles(user.public_id).map((path) => ({ path, absent: true as const }));
+        expect = videoFiles(user.public_id).map((path): Expectation => ({ path, absent: true }));
+        expect.push({ path: sitemapOf(user.video_id), lacks: paths.url(listedVideo, user.public_id) });
         break;
       case 'delete':
         stmt.delete.run(user.video_id);
-        expect = videoFiles(user.public_id).map((path) => ({ path, absent: true as const }));
+        expect = videoFiles(user.public_id).map((path): Expectation => ({ path, absent: true }));
+        expect.push({ path: sitemapOf(user.video_id), lacks: paths.url(listedVideo, user.public_id) });
         break;
       case 'recommendation':
         stmt.recommendation.run(user.id, token, `https://videos.example.org/watch?v=${token}`, `https://cdn.example.org/t/${token}.jpg`, time);

@@ -1,5 +1,5 @@
-import type { RenderedSiteFile, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from './format.js';
-import type { KeyedRow, SiteIndex } from '../model/views.js';
+import type { Format, RenderedSiteFile, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from './format.js';
+import type { IdBounds, KeyedRow, SiteIndex } from '../model/views.js';
 import { FlatXmlDocument, NS } from '../render/xml.js';
 
 /**
@@ -103,13 +103,18 @@ function partFile(n: number): string {
   return `sitemap-${n}.xml`;
 }
 
-type OwnerKind = 'users' | 'videos';
+export type OwnerKind = 'users' | 'videos';
 
 /** Ids per part of each kind, or null when the site is small enough for one file (see the top). */
 function idRanges(index: SiteIndex, site: SiteContext, limits: SitemapLimits): Record<OwnerKind, number> | null {
   if (index.idBounds === undefined || index.usersById === undefined || index.videosById === undefined) return null;
-  const perOwner = { users: listedFormats(site, 'user').length, videos: listedFormats(site, 'video').length };
-  const bounds = index.idBounds();
+  return sitemapLayout(index.idBounds(), site.formats, limits);
+}
+
+/** Ids per part of each kind for a site of these id bounds and formats, or null for one file. */
+function sitemapLayout(bounds: { users: IdBounds | null; videos: IdBounds | null }, formats: readonly Format[], limits: SitemapLimits): Record<OwnerKind, number> | null {
+  const listed = (scope: 'user' | 'video') => formats.filter((f) => f.scope === scope && f.inSitemap).length;
+  const perOwner = { users: listed('user'), videos: listed('video') };
   const span = (b: { min: number; max: number } | null) => (b === null ? 0 : b.max - b.min + 1);
   if (span(bounds.users) * perOwner.users + span(bounds.videos) * perOwner.videos <= limits.maxUrls) return null;
   const width = (formats: number) => Math.max(1, Math.floor(limits.partUrls / Math.max(1, formats)));
@@ -118,6 +123,21 @@ function idRanges(index: SiteIndex, site: SiteContext, limits: SitemapLimits): R
 
 function listedFormats(site: SiteContext, scope: 'user' | 'video'): Array<UserFormat | VideoFormat> {
   return site.formats.filter((f): f is UserFormat | VideoFormat => f.scope === scope && f.inSitemap);
+}
+
+/**
+ * The file that lists an owner of this id: `sitemap.xml` on a small site, else its id range's part
+ * (for the freshness bench, which polls it).
+ */
+export function sitemapFileOf(
+  kind: OwnerKind,
+  id: number,
+  bounds: { users: IdBounds | null; videos: IdBounds | null },
+  formats: readonly Format[],
+  limits: SitemapLimits = SITEMAP_LIMITS,
+): string {
+  const widths = sitemapLayout(bounds, formats, limits);
+  return widths === null ? 'sitemap.xml' : rangeFile(kind, Math.floor(id / widths[kind]));
 }
 
 /** `sitemap-users-K.xml`: K may be negative (ids below zero), written `sitemap-users--K.xml`. */
@@ -211,6 +231,8 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
       }
     }
   }
+  // An index lists 50,000 sitemaps at most: only ids spread thousands apart could need more.
+  if (listed.length > limits.maxUrls) throw new Error(`the sitemap index would list ${listed.length} parts, over the sitemaps.org limit of ${limits.maxUrls}: are the row ids spread thousands apart?`);
   const sitemapIndex = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc']);
   for (const file of listed) sitemapIndex.entry(site.paths.siteUrl(file));
   yield { file: 'sitemap.xml', body: sitemapIndex.end() };

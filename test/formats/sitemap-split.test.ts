@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
-import { MAX_URLS_PER_SITEMAP, renderSitemaps, sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
+import { MAX_URLS_PER_SITEMAP, renderSitemaps, sitemapFileOf, sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import type { Format, SiteContext } from '../../src/formats/format.js';
 import type { SiteIndex } from '../../src/model/views.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
@@ -133,6 +133,20 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
       const part = `sitemap-users-${Math.floor(user.id / usersPerPart)}.xml`;
       expect(locs(text(part)), `${user.username} in ${part}`).toContain(`https://videos.example.org/${encodeURIComponent(user.username)}/rss/`);
     }
+    // sitemapFileOf (the freshness bench polls it) names the part each video is in, and sitemap.xml for a small site.
+    const bounds = (table: string) => fixture.db.prepare(`SELECT min(id) AS min, max(id) AS max FROM ${table}`).get() as { min: number; max: number };
+    const idBounds = { users: bounds('users'), videos: bounds('videos') };
+    const videos = fixture.db.prepare(`SELECT id, public_id FROM videos`).all() as Array<{ id: number; public_id: string }>;
+    let found = 0;
+    for (const video of videos) {
+      const url = `https://videos.example.org/${encodeURIComponent(video.public_id)}/oembed/`;
+      const holding = parts.filter((p) => locs(text(p)).includes(url));
+      if (holding.length === 0) continue;
+      found++;
+      expect(holding).toEqual([sitemapFileOf('videos', video.id, idBounds, formats, limits)]);
+    }
+    expect(found).toBeGreaterThan(20);
+    expect(sitemapFileOf('videos', 1, idBounds, formats, SITEMAP_LIMITS)).toBe('sitemap.xml');
     const whole = readTree(join(buildWhole(fixture.file, FORMATS), 'out'));
     const listed = parts.flatMap((p) => locs(text(p)));
     expect(new Set(listed).size).toBe(listed.length);
