@@ -119,6 +119,7 @@ export class BuildState {
         `SELECT rowid, path FROM outputs WHERE +owner_kind = ? AND build <> ? AND rowid > ? ORDER BY rowid LIMIT ${STALE_PAGE}`,
       ),
       count: this.db.prepare<[], { n: number }>('SELECT count(*) AS n FROM outputs'),
+      any: this.db.prepare<[], number>('SELECT 1 FROM outputs LIMIT 1').pluck(),
     };
   }
 
@@ -267,8 +268,14 @@ export class BuildState {
     }
   }
 
+  /** How many outputs are recorded: a walk over the whole table, for full builds' progress only. */
   count(): number {
     return this.stmt.count.get()!.n;
+  }
+
+  /** Whether no output is recorded (one row read). */
+  isEmpty(): boolean {
+    return this.stmt.any.get() === undefined;
   }
 
   /**

@@ -73,7 +73,7 @@ export class ShardStateError extends Error {
 export function checkStateShard(state: BuildState, stateFile: string, shard: ShardSpec | undefined): void {
   const part = shard === undefined || shard.count === 1 ? 'all' : showShard(shard);
   // A state from before shards existed covers the whole site.
-  const recorded = state.getMeta('shard') ?? (state.count() > 0 ? 'all' : null);
+  const recorded = state.getMeta('shard') ?? (state.isEmpty() ? null : 'all');
   if (recorded !== null && recorded !== part) {
     const was = recorded === 'all' ? 'the whole site' : `shard ${recorded}`;
     const now = part === 'all' ? 'the whole site' : `shard ${part}`;
