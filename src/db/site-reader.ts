@@ -343,8 +343,10 @@ export class SiteReader {
         `SELECT ${VIDEO_DECIDING} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id BETWEEN ? AND ? AND ${PUBLISHED_VIDEO} ORDER BY v.id`,
       ).raw(true),
       usersById: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.id BETWEEN ? AND ? AND ${PUBLISHED_USER} ORDER BY u.id`),
-      userIdBounds: p<{ min: number | null; max: number | null }>(`SELECT min(id) AS min, max(id) AS max FROM users`),
-      videoIdBounds: p<{ min: number | null; max: number | null }>(`SELECT min(id) AS min, max(id) AS max FROM videos`),
+      // One subquery each: SQLite reads min() or max() of a rowid from the end of the table only
+      // when it is the query's sole aggregate (both in one SELECT scan the whole table).
+      userIdBounds: p<{ min: number | null; max: number | null }>(`SELECT (SELECT min(id) FROM users) AS min, (SELECT max(id) FROM users) AS max`),
+      videoIdBounds: p<{ min: number | null; max: number | null }>(`SELECT (SELECT min(id) FROM videos) AS min, (SELECT max(id) FROM videos) AS max`),
       videoStatus: p<{ id: number; status: 'published' | 'private' | 'missing' }>(
         `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${PUBLISHED_USER} THEN 'private' ELSE 'missing' END AS status
          FROM videos v JOIN users u ON u.id = v.user_id WHERE v.public_id = ?`,

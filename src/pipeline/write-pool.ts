@@ -10,7 +10,7 @@ import { DirectoryWriter, type OutputWriter } from './output-writer.js';
  * rendering on the main thread. The files, the staging folder and the rename are the same as
  * DirectoryWriter's; the worker (write-worker.ts) places them with the same FilePlacer.
  *
- * The thread starts when the first batch fills, so a build of a few documents (most incremental
+ * The thread starts when the fifth batch fills, so a build of a few documents (most incremental
  * ones) writes them here and never waits for a thread to start.
  *
  * The build stays synchronous. Documents are copied into batches in a ring of fixed slots of
@@ -28,6 +28,13 @@ const BATCH_FILES = 256;
 const SLOT_BYTES = 512 * 1024;
 /** Slots in the ring, so batches in flight at most: 8 MB of documents, to ride out short stalls of the disk. */
 const SLOTS = 16;
+/**
+ * Batches written on the build's own thread before the write thread starts: a build of up to
+ * 1,024 files (watch's builds, most incremental ones) never pays for starting a thread, about
+ * 25 ms each time (a tenth of watch's CPU at 100,000 users, docs/performance.md); a full build
+ * loses the overlap of its first 1,024 files only.
+ */
+const BATCHES_HERE = 4;
 /** The batch buffer a writer starts with, before its thread runs. */
 const FIRST_BUFFER_BYTES = 64 * 1024;
 
@@ -36,6 +43,8 @@ export interface RingShape {
   slots: number;
   slotBytes: number;
   batchFiles: number;
+  /** Batches written on this thread before the thread starts (none when absent). */
+  batchesHere?: number;
 }
 
 interface WorkerReport {
@@ -76,6 +85,8 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private slot: Uint8Array;
   private bytes = 0;
   private removed = false;
+  /** Batches written on this thread so far, before the thread started. */
+  private writtenHere = 0;
   /** Paths of the batches not yet done, oldest first, and which batch last wrote each path. */
   private readonly inFlight: string[][] = [];
   private readonly pending = new Map<string, number>();
@@ -83,7 +94,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
 
   constructor(
     root: string,
-    private readonly shape: RingShape = { slots: SLOTS, slotBytes: SLOT_BYTES, batchFiles: BATCH_FILES },
+    private readonly shape: RingShape = { slots: SLOTS, slotBytes: SLOT_BYTES, batchFiles: BATCH_FILES, batchesHere: BATCHES_HERE },
   ) {
     this.direct = new DirectoryWriter(root);
     this.slot = new Uint8Array(Math.min(FIRST_BUFFER_BYTES, shape.slotBytes));
@@ -170,7 +181,13 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   /** Sends the batch being filled, if any, and readies the next slot. */
   private send(): void {
     if (this.paths.length === 0) return;
-    if (this.worker === null && (this.threadless || !this.startWorker())) return this.writeHere();
+    if (this.worker === null) {
+      if (this.threadless || this.writtenHere < (this.shape.batchesHere ?? 0)) {
+        this.writtenHere++;
+        return this.writeHere();
+      }
+      if (!this.startWorker()) return this.writeHere();
+    }
     const message: BatchMessage = { paths: this.paths, ends: this.ends, slot: this.sent % this.shape.slots, removed: this.removed };
     this.worker!.postMessage(message);
     this.inFlight.push(this.paths);

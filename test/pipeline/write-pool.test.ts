@@ -162,6 +162,22 @@ describe('ThreadedDirectoryWriter, for a few documents', () => {
     writer.close();
     expect(tree(root).size).toBe(9);
   });
+
+  it('writes its first batches itself when told to, and starts the thread at the batch after them', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const root = join(dir, 'out');
+    const writer = new ThreadedDirectoryWriter(root, { slots: 2, slotBytes: 1024, batchFiles: 4, batchesHere: 2 });
+    for (let i = 0; i < 8; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss>${i}</rss>`));
+    // Two full batches, written here: on disk already, and no thread.
+    expect(writer.threadStarted).toBe(false);
+    expect(readFileSync(join(root, 'u7/rss/index.rss'), 'utf8')).toBe('<rss>7</rss>');
+    for (let i = 8; i < 12; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss>${i}</rss>`));
+    expect(writer.threadStarted).toBe(true);
+    writer.close();
+    expect(tree(root).size).toBe(12);
+    expect(readFileSync(join(root, 'u11/rss/index.rss'), 'utf8')).toBe('<rss>11</rss>');
+  });
 });
 
 describe('DirectoryWriter folders', () => {
