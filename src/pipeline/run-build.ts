@@ -246,10 +246,10 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     if (siteFiles) {
       // The owners this build relisted are the only ones whose listing may have changed, unless
       // earlier builds left the site files behind (stale, another shard's owners, unknown tables).
-      const onlyAffected = !(affected.siteFiles || saved.siteFilesStale || sharded);
+      const relistedOnly = !(affected.siteFiles || saved.siteFilesStale || sharded);
       const users = affected.users === 'all' ? 'all' : relisted.user;
       const videos = affected.videos === 'all' ? 'all' : relisted.video;
-      buildSiteFiles(onlyAffected ? { users, videos } : undefined);
+      buildSiteFiles(relistedOnly ? { users, videos } : undefined);
       prune(state.staleOwned('site'));
       state.setSiteFilesStale(false);
     }
