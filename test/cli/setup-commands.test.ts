@@ -87,7 +87,7 @@ describe('vidfeeds init', () => {
     // $schema points at the schema file shipped with vidfeeds, for an editor.
     expect(config.$schema).toMatch(/^file:\/\/.*\/schemas\/vidfeeds\.config\.schema\.json$/);
     expect(readFileSync(new URL(config.$schema as string), 'utf8')).toContain('"additionalProperties": false');
-    expect(new Ajv({ strict: false }).validate(CONFIG_SCHEMA, config)).toBe(true);
+    expect(new Ajv({ strict: false, formats: { uri: true, 'uri-template': true } }).validate(CONFIG_SCHEMA, config)).toBe(true);
     // The build reads it as it is (no warning: the base URL is set).
     const built = cli(['build', '--db', 'site.sqlite', '--out', 'out'], { cwd: dir });
     expect(built.code, built.stderr).toBe(0);
