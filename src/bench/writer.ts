@@ -5,6 +5,7 @@ import type { Format, UserFormat, VideoFormat } from '../formats/format.js';
 import { formatByName, FORMATS } from '../formats/registry.js';
 import { SitePaths } from '../paths/site-paths.js';
 import { sitemapFileOf } from '../formats/sitemap.js';
+import { SiteReader } from '../db/site-reader.js';
 
 /**
  * The freshness run's writer (src/bench/freshness.ts): plays a live site's code, committing a mix
@@ -58,12 +59,9 @@ function main(): void {
 
   /** The sitemap file that lists a video, and the URL it lists it by (its first format in the sitemap). */
   const listedVideo = FORMATS.find((f): f is VideoFormat => f.scope === 'video' && f.inSitemap)!;
-  const bounds = db.prepare<[], { min: number | null; max: number | null }>('SELECT min(id) AS min, max(id) AS max FROM users');
-  const videoBounds = db.prepare<[], { min: number | null; max: number | null }>('SELECT min(id) AS min, max(id) AS max FROM videos');
-  const sitemapOf = (videoId: number) => {
-    const range = (row: { min: number | null; max: number | null } | undefined) => (row?.min == null || row.max == null ? null : { min: row.min, max: row.max });
-    return sitemapFileOf('videos', videoId, { users: range(bounds.get()), videos: range(videoBounds.get()) }, FORMATS);
-  };
+  // The build's own reading of the id bounds (one end of each rowid tree), after each commit.
+  const reader = new SiteReader(db, config.recommendationsCount);
+  const sitemapOf = (videoId: number) => sitemapFileOf('videos', videoId, reader.idBounds(), FORMATS);
 
   // Active users with a publishable name and a public video, in a seeded order: one per change.
   const candidates = db

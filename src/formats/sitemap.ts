@@ -39,15 +39,8 @@ export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, ma
 
 /** Every URL the sitemap lists, in a stable order: users by name, then videos by id; never a document that failed. */
 export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<string> {
-  const userFormats = site.formats.filter((f) => f.scope === 'user' && f.inSitemap);
-  const videoFormats = site.formats.filter((f) => f.scope === 'video' && f.inSitemap);
-  const failed = (format: string, key: string) => index.documentFailed?.(format, key) ?? false;
-  for (const name of index.usernames()) {
-    for (const f of userFormats) if (f.scope === 'user' && !failed(f.name, name)) yield site.paths.url(f, name);
-  }
-  for (const id of index.videoIds()) {
-    for (const f of videoFormats) if (f.scope === 'video' && !failed(f.name, id)) yield site.paths.url(f, id);
-  }
+  for (const name of index.usernames()) yield* ownerUrls(index, site, 'users', name);
+  for (const id of index.videoIds()) yield* ownerUrls(index, site, 'videos', id);
 }
 
 /**
@@ -114,16 +107,15 @@ function idRanges(index: SiteIndex, site: SiteContext, limits: SitemapLimits): R
 
 /** Ids per part of each kind for a site of these id bounds and formats, or null for one file. */
 function sitemapLayout(bounds: { users: IdBounds | null; videos: IdBounds | null }, formats: readonly Format[], limits: SitemapLimits): Record<OwnerKind, number> | null {
-  const listed = (scope: 'user' | 'video') => formats.filter((f) => f.scope === scope && f.inSitemap).length;
-  const perOwner = { users: listed('user'), videos: listed('video') };
+  const perOwner = { users: listedFormats(formats, 'user').length, videos: listedFormats(formats, 'video').length };
   const span = (b: { min: number; max: number } | null) => (b === null ? 0 : b.max - b.min + 1);
   if (span(bounds.users) * perOwner.users + span(bounds.videos) * perOwner.videos <= limits.maxUrls) return null;
   const width = (formats: number) => Math.max(1, Math.floor(limits.partUrls / Math.max(1, formats)));
   return { users: width(perOwner.users), videos: width(perOwner.videos) };
 }
 
-function listedFormats(site: SiteContext, scope: 'user' | 'video'): Array<UserFormat | VideoFormat> {
-  return site.formats.filter((f): f is UserFormat | VideoFormat => f.scope === scope && f.inSitemap);
+function listedFormats(formats: readonly Format[], scope: 'user' | 'video'): Array<UserFormat | VideoFormat> {
+  return formats.filter((f): f is UserFormat | VideoFormat => f.scope === scope && f.inSitemap);
 }
 
 /**
@@ -151,7 +143,7 @@ const RANGE_FILE = /^sitemap-(users|videos)-(-?\d+)\.xml$/;
 /** The URLs of one owner's listed documents, leaving out those that failed in this build. */
 function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: string): string[] {
   const failed = (format: string) => index.documentFailed?.(format, key) ?? false;
-  return listedFormats(site, kind === 'users' ? 'user' : 'video').filter((f) => !failed(f.name)).map((f) => site.paths.url(f, key));
+  return listedFormats(site.formats, kind === 'users' ? 'user' : 'video').filter((f) => !failed(f.name)).map((f) => site.paths.url(f, key));
 }
 
 /** One part of a site split by id, or null when its rows list nothing. */
@@ -185,7 +177,7 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
   // Parts on disk are of this split only if the last build split by id: otherwise render all.
   const splitOnDisk = onDisk.get('users')!.size + onDisk.get('videos')!.size > 0;
   for (const kind of ['users', 'videos'] as const) {
-    if (listedFormats(site, kind === 'users' ? 'user' : 'video').length === 0) continue;
+    if (listedFormats(site.formats, kind === 'users' ? 'user' : 'video').length === 0) continue;
     const width = widths[kind];
     const rows = (from: number, to: number): Iterable<KeyedRow> => (kind === 'users' ? index.usersById!(from, to) : index.videosById!(from, to));
     const render = (k: number, owners: Iterable<KeyedRow>) => {
