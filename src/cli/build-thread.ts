@@ -66,6 +66,7 @@ export interface BuildThreadEvents {
 }
 
 const WORKER = new URL('./build-worker.js', import.meta.url);
+const BUILD_YOUNG_GENERATION_MB = 16;
 
 /**
  * Resolves with the build's report; rejects with an ExitError carrying the exit code the thread gave
@@ -76,7 +77,13 @@ const WORKER = new URL('./build-worker.js', import.meta.url);
 export function runBuildThread(input: Omit<BuildThreadInput, 'interrupt'>, events: BuildThreadEvents): Promise<BuildReport> {
   if (process.env.VIDFEEDS_BUILD_THREAD === '0') return runBuildHere(input, events);
   const flag = new InterruptFlag();
-  const worker = new Worker(WORKER, { workerData: { ...input, interrupt: flag.buffer } satisfies BuildThreadInput });
+  const worker = new Worker(WORKER, {
+    workerData: { ...input, interrupt: flag.buffer } satisfies BuildThreadInput,
+    // A bounded young generation, as the render threads have: the build keeps one user's documents
+    // alive at a time, and V8's default let a feed-heavy build's heap grow by tens of megabytes
+    // for no speed (docs/performance.md, "Memory").
+    resourceLimits: { maxYoungGenerationSizeMb: BUILD_YOUNG_GENERATION_MB },
+  });
   const signals = ['SIGINT', 'SIGTERM'] as const;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
     flag.raise(signal);

@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { defaultStateFile, SavedState } from '../../pipeline/build-state.js';
 import { defaultLockFile, LockHeldError, processIsAlive, readLock } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/shard.js';
-import { checkTree, type CheckProblem, type TreeCheckResult } from '../../check/tree-check.js';
+import type { CheckProblem, TreeCheckResult } from '../../check/tree-check.js';
 import { loadConfig } from '../../config/config.js';
 import { openForReading } from '../../db/open-database.js';
 import { SiteReader } from '../../db/site-reader.js';
@@ -44,7 +44,7 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
     .option('--json', 'print one JSON report on stdout (docs/report.md)')
     .option('--quiet', 'print only problems')
     .addHelpText('after', '\nExit codes: 0 the tree is as built, 1 problems (one line each on stdout, naming the file), 2 usage,\n75 a build of the directory is running.')
-    .action((flags: CheckFlags) => withJsonErrors('check', flags.json, io.out, () => {
+    .action((flags: CheckFlags) => withJsonErrors('check', flags.json, io.out, async () => {
       const started = process.hrtime.bigint();
       const out = resolve(flags.out);
       if (!statSync(out, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--out ${flags.out} is not a directory`);
@@ -59,6 +59,9 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
       const db = flags.db === undefined ? undefined : openForReading(resolve(flags.db));
       let result: TreeCheckResult;
       try {
+        // Loaded here, not with the command line: libxml2's WebAssembly and the schemas cost every
+        // other command (a build's main thread among them) about 19 MB of memory.
+        const { checkTree } = await import('../../check/tree-check.js');
         result = checkTree({
           out,
           state,
