@@ -1,0 +1,65 @@
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { byCodePoint, SiteReader } from '../../src/db/site-reader.js';
+import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()!();
+});
+
+/**
+ * A video's tags are read as ids and named from a map kept per snapshot (src/db/site-reader.ts,
+ * `tagNames`); SQLite itself is the oracle for their order: `ORDER BY name` in its BINARY collation.
+ */
+describe("a video's tags", () => {
+  // Names whose UTF-16 order is not their UTF-8 order (U+E000..U+FFFF against astral characters),
+  // case, accents, prefixes, the empty name, and a name outside the Basic Multilingual Plane.
+  const NAMES = ['b', 'a', 'B', 'aa', 'é', 'e\u0301', '\uE000', '\uFFFD\uFFFC', '\u{1F600}', '\u{10400}', '\uFF21', 'Z', '', 'dup', '日本', '\u0000x'];
+
+  it('come in SQLite order of their names, each tag once, whether read in a snapshot or not', () => {
+    const { db, file, cleanup } = createTestDb();
+    cleanups.push(cleanup);
+    const user = insertUser(db, { username: 'tagger' });
+    const video = insertVideo(db, user.id, { public_id: 'tagged' });
+    const other = insertVideo(db, user.id, { public_id: 'other' });
+    const insertTag = db.prepare('INSERT INTO tags (name) VALUES (?)');
+    const link = db.prepare('INSERT INTO video_tags (video_id, tag_id) VALUES (?, ?)');
+    // Inserted in a shuffled order, so ids do not follow names.
+    for (const name of [...NAMES].reverse()) link.run(video.id, insertTag.run(name).lastInsertRowid);
+    link.run(other.id, insertTag.run('only-other').lastInsertRowid);
+
+    const readOnly = new Database(file, { readonly: true });
+    cleanups.push(() => readOnly.close());
+    const expected = readOnly
+      .prepare<[number], string>(`SELECT t.name FROM video_tags vt JOIN tags t ON t.id = vt.tag_id WHERE vt.video_id = ? ORDER BY t.name, t.id`)
+      .pluck()
+      .all(video.id)
+      // The reader leaves out names that are not valid UTF-8 (U+FFFD stands for the bytes).
+      .filter((name) => !name.includes('\uFFFD'));
+    expect(expected).toHaveLength(NAMES.length - 1);
+    const reader = new SiteReader(readOnly, 8);
+    const tagsOf = () => reader.videoByPublicId('tagged');
+    const outside = tagsOf();
+    expect(outside.status === 'published' && outside.video.tags).toEqual(expected);
+    reader.snapshot(() => {
+      for (let i = 0; i < 2; i++) {
+        const inside = tagsOf();
+        expect(inside.status === 'published' && inside.video.tags).toEqual(expected);
+      }
+      const second = reader.videoByPublicId('other');
+      expect(second.status === 'published' && second.video.tags).toEqual(['only-other']);
+    });
+  });
+
+  it('byCodePoint orders strings as SQLite orders UTF-8 text', () => {
+    const db = new Database(':memory:');
+    cleanups.push(() => db.close());
+    const strings = ['', 'a', 'ab', 'b', '\uD7FF', '\uE000', '\uFFFF', '\u{10000}', '\u{10FFFF}', 'a\u{1F600}', 'a\uFFFF', 'A', '\u00E9'];
+    const sqlite = db
+      .prepare<[string], string>(`SELECT value FROM json_each(?) ORDER BY value`)
+      .pluck()
+      .all(JSON.stringify(strings));
+    expect([...strings].sort(byCodePoint)).toEqual(sqlite);
+  });
+});
