@@ -81,6 +81,20 @@ export class DirectoryMaker {
 }
 
 /**
+ * The absolute path of `path` (relative, `/`-separated) inside `root` (absolute), refusing
+ * anything that would land outside it or in the staging folder.
+ */
+export function resolveInside(root: string, path: string): string {
+  const full = resolve(root, path);
+  const rel = relative(root, full);
+  if (rel === '' || rel.startsWith('..') || rel.split(sep).includes('..') || resolve(root, rel) !== full) {
+    throw new Error(`refusing to write outside the output directory: ${JSON.stringify(path)}`);
+  }
+  if (rel.split(sep)[0] === STAGING_DIR) throw new Error(`refusing to write into the staging folder: ${path}`);
+  return full;
+}
+
+/**
  * Puts whole files in place: writes each into the staging folder (same file system) and renames
  * it over its path, so a reader sees the old file or the new one, never a part. DirectoryWriter,
  * the write thread (write-worker.ts) and the benchmark's floor (src/bench/floor.ts) all place
@@ -133,13 +147,7 @@ export class DirectoryWriter implements OutputWriter {
 
   /** Resolves a relative output path, refusing anything that would land outside the root. */
   target(path: string): string {
-    const full = resolve(this.root, path);
-    const rel = relative(this.root, full);
-    if (rel === '' || rel.startsWith('..') || rel.split(sep).includes('..') || resolve(this.root, rel) !== full) {
-      throw new Error(`refusing to write outside the output directory: ${JSON.stringify(path)}`);
-    }
-    if (rel.split(sep)[0] === STAGING_DIR) throw new Error(`refusing to write into the staging folder: ${path}`);
-    return full;
+    return resolveInside(this.root, path);
   }
 
   write(path: string, body: Buffer): void {

@@ -35,7 +35,19 @@ export interface FailedDocument {
   where: string;
 }
 
+/** A document a render thread rendered and wrote itself, in a build into an empty directory (render-pool.ts). */
+export interface WrittenDocument extends Omit<RenderedDocument, 'body'> {
+  /** SHA-1 of the document's bytes, and their length. */
+  hash: Buffer;
+  size: number;
+  /** Bytes written: the document's and its compressed forms'. */
+  bytes: number;
+}
+
 export type RenderResult = { ok: true; document: RenderedDocument } | { ok: false; failed: FailedDocument };
+
+/** A user's document as a render thread hands it back: rendered, failed, or written by the thread. */
+export type ThreadResult = RenderResult | { ok: true; written: WrittenDocument };
 
 function renderOne(format: Format, path: string, key: string, owner: Owner, user: string | null, render: () => string): RenderResult {
   try {
@@ -115,12 +127,17 @@ export function renderUserTexts(bundle: UserBundle, formats: readonly UserFormat
   });
 }
 
-/** What a render thread rendered for a user, as the render stage's results. */
-export function resultsOfRenderedUser({ row, documents }: RenderedUser, formats: readonly UserFormat[], site: SiteContext): RenderResult[] {
+/** What a render thread rendered (or rendered and wrote) for a user, as the render stage's results. */
+export function resultsOfRenderedUser({ row, documents }: RenderedUser, formats: readonly UserFormat[], site: SiteContext): ThreadResult[] {
   const owner: Owner = { kind: 'user', id: row.id };
   return formats.map((format, i) => {
     const document = documents[i]!;
-    return renderOne(format, site.paths.file(format, row.username), row.username, owner, row.username, () => {
+    const path = site.paths.file(format, row.username);
+    if ('written' in document) {
+      const { hash, size, bytes } = document.written;
+      return { ok: true, written: { format, path, key: row.username, owner, user: row.username, hash: Buffer.from(hash, 'hex'), size, bytes } };
+    }
+    return renderOne(format, path, row.username, owner, row.username, () => {
       if ('error' in document) throw new Error(document.error);
       return document.body;
     });

@@ -1,4 +1,4 @@
-import { workerData } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import { ChangeLog } from '../db/change-log.js';
 import type { ValueIssue } from '../db/decode.js';
 import { openForReading } from '../db/open-database.js';
@@ -6,7 +6,11 @@ import { SiteReader } from '../db/site-reader.js';
 import type { UserFormat } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
 import { buildFingerprint, type BuildFingerprint } from './incremental.js';
-import type { RenderedDocument, RenderReply, RenderRequest, RenderWorkerData } from './render-pool.js';
+import type { Encoding } from '../paths/compression.js';
+import { FilePlacer, resolveInside } from './output-writer.js';
+import { renderUserTexts } from './render-documents.js';
+import type { RenderedDocument, RenderReply, RenderRequest, RenderWorkerData, WrittenForm } from './render-pool.js';
+import { writeRendered } from './write-documents.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { createSiteContext } from './site-context.js';
 
@@ -51,26 +55,39 @@ function start(): void {
   if (position !== data.position) {
     return reply({ refused: `the render thread read the change log at ${position}, the build at ${data.position} (the database changed as the build began)` });
   }
+  const write = data.writeTo === null ? null : writerOf(data.writeTo);
   reply({ ready: true });
-  port.on('message', ({ batch, ids }: RenderRequest) => {
+  port.on('message', ({ batch, ids, usernames }: RenderRequest) => {
     let users: RenderedDocument[][];
     issues = [];
     try {
-      users = ids.map((id) => {
-        const bundle = reader.userBundle(id, parts);
-        return formats.map((format): RenderedDocument => {
-          try {
-            return { body: format.render(bundle, site) };
-          } catch (error) {
-            return { error: (error as Error).message };
-          }
-        });
+      users = ids.map((id, i) => {
+        const texts = renderUserTexts(reader.userBundle(id, parts), formats, site);
+        if (write === null) return texts;
+        return texts.map((text, f) => ('body' in text ? { written: write(site.paths.file(formats[f]!, usernames[i]!), formats[f]!, text.body) } : text));
       });
     } catch (error) {
+      // A failed read or write stops the build, naming what failed.
       return reply({ fatal: (error as Error).message });
     }
     reply({ batch, users, issues });
   });
+}
+
+/**
+ * Writes a document and its compressed forms into the output directory as the build's writer
+ * would (FilePlacer: beside, then renamed into place), and says what the state records of it.
+ */
+function writerOf({ root, compression }: { root: string; compression: Encoding[] }) {
+  const placer = new FilePlacer(root, `${process.pid}-r${threadId}`);
+  const place = (path: string, body: Buffer) => {
+    try {
+      placer.place(resolveInside(root, path), body);
+    } catch (error) {
+      throw new Error(`cannot write ${path}: ${(error as Error).message}`);
+    }
+  };
+  return (path: string, format: UserFormat, text: string): WrittenForm => writeRendered(place, { format, path, text }, compression);
 }
 
 try {

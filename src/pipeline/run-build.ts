@@ -25,10 +25,10 @@ import {
   type OwnerSelection,
   type ReadScope,
 } from './read-owners.js';
-import { renderOwner, renderSiteFormat, renderUserTexts, resultsOfRenderedUser, type RenderResult } from './render-documents.js';
-import type { RenderPool } from './render-pool.js';
+import { renderOwner, renderSiteFormat, renderUserTexts, resultsOfRenderedUser, type ThreadResult } from './render-documents.js';
+import type { RenderedUser, RenderJob, RenderPool } from './render-pool.js';
 import { ownsSiteFiles, type ShardSpec } from './shard.js';
-import { compareAndWrite, keepFailed, type WriteTarget } from './write-documents.js';
+import { compareAndWrite, keepFailed, recordWritten, writeRendered, type WriteTarget } from './write-documents.js';
 
 /**
  * The build, as a sequence of named stages, each a module with one job:
@@ -161,15 +161,16 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   /** The change log as the build's snapshot read it (absent without a change log). */
   let log: ChangeLogPosition | undefined;
 
-  const write = (results: Iterable<RenderResult>) => {
+  const write = (results: Iterable<ThreadResult>) => {
     for (const result of results) {
       if (result.ok) {
-        const outcome = compareAndWrite(target, result.document);
+        const document = 'written' in result ? result.written : result.document;
+        const outcome = 'written' in result ? recordWritten(target, result.written) : compareAndWrite(target, result.document);
         if (outcome.isNew) {
           newPaths = true;
-          relist(result.document.owner, outcome.movedFrom);
+          relist(document.owner, outcome.movedFrom);
         }
-        tally.document(result.document.path, result.document.format.name, outcome.written, outcome.bytes);
+        tally.document(document.path, document.format.name, outcome.written, outcome.bytes);
       } else {
         tally.fail(result.failed.failure, result.failed.where);
         failedDocuments.add(`${result.failed.format.name}\u0000${result.failed.key}`);
@@ -187,17 +188,32 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   /**
    * The users of a selection: read and rendered on the render threads when there are any (each
    * thread reads the bundles from the build's snapshot on its own connection), else here through
-   * the read and render stages; in the same order either way.
+   * the read and render stages; in the same order either way. In a build into an empty directory
+   * the threads also write their users' files (every document is written there: nothing to
+   * compare), and this thread records them.
    */
   const buildUsers = (selection: OwnerSelection) => {
     const pool = deps.renderPool;
     if (pool === undefined || log === undefined) return build(readUsers(scope, selection));
     const rows = publishableUsers(scope, userRows(scope, selection), (skipped) => tally.skip(skipped));
-    const here = (row: UserRow) => renderUserTexts(reader.userBundle(row.id, scope.parts), keyed.user, site);
-    // What a thread's reader reports about values goes to this build's reader, as if read here.
-    const issues = (found: readonly ValueIssue[]) => found.forEach((issue) => reader.report(issue));
-    const names = keyed.user.map((format) => format.name);
-    for (const rendered of pool.render(rows, names, scope.parts, log.position, here, issues)) write(resultsOfRenderedUser(rendered, keyed.user, site));
+    const take = (rendered: RenderedUser) => write(resultsOfRenderedUser(rendered, keyed.user, site));
+    const renderHere = (row: UserRow) => renderUserTexts(reader.userBundle(row.id, scope.parts), keyed.user, site);
+    // Writing, the users rendered here are written at once too, so the batches queued behind a
+    // thread's hold hashes, not documents (held documents outlived the young generation: the
+    // garbage collector's helpers took a fifth of the build's CPU).
+    const writeHere = (path: string, format: Format, text: string) => writeRendered((to, body) => writer.write(to, body), { format, path, text }, compression);
+    const job: RenderJob = {
+      formats: keyed.user.map((format) => format.name),
+      parts: scope.parts,
+      position: log.position,
+      local: !target.startedEmpty
+        ? renderHere
+        : (row) => renderHere(row).map((text, i) => ('body' in text ? { written: writeHere(site.paths.file(keyed.user[i]!, row.username), keyed.user[i]!, text.body) } : text)),
+      // What a thread's reader reports about values goes to this build's reader, as if read here.
+      issues: (found: readonly ValueIssue[]) => found.forEach((issue) => reader.report(issue)),
+      ...(target.startedEmpty ? { writes: { compression, unclaimed: take } } : {}),
+    };
+    for (const rendered of pool.render(rows, job)) take(rendered);
     report.renderThreads = pool.threadsUsed;
   };
   /**

@@ -77,7 +77,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   const fingerprint = held?.fingerprint ?? buildFingerprint(config, formats, VIDFEEDS_VERSION);
   // Render threads load the registry's formats: a build with a table of its own renders here.
   // No thread starts until a build has a batch of users for it.
-  const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, config, now: site.now, fingerprint }) : null;
+  const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, out: request.out, config, now: site.now, fingerprint }) : null;
   const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds });
   try {
     const db = held?.db ?? openForReading(request.db);

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible } from '../paths/compression.js';
+import type { Format } from '../formats/format.js';
 import type { BuildState } from './build-state.js';
+import type { WrittenForm } from './render-pool.js';
 import type { OutputWriter } from './output-writer.js';
-import type { FailedDocument, RenderedDocument } from './render-documents.js';
+import type { FailedDocument, RenderedDocument, WrittenDocument } from './render-documents.js';
 
 /**
  * The compare-and-write stage: a rendered document is written only when its bytes differ from
@@ -62,20 +64,69 @@ export function compareAndWrite(target: WriteTarget, document: RenderedDocument)
     // After an interrupted build, too: it may have written forms and been killed before their document.
     if (target.formsUnknown || target.verify) bytes += syncForms(target, document);
   } else {
-    if (isCompressible(document.format.mediaType)) {
-      for (const encoding of target.compression) {
-        const form = compress(body, encoding);
-        writer.write(compressedPath(path, encoding), form);
-        bytes += form.length;
-      }
-    }
-    writer.write(path, body);
-    bytes += body.length;
+    bytes = writeWithForms((to, data) => writer.write(to, data), document, target.compression);
   }
-  state.record(path, document.format.name, document.owner, document.user, hash, body.length);
+  return recordDocument(state, document, hash, body.length, { written: !same, bytes }, previous);
+}
+
+/**
+ * Writes a document and, for a text document, its compressed forms before it (see above) through
+ * `write`; returns the bytes written. A render thread that writes its own users' files
+ * (render-worker.ts) writes them this way too.
+ */
+export function writeWithForms(
+  write: (path: string, body: Buffer) => void,
+  { format, path, body }: Pick<RenderedDocument, 'format' | 'path' | 'body'>,
+  compression: readonly Encoding[],
+): number {
+  let bytes = 0;
+  if (isCompressible(format.mediaType)) {
+    for (const encoding of compression) {
+      const form = compress(body, encoding);
+      write(compressedPath(path, encoding), form);
+      bytes += form.length;
+    }
+  }
+  write(path, body);
+  return bytes + body.length;
+}
+
+/**
+ * Writes a rendered text and its forms through `write` (see writeWithForms) and says what the
+ * state records of it: in a build into an empty directory every document is written, so a render
+ * thread writes its users' files itself and the build thread records them (render-pool.ts).
+ */
+export function writeRendered(
+  write: (path: string, body: Buffer) => void,
+  document: { format: Format; path: string; text: string },
+  compression: readonly Encoding[],
+): WrittenForm {
+  const body = Buffer.from(document.text, 'utf8');
+  const bytes = writeWithForms(write, { format: document.format, path: document.path, body }, compression);
+  return { hash: createHash('sha1').update(body).digest('hex'), size: body.length, bytes };
+}
+
+/**
+ * Records a document a render thread has written (a build into an empty directory, where every
+ * document is written): what compareAndWrite records of a document it wrote.
+ */
+export function recordWritten(target: Pick<WriteTarget, 'state'>, document: WrittenDocument): WriteOutcome {
+  const previous = target.state.previous(document.path);
+  return recordDocument(target.state, document, document.hash, document.size, { written: true, bytes: document.bytes }, previous);
+}
+
+function recordDocument(
+  state: BuildState,
+  document: Omit<RenderedDocument, 'body'>,
+  hash: Buffer,
+  size: number,
+  done: { written: boolean; bytes: number },
+  previous: ReturnType<BuildState['previous']>,
+): WriteOutcome {
+  state.record(document.path, document.format.name, document.owner, document.user, hash, size);
   const ownerId = document.owner.kind === 'site' ? null : document.owner.id;
   const movedFrom = previous !== undefined && previous.ownerId !== ownerId ? previous.ownerId : null;
-  return { written: !same, bytes, isNew: previous === undefined || movedFrom !== null, movedFrom };
+  return { ...done, isNew: previous === undefined || movedFrom !== null, movedFrom };
 }
 
 /**

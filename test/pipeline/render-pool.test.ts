@@ -1,4 +1,6 @@
+import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type * as SiteBuildModule from '../../src/pipeline/site-build.js';
@@ -8,7 +10,12 @@ import type * as VersionModule from '../../src/config/version.js';
 import type * as RegistryModule from '../../src/formats/registry.js';
 import type { DemoShape } from '../../src/db/demo-data.js';
 import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
-import { readTree, treeDifferences } from '../helpers/tree.js';
+import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
+import type { SiteConfig } from '../../src/config/config.js';
+import { ChangeLog } from '../../src/db/change-log.js';
+import { SavedState } from '../../src/pipeline/build-state.js';
+import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
+import { compressedFormOf } from '../../src/paths/compression.js';
 
 // Render threads run compiled JavaScript: these tests use dist/ (`npm test` compiles first),
 // typed by the sources they were compiled from.
@@ -24,13 +31,39 @@ afterEach(() => {
   else process.env.VIDFEEDS_RENDER_THREADS = saved;
 });
 
-/** A full build of `db` into a fresh directory with `threads` render threads: its report and tree. */
-function build(db: string, threads: number) {
+/**
+ * A build of `db` with `threads` render threads: into a fresh directory, or again into `into` (a
+ * full build over the tree there, which compares every document with it).
+ */
+function build(db: string, threads: number, options: { config?: SiteConfig; into?: { out: string; stateFile: string } } = {}) {
   process.env.VIDFEEDS_RENDER_THREADS = String(threads);
-  const { dir } = tempDir('vidfeeds-render-pool-');
-  const out = join(dir, 'out');
-  const report = buildSite({ db, out, stateFile: join(dir, 'state.sqlite'), config: testConfig() });
-  return { report, tree: readTree(out) };
+  const fresh = () => {
+    const { dir } = tempDir('vidfeeds-render-pool-');
+    return { out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite') };
+  };
+  const { out, stateFile } = options.into ?? fresh();
+  const report = buildSite({ db, out, stateFile, config: options.config ?? testConfig(), full: options.into !== undefined });
+  return { report, tree: readTree(out), out, stateFile };
+}
+
+/** Files on disk whose bytes the state does not record (a file written and never recorded, or recorded wrong). */
+function unrecorded(out: string, stateFile: string): string[] {
+  const state = new SavedState(stateFile);
+  try {
+    const records = new Map([...state.outputs()].map((output) => [output.path, output]));
+    const problems: string[] = [];
+    for (const [path, file] of readTree(out)) {
+      // Compressed forms have no records of their own (their document's hash covers them).
+      if (compressedFormOf(path) !== null) continue;
+      const record = records.get(path);
+      const hash = createHash('sha1').update(file.body).digest();
+      if (record === undefined) problems.push(`not recorded: ${path}`);
+      else if (!record.hash.equals(hash) || record.size !== file.body.length) problems.push(`recorded otherwise: ${path}`);
+    }
+    return problems;
+  } finally {
+    state.close();
+  }
 }
 
 /** One hash of every path and its bytes. */
@@ -58,6 +91,101 @@ describe('render threads', () => {
     expect(threaded.report.issues).toEqual(here.report.issues);
   });
 
+  it('write their users\' files in a build into an empty directory, recorded as the build thread records its own', () => {
+    const { file } = createDemoDb({ users: 40, seed: 5, shape: 'feed-heavy' });
+    const config = testConfig({ compress: ['gzip', 'br'] });
+    const here = build(file, 0, { config });
+    const threaded = build(file, 1, { config });
+    expect(threaded.report.renderThreads).toBe(1);
+    expect(treeDifferences(threaded.tree, here.tree)).toEqual([]);
+    expect([...threaded.tree.keys()].some((path) => path.endsWith('/rss/index.rss.br'))).toBe(true);
+    expect(threaded.report).toMatchObject({ documents: here.report.documents, written: here.report.written, bytesWritten: here.report.bytesWritten });
+    expect(unrecorded(threaded.out, threaded.stateFile)).toEqual([]);
+    // The state knows every file: a build with nothing changed writes nothing.
+    const again = build(file, 1, { config, into: threaded });
+    expect(again.report).toMatchObject({ mode: 'full', written: 0, removed: 0 });
+    expect(touchedButSame(threaded.tree, again.tree)).toEqual([]);
+  });
+
+  it('only read and render in a full build over an existing tree, which compares each document with it', () => {
+    const { file } = createDemoDb({ users: 40, seed: 6, shape: 'feed-heavy' });
+    const first = build(file, 0);
+    const edit = new Database(file);
+    edit.exec(`UPDATE videos SET title = title || ' (v2)' WHERE id % 3 = 0`);
+    edit.close();
+    const threaded = build(file, 1, { into: first });
+    const reference = build(file, 0);
+    expect(threaded.report).toMatchObject({ mode: 'full', renderThreads: 1 });
+    expect(treeDifferences(threaded.tree, reference.tree)).toEqual([]);
+    expect(threaded.report.written).toBeGreaterThan(0);
+    expect(threaded.report.written).toBeLessThan(threaded.report.documents);
+    expect(unrecorded(threaded.out, threaded.stateFile)).toEqual([]);
+  });
+
+  it('a build stopped by a signal records every file its threads wrote, and the next build completes the tree', () => {
+    const { file } = createDemoDb({ users: 72, seed: 7, shape: 'feed-heavy' });
+    process.env.VIDFEEDS_RENDER_THREADS = '1';
+    const { dir } = tempDir('vidfeeds-render-pool-');
+    const place = { out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite') };
+    let asked = 0;
+    let stopped: unknown;
+    try {
+      buildSite({ db: file, ...place, config: testConfig(), stopRequested: () => (++asked > 50 ? 'SIGINT' : null) });
+    } catch (error) {
+      stopped = error;
+    }
+    // buildSite comes from dist/: its BuildInterrupted is not the one of src/.
+    expect((stopped as Error).name).toBe('BuildInterrupted');
+    const stoppedTree = readTree(place.out);
+    expect(stoppedTree.size).toBeGreaterThan(16 * 8);
+    expect(unrecorded(place.out, place.stateFile)).toEqual([]);
+    // No build finished yet, so the next is full; it finds the stopped one's files recorded and leaves them be.
+    const next = buildSite({ db: file, ...place, config: testConfig() });
+    expect(next.unchanged).toBeGreaterThanOrEqual(stoppedTree.size);
+    const after = readTree(place.out);
+    expect(touchedButSame(stoppedTree, after)).toEqual([]);
+    expect(treeDifferences(after, build(file, 0).tree)).toEqual([]);
+  });
+
+  it('hand back the users whose files a thread wrote when the build stops taking them', () => {
+    const { file } = createDemoDb({ users: 100, seed: 8, shape: 'feed-heavy' });
+    const config = testConfig();
+    const { dir } = tempDir('vidfeeds-render-pool-');
+    const out = join(dir, 'out');
+    mkdirSync(join(out, STAGING_DIR), { recursive: true });
+    const pool = new RenderPool({ db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 0, writingThreads: 1 });
+    const db = new Database(file, { readonly: true });
+    try {
+      db.exec('BEGIN');
+      const position = new ChangeLog(db).current().position;
+      const users = db.prepare<[], { id: number; username: string }>(`SELECT id, username FROM users WHERE state = 'active' ORDER BY username`).all();
+      const taken: string[] = [];
+      const unclaimed: string[] = [];
+      const job = {
+        formats: ['rss'],
+        parts: new Set(['uploads'] as const),
+        position,
+        local: () => [{ body: 'rendered here, not written' }],
+        writes: { compression: [], unclaimed: (user: { row: { username: string } }) => unclaimed.push(user.row.username) },
+      };
+      expect(() => {
+        for (const user of pool.render(users, job)) {
+          taken.push(user.row.username);
+          if (taken.length === 20) throw new Error('the build stops');
+        }
+      }).toThrow('the build stops');
+      expect(unclaimed.length).toBeGreaterThan(0);
+      expect(unclaimed.filter((name) => taken.includes(name))).toEqual([]);
+      // Every file on disk is of a user taken or handed back.
+      const onDisk = [...readTree(out).keys()].map((path) => path.split('/')[0]!);
+      expect(onDisk.length).toBeGreaterThan(0);
+      expect(onDisk.filter((name) => !taken.includes(name) && !unclaimed.includes(name))).toEqual([]);
+    } finally {
+      db.close();
+      pool.close();
+    }
+  });
+
   it.each([
     ['another configuration', 'x', 0, /configHash differs from the build's/],
     ['another snapshot', '', 999_999, /read the change log at \d+, the build at 999999/],
@@ -66,11 +194,11 @@ describe('render threads', () => {
     const config = testConfig();
     const real = buildFingerprint(config, FORMATS, VIDFEEDS_VERSION);
     const fingerprint = { ...real, configHash: configHash || real.configHash };
-    const pool = new RenderPool({ db: file, config, now: new Date(), fingerprint, threads: 1 });
+    const pool = new RenderPool({ db: file, out: tempDir('vidfeeds-render-pool-').dir, config, now: new Date(), fingerprint, threads: 1, writingThreads: 1 });
     try {
       const rows = [...Array(40).keys()].map((i) => ({ id: i + 1, username: `user${i + 1}` }));
       let local = 0;
-      const rendered = [...pool.render(rows, ['rss'], new Set(['uploads']), position, () => (local++, [{ body: 'here' }]))];
+      const rendered = [...pool.render(rows, { formats: ['rss'], parts: new Set(['uploads']), position, local: () => (local++, [{ body: 'here' }]) })];
       expect(rendered.map((user) => user.row.id)).toEqual(rows.map((row) => row.id));
       expect(local).toBe(40);
       expect(pool.refused).toMatch(reason);
