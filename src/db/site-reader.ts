@@ -267,8 +267,8 @@ function videoOrProblem(ctx: DecodeContext, raw: RawVideo): VideoView | VideoPro
   return ownVideoOrProblem(ctx, raw as unknown as RawOwnVideo, raw.slice(OWN_VIDEO_COLUMN_COUNT) as RawPerson);
 }
 
-/** As `videoOrProblem`, for a row without its uploader's columns, whose uploader is `uploader`. */
-function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPerson): VideoView | VideoProblem {
+/** As `videoOrProblem`, for a row without its uploader's columns, whose uploader is `uploader` (decoded, or its columns). */
+function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPerson | PersonRef): VideoView | VideoProblem {
   const [
     id, publicId, title, description, durationSeconds, fileUrl, fileSize, fileType, width, height,
     thumbnailUrl, thumbnailWidth, thumbnailHeight, captionsUrl, category, tagIds, createdAt, updatedAt,
@@ -294,7 +294,7 @@ function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPe
     captionsUrl: webUrl(d.text('captions_url', captionsUrl)),
     category: category !== null && validName(category) ? category : null,
     tags: tagNames(ctx, tagIds).filter(validName),
-    uploader: person(ctx, uploader),
+    uploader: Array.isArray(uploader) ? person(ctx, uploader) : uploader,
     createdAt: created,
     updatedAt: d.time('updated_at', updatedAt) ?? created,
   };
@@ -668,9 +668,12 @@ export class SiteReader {
       readingList: [],
     };
     if (parts.has('uploads')) {
-      const uploader: RawPerson = [raw.id, raw.username as string, raw.display_name, raw.avatar_url, raw.homepage_url, raw.email];
+      // Decoded here, not kept among the snapshot's people: each user's bundle is read once, and
+      // kept people outlive the young generation (garbage the full collections must find).
+      let uploader: PersonRef | null = null;
       bundle.uploads = [];
       for (const row of this.stmt.uploads.all(id)) {
+        uploader ??= decodePerson(this.ctx, [raw.id, raw.username as string, raw.display_name, raw.avatar_url, raw.homepage_url, raw.email]);
         const view = ownVideoOrProblem(this.ctx, row, uploader);
         if (!('problem' in view)) bundle.uploads.push(view);
       }
