@@ -12,6 +12,7 @@ import { registerRecommend } from './commands/recommend.js';
 import { registerRecommendations } from './commands/moderate-recommendations.js';
 import { registerWatch } from './commands/watch.js';
 import { EXIT, exitCodeOf } from './errors.js';
+import { boundHeapGrowth } from './heap.js';
 import { processConsole, type Console } from './output.js';
 
 /**
@@ -21,6 +22,7 @@ import { processConsole, type Console } from './output.js';
  * 75 another build holds the lock, 130/143 a build stopped by SIGINT/SIGTERM.
  */
 export async function main(argv: string[], io: Console = processConsole): Promise<number> {
+  boundHeapGrowth();
   let exitCode: number = EXIT.ok;
   const setExit = (code: number) => {
     exitCode = code;
