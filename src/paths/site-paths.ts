@@ -5,6 +5,9 @@ import { encodedFilePath, isSiteFileName, keyedFile, keyedUrlPath, keyProblem, t
  * The URL scheme (src/paths/url-scheme.ts) bound to one site's base URL: turns (format, key) into
  * the public URL and the file under out/, and fills the site's own page templates into links.
  */
+/** Tag pages a SitePaths keeps (see tagPage). */
+const TAG_PAGES_KEPT = 4096;
+
 export class SitePaths {
   /** Base URL without a trailing slash, e.g. `https://example.org/videos`. */
   readonly base: string;
@@ -87,8 +90,12 @@ export class SitePaths {
   }
 
   userPage(username: string): string {
-    return this.pageParts.user.join(encodeURIComponent(username));
+    // A feed links its one uploader on every item: the last answer is kept.
+    if (username !== this.lastUser.username) this.lastUser = { username, page: this.pageParts.user.join(encodeURIComponent(username)) };
+    return this.lastUser.page;
   }
+
+  private lastUser = { username: '', page: '' };
 
   videoPage(publicId: string): string {
     return this.pageParts.video.join(encodeURIComponent(publicId));
@@ -132,8 +139,17 @@ export class SitePaths {
   }
 
   tagPage(tag: string): string {
-    return this.pageParts.tag.join(encodeURIComponent(tag));
+    // Tags repeat from video to video: their pages are kept, a bounded number.
+    let page = this.tagPages.get(tag);
+    if (page === undefined) {
+      if (this.tagPages.size >= TAG_PAGES_KEPT) this.tagPages.clear();
+      page = this.pageParts.tag.join(encodeURIComponent(tag));
+      this.tagPages.set(tag, page);
+    }
+    return page;
   }
+
+  private readonly tagPages = new Map<string, string>();
 
   /** The OpenSearch URL template: `{searchTerms}` stays for the client to fill. */
   searchTemplate(): string {

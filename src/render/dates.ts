@@ -4,6 +4,8 @@ const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
 function pad(n: number, width = 2): string {
+  // Every field but the year, without padStart's generic path (two dates an RSS item).
+  if (width === 2 && n >= 0 && n < 100) return n < 10 ? `0${n}` : `${n}`;
   return String(n).padStart(width, '0');
 }
 
