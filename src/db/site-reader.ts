@@ -160,6 +160,12 @@ interface DecodeContext {
   people: Map<number, PersonRef> | null;
   /** A tag's name (null: not text), looked up by id; kept per snapshot like `people`. */
   tagName: (id: number) => string | null;
+  /**
+   * A video's published tag names by its list of tag ids, kept per snapshot like `people` (null
+   * outside one): videos share their few tags' combinations, and naming and sorting them was a
+   * tenth of decoding a video.
+   */
+  tagLists: Map<string, readonly string[]> | null;
 }
 
 /** People kept per snapshot at most; the map starts again when full (a feed's items share one uploader). */
@@ -208,8 +214,8 @@ function videoProblem(ctx: DecodeContext, row: readonly unknown[]): VideoProblem
 function checkVideo(
   ctx: DecodeContext,
   [id, publicId, title, fileUrl, thumbnailUrl, thumbnailWidth, thumbnailHeight, createdAt]: readonly unknown[],
+  d = decoder(ctx, 'videos', id as number),
 ): VideoProblem | { fileUrl: string; thumbnailUrl: string } {
-  const d = decoder(ctx, 'videos', id as number);
   d.text('public_id', publicId);
   d.text('title', title);
   const file = d.text('file_url', fileUrl);
@@ -231,8 +237,21 @@ function checkVideo(
  * per-snapshot map costs a fraction of joining, sorting and aggregating the names for every row
  * (docs/performance.md, "Reading"): 2 µs a video on a feed-heavy site.
  */
-function tagNames(ctx: DecodeContext, ids: string | null): string[] {
-  if (ids === null) return [];
+function tagNames(ctx: DecodeContext, ids: string | null): readonly string[] {
+  if (ids === null) return NO_TAGS;
+  const known = ctx.tagLists?.get(ids);
+  if (known !== undefined) return known;
+  const names = Object.freeze(namedTags(ctx, ids).filter(validName));
+  if (ctx.tagLists !== null) {
+    if (ctx.tagLists.size >= TAGS_KEPT) ctx.tagLists.clear();
+    ctx.tagLists.set(ids, names);
+  }
+  return names;
+}
+
+const NO_TAGS: readonly string[] = Object.freeze([]);
+
+function namedTags(ctx: DecodeContext, ids: string): string[] {
   const tags: Array<{ id: number; name: string }> = [];
   for (const text of ids.split(',')) {
     const id = Number(text);
@@ -273,9 +292,10 @@ function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPe
     id, publicId, title, description, durationSeconds, fileUrl, fileSize, fileType, width, height,
     thumbnailUrl, thumbnailWidth, thumbnailHeight, captionsUrl, category, tagIds, createdAt, updatedAt,
   ] = raw;
-  const checked = checkVideo(ctx, [id, publicId, title, fileUrl, thumbnailUrl, thumbnailWidth, thumbnailHeight, createdAt]);
-  if ('problem' in checked) return checked;
+  // One decoder for the row: the checked columns are decoded once (an issue is reported once either way).
   const d = decoder(ctx, 'videos', id);
+  const checked = checkVideo(ctx, [id, publicId, title, fileUrl, thumbnailUrl, thumbnailWidth, thumbnailHeight, createdAt], d);
+  if ('problem' in checked) return checked;
   const created = d.time('created_at', createdAt)!;
   return {
     id,
@@ -293,7 +313,7 @@ function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPe
     thumbnailHeight: thumbnailHeight as number,
     captionsUrl: webUrl(d.text('captions_url', captionsUrl)),
     category: category !== null && validName(category) ? category : null,
-    tags: tagNames(ctx, tagIds).filter(validName),
+    tags: tagNames(ctx, tagIds),
     uploader: Array.isArray(uploader) ? person(ctx, uploader) : uploader,
     createdAt: created,
     updatedAt: d.time('updated_at', updatedAt) ?? created,
@@ -382,6 +402,7 @@ export class SiteReader {
       invalidUtf8: (table, column, rowId) => this.invalidUtf8(table, column, rowId),
       people: null,
       tagName: (id) => this.tagName(id),
+      tagLists: null,
     };
     this.stmt = {
       tagName: db.prepare<[number], string>(`SELECT name FROM tags WHERE id = ? AND typeof(name) = 'text'`).pluck(),
@@ -541,11 +562,13 @@ export class SiteReader {
   snapshot<T>(work: () => T): T {
     this.db.exec('BEGIN');
     this.ctx.people = new Map();
+    this.ctx.tagLists = new Map();
     this.tags = new Map();
     try {
       return work();
     } finally {
       this.ctx.people = null;
+      this.ctx.tagLists = null;
       this.tags = null;
       this.db.exec('COMMIT');
     }

@@ -78,7 +78,7 @@ export interface VideoView {
   thumbnailHeight: number;
   captionsUrl: string | null;
   category: string | null;
-  tags: string[];
+  tags: readonly string[];
   uploader: PersonRef;
   createdAt: Date;
   updatedAt: Date;
