@@ -10,13 +10,13 @@ import { readFileSync } from 'node:fs';
  * Figures and what they led to: docs/performance.md, "Where the time goes".
  */
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string };
   children?: number[];
 }
 
-interface Profile {
+export interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -31,10 +31,15 @@ function stageOfFrame({ functionName, url }: ProfileNode['callFrame']): Stage | 
   if (functionName === '(idle)' || functionName === '(program)') return 'idle';
   if (/\/db\/site-reader\.js$|better-sqlite3/.test(url)) return 'reading';
   if (/\/(formats|render)\/[^/]+\.js$|handlebars|xmlbuilder2/.test(url)) return 'rendering';
-  if (/\/build\/(write-pool|render-pool)\.js$/.test(url)) return 'hand-off';
-  if (/\/build\/(output-writer|write-worker)\.js$/.test(url)) return 'writing';
-  if (/\/build\/build-state\.js$/.test(url)) return 'state';
+  if (/\/pipeline\/(write-pool|render-pool)\.js$/.test(url)) return 'hand-off';
+  if (/\/pipeline\/(output-writer|write-worker)\.js$/.test(url)) return 'writing';
+  if (/\/pipeline\/build-state\.js$/.test(url)) return 'state';
   return null;
+}
+
+/** A frame of the SHA-1 of a document (Node's crypto hashing: a Hash object's calls, or one-shot `hash`). */
+function isDocumentHash({ functionName, url }: ProfileNode['callFrame']): boolean {
+  return /(^|\/)crypto\/hash$/.test(url) || functionName === 'createHash' || functionName === 'digest';
 }
 
 /** Milliseconds per stage over the profiles given. */
@@ -54,7 +59,7 @@ export function stagesOf(profiles: Profile[]): Map<Stage, number> {
       const known = stageOf.get(id);
       if (known !== undefined) return known;
       const node = byId.get(id)!;
-      const own = node.callFrame.functionName === 'createHash' || node.callFrame.functionName === 'digest' ? 'state' : stageOfFrame(node.callFrame);
+      const own = isDocumentHash(node.callFrame) ? 'state' : stageOfFrame(node.callFrame);
       const up = parent.get(id);
       const stage = own ?? (up === undefined ? 'other' : resolve(up));
       stageOf.set(id, stage);
