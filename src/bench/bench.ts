@@ -398,10 +398,15 @@ async function benchMain(): Promise<void> {
     }
   } finally {
     // Only now, after every timing: this run's trees (unless --keep) and any an earlier run left.
+    let removed = false;
     for (const dir of keep ? stale : [...stale, ...mine]) {
-      if (existsSync(dir) && statSync(dir).isDirectory()) rmSync(dir, { recursive: true, force: true });
+      if (existsSync(dir) && statSync(dir).isDirectory()) {
+        rmSync(dir, { recursive: true, force: true });
+        removed = true;
+      }
     }
-    writeFileSync(lastCleanup, `${new Date().toISOString()}\n`);
+    // The next run warns about a recent delete only when there was one.
+    if (removed) writeFileSync(lastCleanup, `${new Date().toISOString()}\n`);
   }
 }
 
