@@ -6,7 +6,7 @@ import { setFlagsFromString } from 'node:v8';
  * feed-heavy build keeps 15 to 20 MB live, yet its thread's old generation grew to 70 MB of
  * promoted garbage between full collections, a quarter of the process's peak RSS. At 25% a
  * 50,000-user feed-heavy build does about five more full collections, a few milliseconds each,
- * and peaks 30 MB lower (docs/performance.md, "Memory").
+ * and peaks 30 MB lower (docs/performance.md, "Feed-heavy, sixth session").
  */
 export const HEAP_GROWING_PERCENT = 25;
 
