@@ -1,13 +1,13 @@
 import type { PageTemplates } from '../config/config.js';
 import { encodedFilePath, isSiteFileName, keyedFile, keyedUrlPath, keyProblem, type KeyedPlace, type Place, type SitePlace } from './url-scheme.js';
 
+/** Tag pages a SitePaths keeps (see tagPage). */
+const TAG_PAGES_KEPT = 4096;
+
 /**
  * The URL scheme (src/paths/url-scheme.ts) bound to one site's base URL: turns (format, key) into
  * the public URL and the file under out/, and fills the site's own page templates into links.
  */
-/** Tag pages a SitePaths keeps (see tagPage). */
-const TAG_PAGES_KEPT = 4096;
-
 export class SitePaths {
   /** Base URL without a trailing slash, e.g. `https://example.org/videos`. */
   readonly base: string;

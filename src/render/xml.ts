@@ -79,14 +79,14 @@ const LEAF = 3;
 
 interface TextNode {
   readonly kind: typeof TEXT | typeof CDATA;
-  /** Forbidden characters already removed; not escaped. */
+  /** As given until the document is cleaned (XmlDocument.fastBody); not escaped. */
   readonly text: string;
 }
 
 interface ElementNode {
   readonly kind: typeof ELEMENT;
   readonly name: string;
-  /** Name, value, name, value...: values with forbidden characters removed; not escaped. */
+  /** Name, value, name, value...: values as given until the document is cleaned; not escaped. */
   readonly attrs: string[];
   readonly children: Array<ElementNode | LeafNode | TextNode>;
 }
@@ -99,7 +99,7 @@ interface LeafNode {
   readonly kind: typeof LEAF;
   readonly name: string;
   readonly attrs: string[];
-  /** Forbidden characters already removed; not escaped. Empty: the element is empty. */
+  /** As given until the document is cleaned; not escaped. Empty: the element is empty. */
   readonly text: string;
 }
 
@@ -216,6 +216,11 @@ function checkElementName(name: string, recording: Recording): void {
   }
 }
 
+/** Whether the fast path can write this DOCTYPE as it is (a quote in the system id goes the builder's way). */
+function fastPathTakesDoctype(doctype: { systemId: string } | undefined): boolean {
+  return doctype === undefined || !/["']/.test(doctype.systemId);
+}
+
 /** The attributes of an element that has none: shared, never written to. */
 const NO_ATTRS: string[] = [];
 
@@ -291,7 +296,7 @@ export class XmlDocument {
     private readonly doctype?: { systemId: string },
   ) {
     this.rootNode = newElement(rootName, attrs, this.recording, true);
-    if (doctype !== undefined && /["']/.test(doctype.systemId)) this.recording.simple = false;
+    if (!fastPathTakesDoctype(doctype)) this.recording.simple = false;
     this.root = new XmlElement(this.rootNode, this.recording);
   }
 
@@ -339,7 +344,7 @@ export class XmlDocument {
   private clean(): void {
     if (this.cleaned) return;
     this.cleaned = true;
-    const recording: Recording = { prefixes: new Set(), simple: this.doctype === undefined || !/["']/.test(this.doctype.systemId) };
+    const recording: Recording = { prefixes: new Set(), simple: fastPathTakesDoctype(this.doctype) };
     cleanElement(this.rootNode, recording, true);
     this.recording.simple = recording.simple;
   }
