@@ -1,3 +1,4 @@
+import type { WriteLane } from './write-pool.js';
 import {
   closeSync,
   mkdirSync,
@@ -30,6 +31,8 @@ export interface OutputWriter {
   flush?(): void;
   /** Whether it holds no files at all: then a first build has nothing on disk to compare with. */
   isEmpty?(): boolean;
+  /** A way for a render thread to hand files to this writer's thread, where it has one (write-pool.ts). */
+  openLane?(): WriteLane | null;
 }
 
 /** Name of the staging folder inside the output root; dot-named, so it is never served. */

@@ -9,6 +9,7 @@ import type { UserRow } from '../db/site-reader.js';
 import type { UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
 import type { BuildFingerprint } from './incremental.js';
+import type { WriteLane } from './write-pool.js';
 
 /**
  * Users' documents read and rendered on worker threads (render-worker.ts), for the builds that
@@ -76,9 +77,10 @@ export interface RenderWorkerData {
   fingerprint: BuildFingerprint;
   /**
    * Where the worker writes each user's files itself, with these compressed forms: in a build into
-   * an empty directory, where every document is written. Null: it sends the documents back.
+   * an empty directory, where every document is written; through `lane` when the build's write
+   * thread gave one (the worker then creates no files of its own). Null: it sends the documents back.
    */
-  writeTo: { root: string; compression: Encoding[] } | null;
+  writeTo: { root: string; compression: Encoding[]; lane: WriteLane | null } | null;
   signal: Int32Array;
   port: MessagePort;
 }
@@ -132,7 +134,16 @@ export interface RenderJob {
    * When the build stops before taking every user (a signal, an error), `unclaimed` gets the users
    * whose files a thread has written but the build has not taken, so their records are kept too.
    */
-  writes?: { compression: readonly Encoding[]; unclaimed: (user: RenderedUser) => void };
+  writes?: {
+    compression: readonly Encoding[];
+    unclaimed: (user: RenderedUser) => void;
+    /**
+     * A lane into the build's write thread for one render thread (write-pool.ts), or null: the
+     * threads then hand their files to the thread that writes the build's, instead of creating
+     * them themselves.
+     */
+    lane?: () => WriteLane | null;
+  };
 }
 
 /** A batch of users in the order the build emits them; `documents` once rendered. */
@@ -305,6 +316,7 @@ export class RenderPool {
     for (let i = 0; i < count; i++) {
       const channel = new MessageChannel();
       const signal = new Int32Array(new SharedArrayBuffer(4));
+      const lane = writes?.lane?.() ?? null;
       const data: RenderWorkerData = {
         db: this.options.db,
         config: this.options.config,
@@ -313,7 +325,7 @@ export class RenderPool {
         parts: [...parts],
         position,
         fingerprint: this.options.fingerprint,
-        writeTo: writes === undefined ? null : { root: resolve(this.options.out), compression: [...writes.compression] },
+        writeTo: writes === undefined ? null : { root: resolve(this.options.out), compression: [...writes.compression], lane },
         signal,
         port: channel.port2,
       };
@@ -321,7 +333,7 @@ export class RenderPool {
       try {
         const worker = new Worker(WORKER, {
           workerData: data,
-          transferList: [channel.port2],
+          transferList: lane === null ? [channel.port2] : [channel.port2, lane.port],
           // Bounded young generation: the worker keeps a batch alive at a time (see docs/performance.md).
           resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
         });

@@ -11,6 +11,7 @@ import { FilePlacer, resolveInside } from './output-writer.js';
 import { renderUserTexts } from './render-documents.js';
 import type { RenderedDocument, RenderReply, RenderRequest, RenderWorkerData, WrittenForm } from './render-pool.js';
 import { writeRendered } from './write-documents.js';
+import { LaneWriter } from './write-pool.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { createSiteContext } from './site-context.js';
 
@@ -55,7 +56,8 @@ function start(): void {
   if (position !== data.position) {
     return reply({ refused: `the render thread read the change log at ${position}, the build at ${data.position} (the database changed as the build began)` });
   }
-  const write = data.writeTo === null ? null : writerOf(data.writeTo);
+  const lane = data.writeTo?.lane == null ? null : new LaneWriter(data.writeTo.lane, `${process.pid}-r${threadId}`);
+  const write = data.writeTo === null ? null : writerOf(data.writeTo, lane);
   reply({ ready: true });
   port.on('message', ({ batch, ids, usernames }: RenderRequest) => {
     let users: RenderedDocument[][];
@@ -66,6 +68,8 @@ function start(): void {
         if (write === null) return texts;
         return texts.map((text, f) => ('body' in text ? { written: write(site.paths.file(formats[f]!, usernames[i]!), formats[f]!, text.body) } : text));
       });
+      // Handed to the write thread before the build hears of them: it waits for what was handed.
+      lane?.send();
     } catch (error) {
       // A failed read or write stops the build, naming what failed.
       return reply({ fatal: (error as Error).message });
@@ -76,13 +80,15 @@ function start(): void {
 
 /**
  * Writes a document and its compressed forms into the output directory as the build's writer
- * would (FilePlacer: beside, then renamed into place), and says what the state records of it.
+ * would (FilePlacer: beside, then renamed into place), through the build's write thread when it
+ * gave a lane, and says what the state records of it.
  */
-function writerOf({ root, compression }: { root: string; compression: Encoding[] }) {
-  const placer = new FilePlacer(root, `${process.pid}-r${threadId}`);
+function writerOf({ root, compression }: { root: string; compression: Encoding[] }, lane: LaneWriter | null) {
+  const placer = lane === null ? new FilePlacer(root, `${process.pid}-r${threadId}`) : null;
   const place = (path: string, body: Buffer) => {
     try {
-      placer.place(resolveInside(root, path), body);
+      if (lane !== null) lane.write(path, body);
+      else placer!.place(resolveInside(root, path), body);
     } catch (error) {
       throw new Error(`cannot write ${path}: ${(error as Error).message}`);
     }

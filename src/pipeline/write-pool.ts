@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { DirectoryWriter, type OutputWriter } from './output-writer.js';
+import { DirectoryWriter, FilePlacer, resolveInside, type OutputWriter } from './output-writer.js';
 
 /**
  * A DirectoryWriter whose file system calls run on a worker thread, so the kernel's work of
@@ -37,6 +37,8 @@ const SLOTS = 16;
 const BATCHES_HERE = 4;
 /** The batch buffer a writer starts with, before its thread runs. */
 const FIRST_BUFFER_BYTES = 64 * 1024;
+/** Slots of a lane's ring (see WriteLane): a render thread's batch fills about one. */
+const LANE_SLOTS = 4;
 
 /** The ring's shape; the defaults above except in tests, which make wrapping around the ring quick. */
 export interface RingShape {
@@ -60,6 +62,28 @@ export interface BatchMessage {
   slot: number;
   /** Files were removed since the last batch: the worker forgets the folders it knows. */
   removed: boolean;
+}
+
+/**
+ * A second way into the write thread, for a render thread of the same build (render-worker.ts):
+ * a ring of its own in shared memory, a port to the write thread, and two counters, so the render
+ * thread hands over its documents' bytes as the build thread does and the files are still created
+ * by one thread (two threads creating files contend in the kernel, docs/performance.md).
+ */
+export interface WriteLane {
+  /** The output directory: paths are resolved inside it by the thread that writes to the lane. */
+  root: string;
+  ring: SharedArrayBuffer;
+  slots: number;
+  slotBytes: number;
+  /** [0]: batches sent into the lane; [1]: batches of it the write thread has finished. */
+  counts: Int32Array;
+  port: MessagePort;
+}
+
+/** What the write thread gets to open a lane (write-worker.ts). */
+export interface LaneMessage {
+  lane: Omit<WriteLane, 'root'>;
 }
 
 export class ThreadedDirectoryWriter implements OutputWriter {
@@ -90,6 +114,8 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   /** Paths of the batches not yet done, oldest first, and which batch last wrote each path. */
   private readonly inFlight: string[][] = [];
   private readonly pending = new Map<string, number>();
+  /** The counters of the lanes opened (openLane): `flush` waits for them too. */
+  private readonly lanes: Int32Array[] = [];
   private closed = false;
 
   constructor(
@@ -153,7 +179,27 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     } else {
       this.send();
       this.waitUntil(0);
+      for (const counts of this.lanes) this.waitForLane(counts);
     }
+  }
+
+  /**
+   * Opens a lane into the write thread for another thread of this build (WriteLane), starting the
+   * thread if it is not running; null if it cannot start. `flush` waits for every batch sent into
+   * the lane before it returns: the build flushes once the lane's sender has sent what it wrote.
+   */
+  openLane(): WriteLane | null {
+    if (this.worker === null && (this.threadless || !this.startWorker())) return null;
+    const lane = {
+      ring: new SharedArrayBuffer(LANE_SLOTS * this.shape.slotBytes),
+      slots: LANE_SLOTS,
+      slotBytes: this.shape.slotBytes,
+      counts: new Int32Array(new SharedArrayBuffer(8)),
+    };
+    const channel = new MessageChannel();
+    this.worker!.postMessage({ lane: { ...lane, port: channel.port2 } } satisfies LaneMessage, [channel.port2]);
+    this.lanes.push(lane.counts);
+    return { ...lane, root: this.direct.root, port: channel.port1 };
   }
 
   close(): void {
@@ -277,6 +323,16 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     }
   }
 
+  /** Blocks until the write thread has finished every batch sent into a lane; throws what it reported. */
+  private waitForLane(counts: Int32Array): void {
+    for (;;) {
+      this.throwReported();
+      const finished = Atomics.load(counts, 1);
+      if (finished >= Atomics.load(counts, 0)) return;
+      Atomics.wait(counts, 1, finished, 1000);
+    }
+  }
+
   /** Drops the paths of the batches the worker has finished; returns how many it has finished. */
   private forgetFinished(): number {
     const finished = Atomics.load(this.done, 0);
@@ -292,6 +348,67 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     if (this.port === null) return;
     const message = receiveMessageOnPort(this.port)?.message as WorkerReport | undefined;
     if (message?.error !== undefined) throw new Error(message.error);
+  }
+}
+
+/**
+ * Writes files into a lane of the write thread (WriteLane), from a render thread: the same ring of
+ * batches as ThreadedDirectoryWriter's, without its questions about files (a lane serves builds
+ * into an empty directory, which only write). `send` hands over the batch being filled; the
+ * sender waits only when every slot of the ring is still being written. A document larger than a
+ * slot is written on this thread. What the write thread fails to write, it reports to the build
+ * thread, which fails the build.
+ */
+export class LaneWriter {
+  private sent = 0;
+  private paths: string[] = [];
+  private ends: number[] = [];
+  private bytes = 0;
+  private slot: Uint8Array;
+  private placer: FilePlacer | null = null;
+
+  constructor(
+    private readonly lane: WriteLane,
+    /** Names this thread's staging files, for what it writes itself. */
+    private readonly prefix: string,
+  ) {
+    this.slot = this.slotOf(0);
+  }
+
+  write(path: string, body: Uint8Array): void {
+    const target = resolveInside(this.lane.root, path);
+    if (body.length > this.lane.slotBytes) {
+      this.placer ??= new FilePlacer(this.lane.root, this.prefix);
+      this.placer.place(target, body);
+      return;
+    }
+    if (this.bytes + body.length > this.lane.slotBytes) this.send();
+    this.paths.push(target);
+    this.slot.set(body, this.bytes);
+    this.bytes += body.length;
+    this.ends.push(this.bytes);
+  }
+
+  /** Hands the batch being filled, if any, to the write thread, and readies the next slot. */
+  send(): void {
+    if (this.paths.length === 0) return;
+    const { counts, slots } = this.lane;
+    const message: Omit<BatchMessage, 'removed'> = { paths: this.paths, ends: this.ends, slot: this.sent % slots };
+    this.lane.port.postMessage(message);
+    this.sent++;
+    Atomics.store(counts, 0, this.sent);
+    this.paths = [];
+    this.ends = [];
+    this.bytes = 0;
+    // The next slot's last batch must be written before it is filled again.
+    for (let finished = Atomics.load(counts, 1); this.sent - finished > slots - 1; finished = Atomics.load(counts, 1)) {
+      Atomics.wait(counts, 1, finished, 1000);
+    }
+    this.slot = this.slotOf(this.sent % slots);
+  }
+
+  private slotOf(index: number): Uint8Array {
+    return new Uint8Array(this.lane.ring, index * this.lane.slotBytes, this.lane.slotBytes);
   }
 }
 

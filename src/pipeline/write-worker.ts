@@ -1,6 +1,6 @@
 import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
 import { FilePlacer } from './output-writer.js';
-import type { BatchMessage } from './write-pool.js';
+import type { BatchMessage, LaneMessage } from './write-pool.js';
 
 /**
  * The worker of ThreadedDirectoryWriter (write-pool.ts): places each file of a batch as
@@ -17,7 +17,9 @@ const { root, done, ring, slotBytes, port } = workerData as {
 const placer = new FilePlacer(root, `${process.pid}-w${threadId}`);
 let failed = false;
 
-parentPort!.on('message', ({ paths, ends, slot, removed }: BatchMessage) => {
+parentPort!.on('message', (message: BatchMessage | LaneMessage) => {
+  if ('lane' in message) return openLane(message);
+  const { paths, ends, slot, removed } = message;
   // A batch is always counted done, or the main thread would wait for it forever.
   try {
     if (removed) placer.dirs.forget();
@@ -27,6 +29,18 @@ parentPort!.on('message', ({ paths, ends, slot, removed }: BatchMessage) => {
     Atomics.notify(done, 0);
   }
 });
+
+/** Batches from another thread of the build (WriteLane), written by the same placer; failures go to the build thread. */
+function openLane({ lane }: LaneMessage): void {
+  lane.port.on('message', ({ paths, ends, slot }: BatchMessage) => {
+    try {
+      writeBatch(paths, ends, new Uint8Array(lane.ring, slot * lane.slotBytes, lane.slotBytes));
+    } finally {
+      Atomics.add(lane.counts, 1, 1);
+      Atomics.notify(lane.counts, 1);
+    }
+  });
+}
 
 // The main thread waits for this before it sends anything (ThreadedDirectoryWriter.started).
 Atomics.store(done, 1, 1);

@@ -7,7 +7,7 @@ import type * as WritePoolModule from '../../src/pipeline/write-pool.js';
 // The worker thread runs compiled JavaScript: these tests use dist/ (`npm test` compiles first),
 // typed by the sources they were compiled from.
 const { DirectoryWriter } = (await import('../../dist/pipeline/output-writer.js' as string)) as typeof OutputWriterModule;
-const { ThreadedDirectoryWriter } = (await import('../../dist/pipeline/write-pool.js' as string)) as typeof WritePoolModule;
+const { ThreadedDirectoryWriter, LaneWriter } = (await import('../../dist/pipeline/write-pool.js' as string)) as typeof WritePoolModule;
 import { tempDir } from '../helpers/site-fixture.js';
 
 const cleanups: Array<() => void> = [];
@@ -177,6 +177,59 @@ describe('ThreadedDirectoryWriter, for a few documents', () => {
     writer.close();
     expect(tree(root).size).toBe(12);
     expect(readFileSync(join(root, 'u11/rss/index.rss'), 'utf8')).toBe('<rss>11</rss>');
+  });
+});
+
+describe('a lane into the write thread (a render thread\'s files)', () => {
+  it('writes its files beside the build thread\'s, all on disk once the writer is flushed', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    // A small ring: the lane's four slots are reused hundreds of times.
+    const threaded = new ThreadedDirectoryWriter(join(dir, 'threaded'), { slots: 2, slotBytes: 64, batchFiles: 3 });
+    const direct = new DirectoryWriter(join(dir, 'direct'));
+    const lane = threaded.openLane();
+    expect(lane).not.toBeNull();
+    expect(threaded.threadStarted).toBe(true);
+    const sender = new LaneWriter(lane!, 'test');
+    for (let i = 0; i < 1500; i++) {
+      // Every other file through the lane; now and then one larger than a slot, written by the sender itself.
+      const path = `u${i % 40}/f${Math.floor(i / 40)}/index.xml`;
+      const body = Buffer.from(`${i}:${'abcdefghij'.repeat(i % 97 === 0 ? 12 : i % 5)}`);
+      if (i % 2 === 0) threaded.write(path, body);
+      else sender.write(path, body);
+      if (i % 7 === 0) sender.send();
+      direct.write(path, body);
+    }
+    sender.send();
+    // close flushes: it must wait for the lane's last batches too, or the thread stops before writing them.
+    threaded.close();
+    direct.close();
+    expect(tree(join(dir, 'threaded'))).toEqual(tree(join(dir, 'direct')));
+  });
+
+  it('refuses paths outside the output directory at once', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const writer = new ThreadedDirectoryWriter(join(dir, 'out'));
+    const sender = new LaneWriter(writer.openLane()!, 'test');
+    expect(() => sender.write('../escape.xml', Buffer.from('x'))).toThrow(/outside the output directory/);
+    writer.close();
+    expect(existsSync(join(dir, 'escape.xml'))).toBe(false);
+  });
+
+  it('reports a failed write to the build thread, naming the file, by its flush', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const root = join(dir, 'out');
+    const writer = new ThreadedDirectoryWriter(root);
+    const sender = new LaneWriter(writer.openLane()!, 'test');
+    mkdirSync(join(root, 'alice/rss/index.rss'), { recursive: true });
+    sender.write('bob/rss/index.rss', Buffer.from('<rss/>'));
+    sender.write('alice/rss/index.rss', Buffer.from('<rss/>'));
+    sender.send();
+    expect(() => writer.flush()).toThrow(/cannot write .*alice\/rss\/index\.rss/);
+    writer.close();
+    expect(readFileSync(join(root, 'bob/rss/index.rss'), 'utf8')).toBe('<rss/>');
   });
 });
 
