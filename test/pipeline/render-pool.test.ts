@@ -25,10 +25,12 @@ const { buildFingerprint } = (await import('../../dist/pipeline/incremental.js' 
 const { VIDFEEDS_VERSION } = (await import('../../dist/config/version.js' as string)) as typeof VersionModule;
 const { FORMATS } = (await import('../../dist/formats/registry.js' as string)) as typeof RegistryModule;
 
-const saved = process.env.VIDFEEDS_RENDER_THREADS;
+const saved = { VIDFEEDS_RENDER_THREADS: process.env.VIDFEEDS_RENDER_THREADS, VIDFEEDS_WRITE_THREAD: process.env.VIDFEEDS_WRITE_THREAD };
 afterEach(() => {
-  if (saved === undefined) delete process.env.VIDFEEDS_RENDER_THREADS;
-  else process.env.VIDFEEDS_RENDER_THREADS = saved;
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
 });
 
 /**
@@ -91,7 +93,11 @@ describe('render threads', () => {
     expect(threaded.report.issues).toEqual(here.report.issues);
   });
 
-  it('write their users\' files in a build into an empty directory, recorded as the build thread records its own', () => {
+  it.each([
+    ['through a lane of the build\'s write thread', '1'],
+    ['themselves, without a write thread', '0'],
+  ])('write their users\' files in a build into an empty directory (%s), recorded as the build thread records its own', (_, writeThread) => {
+    process.env.VIDFEEDS_WRITE_THREAD = writeThread;
     const { file } = createDemoDb({ users: 40, seed: 5, shape: 'feed-heavy' });
     const config = testConfig({ compress: ['gzip', 'br'] });
     const here = build(file, 0, { config });
