@@ -1,5 +1,6 @@
-import { create } from 'xmlbuilder2';
-import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
+import { createRequire } from 'node:module';
+import type * as Xmlbuilder2 from 'xmlbuilder2';
+import type { XMLBuilder, XMLBuilderCreateOptions } from 'xmlbuilder2/lib/interfaces.js';
 
 /**
  * All XML goes through here. Formats describe elements; xmlbuilder2 validates names and escapes
@@ -17,8 +18,8 @@ import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
  *
  * - the fast path serialises the tree itself, doing exactly what the builder's serialiser does
  *   for the documents our formats make: every element and attribute name is one the builder
- *   accepted (checked once per distinct name, by the builder), and after (2) above the builder's
- *   escaping is "every `&`, `<`, `>` in text, and also `"` in attribute values";
+ *   accepts (a plain ASCII name, or else checked once per distinct name by the builder), and after
+ *   (2) above the builder's escaping is "every `&`, `<`, `>` in text, and also `"` in attribute values";
  * - anything outside that simple shape (namespace declarations below the root, an undeclared
  *   prefix, a name the builder refuses or reads specially) is replayed into xmlbuilder2 call for
  *   call, as this module always did, so the builder decides.
@@ -29,7 +30,18 @@ import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
  *
  * test/render/xml-equivalence.test.ts holds both paths and the flat writer to the original
  * builder-only module with random documents and hostile text, and the demo site to the byte.
+ *
+ * xmlbuilder2 is loaded the first time a document or a name needs it, which the documents of our
+ * formats never do: loaded, it took about 14 MB of memory and 60 ms in each thread that renders
+ * (the CLI's, the build's, each render thread; docs/performance.md).
  */
+const require = createRequire(import.meta.url);
+let builder: typeof Xmlbuilder2 | null = null;
+
+function create(options: XMLBuilderCreateOptions = {}): XMLBuilder {
+  builder ??= require('xmlbuilder2') as typeof Xmlbuilder2;
+  return builder.create(options);
+}
 
 // Everything outside XML 1.0's Char production. With the u flag a lone surrogate is one code point.
 const FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
@@ -115,12 +127,25 @@ interface Recording {
 const elementNameOk = new Map<string, boolean>();
 const attributeNameOk = new Map<string, boolean>();
 
+/**
+ * Names the builder takes as they are without asking it: an ASCII NCName, alone or after a prefix
+ * that is one (every name our formats use). As an element name, not in the xml or xmlns namespace
+ * (`xmlns`, `xml:lang`, `xmlns:media`), which the builder refuses there. test/render/xml.test.ts
+ * holds the builder to both on generated names.
+ */
+export const PLAIN_NAME = /^[A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?$/;
+const XML_NAMESPACES = /^xml(?:ns)?(?::|$)/;
+
+export function plainElementName(name: string): boolean {
+  return PLAIN_NAME.test(name) && !XML_NAMESPACES.test(name);
+}
+
 /** Whether xmlbuilder2 takes `name` as an element name as it is (a valid QName, nothing special). */
 function builderTakesElementName(name: string): boolean {
   let ok = elementNameOk.get(name);
   if (ok === undefined) {
     // '@' splits off a namespace in xmlbuilder2; such names go the builder's way.
-    ok = !name.includes('@') && accepts(() => create().ele('urn:vidfeeds:name-check', name));
+    ok = plainElementName(name) || (!name.includes('@') && accepts(() => create().ele('urn:vidfeeds:name-check', name)));
     elementNameOk.set(name, ok);
   }
   return ok;
@@ -129,7 +154,7 @@ function builderTakesElementName(name: string): boolean {
 function builderTakesAttributeName(name: string): boolean {
   let ok = attributeNameOk.get(name);
   if (ok === undefined) {
-    ok = !name.includes('@') && accepts(() => create().ele('check').att(name, 'urn:vidfeeds:value-check'));
+    ok = PLAIN_NAME.test(name) || (!name.includes('@') && accepts(() => create().ele('check').att(name, 'urn:vidfeeds:value-check')));
     attributeNameOk.set(name, ok);
   }
   return ok;
