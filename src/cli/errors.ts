@@ -1,4 +1,4 @@
-import { ConfigError } from '../config/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { DatabaseError } from '../db/open-database.js';
 import { SchemaVersionError } from '../db/migrations.js';
 import { TemplateError } from '../render/templates.js';

@@ -1,0 +1,24 @@
+/** One thing wrong with the configuration, and where: a place in a file, a flag, or the defaults. */
+export interface ConfigProblem {
+  /** `/path/vidfeeds.config.json:3:14`, `--base-url`, or `defaults`. */
+  where: string;
+  /** The setting, dotted (`player.width`, `robots.disallow[0]`); empty for the file as a whole. */
+  setting: string;
+  problem: string;
+}
+
+/** Settings that are missing, mistyped or out of range: every one found, each with where it is. Exit code 2. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(
+      problems.length === 1
+        ? `configuration ${line(problems[0]!)}`
+        : `configuration: ${problems.length} problems:\n${problems.map((p) => `  ${line(p)}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+function line(p: ConfigProblem): string {
+  return `${p.where}: ${p.setting ? `${p.setting} ` : ''}${p.problem}`;
+}
