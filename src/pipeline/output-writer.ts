@@ -1,4 +1,3 @@
-import type { WriteLane } from './write-pool.js';
 import {
   closeSync,
   mkdirSync,
@@ -13,6 +12,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import type { MessagePort } from 'node:worker_threads';
 
 /**
  * Where a build puts its files. The pipeline talks only to this interface, so it runs against
@@ -34,6 +34,25 @@ export interface OutputWriter {
   /** A way for a render thread to hand files to this writer's thread, where it has one (write-pool.ts). */
   openLane?(): WriteLane | null;
 }
+
+/**
+ * A second way into a writer's thread (ThreadedDirectoryWriter, write-pool.ts), for a render
+ * thread of the same build (render-worker.ts): a ring of its own in shared memory, a port to the
+ * write thread, and two counters, so the render thread hands over its documents' bytes as the
+ * build thread does and the files are still created by one thread (two threads creating files
+ * contend in the kernel, docs/performance.md).
+ */
+export interface WriteLane {
+  /** The output directory: paths are resolved inside it by the thread that writes to the lane. */
+  root: string;
+  ring: SharedArrayBuffer;
+  slots: number;
+  slotBytes: number;
+  /** [0]: batches sent into the lane; [1]: batches of it the write thread has finished. */
+  counts: Int32Array;
+  port: MessagePort;
+}
+
 
 /** Name of the staging folder inside the output root; dot-named, so it is never served. */
 export const STAGING_DIR = '.vidfeeds-staging';

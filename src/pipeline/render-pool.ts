@@ -10,7 +10,7 @@ import type { UserRow } from '../db/site-reader.js';
 import type { UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
 import type { BuildFingerprint } from './incremental.js';
-import type { WriteLane } from './write-pool.js';
+import type { WriteLane } from './output-writer.js';
 
 /**
  * Users' documents read and rendered on worker threads (render-worker.ts), for the builds that
@@ -377,16 +377,16 @@ export class RenderPool {
  * A render pool for a build of `db` into `out`, or null where there is none.
  *
  * In a build into an empty directory (every document is written) the threads also write their
- * users' files and send back only what the state records (hashes and sizes, not documents); in
- * other builds, which compare each document with what is there, they only read and render.
+ * users' files, through a lane of the build's write thread when it has one (so one thread creates
+ * files), and send back only what the state records (hashes and sizes, not documents); in other
+ * builds, which compare each document with what is there, they only read and render.
  *
  * By default there is one thread per core beyond the two that the build's own thread and the write
- * thread take, so none on 1 or 2 cores. On this project's 2-core machine neither kind paid for
- * itself: render threads made feed-heavy builds slower and added about 150 MB; writing threads
- * (one, or two with the build thread only recording) took 5 to 15% off a feed-heavy build whose
- * floor is the kernel's file creation, for 50 to 100 MB more (docs/performance.md, "Render
- * threads"). VIDFEEDS_RENDER_THREADS=N sets the number (0: none). None without a compiled worker
- * (running from sources).
+ * thread take, so none on 1 or 2 cores. On this project's 2-core machine a thread writing through a
+ * lane takes 15 to 20% off a feed-heavy full build, for about 50 MB more, which the 200 MB target
+ * of issue 17 does not leave (docs/performance.md, "Seventh session"); threads that only render
+ * made builds slower. VIDFEEDS_RENDER_THREADS=N sets the number (0: none). None without a compiled
+ * worker (running from sources).
  */
 export function createRenderPool(options: Omit<RenderPoolOptions, 'threads' | 'writingThreads'>): RenderPool | null {
   const setting = process.env.VIDFEEDS_RENDER_THREADS;

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { DirectoryWriter, FilePlacer, resolveInside, type OutputWriter } from './output-writer.js';
+import { DirectoryWriter, FilePlacer, resolveInside, type OutputWriter, type WriteLane } from './output-writer.js';
 
 /**
  * A DirectoryWriter whose file system calls run on a worker thread, so the kernel's work of
@@ -62,23 +62,6 @@ export interface BatchMessage {
   slot: number;
   /** Files were removed since the last batch: the worker forgets the folders it knows. */
   removed: boolean;
-}
-
-/**
- * A second way into the write thread, for a render thread of the same build (render-worker.ts):
- * a ring of its own in shared memory, a port to the write thread, and two counters, so the render
- * thread hands over its documents' bytes as the build thread does and the files are still created
- * by one thread (two threads creating files contend in the kernel, docs/performance.md).
- */
-export interface WriteLane {
-  /** The output directory: paths are resolved inside it by the thread that writes to the lane. */
-  root: string;
-  ring: SharedArrayBuffer;
-  slots: number;
-  slotBytes: number;
-  /** [0]: batches sent into the lane; [1]: batches of it the write thread has finished. */
-  counts: Int32Array;
-  port: MessagePort;
 }
 
 /** What the write thread gets to open a lane (write-worker.ts). */
