@@ -1,19 +1,29 @@
 import { Command, CommanderError } from 'commander';
 import { VIDFEEDS_VERSION } from '../config/version.js';
-import { registerBuild } from './commands/build.js';
-import { registerCheck } from './commands/check.js';
-import { registerDemo } from './commands/demo.js';
-import { registerFormats } from './commands/formats.js';
-import { registerHosting } from './commands/hosting.js';
-import { registerServe } from './commands/serve.js';
-import { registerShards } from './commands/shards.js';
-import { registerInit } from './commands/init.js';
-import { registerRecommend } from './commands/recommend.js';
-import { registerRecommendations } from './commands/moderate-recommendations.js';
-import { registerWatch } from './commands/watch.js';
 import { EXIT, exitCodeOf } from './errors.js';
 import { boundHeapGrowth } from './heap.js';
 import { processConsole, type Console } from './output.js';
+
+type Register = (program: Command, io: Console, setExit: (code: number) => void) => void;
+
+/**
+ * The commands, in the order help lists them, each loaded only when needed: a command's module
+ * brings what it runs (the server, the watcher, the host configurations...), and loading all of
+ * them cost every invocation about 6 MB and part of its start-up (docs/performance.md).
+ */
+const COMMANDS: Record<string, () => Promise<Register>> = {
+  init: async () => (await import('./commands/init.js')).registerInit,
+  demo: async () => (await import('./commands/demo.js')).registerDemo,
+  build: async () => (await import('./commands/build.js')).registerBuild,
+  check: async () => (await import('./commands/check.js')).registerCheck,
+  shards: async () => (await import('./commands/shards.js')).registerShards,
+  formats: async () => (await import('./commands/formats.js')).registerFormats,
+  recommend: async () => (await import('./commands/recommend.js')).registerRecommend,
+  recommendations: async () => (await import('./commands/moderate-recommendations.js')).registerRecommendations,
+  hosting: async () => (await import('./commands/hosting.js')).registerHosting,
+  serve: async () => (await import('./commands/serve.js')).registerServe,
+  watch: async () => (await import('./commands/watch.js')).registerWatch,
+};
 
 /**
  * The command line. Each command lives in its own file under commands/ and reports its exit code
@@ -37,17 +47,11 @@ export async function main(argv: string[], io: Console = processConsole): Promis
       writeOut: (text) => io.out(text.replace(/\n$/, '')),
       writeErr: (text) => io.err(text.replace(/\n$/, '')),
     });
-  registerInit(program, io, setExit);
-  registerDemo(program, io, setExit);
-  registerBuild(program, io, setExit);
-  registerCheck(program, io, setExit);
-  registerShards(program, io, setExit);
-  registerFormats(program, io, setExit);
-  registerRecommend(program, io, setExit);
-  registerRecommendations(program, io, setExit);
-  registerHosting(program, io, setExit);
-  registerServe(program, io, setExit);
-  registerWatch(program, io, setExit);
+  // The command named first is the only one needed; anything else (help, a mistyped name, an
+  // option first) gets them all, so help lists them and commander can suggest one.
+  const named = argv[2];
+  const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
+  for (const register of await Promise.all(wanted.map((name) => COMMANDS[name]!()))) register(program, io, setExit);
 
   try {
     await program.parseAsync(argv);
