@@ -51,6 +51,8 @@ export interface WriteLane {
   /** [0]: batches sent into the lane; [1]: batches of it the write thread has finished. */
   counts: Int32Array;
   port: MessagePort;
+  /** How long the sender waits for a free slot while the write thread finishes nothing (write-pool.ts, STALL_MS). */
+  stallMs: number;
 }
 
 

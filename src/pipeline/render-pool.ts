@@ -11,6 +11,7 @@ import type { UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
 import type { BuildFingerprint } from './incremental.js';
 import type { WriteLane } from './output-writer.js';
+import { STALL_MS } from './write-pool.js';
 
 /**
  * Users' documents read and rendered on worker threads (render-worker.ts), for the builds that
@@ -111,6 +112,8 @@ export interface RenderPoolOptions {
   threads: number;
   /** Worker threads that also write, for builds into an empty directory (`RenderJob.writes`). */
   writingThreads: number;
+  /** How long the build waits for a render thread that answers nothing before it fails (write-pool.ts, STALL_MS); tests shorten it. */
+  stallMs?: number;
 }
 
 /** What `render` is asked to do for a build. */
@@ -354,19 +357,27 @@ export class RenderPool {
     return true;
   }
 
-  /** The worker's next message, waiting up to `timeoutMs`; null if none came. Throws if the worker has stopped. */
+  /**
+   * The worker's next message, waiting up to `timeoutMs`; null if none came. Throws if the worker
+   * has stopped: a waiting build cannot always tell (Node marks a worker stopped, threadId -1, only
+   * on its parent's event loop, which a synchronous build does not run), so a worker that answers
+   * nothing for the stall time (STALL_MS; a batch takes milliseconds) counts as stopped too.
+   */
   private next(worker: PoolWorker, timeoutMs: number): RenderReply | null {
-    const deadline = Date.now() + timeoutMs;
+    const stallMs = this.options.stallMs ?? STALL_MS;
+    const deadline = Date.now() + Math.min(timeoutMs, stallMs);
     for (;;) {
       const message = receiveMessageOnPort(worker.port);
       if (message !== undefined) {
         worker.seen++;
         return message.message as RenderReply;
       }
-      // A worker that died (out of memory, a crash) answers nothing more; its threadId is then -1.
       if (worker.worker.threadId === -1) throw new Error('a render thread stopped (out of memory or a crash)');
       const left = deadline - Date.now();
-      if (left <= 0) return null;
+      if (left <= 0) {
+        if (timeoutMs > stallMs) throw new Error(`a render thread has answered nothing for ${stallMs / 1000} s: it has stopped (out of memory, or a crash)`);
+        return null;
+      }
       // Woken when the worker has posted more than we have taken.
       Atomics.wait(worker.signal, 0, worker.seen, Math.min(left, 1000));
     }

@@ -39,6 +39,13 @@ const BATCHES_HERE = 4;
 const FIRST_BUFFER_BYTES = 64 * 1024;
 /** Slots of a lane's ring (see WriteLane): a render thread's batch fills about one. */
 const LANE_SLOTS = 4;
+/**
+ * How long a wait for the write thread may see it finish nothing before the build fails: a thread
+ * that stopped (out of memory, a crash) answers nothing more, and the build, waiting synchronously,
+ * cannot hear that it stopped (Node tells a worker's parent only on its event loop). A batch takes
+ * milliseconds, seconds on a very slow disk; ten minutes without one means the thread is gone.
+ */
+export const STALL_MS = 10 * 60_000;
 
 /** The ring's shape; the defaults above except in tests, which make wrapping around the ring quick. */
 export interface RingShape {
@@ -47,6 +54,8 @@ export interface RingShape {
   batchFiles: number;
   /** Batches written on this thread before the thread starts (none when absent). */
   batchesHere?: number;
+  /** STALL_MS unless given (tests). */
+  stallMs?: number;
 }
 
 interface WorkerReport {
@@ -178,6 +187,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
       slots: LANE_SLOTS,
       slotBytes: this.shape.slotBytes,
       counts: new Int32Array(new SharedArrayBuffer(8)),
+      stallMs: this.shape.stallMs ?? STALL_MS,
     };
     const channel = new MessageChannel();
     this.worker!.postMessage({ lane: { ...lane, port: channel.port2 } } satisfies LaneMessage, [channel.port2]);
@@ -298,22 +308,18 @@ export class ThreadedDirectoryWriter implements OutputWriter {
 
   /** Blocks until at most `inFlight` batches are unfinished; throws what the worker reported. */
   private waitUntil(inFlight: number): void {
-    for (;;) {
+    waitForProgress(this.done, 0, this.shape.stallMs ?? STALL_MS, () => {
       this.throwReported();
-      const finished = this.forgetFinished();
-      if (this.sent - finished <= inFlight) return;
-      Atomics.wait(this.done, 0, finished, 1000);
-    }
+      return this.sent - this.forgetFinished() <= inFlight;
+    });
   }
 
   /** Blocks until the write thread has finished every batch sent into a lane; throws what it reported. */
   private waitForLane(counts: Int32Array): void {
-    for (;;) {
+    waitForProgress(counts, 1, this.shape.stallMs ?? STALL_MS, () => {
       this.throwReported();
-      const finished = Atomics.load(counts, 1);
-      if (finished >= Atomics.load(counts, 0)) return;
-      Atomics.wait(counts, 1, finished, 1000);
-    }
+      return Atomics.load(counts, 1) >= Atomics.load(counts, 0);
+    });
   }
 
   /** Drops the paths of the batches the worker has finished; returns how many it has finished. */
@@ -331,6 +337,25 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     if (this.port === null) return;
     const message = receiveMessageOnPort(this.port)?.message as WorkerReport | undefined;
     if (message?.error !== undefined) throw new Error(message.error);
+  }
+}
+
+/**
+ * Waits until `done()`, woken when the write thread bumps `counter[index]` (the batches it has
+ * finished); throws when the counter has not moved for `stallMs` (see STALL_MS).
+ */
+function waitForProgress(counter: Int32Array, index: number, stallMs: number, done: () => boolean): void {
+  let seen = Atomics.load(counter, index);
+  let since = Date.now();
+  while (!done()) {
+    const now = Atomics.load(counter, index);
+    if (now !== seen) {
+      seen = now;
+      since = Date.now();
+    } else if (Date.now() - since >= stallMs) {
+      throw new Error(`the write thread has finished nothing for ${stallMs / 1000} s: it has stopped (out of memory, or a crash) or the disk does not answer`);
+    }
+    Atomics.wait(counter, index, now, Math.min(1000, stallMs));
   }
 }
 
@@ -384,9 +409,7 @@ export class LaneWriter {
     this.ends = [];
     this.bytes = 0;
     // The next slot's last batch must be written before it is filled again.
-    for (let finished = Atomics.load(counts, 1); this.sent - finished > slots - 1; finished = Atomics.load(counts, 1)) {
-      Atomics.wait(counts, 1, finished, 1000);
-    }
+    waitForProgress(counts, 1, this.lane.stallMs, () => this.sent - Atomics.load(counts, 1) <= slots - 1);
     this.slot = this.slotOf(this.sent % slots);
   }
 

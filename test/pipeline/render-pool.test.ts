@@ -214,6 +214,30 @@ describe('render threads', () => {
     }
   });
 
+  it('a thread that stops mid-build fails the build instead of leaving it waiting for ever', () => {
+    const { file } = createDemoDb({ users: 80, seed: 4 });
+    const config = testConfig();
+    const pool = new RenderPool({ db: file, out: tempDir('vidfeeds-render-pool-').dir, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 1, writingThreads: 1, stallMs: 300 });
+    const db = new Database(file, { readonly: true });
+    try {
+      db.exec('BEGIN');
+      const position = new ChangeLog(db).current().position;
+      const rows = db.prepare<[], { id: number; username: string }>(`SELECT id, username FROM users WHERE state = 'active' ORDER BY username`).all();
+      const job = { formats: ['rss'], parts: new Set(['uploads'] as const), position, local: () => [{ body: 'here' }] };
+      let taken = 0;
+      expect(() => {
+        for (const _ of pool.render(rows, job)) {
+          // Stopped without yielding to the event loop, as a build never does: only its silence tells.
+          if (++taken === 1) void (pool as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } }> }).workers[0]!.worker.terminate();
+        }
+      }).toThrow(/a render thread has answered nothing for 0\.3 s/);
+      expect(taken).toBeLessThan(rows.length);
+    } finally {
+      db.close();
+      pool.close();
+    }
+  });
+
   it('VIDFEEDS_RENDER_THREADS must be a whole number', () => {
     const { file } = createDemoDb({ users: 10, seed: 3 });
     expect(() => build(file, Number.NaN)).toThrow(/VIDFEEDS_RENDER_THREADS must be a whole number from 0 to 64, not "NaN"/);

@@ -233,6 +233,46 @@ describe('a lane into the write thread (a render thread\'s files)', () => {
   });
 });
 
+describe('a write thread that stops', () => {
+  // Node marks a stopped worker (threadId -1) only on its parent's event loop, which a build that
+  // waits synchronously never runs: the writer must notice from the thread's silence.
+  const stop = async (writer: object) => {
+    await (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+  };
+
+  it('fails the build\'s writes, naming the cause, instead of leaving it waiting for ever', async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 2, slotBytes: 64, batchFiles: 1, stallMs: 300 });
+    writer.write('alice/rss/index.rss', Buffer.from('<rss/>'));
+    writer.flush();
+    expect(writer.threadStarted).toBe(true);
+    await stop(writer);
+    expect(() => {
+      for (let i = 0; i < 10; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from('<rss/>'));
+      writer.flush();
+    }).toThrow(/the write thread has finished nothing for 0\.3 s: it has stopped/);
+    expect(() => writer.close()).toThrow(/finished nothing/);
+  });
+
+  it('fails a lane\'s sender and the build thread\'s flush alike', async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 2, slotBytes: 64, batchFiles: 1, stallMs: 300 });
+    const sender = new LaneWriter(writer.openLane()!, 'test');
+    await stop(writer);
+    expect(() => {
+      // Four slots: the fifth batch waits for one to be written.
+      for (let i = 0; i < 5; i++) {
+        sender.write(`u${i}/rss/index.rss`, Buffer.from('<rss/>'));
+        sender.send();
+      }
+    }).toThrow(/the write thread has finished nothing for 0\.3 s/);
+    expect(() => writer.flush()).toThrow(/finished nothing/);
+    expect(() => writer.close()).toThrow(/finished nothing/);
+  });
+});
+
 describe('DirectoryWriter folders', () => {
   it('makes every folder, also after it has forgotten the ones it made', () => {
     const { dir, cleanup } = tempDir();
