@@ -290,7 +290,14 @@ export class RenderPool {
     unclaimed: (user: RenderedUser) => void,
   ): void {
     try {
-      for (const [worker, batches] of sent) while (batches.length > 0) collect(worker, START_TIMEOUT_MS);
+      for (const [worker, batches] of sent) {
+        while (batches.length > 0) {
+          const waiting = batches.length;
+          collect(worker, START_TIMEOUT_MS);
+          // Nothing in time: the worker has stopped, and what it wrote of those batches is lost.
+          if (batches.length === waiting) break;
+        }
+      }
     } catch {
       // A worker that failed or stopped: what it answered is settled below, the rest is lost.
     }

@@ -108,6 +108,8 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private readonly pending = new Map<string, number>();
   /** The counters of the lanes opened (openLane): `flush` waits for them too. */
   private readonly lanes: Int32Array[] = [];
+  /** Set when the thread has finished nothing for the stall time (waitFor). */
+  private stopped: ThreadStopped | null = null;
   private closed = false;
 
   constructor(
@@ -308,18 +310,29 @@ export class ThreadedDirectoryWriter implements OutputWriter {
 
   /** Blocks until at most `inFlight` batches are unfinished; throws what the worker reported. */
   private waitUntil(inFlight: number): void {
-    waitForProgress(this.done, 0, this.shape.stallMs ?? STALL_MS, () => {
-      this.throwReported();
-      return this.sent - this.forgetFinished() <= inFlight;
-    });
+    this.waitFor(this.done, 0, () => this.sent - this.forgetFinished() <= inFlight);
   }
 
   /** Blocks until the write thread has finished every batch sent into a lane; throws what it reported. */
   private waitForLane(counts: Int32Array): void {
-    waitForProgress(counts, 1, this.shape.stallMs ?? STALL_MS, () => {
-      this.throwReported();
-      return Atomics.load(counts, 1) >= Atomics.load(counts, 0);
-    });
+    this.waitFor(counts, 1, () => Atomics.load(counts, 1) >= Atomics.load(counts, 0));
+  }
+
+  /**
+   * waitForProgress, throwing what the thread reported; a thread found stopped is remembered, so
+   * the waits of the build's clean-up (flush, close) fail at once instead of waiting as long again.
+   */
+  private waitFor(counter: Int32Array, index: number, done: () => boolean): void {
+    if (this.stopped !== null) throw this.stopped;
+    try {
+      waitForProgress(counter, index, this.shape.stallMs ?? STALL_MS, () => {
+        this.throwReported();
+        return done();
+      });
+    } catch (error) {
+      if (error instanceof ThreadStopped) this.stopped = error;
+      throw error;
+    }
   }
 
   /** Drops the paths of the batches the worker has finished; returns how many it has finished. */
@@ -340,6 +353,11 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   }
 }
 
+/** The write thread has finished nothing for the stall time (STALL_MS). */
+class ThreadStopped extends Error {
+  override name = 'ThreadStopped';
+}
+
 /**
  * Waits until `done()`, woken when the write thread bumps `counter[index]` (the batches it has
  * finished); throws when the counter has not moved for `stallMs` (see STALL_MS).
@@ -353,7 +371,7 @@ function waitForProgress(counter: Int32Array, index: number, stallMs: number, do
       seen = now;
       since = Date.now();
     } else if (Date.now() - since >= stallMs) {
-      throw new Error(`the write thread has finished nothing for ${stallMs / 1000} s: it has stopped (out of memory, or a crash) or the disk does not answer`);
+      throw new ThreadStopped(`the write thread has finished nothing for ${stallMs / 1000} s: it has stopped (out of memory, or a crash) or the disk does not answer`);
     }
     Atomics.wait(counter, index, now, Math.min(1000, stallMs));
   }

@@ -214,16 +214,27 @@ describe('render threads', () => {
     }
   });
 
-  it('a thread that stops mid-build fails the build instead of leaving it waiting for ever', () => {
+  it.each([
+    ['only renders', false],
+    ['writes its users\' files', true],
+  ])('a thread that %s and stops mid-build fails the build instead of leaving it waiting for ever', (_, writing) => {
     const { file } = createDemoDb({ users: 80, seed: 4 });
     const config = testConfig();
-    const pool = new RenderPool({ db: file, out: tempDir('vidfeeds-render-pool-').dir, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 1, writingThreads: 1, stallMs: 300 });
+    const out = tempDir('vidfeeds-render-pool-').dir;
+    mkdirSync(join(out, STAGING_DIR), { recursive: true });
+    const pool = new RenderPool({ db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 1, writingThreads: 1, stallMs: 300 });
     const db = new Database(file, { readonly: true });
     try {
       db.exec('BEGIN');
       const position = new ChangeLog(db).current().position;
       const rows = db.prepare<[], { id: number; username: string }>(`SELECT id, username FROM users WHERE state = 'active' ORDER BY username`).all();
-      const job = { formats: ['rss'], parts: new Set(['uploads'] as const), position, local: () => [{ body: 'here' }] };
+      const job = {
+        formats: ['rss'],
+        parts: new Set(['uploads'] as const),
+        position,
+        local: () => [{ body: 'here' }],
+        ...(writing ? { writes: { compression: [], unclaimed: () => {} } } : {}),
+      };
       let taken = 0;
       expect(() => {
         for (const _ of pool.render(rows, job)) {
