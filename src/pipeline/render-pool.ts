@@ -27,11 +27,12 @@ import { STALL_MS } from './write-pool.js';
  * (hashes, the state, the writer, failures) goes exactly as when it renders them itself.
  *
  * In a build into an empty directory, where every document is written whatever it holds, a worker
- * writes its users' files itself (write-beside-and-rename, as the build's writer) and sends back
- * each document's SHA-1, size and bytes written, which the build records in order as if it had
- * written them; the users the build thread renders meanwhile it writes at once. A build that stops
- * early (a signal, a failure) still records the files the workers wrote (`RenderJob.writes`), so
- * no file on disk lacks its record.
+ * writes its users' files (write-beside-and-rename, as the build's writer): through a lane of the
+ * build's write thread, so one thread creates every file, or itself when there is no write thread.
+ * It sends back each document's SHA-1, size and bytes written, which the build records in order as
+ * if it had written them; the users the build thread renders meanwhile it writes at once. A build
+ * that stops early (a signal, a failure) still records the files the workers wrote
+ * (`RenderJob.writes`), and flushes the lanes, so no file on disk lacks its record.
  *
  * The build stays synchronous: the main thread waits on a shared counter (Atomics.wait) that a
  * worker bumps after each message, and takes messages with receiveMessageOnPort.
@@ -142,9 +143,9 @@ export interface RenderJob {
     compression: readonly Encoding[];
     unclaimed: (user: RenderedUser) => void;
     /**
-     * A lane into the build's write thread for one render thread (write-pool.ts), or null: the
-     * threads then hand their files to the thread that writes the build's, instead of creating
-     * them themselves.
+     * Opens a lane into the build's write thread for one render thread (write-pool.ts), through
+     * which it hands over its files instead of creating them itself; null (or absent) when the
+     * build's writer has no thread, and the render thread then writes its files itself.
      */
     lane?: () => WriteLane | null;
   };
