@@ -122,7 +122,7 @@ interface Recording {
   simple: boolean;
 }
 
-// ---- Names: the builder decides, once per distinct name -----------------------------------------
+// ---- Names: plain ones are taken, the builder decides the others once per distinct name ---------
 
 const elementNameOk = new Map<string, boolean>();
 const attributeNameOk = new Map<string, boolean>();
@@ -130,8 +130,8 @@ const attributeNameOk = new Map<string, boolean>();
 /**
  * Names the builder takes as they are without asking it: an ASCII NCName, alone or after a prefix
  * that is one (every name our formats use). As an element name, not in the xml or xmlns namespace
- * (`xmlns`, `xml:lang`, `xmlns:media`), which the builder refuses there. test/render/xml.test.ts
- * holds the builder to both on generated names.
+ * (`xmlns`, `xml:lang`, `xmlns:media`), which the builder refuses there.
+ * test/render/xml-equivalence.test.ts holds the builder to both on generated names.
  */
 export const PLAIN_NAME = /^[A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?$/;
 const XML_NAMESPACES = /^xml(?:ns)?(?::|$)/;
