@@ -4,6 +4,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { findNodeAtLocation, getNodeValue, parseTree, ParseErrorCode, printParseErrorCode, type Node as JsonNode, type ParseError } from 'jsonc-parser';
+import { ConfigError, type ConfigProblem } from './config-error.js';
 
 /** Every site-level setting the documents need. Loaded once, validated before any file is touched. */
 export interface SiteConfig {
@@ -193,7 +194,6 @@ export const DEFAULT_BASE_URL = DEFAULT_CONFIG.baseUrl;
 // In a module of their own, so the threads that only report configuration errors (the build's,
 // render threads) do not load ajv and the schema with this module.
 export { ConfigError, type ConfigProblem } from './config-error.js';
-import { ConfigError, type ConfigProblem } from './config-error.js';
 
 /** A setting given by a flag, which is blamed for its value instead of the file. */
 export interface ConfigOverride {
