@@ -10,10 +10,20 @@ export class DatabaseError extends Error {
   }
 }
 
+/**
+ * Pages of the site database a reading connection keeps in its own cache, in KiB (SQLite's
+ * `cache_size`, negative for KiB). better-sqlite3 sets 16 MB by default; a build reads each page
+ * a few times at most, and the operating system caches the file anyway, so a feed-heavy build is
+ * as fast with 2 MB (SQLite's own default) and each thread that reads holds 14 MB less
+ * (docs/performance.md, "Eighth session").
+ */
+export const READ_CACHE_KIB = 2000;
+
 /** Opens an existing site database read-only, refusing any schema version but the current one. */
 export function openForReading(file: string): Database.Database {
   const db = openExisting(file, true);
   db.pragma('query_only = ON');
+  db.pragma(`cache_size = -${READ_CACHE_KIB}`);
   return db;
 }
 
