@@ -33,6 +33,27 @@ export interface OutputWriter {
   isEmpty?(): boolean;
   /** A way for a render thread to hand files to this writer's thread, where it has one (write-pool.ts). */
   openLane?(): WriteLane | null;
+  /**
+   * Lends this writer's thread, where it has one, to the build's render pool: it reads and renders
+   * users as a render thread does, besides writing (write-pool.ts, render-service.ts).
+   */
+  lendThread?(request: LendRequest): LentThread | null;
+  /** The share of its time this writer's thread has had nothing to do, once known (write-pool.ts); null before. */
+  spareTime?(): number | null;
+}
+
+/**
+ * What the render pool asks a lent thread to serve (render-pool.ts, RenderWorkerData): the
+ * writer passes it on with its port, and the thread reads the rest.
+ */
+export interface LendRequest {
+  port: MessagePort;
+}
+
+/** A writer's thread lent to the render pool (OutputWriter.lendThread). */
+export interface LentThread {
+  /** Whether the thread is known to have stopped (as Worker.threadId tells: only on the event loop). */
+  stopped(): boolean;
 }
 
 /**

@@ -10,7 +10,7 @@ import type { UserRow } from '../db/site-reader.js';
 import type { UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
 import type { BuildFingerprint } from './incremental.js';
-import type { WriteLane } from './output-writer.js';
+import type { LentThread, WriteLane } from './output-writer.js';
 import { STALL_MS } from './write-pool.js';
 
 /**
@@ -34,6 +34,13 @@ import { STALL_MS } from './write-pool.js';
  * that stops early (a signal, a failure) still records the files the workers wrote
  * (`RenderJob.writes`), and flushes the lanes, so no file on disk lacks its record.
  *
+ * Where no thread of its own writes (2 cores), the pool may borrow the build's write thread
+ * instead (OutputWriter.lendThread): it serves the pool as a render thread does (render-service.ts),
+ * placing its users' files itself and writing the build thread's batches between its users. It is
+ * borrowed only once it has shown time to spare (LEND_SPARE), which a build bound by creating files
+ * never gives it; and the build thread renders ahead of it freely (WRITTEN_LOOKAHEAD), so a thread
+ * slower than the build's never holds it up.
+ *
  * The build stays synchronous: the main thread waits on a shared counter (Atomics.wait) that a
  * worker bumps after each message, and takes messages with receiveMessageOnPort.
  */
@@ -42,6 +49,20 @@ const START_TIMEOUT_MS = 10_000;
 /** Users per batch, and batches in flight per worker: enough to keep a worker busy, few enough to keep memory flat. */
 const BATCH_USERS = 16;
 const IN_FLIGHT_PER_WORKER = 3;
+/**
+ * Batches the build thread may render ahead of the oldest one still on a thread, when threads
+ * write their users' files: the batches it renders are written at once and hold only hashes, so
+ * it need not wait for a thread slower than itself (the write thread lent to the pool renders in
+ * the time its writes leave it). Otherwise the documents it holds bound it (IN_FLIGHT_PER_WORKER).
+ */
+const WRITTEN_LOOKAHEAD = 64;
+/**
+ * The share of its time the write thread must have spent waiting for work before the pool borrows
+ * it: on this project's machine about 60% in a feed-heavy build (rendering is the slow part, and
+ * lending takes 10 to 15% off), about 10% in the demo's build of many small files (writing is, and
+ * lending only costs memory: docs/performance.md, "Eighth session").
+ */
+const LEND_SPARE = 0.4;
 const YOUNG_GENERATION_MB = 16;
 
 /**
@@ -113,6 +134,12 @@ export interface RenderPoolOptions {
   threads: number;
   /** Worker threads that also write, for builds into an empty directory (`RenderJob.writes`). */
   writingThreads: number;
+  /**
+   * Whether the build's write thread reads and renders too, when no thread here writes
+   * (`writingThreads` 0), in a build into an empty directory (`RenderJob.writes.lendThread`):
+   * 'spare' once it has shown it has time to spare (LEND_SPARE), 'always' from the first batch.
+   */
+  lendWriteThread: 'never' | 'spare' | 'always';
   /** How long the build waits for a render thread that answers nothing before it fails (write-pool.ts, STALL_MS); tests shorten it. */
   stallMs?: number;
 }
@@ -148,6 +175,18 @@ export interface RenderJob {
      * build's writer has no thread, and the render thread then writes its files itself.
      */
     lane?: () => WriteLane | null;
+    /**
+     * Lends the build's write thread to the pool (OutputWriter.lendThread), which then reads and
+     * renders users as a render thread does and writes their files between its batches; null (or
+     * absent) when the writer has no thread.
+     */
+    lendThread?: (data: RenderWorkerData) => LentThread | null;
+    /**
+     * The share of its time the write thread has had nothing to do, once it has run long enough
+     * to tell (OutputWriter.spareTime); null before. The pool borrows it only when it is at least
+     * LEND_SPARE, and until then renders here.
+     */
+    spareTime?: () => number | null;
   };
 }
 
@@ -160,11 +199,15 @@ interface Batch {
   taken: number;
 }
 
+/** A thread serving the pool: a render thread of its own, or the build's write thread lent to it. */
 interface PoolWorker {
-  worker: Worker;
   port: MessagePort;
   signal: Int32Array;
   seen: number;
+  /** Whether the thread is known to have stopped (Worker.threadId: known only on the event loop). */
+  stopped(): boolean;
+  /** Ends its part in the build: a render thread is stopped, a lent thread closes its connection. */
+  end(): void;
 }
 
 export class RenderPool {
@@ -183,6 +226,15 @@ export class RenderPool {
     const { local } = job;
     const issues = job.issues ?? (() => {});
     const iterator = rows[Symbol.iterator]();
+    if (this.wouldLend(job) && this.options.lendWriteThread === 'spare') {
+      // Render here until the write thread has run long enough to tell whether it has time to spare.
+      while (job.writes!.spareTime!() === null) {
+        const next = iterator.next();
+        if (next.done) return;
+        yield { row: next.value, documents: local(next.value) };
+      }
+      if (job.writes!.spareTime!()! < LEND_SPARE) this.refused = 'the write thread has no time to spare';
+    }
     let exhausted = false;
     const take = (): UserRow[] => {
       const batch: UserRow[] = [];
@@ -200,6 +252,7 @@ export class RenderPool {
       return;
     }
     this.threadsUsed = this.workers.length;
+    const lookahead = this.workersWrite ? WRITTEN_LOOKAHEAD : this.workers.length * IN_FLIGHT_PER_WORKER * 2;
     /** Batches in order: sent to a worker, or rendered here (`documents` set at once). */
     const queue: Batch[] = [];
     const sent = new Map<PoolWorker, Batch[]>(this.workers.map((worker) => [worker, []]));
@@ -254,7 +307,7 @@ export class RenderPool {
         }
         if (oldest.documents === undefined) {
           // The oldest batch is on a worker: render the next one here meanwhile, within a bound.
-          if (pending.length > 0 && queue.length < this.workers.length * IN_FLIGHT_PER_WORKER * 2) {
+          if (pending.length > 0 && queue.length < lookahead) {
             renderHere(pending);
             pending = take();
             continue;
@@ -309,11 +362,19 @@ export class RenderPool {
   }
 
   close(): void {
-    for (const { worker, port } of this.workers) {
-      void worker.terminate();
+    for (const { end, port } of this.workers) {
+      end();
       port.close();
     }
     this.workers = [];
+  }
+
+  /** Whether this build would borrow the write thread (see start), which it decides once the thread has run a while. */
+  private wouldLend({ writes }: RenderJob): boolean {
+    return (
+      writes?.spareTime !== undefined && writes.lendThread !== undefined && this.options.writingThreads === 0 &&
+      this.options.lendWriteThread !== 'never' && this.workers.length === 0 && this.refused === null
+    );
   }
 
   /** Starts the workers and waits until each has its snapshot; false (and none kept) if any cannot render this build. */
@@ -323,12 +384,14 @@ export class RenderPool {
     if (this.workers.length > 0 && this.workersWrite === writing) return true;
     this.close();
     const count = writing ? this.options.writingThreads : this.options.threads;
-    if (count === 0) return false;
+    const lend = writing && count === 0 && this.options.lendWriteThread !== 'never' && writes.lendThread !== undefined;
+    if (count === 0 && !lend) return false;
     this.workersWrite = writing;
-    for (let i = 0; i < count; i++) {
+    for (let i = 0; i < (lend ? 1 : count); i++) {
       const channel = new MessageChannel();
       const signal = new Int32Array(new SharedArrayBuffer(4));
-      const lane = writes?.lane?.() ?? null;
+      // The write thread writes what it renders itself: no lane.
+      const lane = lend ? null : (writes?.lane?.() ?? null);
       const data: RenderWorkerData = {
         db: this.options.db,
         config: this.options.config,
@@ -343,14 +406,7 @@ export class RenderPool {
       };
       let reply: RenderReply | null;
       try {
-        const worker = new Worker(WORKER, {
-          workerData: data,
-          transferList: lane === null ? [channel.port2] : [channel.port2, lane.port],
-          // Bounded young generation: the worker keeps a batch alive at a time (see docs/performance.md).
-          resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
-        });
-        worker.unref();
-        const entry: PoolWorker = { worker, port: channel.port1, signal, seen: 0 };
+        const entry: PoolWorker = { port: channel.port1, signal, seen: 0, ...(lend ? this.lent(writes!, data) : this.started(data, lane)) };
         this.workers.push(entry);
         reply = this.next(entry, START_TIMEOUT_MS);
       } catch (error) {
@@ -363,6 +419,25 @@ export class RenderPool {
       }
     }
     return true;
+  }
+
+  /** A render thread of its own, started on `data`. */
+  private started(data: RenderWorkerData, lane: WriteLane | null): Pick<PoolWorker, 'stopped' | 'end'> {
+    const worker = new Worker(WORKER, {
+      workerData: data,
+      transferList: lane === null ? [data.port] : [data.port, lane.port],
+      // Bounded young generation: the worker keeps a batch alive at a time (see docs/performance.md).
+      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+    });
+    worker.unref();
+    return { stopped: () => worker.threadId === -1, end: () => void worker.terminate() };
+  }
+
+  /** The build's write thread, lent to serve `data`; it goes on writing when the pool closes. */
+  private lent(writes: NonNullable<RenderJob['writes']>, data: RenderWorkerData): Pick<PoolWorker, 'stopped' | 'end'> {
+    const thread = writes.lendThread!(data);
+    if (thread === null) throw new Error('the write thread is not running');
+    return { stopped: () => thread.stopped(), end: () => {} };
   }
 
   /**
@@ -380,7 +455,7 @@ export class RenderPool {
         worker.seen++;
         return message.message as RenderReply;
       }
-      if (worker.worker.threadId === -1) throw new Error('a render thread stopped (out of memory or a crash)');
+      if (worker.stopped()) throw new Error('a render thread stopped (out of memory or a crash)');
       const left = deadline - Date.now();
       if (left <= 0) {
         if (timeoutMs > stallMs) throw new Error(`a render thread has answered nothing for ${stallMs / 1000} s: it has stopped (out of memory, or a crash)`);
@@ -406,8 +481,14 @@ export class RenderPool {
  * of issue 17 does not leave (docs/performance.md, "Seventh session"); threads that only render
  * made builds slower. VIDFEEDS_RENDER_THREADS=N sets the number (0: none). None without a compiled
  * worker (running from sources).
+ *
+ * Where no thread writes (2 cores or fewer, or VIDFEEDS_RENDER_THREADS=0), a build into an empty
+ * directory lends the pool its write thread instead, once the thread has shown it has time to spare
+ * (a feed-heavy site): it renders between its writes, at the cost of the formats' modules and a
+ * connection, not a thread (docs/performance.md, "Eighth session").
+ * VIDFEEDS_WRITE_THREAD_RENDERS=0 never lends it, =1 lends it from the first batch.
  */
-export function createRenderPool(options: Omit<RenderPoolOptions, 'threads' | 'writingThreads'>): RenderPool | null {
+export function createRenderPool(options: Omit<RenderPoolOptions, 'threads' | 'writingThreads' | 'lendWriteThread'>): RenderPool | null {
   const setting = process.env.VIDFEEDS_RENDER_THREADS;
   const cores = availableParallelism();
   let threads = Math.max(0, cores - 2);
@@ -416,6 +497,11 @@ export function createRenderPool(options: Omit<RenderPoolOptions, 'threads' | 'w
     threads = writingThreads = Number(setting);
     if (!/^\d+$/.test(setting) || threads > 64) throw new ConfigError([{ where: 'the environment', setting: 'VIDFEEDS_RENDER_THREADS', problem: `must be a whole number from 0 to 64, not ${JSON.stringify(setting)}` }]);
   }
-  if ((threads === 0 && writingThreads === 0) || !existsSync(fileURLToPath(WORKER))) return null;
-  return new RenderPool({ ...options, threads, writingThreads });
+  const lending = process.env.VIDFEEDS_WRITE_THREAD_RENDERS;
+  if (lending !== undefined && lending !== '0' && lending !== '1') {
+    throw new ConfigError([{ where: 'the environment', setting: 'VIDFEEDS_WRITE_THREAD_RENDERS', problem: `must be 0 or 1, not ${JSON.stringify(lending)}` }]);
+  }
+  const lendWriteThread = lending === undefined ? 'spare' : lending === '1' ? 'always' : 'never';
+  if ((threads === 0 && writingThreads === 0 && lendWriteThread === 'never') || !existsSync(fileURLToPath(WORKER))) return null;
+  return new RenderPool({ ...options, threads, writingThreads, lendWriteThread });
 }

@@ -211,7 +211,17 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
         : (row) => renderHere(row).map((text, i) => ('body' in text ? { written: writeHere(site.paths.file(keyed.user[i]!, row.username), keyed.user[i]!, text.body) } : text)),
       // What a thread's reader reports about values goes to this build's reader, as if read here.
       issues: (found: readonly ValueIssue[]) => found.forEach((issue) => reader.report(issue)),
-      ...(target.startedEmpty ? { writes: { compression, unclaimed: take, lane: () => writer.openLane?.() ?? null } } : {}),
+      ...(target.startedEmpty
+        ? {
+            writes: {
+              compression,
+              unclaimed: take,
+              lane: () => writer.openLane?.() ?? null,
+              lendThread: (data) => writer.lendThread?.(data) ?? null,
+              spareTime: () => writer.spareTime?.() ?? null,
+            },
+          }
+        : {}),
     };
     for (const rendered of pool.render(rows, job)) take(rendered);
     report.renderThreads = pool.threadsUsed;

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { DirectoryWriter, FilePlacer, resolveInside, type OutputWriter, type WriteLane } from './output-writer.js';
+import { DirectoryWriter, FilePlacer, resolveInside, type LendRequest, type LentThread, type OutputWriter, type WriteLane } from './output-writer.js';
 
 /**
  * A DirectoryWriter whose file system calls run on a worker thread, so the kernel's work of
@@ -46,6 +46,8 @@ const LANE_SLOTS = 4;
  * milliseconds, seconds on a very slow disk; ten minutes without one means the thread is gone.
  */
 export const STALL_MS = 10 * 60_000;
+/** How long the write thread runs before the build asks whether it has time to spare (spareTime). */
+const SPARE_AFTER_MS = 1000;
 
 /** The ring's shape; the defaults above except in tests, which make wrapping around the ring quick. */
 export interface RingShape {
@@ -56,6 +58,8 @@ export interface RingShape {
   batchesHere?: number;
   /** STALL_MS unless given (tests). */
   stallMs?: number;
+  /** SPARE_AFTER_MS unless given (tests). */
+  spareAfterMs?: number;
 }
 
 interface WorkerReport {
@@ -78,6 +82,12 @@ export interface LaneMessage {
   lane: Omit<WriteLane, 'root'>;
 }
 
+/** What the write thread gets to read and render for the build's render pool too (write-worker.ts). */
+export interface RenderMessage {
+  /** A RenderWorkerData (render-pool.ts), which write-worker.ts reads as such. */
+  render: LendRequest;
+}
+
 export class ThreadedDirectoryWriter implements OutputWriter {
   private readonly direct: DirectoryWriter;
   /** Started when the first batch fills: a build of a few documents never waits for a thread. */
@@ -85,8 +95,10 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private port: MessagePort | null = null;
   /** The worker did not start in time: every batch is written here. */
   private threadless = false;
-  /** [0]: batches the worker finished; [1]: 1 once the worker runs. */
-  private readonly done = new Int32Array(new SharedArrayBuffer(8));
+  /** [0]: batches the worker finished; [1]: 1 once the worker runs; [2]: milliseconds it spent writing them. */
+  private readonly done = new Int32Array(new SharedArrayBuffer(12));
+  /** When the worker started running (performance.now()), or null. */
+  private startedAt: number | null = null;
   /**
    * Made when the thread starts: until then (and for a build that never fills a batch, as most of
    * watch's do) the batch lives in a small buffer of this thread, grown as needed. Watch starts a
@@ -197,6 +209,30 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     return { ...lane, root: this.direct.root, port: channel.port1 };
   }
 
+  /**
+   * The share of its time the write thread has spent waiting for work since it started, once it has
+   * run for a second (SPARE_AFTER_MS); null before. The build lends the thread to its render pool
+   * only when it has time to spare (RenderPool: a feed-heavy build, where rendering is the slow part,
+   * and not a build of many small files, where writing is).
+   */
+  spareTime(): number | null {
+    if (this.startedAt === null) return null;
+    const elapsed = performance.now() - this.startedAt;
+    if (elapsed < (this.shape.spareAfterMs ?? SPARE_AFTER_MS)) return null;
+    return Math.max(0, 1 - Atomics.load(this.done, 2) / elapsed);
+  }
+
+  /**
+   * Asks the write thread to serve the build's render pool too (render-service.ts), starting the
+   * thread if it is not running; null if it cannot start. `data.port` is transferred to it.
+   */
+  lendThread(data: LendRequest): LentThread | null {
+    if (this.worker === null && (this.threadless || !this.startWorker())) return null;
+    const worker = this.worker!;
+    worker.postMessage({ render: data } satisfies RenderMessage, [data.port]);
+    return { stopped: () => worker.threadId === -1 };
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -268,6 +304,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     }
     this.worker = worker;
     this.port = channel.port1;
+    this.startedAt = performance.now();
     // A new worker knows no folders: nothing for it to forget.
     this.removed = false;
     return true;

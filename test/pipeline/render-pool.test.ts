@@ -8,6 +8,7 @@ import type * as RenderPoolModule from '../../src/pipeline/render-pool.js';
 import type * as IncrementalModule from '../../src/pipeline/incremental.js';
 import type * as VersionModule from '../../src/config/version.js';
 import type * as RegistryModule from '../../src/formats/registry.js';
+import type * as WritePoolModule from '../../src/pipeline/write-pool.js';
 import type { DemoShape } from '../../src/db/demo-data.js';
 import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
@@ -24,8 +25,13 @@ const { RenderPool } = (await import('../../dist/pipeline/render-pool.js' as str
 const { buildFingerprint } = (await import('../../dist/pipeline/incremental.js' as string)) as typeof IncrementalModule;
 const { VIDFEEDS_VERSION } = (await import('../../dist/config/version.js' as string)) as typeof VersionModule;
 const { FORMATS } = (await import('../../dist/formats/registry.js' as string)) as typeof RegistryModule;
+const { ThreadedDirectoryWriter } = (await import('../../dist/pipeline/write-pool.js' as string)) as typeof WritePoolModule;
 
-const saved = { VIDFEEDS_RENDER_THREADS: process.env.VIDFEEDS_RENDER_THREADS, VIDFEEDS_WRITE_THREAD: process.env.VIDFEEDS_WRITE_THREAD };
+const saved = {
+  VIDFEEDS_RENDER_THREADS: process.env.VIDFEEDS_RENDER_THREADS,
+  VIDFEEDS_WRITE_THREAD: process.env.VIDFEEDS_WRITE_THREAD,
+  VIDFEEDS_WRITE_THREAD_RENDERS: process.env.VIDFEEDS_WRITE_THREAD_RENDERS,
+};
 afterEach(() => {
   for (const [name, value] of Object.entries(saved)) {
     if (value === undefined) delete process.env[name];
@@ -37,8 +43,10 @@ afterEach(() => {
  * A build of `db` with `threads` render threads: into a fresh directory, or again into `into` (a
  * full build over the tree there, which compares every document with it).
  */
-function build(db: string, threads: number, options: { config?: SiteConfig; into?: { out: string; stateFile: string } } = {}) {
+function build(db: string, threads: number, options: { config?: SiteConfig; into?: { out: string; stateFile: string }; lend?: '0' | '1' } = {}) {
   process.env.VIDFEEDS_RENDER_THREADS = String(threads);
+  // The write thread renders only when told to (see 'the write thread lent to the pool').
+  process.env.VIDFEEDS_WRITE_THREAD_RENDERS = options.lend ?? '0';
   const fresh = () => {
     const { dir } = tempDir('vidfeeds-render-pool-');
     return { out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite') };
@@ -128,9 +136,13 @@ describe('render threads', () => {
     expect(unrecorded(threaded.out, threaded.stateFile)).toEqual([]);
   });
 
-  it('a build stopped by a signal records every file its threads wrote, and the next build completes the tree', () => {
+  it.each([
+    ['a render thread', '1', '0'],
+    ['the write thread lent to the pool', '0', '1'],
+  ])('a build stopped by a signal records every file %s wrote, and the next build completes the tree', (_, threads, lend) => {
     const { file } = createDemoDb({ users: 72, seed: 7, shape: 'feed-heavy' });
-    process.env.VIDFEEDS_RENDER_THREADS = '1';
+    process.env.VIDFEEDS_RENDER_THREADS = threads;
+    process.env.VIDFEEDS_WRITE_THREAD_RENDERS = lend;
     const { dir } = tempDir('vidfeeds-render-pool-');
     const place = { out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite') };
     let asked = 0;
@@ -148,6 +160,7 @@ describe('render threads', () => {
     // No build finished yet, so the next is full; it finds the stopped one's files recorded and leaves them be.
     const next = buildSite({ db: file, ...place, config: testConfig() });
     expect(next.unchanged).toBeGreaterThanOrEqual(stoppedTree.size);
+    process.env.VIDFEEDS_WRITE_THREAD_RENDERS = '0';
     const after = readTree(place.out);
     expect(touchedButSame(stoppedTree, after)).toEqual([]);
     expect(treeDifferences(after, build(file, 0).tree)).toEqual([]);
@@ -159,7 +172,7 @@ describe('render threads', () => {
     const { dir } = tempDir('vidfeeds-render-pool-');
     const out = join(dir, 'out');
     mkdirSync(join(out, STAGING_DIR), { recursive: true });
-    const pool = new RenderPool({ db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 0, writingThreads: 1 });
+    const pool = new RenderPool({ db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 0, writingThreads: 1, lendWriteThread: 'never' });
     const db = new Database(file, { readonly: true });
     try {
       db.exec('BEGIN');
@@ -200,7 +213,7 @@ describe('render threads', () => {
     const config = testConfig();
     const real = buildFingerprint(config, FORMATS, VIDFEEDS_VERSION);
     const fingerprint = { ...real, configHash: configHash || real.configHash };
-    const pool = new RenderPool({ db: file, out: tempDir('vidfeeds-render-pool-').dir, config, now: new Date(), fingerprint, threads: 1, writingThreads: 1 });
+    const pool = new RenderPool({ db: file, out: tempDir('vidfeeds-render-pool-').dir, config, now: new Date(), fingerprint, threads: 1, writingThreads: 1, lendWriteThread: 'never' });
     try {
       const rows = [...Array(40).keys()].map((i) => ({ id: i + 1, username: `user${i + 1}` }));
       let local = 0;
@@ -222,7 +235,7 @@ describe('render threads', () => {
     const config = testConfig();
     const out = tempDir('vidfeeds-render-pool-').dir;
     mkdirSync(join(out, STAGING_DIR), { recursive: true });
-    const pool = new RenderPool({ db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 1, writingThreads: 1, stallMs: 300 });
+    const pool = new RenderPool({ db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 1, writingThreads: 1, lendWriteThread: 'never', stallMs: 300 });
     const db = new Database(file, { readonly: true });
     try {
       db.exec('BEGIN');
@@ -239,7 +252,7 @@ describe('render threads', () => {
       expect(() => {
         for (const _ of pool.render(rows, job)) {
           // Stopped without yielding to the event loop, as a build never does: only its silence tells.
-          if (++taken === 1) void (pool as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } }> }).workers[0]!.worker.terminate();
+          if (++taken === 1) (pool as unknown as { workers: Array<{ end(): void }> }).workers[0]!.end();
         }
       }).toThrow(/a render thread has answered nothing for 0\.3 s/);
       expect(taken).toBeLessThan(rows.length);
@@ -252,5 +265,91 @@ describe('render threads', () => {
   it('VIDFEEDS_RENDER_THREADS must be a whole number', () => {
     const { file } = createDemoDb({ users: 10, seed: 3 });
     expect(() => build(file, Number.NaN)).toThrow(/VIDFEEDS_RENDER_THREADS must be a whole number from 0 to 64, not "NaN"/);
+  });
+});
+
+describe('the write thread lent to the render pool', () => {
+  it('renders and writes its users\' files between its batches: the same tree, every file recorded', () => {
+    process.env.VIDFEEDS_WRITE_THREAD = '1';
+    const { file } = createDemoDb({ users: 48, seed: 9, shape: 'feed-heavy' });
+    const config = testConfig({ compress: ['gzip'] });
+    const here = build(file, 0, { config });
+    const lent = build(file, 0, { config, lend: '1' });
+    expect(here.report.renderThreads).toBe(0);
+    expect(lent.report.renderThreads).toBe(1);
+    expect(treeDifferences(lent.tree, here.tree)).toEqual([]);
+    expect(treeHash(lent.tree)).toBe(treeHash(here.tree));
+    expect(lent.report).toMatchObject({ documents: here.report.documents, written: here.report.written, bytesWritten: here.report.bytesWritten });
+    expect(lent.report.issues).toEqual(here.report.issues);
+    expect(unrecorded(lent.out, lent.stateFile)).toEqual([]);
+    const again = build(file, 0, { config, into: lent, lend: '1' });
+    expect(again.report).toMatchObject({ mode: 'full', written: 0, removed: 0 });
+    expect(touchedButSame(lent.tree, again.tree)).toEqual([]);
+  });
+
+  it('is not lent where it has nothing to spare for: a build over an existing tree, a build without a write thread, a small build', () => {
+    const { file } = createDemoDb({ users: 40, seed: 10, shape: 'feed-heavy' });
+    process.env.VIDFEEDS_WRITE_THREAD = '1';
+    const first = build(file, 0, { lend: '1' });
+    expect(first.report.renderThreads).toBe(1);
+    // Comparing with what is there: documents come back to the build thread, no thread writes.
+    expect(build(file, 0, { into: first, lend: '1' }).report.renderThreads).toBe(0);
+    process.env.VIDFEEDS_WRITE_THREAD = '0';
+    expect(build(file, 0, { lend: '1' }).report.renderThreads).toBe(0);
+    // By default it is lent once it has shown time to spare over a second of writing, which a
+    // build of a few hundred files never gives it.
+    process.env.VIDFEEDS_WRITE_THREAD = '1';
+    process.env.VIDFEEDS_RENDER_THREADS = '0';
+    delete process.env.VIDFEEDS_WRITE_THREAD_RENDERS;
+    const { dir } = tempDir('vidfeeds-render-pool-');
+    expect(buildSite({ db: file, out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite'), config: testConfig() }).renderThreads).toBe(0);
+  });
+
+  it('that stops mid-build fails the build instead of leaving it waiting for ever', () => {
+    const { file } = createDemoDb({ users: 80, seed: 4, shape: 'feed-heavy' });
+    const config = testConfig();
+    const out = tempDir('vidfeeds-render-pool-').dir;
+    const writer = new ThreadedDirectoryWriter(out, { slots: 4, slotBytes: 64 * 1024, batchFiles: 8, stallMs: 300 });
+    const pool = new RenderPool({
+      db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION),
+      threads: 0, writingThreads: 0, lendWriteThread: 'always', stallMs: 300,
+    });
+    const db = new Database(file, { readonly: true });
+    try {
+      db.exec('BEGIN');
+      const position = new ChangeLog(db).current().position;
+      const rows = db.prepare<[], { id: number; username: string }>(`SELECT id, username FROM users WHERE state = 'active' ORDER BY username`).all();
+      const job = {
+        formats: ['rss'],
+        parts: new Set(['uploads'] as const),
+        position,
+        local: () => [{ written: { hash: '00', size: 0, bytes: 0 } }],
+        writes: { compression: [], unclaimed: () => {}, lendThread: (data: Parameters<typeof writer.lendThread>[0]) => writer.lendThread(data), spareTime: () => null },
+      };
+      let taken = 0;
+      expect(() => {
+        for (const _ of pool.render(rows, job)) {
+          // Stopped without yielding to the event loop, as a build never does: only its silence tells.
+          if (++taken === 1) void (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+        }
+      }).toThrow(/a render thread has answered nothing for 0\.3 s/);
+      expect(pool.threadsUsed).toBe(1);
+      expect(taken).toBeLessThan(rows.length);
+    } finally {
+      db.close();
+      pool.close();
+      // Nothing was sent to it: the build thread's documents here were never written.
+      writer.close();
+    }
+  });
+
+  it('VIDFEEDS_WRITE_THREAD_RENDERS must be 0 or 1', () => {
+    const { file } = createDemoDb({ users: 10, seed: 3 });
+    process.env.VIDFEEDS_WRITE_THREAD_RENDERS = 'yes';
+    process.env.VIDFEEDS_RENDER_THREADS = '0';
+    const { dir } = tempDir('vidfeeds-render-pool-');
+    expect(() => buildSite({ db: file, out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite'), config: testConfig() })).toThrow(
+      /VIDFEEDS_WRITE_THREAD_RENDERS must be 0 or 1, not "yes"/,
+    );
   });
 });

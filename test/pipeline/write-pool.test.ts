@@ -233,6 +233,38 @@ describe('a lane into the write thread (a render thread\'s files)', () => {
   });
 });
 
+describe('the write thread\'s spare time (when the build may lend it to the render pool)', () => {
+  it('is unknown until the thread has run a while, then the share of its time it had nothing to write', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 4, slotBytes: 4096, batchFiles: 4, spareAfterMs: 100 });
+    expect(writer.spareTime()).toBeNull();
+    for (let i = 0; i < 40; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss n="${i}"/>`));
+    writer.flush();
+    expect(writer.threadStarted).toBe(true);
+    // Idle now: 40 tiny files take a few milliseconds of its first 250.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250);
+    const spare = writer.spareTime();
+    expect(spare).not.toBeNull();
+    expect(spare!).toBeGreaterThan(0.5);
+    expect(spare!).toBeLessThanOrEqual(1);
+    writer.close();
+  });
+
+  it('counts the time it spends writing', () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 4, slotBytes: 256 * 1024, batchFiles: 64, spareAfterMs: 0 });
+    // Kept busy: the build thread only copies into the ring while the thread creates every file.
+    const body = Buffer.alloc(64 * 1024, 'x');
+    const started = Date.now();
+    for (let i = 0; Date.now() - started < 400; i++) writer.write(`u${i}/f/index.xml`, body);
+    writer.flush();
+    expect(writer.spareTime()!).toBeLessThan(0.5);
+    writer.close();
+  });
+});
+
 describe('a write thread that stops', () => {
   // Node marks a stopped worker (threadId -1) only on its parent's event loop, which a build that
   // waits synchronously never runs: the writer must notice from the thread's silence.
