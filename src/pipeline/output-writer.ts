@@ -19,7 +19,10 @@ import type { MessagePort } from 'node:worker_threads';
  * memory in tests and against a directory in production.
  */
 export interface OutputWriter {
-  /** Replaces the file at `path` (relative, `/`-separated) with `body`, whole. */
+  /**
+   * Replaces the file at `path` (relative, `/`-separated) with `body`, whole. The caller may reuse
+   * `body` once this returns (write-documents.ts does): a writer copies what it keeps.
+   */
   write(path: string, body: Buffer): void;
   /** Size in bytes of the file at `path`, or null when there is none. */
   size(path: string): number | null;
