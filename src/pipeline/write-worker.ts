@@ -16,7 +16,8 @@ const { root, done, ring, slotBytes, port } = workerData as {
   port: MessagePort;
 };
 const placer = new FilePlacer(root, `${process.pid}-w${threadId}`);
-let failed = false;
+/** The first write that failed, reported to the build thread; the rest of the build's writes are dropped. */
+let failed: string | null = null;
 /** Milliseconds spent writing batches, told to the build in done[2] (ThreadedDirectoryWriter.spareTime). */
 let busy = 0;
 
@@ -65,7 +66,7 @@ async function serveRenders(data: RenderWorkerData): Promise<void> {
     const service = await import('./render-service.js');
     service.serveRenders(data, {
       place: (path, body) => {
-        if (failed) throw new Error('an earlier write of the build failed');
+        if (failed !== null) throw new Error(failed);
         placer.place(resolveInside(root, path), body);
       },
       send: () => {},
@@ -93,14 +94,14 @@ function writeBatch(paths: string[], ends: number[], data: Uint8Array): void {
 }
 
 function placeAll(paths: string[], ends: number[], data: Uint8Array): void {
-  if (failed) return;
+  if (failed !== null) return;
   for (let i = 0; i < paths.length; i++) {
     try {
       placer.place(paths[i]!, data.subarray(i === 0 ? 0 : ends[i - 1], ends[i]));
     } catch (error) {
       // Reported once; the rest of the build's writes are dropped and the build fails.
-      failed = true;
-      port.postMessage({ error: `cannot write ${paths[i]}: ${(error as Error).message}` });
+      failed = `cannot write ${paths[i]}: ${(error as Error).message}`;
+      port.postMessage({ error: failed });
       return;
     }
   }
