@@ -66,7 +66,7 @@ async function serveRenders(data: RenderWorkerData): Promise<void> {
     const service = await import('./render-service.js');
     service.serveRenders(data, {
       place: (path, body) => {
-        if (failed !== null) throw new Error(failed);
+        if (failed !== null) throw new Error(`an earlier write failed (${failed})`);
         placer.place(resolveInside(root, path), body);
       },
       send: () => {},
