@@ -83,6 +83,14 @@ function treeHash(tree: Map<string, { body: Buffer }>): string {
   return hash.digest('hex');
 }
 
+/** Begins a read transaction on `db`, as a build does: its change log position and its published users, in the build's order. */
+function snapshot(db: Database.Database) {
+  db.exec('BEGIN');
+  const position = new ChangeLog(db).current().position;
+  const users = db.prepare<[], { id: number; username: string }>(`SELECT id, username FROM users WHERE state = 'active' ORDER BY username`).all();
+  return { position, users };
+}
+
 describe('render threads', () => {
   it.each<[DemoShape, number]>([
     ['demo', 48],
@@ -175,9 +183,7 @@ describe('render threads', () => {
     const pool = new RenderPool({ db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 0, writingThreads: 1, lendWriteThread: 'never' });
     const db = new Database(file, { readonly: true });
     try {
-      db.exec('BEGIN');
-      const position = new ChangeLog(db).current().position;
-      const users = db.prepare<[], { id: number; username: string }>(`SELECT id, username FROM users WHERE state = 'active' ORDER BY username`).all();
+      const { position, users } = snapshot(db);
       const taken: string[] = [];
       const unclaimed: string[] = [];
       const job = {
@@ -228,37 +234,46 @@ describe('render threads', () => {
   });
 
   it.each([
-    ['only renders', false],
-    ['writes its users\' files', true],
-  ])('a thread that %s and stops mid-build fails the build instead of leaving it waiting for ever', (_, writing) => {
+    ['only renders', 'renders'],
+    ['writes its users\' files', 'writes'],
+    ['is the write thread lent to the pool', 'lent'],
+  ] as const)('a thread that %s and stops mid-build fails the build instead of leaving it waiting for ever', (_, kind) => {
     const { file } = createDemoDb({ users: 80, seed: 4 });
     const config = testConfig();
     const out = tempDir('vidfeeds-render-pool-').dir;
     mkdirSync(join(out, STAGING_DIR), { recursive: true });
-    const pool = new RenderPool({ db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), threads: 1, writingThreads: 1, lendWriteThread: 'never', stallMs: 300 });
+    const writer = kind === 'lent' ? new ThreadedDirectoryWriter(out, { slots: 4, slotBytes: 64 * 1024, batchFiles: 8, stallMs: 300 }) : null;
+    const pool = new RenderPool({
+      db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION), stallMs: 300,
+      ...(writer === null ? { threads: 1, writingThreads: 1, lendWriteThread: 'never' } : { threads: 0, writingThreads: 0, lendWriteThread: 'always' }),
+    });
+    const lending = writer === null ? {} : { lendThread: (data: Parameters<typeof writer.lendThread>[0]) => writer.lendThread(data), spareTime: () => null };
+    // Stopped without yielding to the event loop, as a build never does: only its silence tells.
+    const stop = () =>
+      writer === null
+        ? (pool as unknown as { workers: Array<{ end(): void }> }).workers[0]!.end()
+        : void (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
     const db = new Database(file, { readonly: true });
     try {
-      db.exec('BEGIN');
-      const position = new ChangeLog(db).current().position;
-      const rows = db.prepare<[], { id: number; username: string }>(`SELECT id, username FROM users WHERE state = 'active' ORDER BY username`).all();
+      const { position, users: rows } = snapshot(db);
       const job = {
         formats: ['rss'],
         parts: new Set(['uploads'] as const),
         position,
         local: () => [{ body: 'here' }],
-        ...(writing ? { writes: { compression: [], unclaimed: () => {} } } : {}),
+        ...(kind === 'renders' ? {} : { writes: { compression: [], unclaimed: () => {}, ...lending } }),
       };
       let taken = 0;
       expect(() => {
-        for (const _ of pool.render(rows, job)) {
-          // Stopped without yielding to the event loop, as a build never does: only its silence tells.
-          if (++taken === 1) (pool as unknown as { workers: Array<{ end(): void }> }).workers[0]!.end();
-        }
+        for (const _ of pool.render(rows, job)) if (++taken === 1) stop();
       }).toThrow(/a render thread has answered nothing for 0\.3 s/);
+      expect(pool.threadsUsed).toBe(1);
       expect(taken).toBeLessThan(rows.length);
     } finally {
       db.close();
       pool.close();
+      // Nothing was sent to the write thread: the documents rendered here were never written.
+      writer?.close();
     }
   });
 
@@ -303,44 +318,6 @@ describe('the write thread lent to the render pool', () => {
     delete process.env.VIDFEEDS_WRITE_THREAD_RENDERS;
     const { dir } = tempDir('vidfeeds-render-pool-');
     expect(buildSite({ db: file, out: join(dir, 'out'), stateFile: join(dir, 'state.sqlite'), config: testConfig() }).renderThreads).toBe(0);
-  });
-
-  it('that stops mid-build fails the build instead of leaving it waiting for ever', () => {
-    const { file } = createDemoDb({ users: 80, seed: 4, shape: 'feed-heavy' });
-    const config = testConfig();
-    const out = tempDir('vidfeeds-render-pool-').dir;
-    const writer = new ThreadedDirectoryWriter(out, { slots: 4, slotBytes: 64 * 1024, batchFiles: 8, stallMs: 300 });
-    const pool = new RenderPool({
-      db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION),
-      threads: 0, writingThreads: 0, lendWriteThread: 'always', stallMs: 300,
-    });
-    const db = new Database(file, { readonly: true });
-    try {
-      db.exec('BEGIN');
-      const position = new ChangeLog(db).current().position;
-      const rows = db.prepare<[], { id: number; username: string }>(`SELECT id, username FROM users WHERE state = 'active' ORDER BY username`).all();
-      const job = {
-        formats: ['rss'],
-        parts: new Set(['uploads'] as const),
-        position,
-        local: () => [{ written: { hash: '00', size: 0, bytes: 0 } }],
-        writes: { compression: [], unclaimed: () => {}, lendThread: (data: Parameters<typeof writer.lendThread>[0]) => writer.lendThread(data), spareTime: () => null },
-      };
-      let taken = 0;
-      expect(() => {
-        for (const _ of pool.render(rows, job)) {
-          // Stopped without yielding to the event loop, as a build never does: only its silence tells.
-          if (++taken === 1) void (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
-        }
-      }).toThrow(/a render thread has answered nothing for 0\.3 s/);
-      expect(pool.threadsUsed).toBe(1);
-      expect(taken).toBeLessThan(rows.length);
-    } finally {
-      db.close();
-      pool.close();
-      // Nothing was sent to it: the build thread's documents here were never written.
-      writer.close();
-    }
   });
 
   it('VIDFEEDS_WRITE_THREAD_RENDERS must be 0 or 1', () => {
