@@ -369,22 +369,25 @@ export class RenderPool {
     this.workers = [];
   }
 
+  /** Whether the pool may borrow the build's write thread for this job: it writes, no thread of its own writes, and lending is on. */
+  private lends({ writes }: RenderJob): boolean {
+    return writes?.lendThread !== undefined && this.options.writingThreads === 0 && this.options.lendWriteThread !== 'never';
+  }
+
   /** Whether this build would borrow the write thread (see start), which it decides once the thread has run a while. */
-  private wouldLend({ writes }: RenderJob): boolean {
-    return (
-      writes?.spareTime !== undefined && writes.lendThread !== undefined && this.options.writingThreads === 0 &&
-      this.options.lendWriteThread !== 'never' && this.workers.length === 0 && this.refused === null
-    );
+  private wouldLend(job: RenderJob): boolean {
+    return this.lends(job) && job.writes!.spareTime !== undefined && this.workers.length === 0 && this.refused === null;
   }
 
   /** Starts the workers and waits until each has its snapshot; false (and none kept) if any cannot render this build. */
-  private start({ formats, parts, position, writes }: RenderJob): boolean {
+  private start(job: RenderJob): boolean {
+    const { formats, parts, position, writes } = job;
     if (this.refused !== null) return false;
     const writing = writes !== undefined;
     if (this.workers.length > 0 && this.workersWrite === writing) return true;
     this.close();
     const count = writing ? this.options.writingThreads : this.options.threads;
-    const lend = writing && count === 0 && this.options.lendWriteThread !== 'never' && writes.lendThread !== undefined;
+    const lend = this.lends(job);
     if (count === 0 && !lend) return false;
     this.workersWrite = writing;
     for (let i = 0; i < (lend ? 1 : count); i++) {

@@ -8,6 +8,7 @@ import type { Encoding } from '../paths/compression.js';
 import { buildFingerprint, type BuildFingerprint } from './incremental.js';
 import { renderUserTexts } from './render-documents.js';
 import type { RenderedDocument, RenderReply, RenderRequest, RenderWorkerData, WrittenForm } from './render-pool.js';
+import { replyTo } from './render-reply.js';
 import { writeRendered } from './write-documents.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { createSiteContext } from './site-context.js';
@@ -32,13 +33,6 @@ export interface FileSink {
    * has handed it meanwhile, so its rendering never holds up the build's writes.
    */
   between?(): void;
-}
-
-/** Sends `message` to the build thread and wakes it (it waits on `signal`). */
-export function replyTo({ port, signal }: Pick<RenderWorkerData, 'port' | 'signal'>, message: RenderReply): void {
-  port.postMessage(message);
-  Atomics.add(signal, 0, 1);
-  Atomics.notify(signal, 0);
 }
 
 function differs(mine: BuildFingerprint, build: BuildFingerprint): string | null {

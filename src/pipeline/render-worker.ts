@@ -1,7 +1,8 @@
 import { threadId, workerData } from 'node:worker_threads';
 import { FilePlacer, resolveInside } from './output-writer.js';
 import type { RenderWorkerData } from './render-pool.js';
-import { replyTo, serveRenders, type FileSink } from './render-service.js';
+import { replyTo } from './render-reply.js';
+import { serveRenders, type FileSink } from './render-service.js';
 import { LaneWriter } from './write-pool.js';
 
 /**

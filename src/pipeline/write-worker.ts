@@ -1,6 +1,7 @@
 import { parentPort, receiveMessageOnPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
 import { FilePlacer, resolveInside } from './output-writer.js';
 import type { RenderWorkerData } from './render-pool.js';
+import { replyTo } from './render-reply.js';
 import type { BatchMessage, LaneMessage, RenderMessage } from './write-pool.js';
 
 /**
@@ -73,9 +74,7 @@ async function serveRenders(data: RenderWorkerData): Promise<void> {
       between: drain,
     });
   } catch (error) {
-    data.port.postMessage({ refused: `the write thread could not render: ${(error as Error).message}` });
-    Atomics.add(data.signal, 0, 1);
-    Atomics.notify(data.signal, 0);
+    replyTo(data, { refused: `the write thread could not render: ${(error as Error).message}` });
   }
 }
 
