@@ -1,7 +1,7 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
 import { latest, rfc3339 } from '../render/dates.js';
-import { xmlChars, XmlDocument } from '../render/xml.js';
+import { xmlChars, xmlDocument } from '../render/xml.js';
 
 /**
  * APML 0.6 attention profile (seed 2.6) from the attention data the site computes: one implicit
@@ -62,36 +62,36 @@ export const apml: UserFormat = {
       [...concepts.flatMap((c) => (c.updatedAt === null ? [] : [c.updatedAt])), ...sources.map((s) => s.updatedAt)],
       user.updatedAt,
     );
-    const doc = new XmlDocument('APML', { xmlns: APML_NS, version: '0.6' });
-    const head = doc.root.el('Head');
-    head.leaf('Title', `Attention profile of ${user.username} on ${site.config.siteName}`).leaf('Generator', site.paths.base);
-    if (user.email !== null && apmlEmail(xmlChars(user.email))) head.leaf('UserEmail', user.email);
-    head.leaf('DateCreated', rfc3339(created));
+    return xmlDocument('APML', { xmlns: APML_NS, version: '0.6' }, (root) => {
+      const head = root.el('Head');
+      head.leaf('Title', `Attention profile of ${user.username} on ${site.config.siteName}`).leaf('Generator', site.paths.base);
+      if (user.email !== null && apmlEmail(xmlChars(user.email))) head.leaf('UserEmail', user.email);
+      head.leaf('DateCreated', rfc3339(created));
 
-    const profile = doc.root.el('Body', { defaultprofile: PROFILE }).el('Profile', { name: PROFILE });
-    const implicit = profile.el('ImplicitData');
-    const conceptList = implicit.el('Concepts');
-    for (const concept of concepts) {
-      conceptList.el('Concept', {
-        key: concept.category,
-        value: decimal(concept.value),
-        from: site.paths.base,
-        // A category never scored has been at 0 since the account was made.
-        updated: rfc3339(concept.updatedAt ?? user.createdAt),
-      });
-    }
-    const sourceList = implicit.el('Sources');
-    for (const source of sources) {
-      sourceList.el('Source', {
-        key: site.paths.videoPage(source.video.publicId),
-        name: source.video.title,
-        value: decimal(source.value),
-        type: 'text/html',
-        from: site.paths.userPage(source.supplier.username),
-        updated: rfc3339(source.updatedAt),
-      });
-    }
-    profile.el('ExplicitData');
-    return doc.end();
+      const profile = root.el('Body', { defaultprofile: PROFILE }).el('Profile', { name: PROFILE });
+      const implicit = profile.el('ImplicitData');
+      const conceptList = implicit.el('Concepts');
+      for (const concept of concepts) {
+        conceptList.el('Concept', {
+          key: concept.category,
+          value: decimal(concept.value),
+          from: site.paths.base,
+          // A category never scored has been at 0 since the account was made.
+          updated: rfc3339(concept.updatedAt ?? user.createdAt),
+        });
+      }
+      const sourceList = implicit.el('Sources');
+      for (const source of sources) {
+        sourceList.el('Source', {
+          key: site.paths.videoPage(source.video.publicId),
+          name: source.video.title,
+          value: decimal(source.value),
+          type: 'text/html',
+          from: site.paths.userPage(source.supplier.username),
+          updated: rfc3339(source.updatedAt),
+        });
+      }
+      profile.el('ExplicitData');
+    });
   },
 };

@@ -1,7 +1,7 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
 import { latest, rfc3339 } from '../render/dates.js';
-import { NS, XmlDocument } from '../render/xml.js';
+import { NS, xmlDocument } from '../render/xml.js';
 
 /**
  * Atom 1.0 feed of the 20 most recent groups a user belongs to (seed 2.9), one entry per group.
@@ -31,47 +31,47 @@ export const atom: UserFormat = {
   needs: ['groups'],
 
   render({ user, groups }: UserBundle, site: SiteContext): string {
-    const doc = new XmlDocument('feed', { xmlns: NS.atom, 'xmlns:media': NS.media, 'xml:lang': site.config.language });
-    const feed = doc.root;
-    const updated = latest(groups.map((g) => g.updatedAt), user.updatedAt);
-    feed
-      .leaf('title', `${site.config.siteName}: groups of ${user.displayName || user.username}`, { type: 'text' })
-      .leaf('subtitle', `The groups ${user.username} belongs to on ${site.config.siteName}.`, { type: 'html' })
-      .leaf('updated', rfc3339(updated))
-      .leaf('id', tagUri(site, user.createdAt, `users/${encodeURIComponent(user.username)}/groups`));
-    feed.el('link', { rel: 'alternate', type: 'text/html', hreflang: site.config.language, href: site.paths.userPage(user.username) });
-    feed.el('link', { rel: 'self', type: 'application/atom+xml', href: site.paths.url(atom, user.username) });
-    // RFC 4287 wants an author for the feed or for every entry; the feed is the user's.
-    feed.el('author').leaf('name', user.displayName || user.username).leaf('uri', site.paths.userPage(user.username));
-    feed.leaf('rights', site.config.copyright);
-    feed.leaf('generator', site.generator.name, { uri: site.generator.uri, version: site.generator.version });
+    return xmlDocument('feed', { xmlns: NS.atom, 'xmlns:media': NS.media, 'xml:lang': site.config.language }, (root) => {
+      const feed = root;
+      const updated = latest(groups.map((g) => g.updatedAt), user.updatedAt);
+      feed
+        .leaf('title', `${site.config.siteName}: groups of ${user.displayName || user.username}`, { type: 'text' })
+        .leaf('subtitle', `The groups ${user.username} belongs to on ${site.config.siteName}.`, { type: 'html' })
+        .leaf('updated', rfc3339(updated))
+        .leaf('id', tagUri(site, user.createdAt, `users/${encodeURIComponent(user.username)}/groups`));
+      feed.el('link', { rel: 'alternate', type: 'text/html', hreflang: site.config.language, href: site.paths.userPage(user.username) });
+      feed.el('link', { rel: 'self', type: 'application/atom+xml', href: site.paths.url(atom, user.username) });
+      // RFC 4287 wants an author for the feed or for every entry; the feed is the user's.
+      feed.el('author').leaf('name', user.displayName || user.username).leaf('uri', site.paths.userPage(user.username));
+      feed.leaf('rights', site.config.copyright);
+      feed.leaf('generator', site.generator.name, { uri: site.generator.uri, version: site.generator.version });
 
-    for (const group of groups) {
-      const entry = feed.el('entry');
-      entry.leaf('title', group.title, { type: 'text' });
-      entry.el('link', { rel: 'alternate', type: 'text/html', href: site.paths.groupPage(group.slug) });
-      const featured = group.featuredVideo;
-      if (featured !== null) {
-        entry.el('link', { rel: 'enclosure', type: featured.fileType, length: featured.fileSize, href: featured.fileUrl, title: featured.title });
+      for (const group of groups) {
+        const entry = feed.el('entry');
+        entry.leaf('title', group.title, { type: 'text' });
+        entry.el('link', { rel: 'alternate', type: 'text/html', href: site.paths.groupPage(group.slug) });
+        const featured = group.featuredVideo;
+        if (featured !== null) {
+          entry.el('link', { rel: 'enclosure', type: featured.fileType, length: featured.fileSize, href: featured.fileUrl, title: featured.title });
+        }
+        entry
+          .leaf('id', tagUri(site, group.createdAt, `groups/${encodeURIComponent(group.slug)}`))
+          .leaf('updated', rfc3339(group.updatedAt))
+          .leaf('published', rfc3339(group.createdAt));
+        const author = entry.el('author');
+        author.leaf('name', group.owner.displayName || group.owner.username).leaf('uri', site.paths.userPage(group.owner.username));
+        if (group.description !== '') entry.leaf('summary', group.description, { type: 'text' });
+        if (featured !== null) {
+          entry.el('media:content', {
+            url: featured.fileUrl,
+            type: featured.fileType,
+            medium: 'video',
+            fileSize: featured.fileSize,
+            duration: featured.durationSeconds,
+          });
+          entry.el('media:thumbnail', { url: featured.thumbnailUrl, width: featured.thumbnailWidth, height: featured.thumbnailHeight });
+        }
       }
-      entry
-        .leaf('id', tagUri(site, group.createdAt, `groups/${encodeURIComponent(group.slug)}`))
-        .leaf('updated', rfc3339(group.updatedAt))
-        .leaf('published', rfc3339(group.createdAt));
-      const author = entry.el('author');
-      author.leaf('name', group.owner.displayName || group.owner.username).leaf('uri', site.paths.userPage(group.owner.username));
-      if (group.description !== '') entry.leaf('summary', group.description, { type: 'text' });
-      if (featured !== null) {
-        entry.el('media:content', {
-          url: featured.fileUrl,
-          type: featured.fileType,
-          medium: 'video',
-          fileSize: featured.fileSize,
-          duration: featured.durationSeconds,
-        });
-        entry.el('media:thumbnail', { url: featured.thumbnailUrl, width: featured.thumbnailWidth, height: featured.thumbnailHeight });
-      }
-    }
-    return doc.end();
+    });
   },
 };

@@ -1,5 +1,5 @@
 import type { SiteFormat } from './format.js';
-import { XmlDocument } from '../render/xml.js';
+import { xmlDocument } from '../render/xml.js';
 
 /**
  * crossdomain.xml for the Flash player (seed section 4). By default it allows no other domain
@@ -15,9 +15,11 @@ export const crossdomain: SiteFormat = {
 
   *render(_index, site) {
     const policy = site.config.crossDomain;
-    const doc = new XmlDocument('cross-domain-policy', undefined, { systemId: 'http://www.adobe.com/xml/dtds/cross-domain-policy.dtd' });
-    doc.root.el('site-control', { 'permitted-cross-domain-policies': policy.permittedCrossDomainPolicies });
-    for (const domain of policy.allowAccessFrom) doc.root.el('allow-access-from', { domain, secure: 'true' });
-    yield { file: 'crossdomain.xml', body: doc.end() };
+    const doctype = { systemId: 'http://www.adobe.com/xml/dtds/cross-domain-policy.dtd' };
+    const body = xmlDocument('cross-domain-policy', undefined, (root) => {
+      root.el('site-control', { 'permitted-cross-domain-policies': policy.permittedCrossDomainPolicies });
+      for (const domain of policy.allowAccessFrom) root.el('allow-access-from', { domain, secure: 'true' });
+    }, doctype);
+    yield { file: 'crossdomain.xml', body };
   },
 };

@@ -1,7 +1,7 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { PersonRef, UserBundle } from '../model/views.js';
 import { mailtoUri, telUri } from '../render/urls.js';
-import { NS, XmlDocument, type XmlElement } from '../render/xml.js';
+import { NS, xmlDocument, type XmlElement } from '../render/xml.js';
 
 /**
  * FOAF profile (seed 2.3): a `foaf:PersonalProfileDocument` about the `foaf:Person` `#me`, with
@@ -65,45 +65,45 @@ export const foaf: UserFormat = {
   render({ user, friends, accounts, interests }: UserBundle, site: SiteContext): string {
     const self = site.paths.url(foaf, user.username);
     const name = user.displayName || user.username;
-    const doc = new XmlDocument('rdf:RDF', { ...RDF_NS, 'xml:base': self });
+    return xmlDocument('rdf:RDF', { ...RDF_NS, 'xml:base': self }, (root) => {
 
-    const profile = doc.root.el('foaf:PersonalProfileDocument', { 'rdf:about': '' });
-    profile.leaf('dc:title', `FOAF profile of ${name}`);
-    profile.el('foaf:maker', { 'rdf:resource': '#me' });
-    profile.el('foaf:primaryTopic', { 'rdf:resource': '#me' });
-    profile.el('admin:generatorAgent', { 'rdf:resource': site.generator.uri });
-    profile.el('admin:errorReportsTo', { 'rdf:resource': mailtoUri(site.config.contactEmail) });
+      const profile = root.el('foaf:PersonalProfileDocument', { 'rdf:about': '' });
+      profile.leaf('dc:title', `FOAF profile of ${name}`);
+      profile.el('foaf:maker', { 'rdf:resource': '#me' });
+      profile.el('foaf:primaryTopic', { 'rdf:resource': '#me' });
+      profile.el('admin:generatorAgent', { 'rdf:resource': site.generator.uri });
+      profile.el('admin:errorReportsTo', { 'rdf:resource': mailtoUri(site.config.contactEmail) });
 
-    const person = doc.root.el('foaf:Person', { 'rdf:ID': 'me' });
-    person
-      .leaf('foaf:name', name)
-      .optionalLeaf('foaf:title', user.title)
-      .optionalLeaf('foaf:givenname', user.givenName)
-      .optionalLeaf('foaf:family_name', user.familyName)
-      .leaf('foaf:nick', user.username)
-      .optionalLeaf('foaf:mbox_sha1sum', user.emailSha1);
-    resource(person, 'foaf:phone', user.phone === null ? null : telUri(user.phone));
-    resource(person, 'foaf:homepage', user.homepageUrl);
-    resource(person, 'foaf:depiction', user.avatarUrl);
-    for (const tag of interests) resource(person, 'foaf:interest', site.paths.tagPage(tag));
-    const chat = user.chatIds;
-    if (chat !== null) {
+      const person = root.el('foaf:Person', { 'rdf:ID': 'me' });
       person
-        .optionalLeaf('foaf:aimChatID', chat.aim)
-        .optionalLeaf('foaf:yahooChatID', chat.yahoo)
-        .optionalLeaf('foaf:msnChatID', chat.msnSha1)
-        .optionalLeaf('foaf:icqChatID', chat.icq)
-        .optionalLeaf('foaf:jabberID', chat.jabberSha1);
-    }
-    resource(person, 'foaf:openid', user.openidUrl);
-    for (const account of accounts) {
-      if (account.serviceHomepageUrl === null && account.profileUrl === null && account.accountName === '') continue;
-      const node = person.el('foaf:holdsAccount').el('foaf:OnlineAccount');
-      resource(node, 'foaf:accountServiceHomepage', account.serviceHomepageUrl);
-      resource(node, 'vidfeeds:accountProfilePage', account.profileUrl);
-      node.optionalLeaf('foaf:accountName', account.accountName);
-    }
-    for (const known of friends) friend(person, known, site);
-    return doc.end();
+        .leaf('foaf:name', name)
+        .optionalLeaf('foaf:title', user.title)
+        .optionalLeaf('foaf:givenname', user.givenName)
+        .optionalLeaf('foaf:family_name', user.familyName)
+        .leaf('foaf:nick', user.username)
+        .optionalLeaf('foaf:mbox_sha1sum', user.emailSha1);
+      resource(person, 'foaf:phone', user.phone === null ? null : telUri(user.phone));
+      resource(person, 'foaf:homepage', user.homepageUrl);
+      resource(person, 'foaf:depiction', user.avatarUrl);
+      for (const tag of interests) resource(person, 'foaf:interest', site.paths.tagPage(tag));
+      const chat = user.chatIds;
+      if (chat !== null) {
+        person
+          .optionalLeaf('foaf:aimChatID', chat.aim)
+          .optionalLeaf('foaf:yahooChatID', chat.yahoo)
+          .optionalLeaf('foaf:msnChatID', chat.msnSha1)
+          .optionalLeaf('foaf:icqChatID', chat.icq)
+          .optionalLeaf('foaf:jabberID', chat.jabberSha1);
+      }
+      resource(person, 'foaf:openid', user.openidUrl);
+      for (const account of accounts) {
+        if (account.serviceHomepageUrl === null && account.profileUrl === null && account.accountName === '') continue;
+        const node = person.el('foaf:holdsAccount').el('foaf:OnlineAccount');
+        resource(node, 'foaf:accountServiceHomepage', account.serviceHomepageUrl);
+        resource(node, 'vidfeeds:accountProfilePage', account.profileUrl);
+        node.optionalLeaf('foaf:accountName', account.accountName);
+      }
+      for (const known of friends) friend(person, known, site);
+    });
   },
 };

@@ -1,6 +1,6 @@
 import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
-import { xmlChars, XmlDocument } from '../render/xml.js';
+import { xmlChars, xmlDocument } from '../render/xml.js';
 
 /**
  * oEmbed 1.0 for every public video (seed 2.2), in four forms at four paths:
@@ -158,9 +158,9 @@ export function oembedJson(response: OembedResponse): string {
 
 /** The XML form: root `oembed`, one child per field; the markup in `html` is escaped text. */
 export function oembedXml(response: OembedResponse): string {
-  const doc = new XmlDocument('oembed');
-  for (const [name, value] of fields(response)) doc.root.leaf(name, value);
-  return doc.end();
+  return xmlDocument('oembed', undefined, (root) => {
+    for (const [name, value] of fields(response)) root.leaf(name, value);
+  });
 }
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };

@@ -1,5 +1,5 @@
 import type { SiteFormat } from './format.js';
-import { NS, XmlDocument } from '../render/xml.js';
+import { NS, xmlDocument } from '../render/xml.js';
 
 /** OpenSearch 1.1 description of the site's search (seed section 4, static files). */
 
@@ -19,20 +19,21 @@ export const opensearch: SiteFormat = {
 
   *render(_index, site) {
     const c = site.config;
-    const doc = new XmlDocument('OpenSearchDescription', { xmlns: NS.opensearch });
-    doc.root
-      .leaf('ShortName', cut(c.siteName, 16))
-      .leaf('LongName', cut(c.siteName, 48))
-      .leaf('Description', cut(c.siteDescription || c.siteName, 1024));
-    doc.root.el('Url', { type: 'text/html', template: site.paths.searchTemplate() });
-    doc.root.el('Url', { type: 'application/opensearchdescription+xml', rel: 'self', template: site.paths.siteUrl('opensearch.xml') });
-    doc.root.leaf('Contact', c.contactEmail);
-    // OpenSearch 1.1 makes Image's height, width and type optional, but the W3C Feed Validation
-    // Service refuses an Image without them: with any of them unknown, no Image.
-    if (c.logoUrl !== '' && c.logoWidth !== null && c.logoHeight !== null && c.logoType !== null) {
-      doc.root.leaf('Image', c.logoUrl, { height: c.logoHeight, width: c.logoWidth, type: c.logoType });
-    }
-    doc.root.leaf('Language', c.language).leaf('InputEncoding', 'UTF-8').leaf('OutputEncoding', 'UTF-8');
-    yield { file: 'opensearch.xml', body: doc.end() };
+    const body = xmlDocument('OpenSearchDescription', { xmlns: NS.opensearch }, (root) => {
+      root
+        .leaf('ShortName', cut(c.siteName, 16))
+        .leaf('LongName', cut(c.siteName, 48))
+        .leaf('Description', cut(c.siteDescription || c.siteName, 1024));
+      root.el('Url', { type: 'text/html', template: site.paths.searchTemplate() });
+      root.el('Url', { type: 'application/opensearchdescription+xml', rel: 'self', template: site.paths.siteUrl('opensearch.xml') });
+      root.leaf('Contact', c.contactEmail);
+      // OpenSearch 1.1 makes Image's height, width and type optional, but the W3C Feed Validation
+      // Service refuses an Image without them: with any of them unknown, no Image.
+      if (c.logoUrl !== '' && c.logoWidth !== null && c.logoHeight !== null && c.logoType !== null) {
+        root.leaf('Image', c.logoUrl, { height: c.logoHeight, width: c.logoWidth, type: c.logoType });
+      }
+      root.leaf('Language', c.language).leaf('InputEncoding', 'UTF-8').leaf('OutputEncoding', 'UTF-8');
+    });
+    yield { file: 'opensearch.xml', body };
   },
 };

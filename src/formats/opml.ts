@@ -1,7 +1,7 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { ReadingListEntry, UserBundle } from '../model/views.js';
 import { earliest, latest, rfc822 } from '../render/dates.js';
-import { NS, xmlChars, XmlDocument, type XmlElement } from '../render/xml.js';
+import { NS, xmlChars, xmlDocument, type XmlElement } from '../render/xml.js';
 
 /**
  * OPML 2.0 reading list (seed 2.7): the feeds the user reads, one `outline` per category holding
@@ -62,35 +62,35 @@ export const opml: UserFormat = {
     const created = earliest(readingList.map((e) => e.createdAt), user.createdAt);
     const modified = latest(readingList.map((e) => e.updatedAt), user.updatedAt);
 
-    const doc = new XmlDocument('opml', { version: '2.0', 'xmlns:atom': NS.atom });
-    const head = doc.root.el('head');
-    head
-      .leaf('docs', OPML_DOCS)
-      .leaf('title', `Reading list of ${owner} on ${site.config.siteName}`)
-      .leaf('dateCreated', rfc822(created))
-      .leaf('dateModified', rfc822(modified))
-      .leaf('ownerName', owner);
-    if (user.email !== null && opmlEmail(xmlChars(user.email))) head.leaf('ownerEmail', user.email);
-    head.leaf('ownerId', site.paths.userPage(user.username));
-    head.el('atom:link', { rel: 'self', type: 'text/x-opml', href: site.paths.url(opml, user.username) });
+    return xmlDocument('opml', { version: '2.0', 'xmlns:atom': NS.atom }, (root) => {
+      const head = root.el('head');
+      head
+        .leaf('docs', OPML_DOCS)
+        .leaf('title', `Reading list of ${owner} on ${site.config.siteName}`)
+        .leaf('dateCreated', rfc822(created))
+        .leaf('dateModified', rfc822(modified))
+        .leaf('ownerName', owner);
+      if (user.email !== null && opmlEmail(xmlChars(user.email))) head.leaf('ownerEmail', user.email);
+      head.leaf('ownerId', site.paths.userPage(user.username));
+      head.el('atom:link', { rel: 'self', type: 'text/x-opml', href: site.paths.url(opml, user.username) });
 
-    const body = doc.root.el('body');
-    if (readingList.length === 0) {
-      body.el('outline', { text: `${owner} has no feeds in the reading list yet.`, isComment: 'true' });
-      return doc.end();
-    }
-    // The reader orders categories by name, uncategorised last; one outline per run of a category.
-    let folder: { name: string; element: XmlElement } | null = null;
-    for (const entry of readingList) {
-      if (entry.category === null) {
-        feedOutline(body, entry);
-        continue;
+      const body = root.el('body');
+      if (readingList.length === 0) {
+        body.el('outline', { text: `${owner} has no feeds in the reading list yet.`, isComment: 'true' });
+        return;
       }
-      if (folder === null || folder.name !== entry.category) {
-        folder = { name: entry.category, element: body.el('outline', { text: entry.category, title: entry.category }) };
+      // The reader orders categories by name, uncategorised last; one outline per run of a category.
+      let folder: { name: string; element: XmlElement } | null = null;
+      for (const entry of readingList) {
+        if (entry.category === null) {
+          feedOutline(body, entry);
+          continue;
+        }
+        if (folder === null || folder.name !== entry.category) {
+          folder = { name: entry.category, element: body.el('outline', { text: entry.category, title: entry.category }) };
+        }
+        feedOutline(folder.element, entry);
       }
-      feedOutline(folder.element, entry);
-    }
-    return doc.end();
+    });
   },
 };

@@ -1,7 +1,7 @@
 import type { UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
 import { minutesSeconds } from '../render/dates.js';
-import { XmlDocument } from '../render/xml.js';
+import { xmlDocument } from '../render/xml.js';
 
 /**
  * The user's public recommendations (seed 2.1), newest first, as many as `recommendationsCount`
@@ -23,15 +23,15 @@ export const recommendations: UserFormat = {
   needs: ['recommendations'],
 
   render({ recommendations: list }: UserBundle): string {
-    const doc = new XmlDocument('recommendations');
-    for (const item of list) {
-      const recommendation = doc.root.el('recommendation');
-      recommendation
-        .leaf('title', item.title, { duration: item.durationSeconds === null ? null : minutesSeconds(item.durationSeconds) })
-        .leaf('link', item.link)
-        .leaf('image', item.image)
-        .optionalLeaf('description', item.description);
-    }
-    return doc.end();
+    return xmlDocument('recommendations', undefined, (root) => {
+      for (const item of list) {
+        const recommendation = root.el('recommendation');
+        recommendation
+          .leaf('title', item.title, { duration: item.durationSeconds === null ? null : minutesSeconds(item.durationSeconds) })
+          .leaf('link', item.link)
+          .leaf('image', item.image)
+          .optionalLeaf('description', item.description);
+      }
+    });
   },
 };

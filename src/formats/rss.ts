@@ -2,7 +2,7 @@ import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle, VideoView } from '../model/views.js';
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
-import { NS, XmlDocument } from '../render/xml.js';
+import { NS, xmlDocument } from '../render/xml.js';
 
 /**
  * RSS 2.0 feed of a user's latest public uploads (seed 2.8), newest first, at most 20, with Media
@@ -46,43 +46,43 @@ export const rss: UserFormat = {
   needs: ['uploads'],
 
   render({ user, uploads }: UserBundle, site: SiteContext): string {
-    const doc = new XmlDocument('rss', { version: '2.0', 'xmlns:media': NS.media, 'xmlns:dc': NS.dc, 'xmlns:atom': NS.atom });
-    const channel = doc.root.el('channel');
-    const title = `${site.config.siteName}: latest videos of ${user.displayName || user.username}`;
-    const link = site.paths.userPage(user.username);
-    channel
-      .leaf('title', title)
-      .leaf('link', link)
-      .leaf('description', `The latest videos ${user.username} uploaded to ${site.config.siteName}.`)
-      .leaf('language', site.config.language)
-      .leaf('copyright', site.config.copyright);
-    if (uploads.length > 0) channel.leaf('pubDate', rfc822(uploads[0]!.createdAt));
-    channel.leaf('generator', site.generator.name);
-    channel.el('atom:link', { rel: 'self', type: 'application/rss+xml', href: site.paths.url(rss, user.username) });
-    if (site.config.logoUrl !== '') {
-      channel.el('image').leaf('url', site.config.logoUrl).leaf('title', title).leaf('link', link);
-    }
-    for (const video of uploads) {
-      const page = site.paths.videoPage(video.publicId);
-      const item = channel.el('item');
-      item.leaf('title', video.title).leaf('link', page).cdata('description', itemDescription(video, site, page));
-      item.leaf('dc:creator', video.uploader.username);
-      if (video.category !== null) item.leaf('category', video.category);
-      if (video.fileSize !== null) item.el('enclosure', { url: video.fileUrl, length: video.fileSize, type: video.fileType });
-      item.leaf('guid', page, { isPermaLink: 'true' }).leaf('pubDate', rfc822(video.createdAt));
-      item.el('media:content', {
-        url: video.fileUrl,
-        type: video.fileType,
-        medium: 'video',
-        fileSize: video.fileSize,
-        duration: video.durationSeconds,
-        width: video.width,
-        height: video.height,
-      });
-      item.el('media:thumbnail', { url: video.thumbnailUrl, width: video.thumbnailWidth, height: video.thumbnailHeight });
-      item.leaf('media:title', video.title, { type: 'plain' });
-      if (video.tags.length > 0) item.leaf('media:keywords', video.tags.join(', '));
-    }
-    return doc.end();
+    return xmlDocument('rss', { version: '2.0', 'xmlns:media': NS.media, 'xmlns:dc': NS.dc, 'xmlns:atom': NS.atom }, (root) => {
+      const channel = root.el('channel');
+      const title = `${site.config.siteName}: latest videos of ${user.displayName || user.username}`;
+      const link = site.paths.userPage(user.username);
+      channel
+        .leaf('title', title)
+        .leaf('link', link)
+        .leaf('description', `The latest videos ${user.username} uploaded to ${site.config.siteName}.`)
+        .leaf('language', site.config.language)
+        .leaf('copyright', site.config.copyright);
+      if (uploads.length > 0) channel.leaf('pubDate', rfc822(uploads[0]!.createdAt));
+      channel.leaf('generator', site.generator.name);
+      channel.el('atom:link', { rel: 'self', type: 'application/rss+xml', href: site.paths.url(rss, user.username) });
+      if (site.config.logoUrl !== '') {
+        channel.el('image').leaf('url', site.config.logoUrl).leaf('title', title).leaf('link', link);
+      }
+      for (const video of uploads) {
+        const page = site.paths.videoPage(video.publicId);
+        const item = channel.el('item');
+        item.leaf('title', video.title).leaf('link', page).cdata('description', itemDescription(video, site, page));
+        item.leaf('dc:creator', video.uploader.username);
+        if (video.category !== null) item.leaf('category', video.category);
+        if (video.fileSize !== null) item.el('enclosure', { url: video.fileUrl, length: video.fileSize, type: video.fileType });
+        item.leaf('guid', page, { isPermaLink: 'true' }).leaf('pubDate', rfc822(video.createdAt));
+        item.el('media:content', {
+          url: video.fileUrl,
+          type: video.fileType,
+          medium: 'video',
+          fileSize: video.fileSize,
+          duration: video.durationSeconds,
+          width: video.width,
+          height: video.height,
+        });
+        item.el('media:thumbnail', { url: video.thumbnailUrl, width: video.thumbnailWidth, height: video.thumbnailHeight });
+        item.leaf('media:title', video.title, { type: 'plain' });
+        if (video.tags.length > 0) item.leaf('media:keywords', video.tags.join(', '));
+      }
+    });
   },
 };

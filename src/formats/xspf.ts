@@ -1,6 +1,6 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
-import { NS, XmlDocument } from '../render/xml.js';
+import { NS, xmlDocument } from '../render/xml.js';
 
 /**
  * XSPF playlist (seed 2.5) of the user's public saved videos, in the user's order. A static file
@@ -39,26 +39,26 @@ export const xspf: UserFormat = {
   render({ user, playlist }: UserBundle, site: SiteContext): string {
     const who = user.username;
     const album = ALBUM[playlist.source](who);
-    const doc = new XmlDocument('playlist', { version: '1', xmlns: NS.xspf });
-    doc.root
-      .leaf('title', `${site.config.siteName}: ${album}`)
-      .leaf('creator', who)
-      .leaf('annotation', ANNOTATION[playlist.source](who))
-      .leaf('info', site.paths.userPage(who))
-      .leaf('location', site.paths.url(xspf, who));
-    const tracks = doc.root.el('trackList');
-    for (const video of playlist.videos) {
-      tracks
-        .el('track')
-        .leaf('location', video.fileUrl)
-        .leaf('title', video.title)
-        .leaf('creator', video.uploader.username)
-        .optionalLeaf('annotation', video.description)
-        .leaf('info', site.paths.videoPage(video.publicId))
-        .leaf('image', video.thumbnailUrl)
-        .leaf('album', album)
-        .optionalLeaf('duration', video.durationSeconds === null ? null : video.durationSeconds * 1000);
-    }
-    return doc.end();
+    return xmlDocument('playlist', { version: '1', xmlns: NS.xspf }, (root) => {
+      root
+        .leaf('title', `${site.config.siteName}: ${album}`)
+        .leaf('creator', who)
+        .leaf('annotation', ANNOTATION[playlist.source](who))
+        .leaf('info', site.paths.userPage(who))
+        .leaf('location', site.paths.url(xspf, who));
+      const tracks = root.el('trackList');
+      for (const video of playlist.videos) {
+        tracks
+          .el('track')
+          .leaf('location', video.fileUrl)
+          .leaf('title', video.title)
+          .leaf('creator', video.uploader.username)
+          .optionalLeaf('annotation', video.description)
+          .leaf('info', site.paths.videoPage(video.publicId))
+          .leaf('image', video.thumbnailUrl)
+          .leaf('album', album)
+          .optionalLeaf('duration', video.durationSeconds === null ? null : video.durationSeconds * 1000);
+      }
+    });
   },
 };

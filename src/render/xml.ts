@@ -13,22 +13,25 @@ import type { XMLBuilder, XMLBuilderCreateOptions } from 'xmlbuilder2/lib/interf
  *    back as `<`). We escape exactly those ampersands, and the builder escapes all the others.
  *
  * Speed (docs/performance.md). Building xmlbuilder2's DOM costs about 40 µs per element, which made
- * rendering half of a build. So a document is first recorded as a plain tree, and `end()` writes
- * it in one of two ways that give the same bytes:
+ * rendering half of a build. So documents are written, giving the same bytes, in one of three ways:
  *
- * - the fast path serialises the tree itself, doing exactly what the builder's serialiser does
- *   for the documents our formats make: every element and attribute name is one the builder
- *   accepts (a plain ASCII name, or else checked once per distinct name by the builder), and after
- *   (2) above the builder's escaping is "every `&`, `<`, `>` in text, and also `"` in attribute values";
- * - anything outside that simple shape (namespace declarations below the root, an undeclared
- *   prefix, a name the builder refuses or reads specially) is replayed into xmlbuilder2 call for
- *   call, as this module always did, so the builder decides.
+ * - streamed (xmlDocument, how formats make documents): written as the calls come, with no tree,
+ *   doing exactly what the builder's serialiser does for the documents our formats make. Every
+ *   element and attribute name is one the builder accepts (a plain ASCII name, or else checked
+ *   once per distinct name by the builder), and after (2) above the builder's escaping is "every
+ *   `&`, `<`, `>` in text, and also `"` in attribute values". It takes documents made in document
+ *   order (see xmlDocument);
+ * - recorded (XmlDocument): a plain tree of the calls, in any order, which `end()` serialises the
+ *   same way when the document has that simple shape;
+ * - anything outside it (namespace declarations below the root, an undeclared prefix, a name the
+ *   builder refuses or reads specially) is replayed into xmlbuilder2 call for call, as this module
+ *   always did, so the builder decides.
  *
  * A long flat document (a sitemap part: 50,000 `<url>` entries) is not recorded at all:
  * FlatXmlDocument writes each entry as it is added, the fast path's way, when the fast path would
  * take the document, so memory does not grow with it.
  *
- * test/render/xml-equivalence.test.ts holds both paths and the flat writer to the original
+ * test/render/xml-equivalence.test.ts holds every way and the flat writer to the original
  * builder-only module with random documents and hostile text, and the demo site to the byte.
  *
  * xmlbuilder2 is loaded the first time a document or a name needs it, which the documents of our
@@ -249,8 +252,22 @@ function fastPathTakesDoctype(doctype: { systemId: string } | undefined): boolea
 /** The attributes of an element that has none: shared, never written to. */
 const NO_ATTRS: string[] = [];
 
-/** One element under construction. */
-export class XmlElement {
+/** An element of a document being made: what formats call, whichever way the document is written. */
+export interface XmlElement {
+  /** Appends a child element and returns it. Attributes that are null or undefined are left out. */
+  el(name: string, attrs?: Attrs): XmlElement;
+  /** Appends `<name attrs>text</name>` and returns this element, for chaining. */
+  leaf(name: string, text: string | number, attrs?: Attrs): this;
+  /** Like `leaf`, but only when `text` is present. */
+  optionalLeaf(name: string, text: string | number | null | undefined, attrs?: Attrs): this;
+  /** Appends `<name>` holding `html` as CDATA (for formats that carry HTML). */
+  cdata(name: string, html: string): this;
+  /** Appends text to this element. */
+  text(text: string): this;
+}
+
+/** One element of a recorded document (XmlDocument). */
+class RecordedElement implements XmlElement {
   /** @internal */
   constructor(
     private readonly node: ElementNode,
@@ -261,7 +278,7 @@ export class XmlElement {
   el(name: string, attrs?: Attrs): XmlElement {
     const child = newElement(name, attrs, this.recording, false);
     this.node.children.push(child);
-    return new XmlElement(child, this.recording);
+    return new RecordedElement(child, this.recording);
   }
 
   /** Appends `<name attrs>text</name>` and returns this element, for chaining. */
@@ -309,7 +326,10 @@ export function setXmlEngine(next: XmlEngine): XmlEngine {
   return previous;
 }
 
-/** A document with its root element. `end()` serialises it. */
+/**
+ * A recorded document with its root element: elements may be appended to in any order, and
+ * `end()` serialises it. xmlDocument falls back to it when a document cannot be streamed.
+ */
 export class XmlDocument {
   readonly root: XmlElement;
   private readonly rootNode: ElementNode;
@@ -322,7 +342,7 @@ export class XmlDocument {
   ) {
     this.rootNode = newElement(rootName, attrs, this.recording, true);
     if (!fastPathTakesDoctype(doctype)) this.recording.simple = false;
-    this.root = new XmlElement(this.rootNode, this.recording);
+    this.root = new RecordedElement(this.rootNode, this.recording);
   }
 
   /** Whether `end()` takes the fast path (for the equivalence tests). */
@@ -380,6 +400,225 @@ export class XmlDocument {
     if (this.doctype !== undefined) doc.dtd({ name: this.rootName, sysID: this.doctype.systemId });
     replay(doc, this.rootNode);
     return `${doc.end({ prettyPrint: false })}\n`;
+  }
+}
+
+// ---- Streaming: a document written as it is made ------------------------------------------------
+
+/**
+ * Makes a document: calls `write` with its root element, and returns the document as XmlDocument's
+ * `end()` writes it. How formats make documents.
+ *
+ * On the fast engine the document is written as the calls come, with no tree (recording a feed's
+ * tree and then walking it was half of rendering it): each value is cleaned (xmlChars) and escaped
+ * as it arrives, and an element's end tag is written when something is appended to an element
+ * outside it, or at the end. That takes documents made in document order, with the names the
+ * fast path takes (every document our formats make). Any other call (appending to an element
+ * already closed, a name only xmlbuilder2 can judge, a namespace declaration below the root) stops
+ * the stream, and `write` runs again on an XmlDocument, which writes it as it always did. So
+ * `write` must make the same calls each time it runs: a format's render is a pure function of
+ * its data. test/render/xml-equivalence.test.ts holds streamed documents to the builder.
+ */
+export function xmlDocument(rootName: string, attrs: Attrs | undefined, write: (root: XmlElement) => void, doctype?: { systemId: string }): string {
+  if (engine === 'fast') {
+    try {
+      const stream = new XmlStream(rootName, attrs, doctype);
+      write(stream.root);
+      xmlDocuments.streamed++;
+      return stream.end();
+    } catch (error) {
+      if (error !== NOT_STREAMABLE) throw error;
+    }
+  }
+  const doc = new XmlDocument(rootName, attrs, doctype);
+  write(doc.root);
+  xmlDocuments.recorded++;
+  return doc.end();
+}
+
+/** How many documents xmlDocument has made in this thread each way (for the tests that hold formats to the stream). */
+export const xmlDocuments = { streamed: 0, recorded: 0 };
+
+/** What an attribute name is to the stream: anything but a plain one (taken as it is, no declaration) is checked in full. */
+const PLAIN_ATTRIBUTE = 0;
+const OTHER_ATTRIBUTE = 1;
+const attributeNameKinds = new Map<string, number>();
+
+function attributeNameKind(name: string): number {
+  let kind = attributeNameKinds.get(name);
+  if (kind === undefined) {
+    kind = builderTakesAttributeName(name) && !isNamespaceDeclaration(name) ? PLAIN_ATTRIBUTE : OTHER_ATTRIBUTE;
+    attributeNameKinds.set(name, kind);
+  }
+  return kind;
+}
+
+/** Thrown inside xmlDocument when the stream cannot take a call; never leaves it. */
+const NOT_STREAMABLE = new Error('xmlDocument: not streamable');
+
+// One test per value for both things that can change it: characters to escape, and characters
+// xmlChars would change (the quick test of MAYBE_FORBIDDEN). Most values hold neither.
+const TEXT_MAY_CHANGE = /[&<>\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
+const ATTR_MAY_CHANGE = /[&<>"\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
+
+class XmlStream {
+  readonly root: StreamedElement;
+  private out: string;
+  /** Elements not yet closed, the root first: element n of a document is at `open[n.depth]` while it is open. */
+  private readonly open: StreamedElement[] = [];
+  /** Whether the innermost open element's start tag still waits for `>` (it holds nothing yet). */
+  private startPending = false;
+  /** Namespace prefixes the root declares. */
+  private readonly prefixes = new Set<string>();
+
+  constructor(rootName: string, attrs: Attrs | undefined, doctype: { systemId: string } | undefined) {
+    if (!fastPathTakesDoctype(doctype)) throw NOT_STREAMABLE;
+    this.out = `<?xml version="1.0" encoding="UTF-8"?>${doctype === undefined ? '' : `<!DOCTYPE ${rootName} SYSTEM "${doctype.systemId}">`}`;
+    this.startTag(rootName, attrs, true);
+    this.root = this.push(rootName);
+  }
+
+  /** Makes `element` the innermost open element, ready for content: closes those inside it, ends its start tag. */
+  enter(element: StreamedElement): void {
+    const open = this.open;
+    if (open[element.depth] !== element) throw NOT_STREAMABLE;
+    while (open.length > element.depth + 1) this.close();
+    if (this.startPending) {
+      this.out += '>';
+      this.startPending = false;
+    }
+  }
+
+  /** Writes `<name attrs`: the start tag of an element about to be pushed, or of a leaf. */
+  startTag(name: string, attrs: Attrs | undefined, isRoot = false): void {
+    let out = `<${name}`;
+    if (attrs !== undefined) {
+      for (const attr in attrs) {
+        if (!Object.hasOwn(attrs, attr)) continue;
+        const value = attrs[attr];
+        if (value === null || value === undefined) continue;
+        let text: string;
+        if (typeof value === 'number') {
+          // Digits, a sign, a point, an exponent, NaN or Infinity: nothing to clean or escape.
+          text = String(value);
+        } else {
+          text = typeof value === 'string' ? value : String(value);
+          if (ATTR_MAY_CHANGE.test(text)) text = escapeAttr(xmlChars(text));
+        }
+        if (isRoot || attributeNameKind(attr) !== PLAIN_ATTRIBUTE) this.checkAttribute(attr, text, isRoot);
+        out += ` ${attr}="${text}"`;
+      }
+    }
+    this.checkElementName(name);
+    this.out += out;
+  }
+
+  /** Opens an element whose start tag `startTag` just wrote. */
+  push(name: string): StreamedElement {
+    const element = new StreamedElement(this, name, this.open.length);
+    this.open.push(element);
+    this.startPending = true;
+    return element;
+  }
+
+  /** Ends a leaf whose start tag `startTag` just wrote. */
+  leafText(name: string, text: string): void {
+    if (TEXT_MAY_CHANGE.test(text)) text = escapeText(xmlChars(text));
+    this.out += text === '' ? '/>' : `>${text}</${name}>`;
+  }
+
+  /** Writes `<name>` holding `html` as CDATA. */
+  cdata(name: string, html: string): void {
+    this.checkElementName(name);
+    let out = `<${name}>`;
+    // The builder writes nothing for an empty section, yet the element is not empty: `<c></c>`.
+    for (const section of cdataSections(html)) if (section !== '') out += `<![CDATA[${section}]]>`;
+    this.out += `${out}</${name}>`;
+  }
+
+  /** Text for `element`: nothing when it is empty once clean, as XmlDocument drops it. */
+  text(element: StreamedElement, text: string): void {
+    if (TEXT_MAY_CHANGE.test(text)) text = escapeText(xmlChars(text));
+    if (text === '') return;
+    this.enter(element);
+    this.out += text;
+  }
+
+  end(): string {
+    while (this.open.length > 0) this.close();
+    return `${this.out}\n`;
+  }
+
+  private close(): void {
+    const element = this.open.pop()!;
+    if (this.startPending) {
+      this.out += '/>';
+      this.startPending = false;
+    } else {
+      this.out += `</${element.name}>`;
+    }
+  }
+
+  /** As checkAttrs: the fast path's attribute names, and namespace declarations on the root only, of real namespaces, each once. */
+  private checkAttribute(name: string, value: string, isRoot: boolean): void {
+    if (!builderTakesAttributeName(name)) throw NOT_STREAMABLE;
+    if (!isNamespaceDeclaration(name)) return;
+    // A declaration's value is a namespace name: escaped or not, the checks below read it alike.
+    const prefix = name === 'xmlns' ? '' : name.slice('xmlns:'.length);
+    if (!isRoot || value === '' || value === XML_NAMESPACE || prefix === 'xml' || prefix === 'xmlns' || this.prefixes.has(prefix)) throw NOT_STREAMABLE;
+    this.prefixes.add(prefix);
+  }
+
+  /** As checkElementName: a name the builder takes as it is, its prefix (if any) declared on the root. */
+  private checkElementName(name: string): void {
+    let known = elementNames.get(name);
+    if (known === undefined) {
+      known = { ok: builderTakesElementName(name), prefix: prefixOf(name) };
+      elementNames.set(name, known);
+    }
+    const { prefix } = known;
+    if (!known.ok || (prefix !== null && (prefix === 'xml' || !this.prefixes.has(prefix)))) throw NOT_STREAMABLE;
+  }
+}
+
+/** One element of a streamed document: it takes content while it is open (see XmlStream.enter). */
+class StreamedElement implements XmlElement {
+  constructor(
+    private readonly stream: XmlStream,
+    readonly name: string,
+    readonly depth: number,
+  ) {}
+
+  el(name: string, attrs?: Attrs): XmlElement {
+    const stream = this.stream;
+    stream.enter(this);
+    stream.startTag(name, attrs);
+    return stream.push(name);
+  }
+
+  leaf(name: string, text: string | number, attrs?: Attrs): this {
+    const stream = this.stream;
+    stream.enter(this);
+    stream.startTag(name, attrs);
+    stream.leafText(name, typeof text === 'string' ? text : String(text));
+    return this;
+  }
+
+  optionalLeaf(name: string, text: string | number | null | undefined, attrs?: Attrs): this {
+    if (text !== null && text !== undefined && text !== '') this.leaf(name, text, attrs);
+    return this;
+  }
+
+  cdata(name: string, html: string): this {
+    const stream = this.stream;
+    stream.enter(this);
+    stream.cdata(name, html);
+    return this;
+  }
+
+  text(text: string): this {
+    if (text !== '') this.stream.text(this, text);
+    return this;
   }
 }
 

@@ -11,7 +11,7 @@ import {
   type RouteMatch,
   type Routes,
 } from '../hosting/routes.js';
-import { XmlDocument } from '../render/xml.js';
+import { xmlDocument } from '../render/xml.js';
 import { callbackProblem, jsonpBody } from './jsonp.js';
 import { bareMediaType, ENCODINGS } from '../paths/compression.js';
 import { matchRoute, splitUrlPath } from '../paths/url-scheme.js';
@@ -243,9 +243,9 @@ export class SiteServer {
         return textResponse(429, `${result.message}; try again later`, { 'Retry-After': String(result.retryAfterSeconds) });
       case 'stored': {
         const status = result.published ? 'approved' : 'pending';
-        const doc = new XmlDocument('recommendation', { id: result.id, status });
+        const body = xmlDocument('recommendation', { id: result.id, status }, () => {});
         const location = this.deps.site.paths.url(this.deps.routes.recommendations!, username);
-        return documentResponse(result.published ? 201 : 202, 'application/xml; charset=utf-8', doc.end(), { Location: location });
+        return documentResponse(result.published ? 201 : 202, 'application/xml; charset=utf-8', body, { Location: location });
       }
     }
   }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { create } from 'xmlbuilder2';
-import { FlatXmlDocument, NS, PLAIN_NAME, plainElementName, setXmlEngine, XmlDocument, type Attrs } from '../../src/render/xml.js';
+import { FlatXmlDocument, NS, PLAIN_NAME, plainElementName, setXmlEngine, xmlDocument, XmlDocument, xmlDocuments, type Attrs, type XmlElement } from '../../src/render/xml.js';
 import { renderSitemaps } from '../../src/formats/sitemap.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
@@ -62,11 +62,13 @@ const ATTR_NAMES = ['href', 'rel', 'type', 'xml:lang', 'rdf:about', 'rdf:resourc
 const NAMESPACES = ['http://search.yahoo.com/mrss/', 'http://purl.org/dc/elements/1.1/', 'http://www.w3.org/1999/02/22-rdf-syntax-ns#', '', 'urn:x', 'http://www.w3.org/XML/1998/namespace'];
 
 /** A random program over the API, as a function of the module that runs it. */
-function randomProgram(seed: number): (make: MakeDocument) => string {
+function randomProgram(seed: number): ((make: MakeDocument) => string) & { streamed?: () => string } {
   const random = prng(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   // Mostly the shapes formats use (declarations on the root, declared prefixes), sometimes anything.
   const wild = random() < 0.3;
+  // Half the programs make their documents in document order, as formats do (and can be streamed).
+  const inOrder = random() < 0.5;
   const attrs = (isRoot: boolean): Attrs | undefined => {
     if (random() < 0.3) return undefined;
     const out: Attrs = {};
@@ -93,8 +95,11 @@ function randomProgram(seed: number): (make: MakeDocument) => string {
     const text = pick(VALUES);
     const target = random();
     steps.push((root, open) => {
-      // Append to any element made so far (formats go back to parents, e.g. after a nested leaf).
-      const element = open[Math.floor(target * open.length)] ?? root;
+      // Append to any element made so far (formats go back to parents, e.g. after a nested leaf),
+      // or, in document order, to one still open: those after it in `open` are closed then.
+      const at = Math.floor(target * open.length);
+      const element = open[at] ?? root;
+      if (inOrder) open.length = at + 1;
       if (op < 0.3) open.push(element.el(name, a));
       else if (op < 0.55) element.leaf(name, text ?? '', a);
       else if (op < 0.7) element.optionalLeaf(name, text, a);
@@ -105,12 +110,18 @@ function randomProgram(seed: number): (make: MakeDocument) => string {
   const rootName = wild ? pick(ELEMENT_NAMES) : pick(['rss', 'feed', 'rdf:RDF', 'urlset']);
   const rootAttrs = attrs(true);
   const doctype = random() < 0.1 ? { systemId: pick(['http://www.adobe.com/xml/dtds/cross-domain-policy.dtd', 'has"quote']) } : undefined;
-  return (make) => {
+  const write = (root: ElementApi) => {
+    const open: ElementApi[] = [root];
+    for (const step of steps) step(root, open);
+  };
+  const program = (make: MakeDocument) => {
     const doc = make(rootName, rootAttrs, doctype);
-    const open: ElementApi[] = [doc.root];
-    for (const step of steps) step(doc.root, open);
+    write(doc.root);
     return doc.end();
   };
+  // The same calls as xmlDocument takes them: a function of the root.
+  program.streamed = () => xmlDocument(rootName, rootAttrs, write as (root: XmlElement) => void, doctype);
+  return program;
 }
 
 function outcome(run: () => string): string {
@@ -125,6 +136,63 @@ const makeNew: MakeDocument = (root, attrs, doctype) => new XmlDocument(root, at
 const makeReference: MakeDocument = (root, attrs, doctype) => new reference.XmlDocument(root, attrs, doctype);
 
 describe('src/render/xml.ts is byte-identical to the builder-only original', () => {
+  it('for 2000 random documents, streamed when they can be, recorded when they cannot', () => {
+    const before = { ...xmlDocuments };
+    let threw = 0;
+    for (let seed = 1; seed <= 2000; seed++) {
+      const program = randomProgram(seed);
+      const expected = outcome(() => program(makeReference));
+      const actual = outcome(program.streamed!);
+      if (expected.startsWith('threw:')) {
+        expect(actual.startsWith('threw:'), `seed ${seed}: reference ${expected}`).toBe(true);
+        threw++;
+        continue;
+      }
+      expect(actual, `seed ${seed}`).toBe(expected);
+    }
+    // Most programs append in document order and stream; some go back to a closed element or use
+    // a name only the builder judges, and are recorded; some fail in either module.
+    const streamed = xmlDocuments.streamed - before.streamed;
+    const recorded = xmlDocuments.recorded - before.recorded;
+    expect(streamed).toBeGreaterThan(300);
+    expect(recorded).toBeGreaterThan(400);
+    expect(threw).toBeGreaterThan(50);
+    expect(streamed + recorded).toBe(2000);
+  });
+
+  it('streams every document our formats make (the demo site, hostile values included)', () => {
+    const f = createDemoDb({ users: 24, seed: 5 });
+    cleanups.push(f.cleanup);
+    const before = { ...xmlDocuments };
+    const { report } = buildInMemory(f.file);
+    expect(report.failedCount).toBe(0);
+    expect(xmlDocuments.streamed - before.streamed).toBeGreaterThan(200);
+    expect(xmlDocuments.recorded - before.recorded).toBe(0);
+  });
+
+  it('takes a document out of order, or with a name only the builder judges, by recording it', () => {
+    const programs: Array<(root: ElementApi) => void> = [
+      (root) => {
+        const channel = root.el('channel');
+        const item = channel.el('item');
+        channel.leaf('title', 'after the item');
+        // The item was closed by the channel's title: only a recorded document can take this.
+        item.leaf('title', 'inside the item');
+      },
+      (root) => void root.el('b', { 'xmlns:x': 'urn:x' }).leaf('x:c', 'text'),
+      (root) => void root.leaf('x:undeclared', 'a prefix the root does not declare'),
+    ];
+    for (const write of programs) {
+      const reference = makeReference('rss');
+      write(reference.root);
+      const before = xmlDocuments.recorded;
+      expect(xmlDocument('rss', undefined, write as (root: XmlElement) => void)).toBe(reference.end());
+      expect(xmlDocuments.recorded - before).toBe(1);
+    }
+  });
+});
+
+describe('XmlDocument (a recorded document) is byte-identical to the builder-only original', () => {
   it('for 2000 random documents, on the fast path and on the builder path', () => {
     let fast = 0;
     let threw = 0;
