@@ -46,6 +46,9 @@ function create(options: XMLBuilderCreateOptions = {}): XMLBuilder {
   return builder.create(options);
 }
 
+/** What every document starts with. */
+export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>';
+
 // Everything outside XML 1.0's Char production. With the u flag a lone surrogate is one code point.
 const FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 // A quick test without the u flag: also true for every surrogate (valid pairs included) and for CR;
@@ -355,7 +358,7 @@ export class XmlDocument {
     const body = this.fastBody();
     if (body === null) return this.endWithBuilder();
     const doctype = this.doctype === undefined ? '' : `<!DOCTYPE ${this.rootName} SYSTEM "${this.doctype.systemId}">`;
-    return `<?xml version="1.0" encoding="UTF-8"?>${doctype}${body}\n`;
+    return `${XML_DECLARATION}${doctype}${body}\n`;
   }
 
   /**
@@ -461,6 +464,33 @@ const NOT_STREAMABLE = new Error('xmlDocument: not streamable');
 const TEXT_MAY_CHANGE = /[&<>\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
 const ATTR_MAY_CHANGE = /[&<>"\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
 
+/**
+ * For a format that writes a hot document's markup as one string (rss.ts): text and attribute
+ * values exactly as the stream writes them, cleaned (xmlChars) and escaped. The format's test holds
+ * its string to the same document made with xmlDocument, byte for byte.
+ */
+export function xmlText(text: string): string {
+  return TEXT_MAY_CHANGE.test(text) ? escapeText(xmlChars(text)) : text;
+}
+
+export function xmlAttr(value: string): string {
+  return ATTR_MAY_CHANGE.test(value) ? escapeAttr(xmlChars(value)) : value;
+}
+
+/** `<name attrs>text</name>`, or `<name attrs/>` when the text is empty once clean. `attrs` is markup: ` a="…"`, values from xmlAttr. */
+export function xmlLeaf(name: string, text: string, attrs = ''): string {
+  const clean = xmlText(text);
+  return clean === '' ? `<${name}${attrs}/>` : `<${name}${attrs}>${clean}</${name}>`;
+}
+
+/** `<name>` holding `html` as CDATA sections (see cdataSections). */
+export function xmlCdata(name: string, html: string): string {
+  let out = `<${name}>`;
+  // The builder writes nothing for an empty section, yet the element is not empty: `<c></c>`.
+  for (const section of cdataSections(html)) if (section !== '') out += `<![CDATA[${section}]]>`;
+  return `${out}</${name}>`;
+}
+
 class XmlStream {
   readonly root: StreamedElement;
   private out: string;
@@ -473,7 +503,7 @@ class XmlStream {
 
   constructor(rootName: string, attrs: Attrs | undefined, doctype: { systemId: string } | undefined) {
     if (!fastPathTakesDoctype(doctype)) throw NOT_STREAMABLE;
-    this.out = `<?xml version="1.0" encoding="UTF-8"?>${doctype === undefined ? '' : `<!DOCTYPE ${rootName} SYSTEM "${doctype.systemId}">`}`;
+    this.out = `${XML_DECLARATION}${doctype === undefined ? '' : `<!DOCTYPE ${rootName} SYSTEM "${doctype.systemId}">`}`;
     this.startTag(rootName, attrs, true);
     this.root = this.push(rootName);
   }
@@ -502,8 +532,7 @@ class XmlStream {
           // Digits, a sign, a point, an exponent, NaN or Infinity: nothing to clean or escape.
           text = String(value);
         } else {
-          text = typeof value === 'string' ? value : String(value);
-          if (ATTR_MAY_CHANGE.test(text)) text = escapeAttr(xmlChars(text));
+          text = xmlAttr(typeof value === 'string' ? value : String(value));
         }
         if (isRoot || attributeNameKind(attr) !== PLAIN_ATTRIBUTE) this.checkAttribute(attr, text, isRoot);
         out += ` ${attr}="${text}"`;
@@ -523,25 +552,22 @@ class XmlStream {
 
   /** Ends a leaf whose start tag `startTag` just wrote. */
   leafText(name: string, text: string): void {
-    if (TEXT_MAY_CHANGE.test(text)) text = escapeText(xmlChars(text));
-    this.out += text === '' ? '/>' : `>${text}</${name}>`;
+    const clean = xmlText(text);
+    this.out += clean === '' ? '/>' : `>${clean}</${name}>`;
   }
 
   /** Writes `<name>` holding `html` as CDATA. */
   cdata(name: string, html: string): void {
     this.checkElementName(name);
-    let out = `<${name}>`;
-    // The builder writes nothing for an empty section, yet the element is not empty: `<c></c>`.
-    for (const section of cdataSections(html)) if (section !== '') out += `<![CDATA[${section}]]>`;
-    this.out += `${out}</${name}>`;
+    this.out += xmlCdata(name, html);
   }
 
   /** Text for `element`: nothing when it is empty once clean, as XmlDocument drops it. */
   text(element: StreamedElement, text: string): void {
-    if (TEXT_MAY_CHANGE.test(text)) text = escapeText(xmlChars(text));
-    if (text === '') return;
+    const clean = xmlText(text);
+    if (clean === '') return;
     this.enter(element);
-    this.out += text;
+    this.out += clean;
   }
 
   end(): string {
@@ -651,7 +677,7 @@ export class FlatXmlDocument {
     const root = newElement(rootName, attrs, recording, true, false);
     // Only the checks matter here: the root has declared its prefixes by now, as in a tree.
     for (const name of [entryName, ...leafNames]) newElement(name, undefined, recording, false);
-    if (engine === 'fast' && recording.simple) this.start = `<?xml version="1.0" encoding="UTF-8"?>${startTag(root)}`;
+    if (engine === 'fast' && recording.simple) this.start = `${XML_DECLARATION}${startTag(root)}`;
     else this.tree = new XmlDocument(rootName, attrs);
   }
 
