@@ -114,6 +114,8 @@ export class RowDecoder {
 
   /** An integer in the column's range (`count` from 0, `dimension` from 1). */
   integer(column: string, value: unknown): number | null {
+    // From 1, a value of every integer kind: the column's spec is looked up for the others only.
+    if (typeof value === 'number' && value >= 1 && Number.isSafeInteger(value)) return value;
     if (this.absent(column, value)) return null;
     const min = columnSpec(this.table, column).kind === 'dimension' ? 1 : 0;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) return this.wrong(column, value);
