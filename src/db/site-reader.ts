@@ -94,7 +94,8 @@ type RawVideo = [
   thumbnailWidth: unknown,
   thumbnailHeight: unknown,
   captionsUrl: unknown,
-  category: string | null,
+  /** As stored; its name comes from `categoryName`. */
+  categoryId: unknown,
   /** The video's tag ids, comma-separated (null without tags); names come from `tagNames`. */
   tagIds: string | null,
   createdAt: unknown,
@@ -126,7 +127,7 @@ const PUBLISHED_VIDEO = `v.visibility = 'public' AND typeof(v.public_id) = 'text
 const OWN_VIDEO_COLUMNS = `
   v.id, v.public_id, v.title, v.description, v.duration_seconds, v.file_url, v.file_size, v.file_type,
   v.width, v.height, v.thumbnail_url, v.thumbnail_width, v.thumbnail_height, v.captions_url,
-  (SELECT c.name FROM categories c WHERE c.id = v.category_id AND typeof(c.name) = 'text'),
+  v.category_id,
   (SELECT group_concat(vt.tag_id) FROM video_tags vt WHERE vt.video_id = v.id AND typeof(vt.tag_id) = 'integer'),
   v.created_at, v.updated_at`;
 const OWN_VIDEO_COLUMN_COUNT = 18;
@@ -160,6 +161,8 @@ interface DecodeContext {
   people: Map<number, PersonRef> | null;
   /** A tag's name (null: not text), looked up by id; kept per snapshot like `people`. */
   tagName: (id: number) => string | null;
+  /** A category's name (null: none, or not text), looked up by id; kept per snapshot like `people`. */
+  categoryById: (id: number) => string | null;
   /**
    * A video's published tag names by its list of tag ids, kept per snapshot like `people` (null
    * outside one): videos share their few tags' combinations, and naming and sorting them was a
@@ -232,6 +235,19 @@ function checkVideo(
 }
 
 /**
+ * The name of a video's category, as joining `categories` on `category_id` gave it, without a
+ * subquery on every video row: categories are few, and their names are kept per snapshot. A
+ * `category_id` that is not a safe integer (text, a real, a BLOB; the type checks report it)
+ * names no category: SQL would match none either, but for an integer beyond 2^53, which no
+ * JavaScript number holds exactly.
+ */
+function categoryName(ctx: DecodeContext, categoryId: unknown): string | null {
+  if (typeof categoryId !== 'number' || !Number.isSafeInteger(categoryId)) return null;
+  const name = ctx.categoryById(categoryId);
+  return name !== null && validName(name) ? name : null;
+}
+
+/**
  * The names of a video's tags, in SQLite's order of text (its BINARY collation: the bytes of
  * UTF-8, which is the order of code points), ties by id. Reading ids in SQL and names from a
  * per-snapshot map costs a fraction of joining, sorting and aggregating the names for every row
@@ -290,7 +306,7 @@ function videoOrProblem(ctx: DecodeContext, raw: RawVideo): VideoView | VideoPro
 function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPerson | PersonRef): VideoView | VideoProblem {
   const [
     id, publicId, title, description, durationSeconds, fileUrl, fileSize, fileType, width, height,
-    thumbnailUrl, thumbnailWidth, thumbnailHeight, captionsUrl, category, tagIds, createdAt, updatedAt,
+    thumbnailUrl, thumbnailWidth, thumbnailHeight, captionsUrl, categoryId, tagIds, createdAt, updatedAt,
   ] = raw;
   // One decoder for the row: the checked columns are decoded once (an issue is reported once either way).
   const d = decoder(ctx, 'videos', id);
@@ -312,7 +328,7 @@ function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPe
     thumbnailWidth: thumbnailWidth as number,
     thumbnailHeight: thumbnailHeight as number,
     captionsUrl: webUrl(d.text('captions_url', captionsUrl)),
-    category: category !== null && validName(category) ? category : null,
+    category: categoryName(ctx, categoryId),
     tags: tagNames(ctx, tagIds),
     uploader: Array.isArray(uploader) ? person(ctx, uploader) : uploader,
     createdAt: created,
@@ -402,10 +418,12 @@ export class SiteReader {
       invalidUtf8: (table, column, rowId) => this.invalidUtf8(table, column, rowId),
       people: null,
       tagName: (id) => this.tagName(id),
+      categoryById: (id) => this.categoryName(id),
       tagLists: null,
     };
     this.stmt = {
       tagName: db.prepare<[number], string>(`SELECT name FROM tags WHERE id = ? AND typeof(name) = 'text'`).pluck(),
+      categoryName: db.prepare<[number], string>(`SELECT name FROM categories WHERE id = ? AND typeof(name) = 'text'`).pluck(),
       usersAll: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE ${PUBLISHED_USER} ORDER BY u.username`),
       userByName: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.username = ? AND ${PUBLISHED_USER}`),
       userById: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.id = ? AND ${PUBLISHED_USER}`),
@@ -564,18 +582,33 @@ export class SiteReader {
     this.ctx.people = new Map();
     this.ctx.tagLists = new Map();
     this.tags = new Map();
+    this.categories = new Map();
     try {
       return work();
     } finally {
       this.ctx.people = null;
       this.ctx.tagLists = null;
       this.tags = null;
+      this.categories = null;
       this.db.exec('COMMIT');
     }
   }
 
   /** Tag names by id while a snapshot is open (null outside one, where rows may change between statements). */
   private tags: Map<number, string | null> | null = null;
+  /** Category names by id, within a snapshot (see categoryName). */
+  private categories: Map<number, string | null> | null = null;
+
+  private categoryName(id: number): string | null {
+    const known = this.categories?.get(id);
+    if (known !== undefined) return known;
+    const name = this.stmt.categoryName.get(id) ?? null;
+    if (this.categories !== null) {
+      if (this.categories.size >= TAGS_KEPT) this.categories.clear();
+      this.categories.set(id, name);
+    }
+    return name;
+  }
 
   private tagName(id: number): string | null {
     const known = this.tags?.get(id);

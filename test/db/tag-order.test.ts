@@ -63,3 +63,46 @@ describe("a video's tags", () => {
     expect([...strings].sort(byCodePoint)).toEqual(sqlite);
   });
 });
+
+/**
+ * A video's category is read as its `category_id` and named from a map kept per snapshot
+ * (src/db/site-reader.ts, `categoryName`); SQLite's own join is the oracle, whatever the column holds.
+ */
+describe("a video's category", () => {
+  it('is the one joining categories on category_id gives, for ids of every storage class, in a snapshot or not', () => {
+    const { db, file, cleanup } = createTestDb();
+    cleanups.push(cleanup);
+    // Values a site's database held before the type checks (which refuse all but the integers now).
+    db.exec('DROP TRIGGER videos_types_insert; DROP TRIGGER videos_types_update; DROP TRIGGER categories_types_insert; PRAGMA foreign_keys = OFF');
+    db.exec(`INSERT INTO categories (id, name) VALUES (1, 'Music'), (2, CAST(X'FF' AS TEXT)), (3, 'Sport'), (4, X'00'), (-5, 'Negative')`);
+    const user = insertUser(db, { username: 'categorised' });
+    const ids: Record<string, string> = { one: '1', three: '3', invalidUtf8Name: '2', blobName: '4', negative: '-5', none: 'NULL', missing: '99', text: `'x'`, textHex: `'0x3'`, real: '1.5', blob: `X'01'` };
+    for (const [publicId, sql] of Object.entries(ids)) {
+      const video = insertVideo(db, user.id, { public_id: publicId });
+      db.exec(`UPDATE videos SET category_id = ${sql} WHERE id = ${video.id}`);
+    }
+    const storedAs = db.prepare<[], [string, string]>(`SELECT public_id, typeof(category_id) FROM videos`).raw().all();
+    expect(Object.fromEntries(storedAs)).toMatchObject({ one: 'integer', none: 'null', text: 'text', textHex: 'text', real: 'real', blob: 'blob' });
+    const readOnly = new Database(file, { readonly: true });
+    cleanups.push(() => readOnly.close());
+    const joined = readOnly
+      .prepare<[string], string | null>(`SELECT (SELECT c.name FROM categories c WHERE c.id = v.category_id AND typeof(c.name) = 'text') FROM videos v WHERE v.public_id = ?`)
+      .pluck();
+    const reader = new SiteReader(readOnly, 8);
+    const categoryOf = (publicId: string) => {
+      const found = reader.videoByPublicId(publicId);
+      return found.status === 'published' ? found.video.category : `not published: ${found.status}`;
+    };
+    const expected = Object.fromEntries(
+      // The reader leaves out names that are not valid UTF-8 (U+FFFD stands for the bytes).
+      Object.keys(ids).map((publicId) => [publicId, joined.get(publicId)?.includes('\uFFFD') ? null : (joined.get(publicId) ?? null)]),
+    );
+    expect(expected).toMatchObject({ one: 'Music', three: 'Sport', negative: 'Negative', invalidUtf8Name: null, text: null, textHex: null, real: null });
+    const read = () => Object.fromEntries(Object.keys(ids).map((publicId) => [publicId, categoryOf(publicId)]));
+    expect(read()).toEqual(expected);
+    reader.snapshot(() => {
+      expect(read()).toEqual(expected);
+      expect(read()).toEqual(expected);
+    });
+  });
+});
