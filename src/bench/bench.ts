@@ -27,8 +27,9 @@ import { packTree } from './pack.js';
  *   npm run bench -- --only rss,atom   build only these formats (the full build and its floor;
  *                                      the incremental phases need every format and are left out)
  *   npm run bench -- --keep            keep this run's trees under bench-cache/runs/
- *   npm run bench -- --xml builder     render every document through xmlbuilder2's DOM (the figures
- *                                      before the fast path of src/render/xml.ts)
+ *   npm run bench -- --xml builder     render every document but the RSS feeds (markup of their own,
+ *                                      rss.ts) through xmlbuilder2's DOM (the figures before the
+ *                                      fast paths of src/render/xml.ts)
  *   npm run bench -- --freshness       instead: the time from a commit to its documents in place
  *                                      while `vidfeeds watch` runs (freshness.ts); --rate <changes
  *                                      per second> (20) and --seconds <n> (60) shape the writer

@@ -3,8 +3,9 @@ import type * as Xmlbuilder2 from 'xmlbuilder2';
 import type { XMLBuilder, XMLBuilderCreateOptions } from 'xmlbuilder2/lib/interfaces.js';
 
 /**
- * All XML goes through here. Formats describe elements; xmlbuilder2 validates names and escapes
- * text; this module adds the two things the builder leaves to its caller:
+ * All XML goes through here. Formats describe elements (the RSS feed, the hottest document, writes
+ * its markup itself, its text through xmlText, xmlAttr, xmlLeaf); xmlbuilder2 validates names and
+ * escapes text; this module adds the two things the builder leaves to its caller:
  *
  * 1. Characters XML 1.0 forbids (most C0 controls, lone surrogates, U+FFFE/U+FFFF) are removed.
  * 2. xmlbuilder2 deliberately leaves an `&` that starts something entity-shaped (`&copy;`, `&#65;`)
@@ -317,9 +318,10 @@ class RecordedElement implements XmlElement {
 export type XmlEngine = 'fast' | 'builder';
 
 /**
- * Which way `end()` writes documents: 'fast' (the default) takes the fast path where it can;
- * 'builder' sends every document through xmlbuilder2, as before. For the equivalence tests and the
- * benchmark's before/after figures; the environment variable VIDFEEDS_XML_ENGINE=builder sets it too.
+ * Which way documents are written: 'fast' (the default) streams them or takes the fast path where
+ * it can; 'builder' sends every document made here through xmlbuilder2, as before (RSS feeds are
+ * markup of their own, rss.ts). For the equivalence tests and the benchmark's before/after
+ * figures; the environment variable VIDFEEDS_XML_ENGINE=builder sets it too.
  */
 let engine: XmlEngine = process.env.VIDFEEDS_XML_ENGINE === 'builder' ? 'builder' : 'fast';
 
