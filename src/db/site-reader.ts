@@ -173,8 +173,20 @@ interface DecodeContext {
 
 /** People kept per snapshot at most; the map starts again when full (a feed's items share one uploader). */
 const PEOPLE_KEPT = 1024;
-/** Tag names kept per snapshot at most, likewise. */
+/** Tag names (and category names) kept per snapshot at most, likewise. */
 const TAGS_KEPT = 65_536;
+
+/** A tag's or category's name by id from `statement`, kept in `names` while a snapshot is open (null outside one). */
+function keptName(names: Map<number, string | null> | null, id: number, statement: Database.Statement<[number], string>): string | null {
+  const known = names?.get(id);
+  if (known !== undefined) return known;
+  const name = statement.get(id) ?? null;
+  if (names !== null) {
+    if (names.size >= TAGS_KEPT) names.clear();
+    names.set(id, name);
+  }
+  return name;
+}
 
 function decoder(ctx: DecodeContext, table: string, rowId: number | string): RowDecoder {
   return new RowDecoder(table, rowId, ctx.sink, ctx.invalidUtf8);
@@ -417,8 +429,8 @@ export class SiteReader {
       sink: (issue) => this.report(issue),
       invalidUtf8: (table, column, rowId) => this.invalidUtf8(table, column, rowId),
       people: null,
-      tagName: (id) => this.tagName(id),
-      categoryById: (id) => this.categoryName(id),
+      tagName: (id) => keptName(this.tags, id, this.stmt.tagName),
+      categoryById: (id) => keptName(this.categories, id, this.stmt.categoryName),
       tagLists: null,
     };
     this.stmt = {
@@ -598,28 +610,6 @@ export class SiteReader {
   private tags: Map<number, string | null> | null = null;
   /** Category names by id, within a snapshot (see categoryName). */
   private categories: Map<number, string | null> | null = null;
-
-  private categoryName(id: number): string | null {
-    const known = this.categories?.get(id);
-    if (known !== undefined) return known;
-    const name = this.stmt.categoryName.get(id) ?? null;
-    if (this.categories !== null) {
-      if (this.categories.size >= TAGS_KEPT) this.categories.clear();
-      this.categories.set(id, name);
-    }
-    return name;
-  }
-
-  private tagName(id: number): string | null {
-    const known = this.tags?.get(id);
-    if (known !== undefined) return known;
-    const name = this.stmt.tagName.get(id) ?? null;
-    if (this.tags !== null) {
-      if (this.tags.size >= TAGS_KEPT) this.tags.clear();
-      this.tags.set(id, name);
-    }
-    return name;
-  }
 
   /** Published users, by username; or the one named, if published. */
   users(only?: string): Iterable<UserRow> {
