@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { probeDisk, waitForQuietDisk } from '../../src/bench/disk-probe.js';
@@ -10,25 +10,41 @@ import { tempDir } from '../helpers/site-fixture.js';
  * figure is whatever this machine gives, so the baselines are far below or above any real one.
  */
 describe('bench disk probe', () => {
-  it('calls the disk busy against a baseline far below its probe, and refuses to time when it stays busy', async () => {
+  it('calls the disk busy against a baseline far below its synced figure (as older baselines kept it), and refuses to time when it stays busy', async () => {
     const { dir } = tempDir('vidfeeds-probe-');
     const baseline = join(dir, 'disk-probe.json');
     writeFileSync(baseline, JSON.stringify({ medianMs: 1e-9 }));
     const result = probeDisk(dir, baseline);
     expect(result.busy).toBe(true);
-    expect(result.baselineMs).toBe(1e-9);
+    expect(result.baseline.syncedMs).toBe(1e-9);
+    // A figure the file did not have is this probe's.
+    expect(result.baseline.createUs).toBe(result.figures.createUs);
     const logged: string[] = [];
-    await expect(waitForQuietDisk(dir, baseline, (l) => logged.push(l), { maxWaitMs: 0, everyMs: 0 })).rejects.toThrow(/the file system is busy .*not timing/);
+    await expect(waitForQuietDisk(dir, baseline, (l) => logged.push(l), { maxWaitMs: 0, everyMs: 0 })).rejects.toThrow(
+      /the file system is busy \(a small file created and synced takes [\d.]+ ms \(0\.00 ms when quiet\), one among many created \d+ µs .*not timing/,
+    );
   });
 
-  it('calls it quiet against a slower baseline, and keeps the better figure as the new baseline', () => {
+  it('calls it busy when creating many files is slow, however fast one synced file is', () => {
     const { dir } = tempDir('vidfeeds-probe-');
     const baseline = join(dir, 'disk-probe.json');
-    writeFileSync(baseline, JSON.stringify({ medianMs: 1e9 }));
+    writeFileSync(baseline, JSON.stringify({ syncedMs: 1e9, createUs: 1e-9 }));
+    const result = probeDisk(dir, baseline);
+    expect(result.figures.syncedMs).toBeLessThan(1e9);
+    expect(result.busy).toBe(true);
+  });
+
+  it('calls it quiet against slower baselines, and keeps the better figures as the new baseline', () => {
+    const { dir } = tempDir('vidfeeds-probe-');
+    const baseline = join(dir, 'disk-probe.json');
+    writeFileSync(baseline, JSON.stringify({ syncedMs: 1e9, createUs: 1e9 }));
     const result = probeDisk(dir, baseline);
     expect(result.busy).toBe(false);
-    expect(result.medianMs).toBeGreaterThan(0);
-    expect((JSON.parse(readFileSync(baseline, 'utf8')) as { medianMs: number }).medianMs).toBe(result.medianMs);
+    expect(result.figures.syncedMs).toBeGreaterThan(0);
+    expect(result.figures.createUs).toBeGreaterThan(0);
+    expect(JSON.parse(readFileSync(baseline, 'utf8'))).toMatchObject(result.figures);
+    // The probe leaves nothing behind.
+    expect(readdirSync(dir)).toEqual(['disk-probe.json']);
   });
 });
 
