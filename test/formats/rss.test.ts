@@ -66,7 +66,8 @@ describe('RSS 2.0 feed of latest uploads', () => {
 /**
  * rss.ts writes the feed as markup (for speed). It used to make it with xmlDocument's calls, which
  * stay here as the oracle: the two must agree to the byte on any feed, hostile text, missing
- * values and odd configuration included, and every eighth feed also to what xmlbuilder2 writes of them.
+ * values and odd configuration included; every eighth feed also with what xmlbuilder2 itself
+ * writes of those calls.
  */
 function oracle({ user, uploads }: UserBundle, site: SiteContext): string {
   return xmlDocument('rss', { version: '2.0', 'xmlns:media': NS.media, 'xmlns:dc': NS.dc, 'xmlns:atom': NS.atom }, (root) => {
