@@ -4,7 +4,7 @@ import type { XMLBuilder, XMLBuilderCreateOptions } from 'xmlbuilder2/lib/interf
 
 /**
  * All XML goes through here. Formats describe elements (the RSS feed, the hottest document, writes
- * its markup itself, its text through xmlText, xmlAttr, xmlLeaf); xmlbuilder2 validates names and
+ * its markup itself, its values through xmlLeaf and xmlAttr); xmlbuilder2 validates names and
  * escapes text; this module adds the two things the builder leaves to its caller:
  *
  * 1. Characters XML 1.0 forbids (most C0 controls, lone surrogates, U+FFFE/U+FFFF) are removed.
@@ -207,21 +207,23 @@ function recordAttrs(attrs: Attrs, recording: Recording, isRoot: boolean, raw = 
 /** Whether the fast path can still write the document once it has these attributes (name, value, ...). */
 function checkAttrs(attrs: readonly string[], recording: Recording, isRoot: boolean): void {
   for (let i = 0; i < attrs.length && recording.simple; i += 2) {
-    const name = attrs[i]!;
-    const value = attrs[i + 1]!;
-    if (!builderTakesAttributeName(name)) {
-      recording.simple = false;
-    } else if (isNamespaceDeclaration(name)) {
-      // The fast path knows declarations on the root only, of real namespaces, each once. The
-      // builder drops a declaration of the XML namespace (and renames elements into it).
-      const prefix = name === 'xmlns' ? '' : name.slice('xmlns:'.length);
-      if (!isRoot || value === '' || value === XML_NAMESPACE || prefix === 'xml' || prefix === 'xmlns' || recording.prefixes.has(prefix)) {
-        recording.simple = false;
-      } else {
-        recording.prefixes.add(prefix);
-      }
-    }
+    if (!fastPathTakesAttribute(attrs[i]!, attrs[i + 1]!, isRoot, recording.prefixes)) recording.simple = false;
   }
+}
+
+/**
+ * Whether the fast path (streamed or recorded) writes this attribute, its value clean, as the
+ * builder would: a name the builder takes as it is; a namespace declaration only on the root, of a
+ * real namespace, each prefix once (added to `prefixes`). The builder drops a declaration of the
+ * XML namespace (and renames elements into it).
+ */
+function fastPathTakesAttribute(name: string, value: string, isRoot: boolean, prefixes: Set<string>): boolean {
+  if (!builderTakesAttributeName(name)) return false;
+  if (!isNamespaceDeclaration(name)) return true;
+  const prefix = name === 'xmlns' ? '' : name.slice('xmlns:'.length);
+  if (!isRoot || value === '' || value === XML_NAMESPACE || prefix === 'xml' || prefix === 'xmlns' || prefixes.has(prefix)) return false;
+  prefixes.add(prefix);
+  return true;
 }
 
 /** Per element name: whether the builder takes it as it is, and its prefix (looked up once per name). */
@@ -235,17 +237,18 @@ function newElement(name: string, attrs: Attrs | undefined, recording: Recording
 
 /** Whether the fast path can still write the document once it has an element of this name. */
 function checkElementName(name: string, recording: Recording): void {
-  if (recording.simple) {
-    let known = elementNames.get(name);
-    if (known === undefined) {
-      known = { ok: builderTakesElementName(name), prefix: prefixOf(name) };
-      elementNames.set(name, known);
-    }
-    const { prefix } = known;
-    if (!known.ok || (prefix !== null && (prefix === 'xml' || !recording.prefixes.has(prefix)))) {
-      recording.simple = false;
-    }
+  if (recording.simple && !fastPathTakesElementName(name, recording.prefixes)) recording.simple = false;
+}
+
+/** Whether the fast path writes an element of this name: one the builder takes as it is, its prefix (if any) declared on the root. */
+function fastPathTakesElementName(name: string, prefixes: ReadonlySet<string>): boolean {
+  let known = elementNames.get(name);
+  if (known === undefined) {
+    known = { ok: builderTakesElementName(name), prefix: prefixOf(name) };
+    elementNames.set(name, known);
   }
+  const { prefix } = known;
+  return known.ok && (prefix === null || (prefix !== 'xml' && prefixes.has(prefix)));
 }
 
 /** Whether the fast path can write this DOCTYPE as it is (a quote in the system id goes the builder's way). */
@@ -466,15 +469,16 @@ const NOT_STREAMABLE = new Error('xmlDocument: not streamable');
 const TEXT_MAY_CHANGE = /[&<>\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
 const ATTR_MAY_CHANGE = /[&<>"\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
 
-/**
- * For a format that writes a hot document's markup as one string (rss.ts): text and attribute
- * values exactly as the stream writes them, cleaned (xmlChars) and escaped. The format's test holds
- * its string to the same document made with xmlDocument, byte for byte.
- */
-export function xmlText(text: string): string {
+/** Text content as the stream writes it: cleaned (xmlChars) and escaped. */
+function xmlText(text: string): string {
   return TEXT_MAY_CHANGE.test(text) ? escapeText(xmlChars(text)) : text;
 }
 
+/**
+ * For a format that writes a hot document's markup as one string (rss.ts): an attribute value,
+ * and below a leaf element, exactly as the stream writes them, cleaned (xmlChars) and escaped.
+ * The format's test holds its string to the same document made with xmlDocument, byte for byte.
+ */
 export function xmlAttr(value: string): string {
   return ATTR_MAY_CHANGE.test(value) ? escapeAttr(xmlChars(value)) : value;
 }
@@ -486,7 +490,7 @@ export function xmlLeaf(name: string, text: string, attrs = ''): string {
 }
 
 /** `<name>` holding `html` as CDATA sections (see cdataSections). */
-export function xmlCdata(name: string, html: string): string {
+function xmlCdata(name: string, html: string): string {
   let out = `<${name}>`;
   // The builder writes nothing for an empty section, yet the element is not empty: `<c></c>`.
   for (const section of cdataSections(html)) if (section !== '') out += `<![CDATA[${section}]]>`;
@@ -536,11 +540,14 @@ class XmlStream {
         } else {
           text = xmlAttr(typeof value === 'string' ? value : String(value));
         }
-        if (isRoot || attributeNameKind(attr) !== PLAIN_ATTRIBUTE) this.checkAttribute(attr, text, isRoot);
+        // A declaration's value is a namespace name: escaped or not, the checks read it alike.
+        if ((isRoot || attributeNameKind(attr) !== PLAIN_ATTRIBUTE) && !fastPathTakesAttribute(attr, text, isRoot, this.prefixes)) {
+          throw NOT_STREAMABLE;
+        }
         out += ` ${attr}="${text}"`;
       }
     }
-    this.checkElementName(name);
+    if (!fastPathTakesElementName(name, this.prefixes)) throw NOT_STREAMABLE;
     this.out += out;
   }
 
@@ -560,7 +567,7 @@ class XmlStream {
 
   /** Writes `<name>` holding `html` as CDATA. */
   cdata(name: string, html: string): void {
-    this.checkElementName(name);
+    if (!fastPathTakesElementName(name, this.prefixes)) throw NOT_STREAMABLE;
     this.out += xmlCdata(name, html);
   }
 
@@ -585,27 +592,6 @@ class XmlStream {
     } else {
       this.out += `</${element.name}>`;
     }
-  }
-
-  /** As checkAttrs: the fast path's attribute names, and namespace declarations on the root only, of real namespaces, each once. */
-  private checkAttribute(name: string, value: string, isRoot: boolean): void {
-    if (!builderTakesAttributeName(name)) throw NOT_STREAMABLE;
-    if (!isNamespaceDeclaration(name)) return;
-    // A declaration's value is a namespace name: escaped or not, the checks below read it alike.
-    const prefix = name === 'xmlns' ? '' : name.slice('xmlns:'.length);
-    if (!isRoot || value === '' || value === XML_NAMESPACE || prefix === 'xml' || prefix === 'xmlns' || this.prefixes.has(prefix)) throw NOT_STREAMABLE;
-    this.prefixes.add(prefix);
-  }
-
-  /** As checkElementName: a name the builder takes as it is, its prefix (if any) declared on the root. */
-  private checkElementName(name: string): void {
-    let known = elementNames.get(name);
-    if (known === undefined) {
-      known = { ok: builderTakesElementName(name), prefix: prefixOf(name) };
-      elementNames.set(name, known);
-    }
-    const { prefix } = known;
-    if (!known.ok || (prefix !== null && (prefix === 'xml' || !this.prefixes.has(prefix)))) throw NOT_STREAMABLE;
   }
 }
 
