@@ -46,8 +46,13 @@ const LANE_SLOTS = 4;
  * milliseconds, seconds on a very slow disk; ten minutes without one means the thread is gone.
  */
 export const STALL_MS = 10 * 60_000;
-/** How long the write thread runs before the build asks whether it has time to spare (spareTime). */
-const SPARE_AFTER_MS = 1000;
+/**
+ * How long the write thread runs before the build asks whether it has time to spare (spareTime).
+ * Its share of spare time has settled by then: into ext4, 0.60 on a feed-heavy site and 0.03 on
+ * the demo's at 300 ms, as after a second; a second's wait left it idle for most of that second
+ * (docs/performance.md, "Tenth session").
+ */
+const SPARE_AFTER_MS = 300;
 
 /** The ring's shape; the defaults above except in tests, which make wrapping around the ring quick. */
 export interface RingShape {
@@ -211,7 +216,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
 
   /**
    * The share of its time the write thread has spent waiting for work since it started, once it has
-   * run for a second (SPARE_AFTER_MS); null before. The build lends the thread to its render pool
+   * run for SPARE_AFTER_MS; null before. The build lends the thread to its render pool
    * only when it has time to spare (RenderPool: a feed-heavy build, where rendering is the slow part,
    * and not a build of many small files, where writing is).
    */
