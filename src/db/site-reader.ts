@@ -590,20 +590,33 @@ export class SiteReader {
 
   /** Runs `work` inside one read transaction, so every read sees the same snapshot. */
   snapshot<T>(work: () => T): T {
+    const end = this.beginSnapshot();
+    try {
+      return work();
+    } finally {
+      end();
+    }
+  }
+
+  /**
+   * Begins one read transaction, as `snapshot` does, for a reader that serves requests as they
+   * come (a render thread: render-service.ts); returns what ends it. Inside it, people and tag
+   * and category names are kept between reads: a render thread that read outside one looked up
+   * every tag of every video again (docs/performance.md, "Tenth session").
+   */
+  beginSnapshot(): () => void {
     this.db.exec('BEGIN');
     this.ctx.people = new Map();
     this.ctx.tagLists = new Map();
     this.tags = new Map();
     this.categories = new Map();
-    try {
-      return work();
-    } finally {
+    return () => {
       this.ctx.people = null;
       this.ctx.tagLists = null;
       this.tags = null;
       this.categories = null;
-      this.db.exec('COMMIT');
-    }
+      if (this.db.inTransaction) this.db.exec('COMMIT');
+    };
   }
 
   /** Tag names by id while a snapshot is open (null outside one, where rows may change between statements). */

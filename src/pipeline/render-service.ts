@@ -61,10 +61,14 @@ export function serveRenders(data: RenderWorkerData, sink: FileSink | null): voi
   reader.onIssue((issue) => issues.push(issue));
   // The transaction stays open while the port is (until the build ends): every batch reads the
   // snapshot checked here.
-  db.exec('BEGIN');
+  const endSnapshot = reader.beginSnapshot();
+  const close = () => {
+    endSnapshot();
+    db.close();
+  };
   const position = new ChangeLog(db).current().position;
   if (position !== data.position) {
-    db.close();
+    close();
     return reply({ refused: `the render thread read the change log at ${position}, the build at ${data.position} (the database changed as the build began)` });
   }
   const write = data.writeTo === null || sink === null ? null : writerOf(sink, data.writeTo.compression);
@@ -87,7 +91,7 @@ export function serveRenders(data: RenderWorkerData, sink: FileSink | null): voi
     reply({ batch, users, issues });
   });
   // The build is over (or stopped using this thread): end the read transaction.
-  data.port.on('close', () => db.close());
+  data.port.on('close', close);
   reply({ ready: true });
 }
 
