@@ -66,8 +66,23 @@ export interface VideoEntry {
  */
 export type VideoLookup = { status: 'published'; video: VideoView } | { status: 'private' } | { status: 'missing' };
 
-/** A user's row as `SELECT *` returns it: any storage class in any column (decoded by `userView`). */
-type RawUser = Record<string, unknown> & { id: number };
+/**
+ * A user's row as `userRaw` reads it, a value per column of USER_COLUMNS: any storage class in
+ * any column (decoded by `userView`). An array, not an object keyed by name: building thirty
+ * named properties for every user took half of reading the row (5.1 µs against 2.8).
+ */
+type RawUser = readonly unknown[];
+
+/** The columns of `users`, in the order `userRaw` reads them. */
+const USER_COLUMNS = Object.keys(SITE_TABLES.users!.columns);
+const USER_COLUMN_AT = new Map(USER_COLUMNS.map((column, i) => [column, i]));
+
+/** A column of a user's row. */
+function userColumn(raw: RawUser, column: string): unknown {
+  const at = USER_COLUMN_AT.get(column);
+  if (at === undefined) throw new Error(`users has no column ${column} among those read`);
+  return raw[at];
+}
 
 /** A person seen from another document: [id, username, display_name, avatar_url, homepage_url, email]. */
 type RawPerson = [id: number, username: string, displayName: unknown, avatarUrl: unknown, homepageUrl: unknown, email: unknown];
@@ -349,9 +364,10 @@ function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPe
 }
 
 function userView(ctx: DecodeContext, raw: RawUser): UserView {
-  const d = decoder(ctx, 'users', raw.id);
-  const text = (column: string) => d.text(column, raw[column]);
-  const flag = (column: string) => d.flag(column, raw[column]);
+  const id = userColumn(raw, 'id') as number;
+  const d = decoder(ctx, 'users', id);
+  const text = (column: string) => d.text(column, userColumn(raw, column));
+  const flag = (column: string) => d.flag(column, userColumn(raw, column));
   const email = text('email');
   const shown = (isShown: boolean, value: string | null) => (isShown && value ? value : null);
   const address = {
@@ -372,10 +388,10 @@ function userView(ctx: DecodeContext, raw: RawUser): UserView {
     jabber: text('jabber_chat_id'),
   };
   // Published users passed SQL's `owner` columns (publishedUser): created_at is a valid time.
-  const createdAt = d.time('created_at', raw.created_at)!;
+  const createdAt = d.time('created_at', userColumn(raw, 'created_at'))!;
   return {
-    id: raw.id,
-    username: raw.username as string,
+    id,
+    username: userColumn(raw, 'username') as string,
     displayName: text('display_name') ?? '',
     title: text('title') ?? '',
     givenName: text('given_name') ?? '',
@@ -407,7 +423,7 @@ function userView(ctx: DecodeContext, raw: RawUser): UserView {
         }
       : null,
     createdAt,
-    updatedAt: d.time('updated_at', raw.updated_at) ?? createdAt,
+    updatedAt: d.time('updated_at', userColumn(raw, 'updated_at')) ?? createdAt,
   };
 }
 
@@ -439,7 +455,7 @@ export class SiteReader {
       usersAll: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE ${PUBLISHED_USER} ORDER BY u.username`),
       userByName: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.username = ? AND ${PUBLISHED_USER}`),
       userById: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.id = ? AND ${PUBLISHED_USER}`),
-      userRaw: p<RawUser>(`SELECT * FROM users WHERE id = ?`),
+      userRaw: db.prepare<[number], RawUser>(`SELECT ${USER_COLUMNS.map((column) => `"${column}"`).join(', ')} FROM users WHERE id = ?`).raw(true),
       videosAll: p<VideoRow>(
         `SELECT v.id, v.public_id AS publicId FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
       ),
@@ -732,7 +748,8 @@ export class SiteReader {
       let uploader: PersonRef | null = null;
       bundle.uploads = [];
       for (const row of this.stmt.uploads.all(id)) {
-        uploader ??= decodePerson(this.ctx, [raw.id, raw.username as string, raw.display_name, raw.avatar_url, raw.homepage_url, raw.email]);
+        const at = (column: string) => userColumn(raw, column);
+        uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
         const view = ownVideoOrProblem(this.ctx, row, uploader);
         if (!('problem' in view)) bundle.uploads.push(view);
       }
@@ -741,7 +758,7 @@ export class SiteReader {
     if (parts.has('friends')) bundle.friends = this.stmt.friends.all(id).map((r) => person(this.ctx, r));
     if (parts.has('accounts')) bundle.accounts = this.accountsOf(id);
     if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name).filter(validName);
-    if (parts.has('playlist')) bundle.playlist = this.playlistOf(id, raw.history_public === 1);
+    if (parts.has('playlist')) bundle.playlist = this.playlistOf(id, userColumn(raw, 'history_public') === 1);
     if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
