@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { prng } from '../../src/db/demo-data.js';
 import { rfc3339, rfc822, w3cDate } from '../../src/render/dates.js';
 
 const DAY = 86_400_000;
-
-/** A small deterministic generator (mulberry32), so a failure names a reproducible date. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The forms as JavaScript's own formatting writes them, for years 1000 to 9999 (four digits). */
 function expected(date: Date) {
@@ -26,7 +16,7 @@ function formatted(date: Date) {
 
 describe('dates as text', () => {
   it('writes what Date writes, for dates met in any order, again and again', () => {
-    const next = random(17);
+    const next = prng(17);
     // Years 1000 to 9999, before and after 1970; each date formatted twice (the second from what was kept).
     const dates = Array.from({ length: 5000 }, () => new Date(Math.floor(-30610224000000 + next() * (253402300799000 + 30610224000000))));
     for (const date of [...dates, ...dates]) expect(formatted(date), date.toISOString()).toEqual(expected(date));
