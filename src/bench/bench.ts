@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { DEMO_SHAPES, generateDemo, type DemoShape } from '../db/demo-data.js';
 import { FORMATS } from '../formats/registry.js';
 import { openForWriting } from '../db/open-database.js';
-import { waitForQuietDisk } from './disk-probe.js';
+import { PROBE_FOLDER_PREFIX, waitForQuietDisk } from './disk-probe.js';
 import { benchFreshness } from './freshness.js';
 import { packTree } from './pack.js';
 
@@ -336,7 +336,8 @@ function settleDisk(): void {
  */
 async function quietDisk(lines: (line: string) => void): Promise<void> {
   settleDisk();
-  await waitForQuietDisk(RUNS, DISK_BASELINE, lines);
+  // The probes' files stay until the run's timings are over (disk-probe.ts), removed with its trees.
+  await waitForQuietDisk(RUNS, DISK_BASELINE, lines, { keepProbes: true });
 }
 
 /** The freshness run on a copy of the demo database of `users` users. */
@@ -401,9 +402,11 @@ async function benchMain(): Promise<void> {
       }
     }
   } finally {
-    // Only now, after every timing: this run's trees (unless --keep) and any an earlier run left.
+    // Only now, after every timing: this run's trees (unless --keep), its probes' files and any an
+    // earlier run left.
     let removed = false;
-    for (const dir of keep ? stale : [...stale, ...mine]) {
+    const probes = readdirSync(RUNS).filter((name) => name.startsWith(PROBE_FOLDER_PREFIX)).map((name) => join(RUNS, name));
+    for (const dir of new Set([...stale, ...probes, ...(keep ? [] : mine)])) {
       if (existsSync(dir) && statSync(dir).isDirectory()) {
         rmSync(dir, { recursive: true, force: true });
         removed = true;

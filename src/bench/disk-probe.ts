@@ -37,15 +37,24 @@ export interface ProbeResult {
   busy: boolean;
 }
 
-/** One probe, in a folder of its own under `dir`, removed afterwards. */
-export function probeOnce(dir: string): ProbeFigures {
-  const probeDir = join(dir, `.disk-probe-${process.pid}`);
+/** The folders probes leave under a directory when asked to keep their files (see probeOnce). */
+export const PROBE_FOLDER_PREFIX = '.disk-probe-';
+let probes = 0;
+
+/**
+ * One probe, in a folder of its own under `dir` (PROBE_FOLDER_PREFIX), removed afterwards unless
+ * `keep`. A bench keeps them until its timings are over: deleting a probe's 2,100 files made the
+ * next probe there slower each time (75, 150, 230 µs a file in four probes back to back), so a
+ * bench waiting for a quiet disk kept it busy itself.
+ */
+export function probeOnce(dir: string, keep = false): ProbeFigures {
+  const probeDir = join(dir, `${PROBE_FOLDER_PREFIX}${process.pid}-${probes++}`);
   mkdirSync(probeDir, { recursive: true });
   const body = Buffer.alloc(2300, 'x'); // a typical document
   try {
     return { syncedMs: syncedMedianMs(probeDir, body), createUs: createMeanUs(probeDir, body) };
   } finally {
-    rmSync(probeDir, { recursive: true, force: true });
+    if (!keep) rmSync(probeDir, { recursive: true, force: true });
   }
 }
 
@@ -93,9 +102,9 @@ function savedBaseline(baselineFile: string): Partial<ProbeFigures> {
   }
 }
 
-/** Probes once and judges against the best figures recorded in `baselineFile` (each updated when beaten). */
-export function probeDisk(dir: string, baselineFile: string): ProbeResult {
-  const figures = probeOnce(dir);
+/** Probes once and judges against the best figures recorded in `baselineFile` (each updated when beaten); `keep` as probeOnce. */
+export function probeDisk(dir: string, baselineFile: string, keep = false): ProbeResult {
+  const figures = probeOnce(dir, keep);
   const saved = savedBaseline(baselineFile);
   const baseline: ProbeFigures = {
     syncedMs: Math.min(saved.syncedMs ?? Infinity, figures.syncedMs),
@@ -119,15 +128,18 @@ function describeProbe({ figures, baseline }: ProbeResult): string {
 /**
  * Waits (probing every `everyMs`) until the file system is quiet, for at most `maxWaitMs`; throws
  * when it is still busy then, so no figure is printed for a disk that is busy with something else.
+ * With `keepProbes` the probes' files stay under `dir` (probeOnce) for the caller to remove once
+ * it has timed what it waited for.
  */
 export async function waitForQuietDisk(
   dir: string,
   baselineFile: string,
   log: (line: string) => void,
-  { maxWaitMs = 180_000, everyMs = 10_000 } = {},
+  { maxWaitMs = 180_000, everyMs = 10_000, keepProbes = false } = {},
 ): Promise<ProbeResult> {
   const started = Date.now();
-  let result = probeDisk(dir, baselineFile);
+  const probe = () => probeDisk(dir, baselineFile, keepProbes);
+  let result = probe();
   let told = false;
   while (result.busy) {
     if (Date.now() - started >= maxWaitMs) {
@@ -140,7 +152,7 @@ export async function waitForQuietDisk(
     if (!told) log(`waiting: the file system is busy (${describeProbe(result)})`);
     told = true;
     await new Promise((resolve) => setTimeout(resolve, everyMs));
-    result = probeDisk(dir, baselineFile);
+    result = probe();
   }
   return result;
 }

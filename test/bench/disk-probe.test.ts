@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { probeDisk, waitForQuietDisk } from '../../src/bench/disk-probe.js';
+import { PROBE_FOLDER_PREFIX, probeDisk, waitForQuietDisk } from '../../src/bench/disk-probe.js';
 import { compareTrees } from '../../src/bench/freshness.js';
 import { tempDir } from '../helpers/site-fixture.js';
 
@@ -45,6 +45,17 @@ describe('bench disk probe', () => {
     expect(JSON.parse(readFileSync(baseline, 'utf8'))).toMatchObject(result.figures);
     // The probe leaves nothing behind.
     expect(readdirSync(dir)).toEqual(['disk-probe.json']);
+  });
+
+  it('leaves its files where it made them when asked to keep them, a folder per probe', async () => {
+    const { dir } = tempDir('vidfeeds-probe-');
+    const baseline = join(dir, 'disk-probe.json');
+    writeFileSync(baseline, JSON.stringify({ syncedMs: 1e9, createUs: 1e9 }));
+    probeDisk(dir, baseline, true);
+    await waitForQuietDisk(dir, baseline, () => {}, { keepProbes: true });
+    const folders = readdirSync(dir).filter((name) => name.startsWith(PROBE_FOLDER_PREFIX));
+    expect(folders).toHaveLength(2);
+    for (const folder of folders) expect(readdirSync(join(dir, folder)).length).toBeGreaterThan(100);
   });
 });
 
