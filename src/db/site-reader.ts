@@ -239,26 +239,28 @@ function videoProblem(ctx: DecodeContext, row: readonly unknown[]): VideoProblem
 
 /**
  * Why a public video cannot be published (see `videoProblem`), or its file and thumbnail URLs as
- * published: parsed once, since parsing URLs was a tenth of reading a feed-heavy user.
+ * published and its creation time: decoded once, since parsing URLs was a tenth of reading a
+ * feed-heavy user.
  */
 function checkVideo(
   ctx: DecodeContext,
   [id, publicId, title, fileUrl, thumbnailUrl, thumbnailWidth, thumbnailHeight, createdAt]: readonly unknown[],
   d = decoder(ctx, 'videos', id as number),
-): VideoProblem | { fileUrl: string; thumbnailUrl: string } {
+): VideoProblem | { fileUrl: string; thumbnailUrl: string; createdAt: Date } {
   d.text('public_id', publicId);
   d.text('title', title);
   const file = d.text('file_url', fileUrl);
   const thumbnail = d.text('thumbnail_url', thumbnailUrl);
   d.integer('thumbnail_width', thumbnailWidth);
   d.integer('thumbnail_height', thumbnailHeight);
-  d.time('created_at', createdAt);
+  const created = d.time('created_at', createdAt);
   const issue = d.rejected;
   if (issue !== null) return { problem: `has ${issue.found} in ${issue.column} (expected ${issue.expected})`, issue };
   const published = { fileUrl: webUrl(file), thumbnailUrl: webUrl(thumbnail) };
   if (published.fileUrl === null) return { problem: 'has a file_url that is not an absolute http(s) URL' };
   if (published.thumbnailUrl === null) return { problem: 'has a thumbnail_url that is not an absolute http(s) URL' };
-  return { fileUrl: published.fileUrl, thumbnailUrl: published.thumbnailUrl };
+  // A time that passed its check: a row without one was rejected above.
+  return { fileUrl: published.fileUrl, thumbnailUrl: published.thumbnailUrl, createdAt: created! };
 }
 
 /**
@@ -339,7 +341,7 @@ function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader: RawPe
   const d = decoder(ctx, 'videos', id);
   const checked = checkVideo(ctx, [id, publicId, title, fileUrl, thumbnailUrl, thumbnailWidth, thumbnailHeight, createdAt], d);
   if ('problem' in checked) return checked;
-  const created = d.time('created_at', createdAt)!;
+  const created = checked.createdAt;
   return {
     id,
     publicId: publicId as string,
