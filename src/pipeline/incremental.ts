@@ -46,6 +46,11 @@ export interface PlanInput {
     interrupted: boolean;
     replacedVersion: number | null;
     empty: boolean;
+    /**
+     * The output directory holds no documents (OutputWriter.isEmpty): with records in the state,
+     * it was emptied or replaced since (`rm -rf out`), and following the log would write nothing.
+     */
+    outputEmpty: boolean;
   };
   fingerprint: BuildFingerprint | undefined;
   /** The database's change log now; undefined when the build runs without one (tests in memory). */
@@ -65,6 +70,7 @@ export function planBuild({ state, fingerprint, log, options }: PlanInput): Buil
   if (state.replacedVersion !== null) {
     return full(`the saved state is of version ${state.replacedVersion} (this vidfeeds keeps version ${STATE_VERSION})`);
   }
+  if (state.outputEmpty && !state.empty) return full('the output directory holds no documents (emptied since the last build)');
   const basis = state.basis;
   if (basis === null) return full(state.basisDropped ?? (state.empty ? 'first build: no saved state' : 'no complete earlier build'));
   if (fingerprint === undefined || log === undefined) return full('no change log to follow');

@@ -133,10 +133,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     // Not a count: counting the records reads the whole state (a second at 2.5 million files),
     // and watch builds many times a second.
     empty: state.isEmpty(),
+    outputEmpty: writer.isEmpty?.() ?? false,
     siteFilesStale: state.siteFilesStale(),
   };
-  // A first build into an empty directory compares nothing with the disk.
-  const startedEmpty = saved.empty && (writer.isEmpty?.() ?? false);
+  // A build into an empty directory compares nothing with the disk, whatever the state recorded:
+  // a first build, or one after the output was emptied (every document is written either way).
+  const startedEmpty = saved.outputEmpty;
   const compression = deps.compression ?? [];
   const forms = formsPlan(saved.empty ? null : state.compression(), compression, startedEmpty);
   const target: WriteTarget = { writer, state, verify: false, startedEmpty, compression, formsUnknown: forms.unknown };

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BuildState, STATE_VERSION } from '../../src/pipeline/build-state.js';
@@ -10,7 +10,7 @@ import type { UserFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { SHIPPED_TEMPLATES_DIR } from '../../src/render/templates.js';
 import { buildInMemory, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
-import { readTree } from '../helpers/tree.js';
+import { readTree, treeDifferences } from '../helpers/tree.js';
 
 /** When a build is incremental, when it falls back to a full one, and what it says about it. */
 
@@ -52,6 +52,18 @@ describe('build modes', () => {
     const report = build({ full: true });
     expect(report).toMatchObject({ mode: 'full', reason: '--full', written: 0 });
     expect(report.unchanged).toBe(before.size);
+  });
+
+  it('rebuilds everything into an output emptied since the last build, which following the log would leave empty', () => {
+    const { build, out } = site();
+    build();
+    const before = readTree(out);
+    rmSync(out, { recursive: true });
+    const report = build();
+    expect(report).toMatchObject({ mode: 'full', reason: 'the output directory holds no documents (emptied since the last build)' });
+    expect(report.written).toBe(before.size);
+    expect(treeDifferences(readTree(out), before)).toEqual([]);
+    expect(build()).toMatchObject({ mode: 'incremental', written: 0 });
   });
 
   it('falls back to a full build when the configuration changed', () => {
@@ -194,7 +206,7 @@ describe('comparing with the disk', () => {
 describe('planBuild', () => {
   const basis = { vidfeedsVersion: '1.0.0', codeHash: 'k', configHash: 'c', formatsHash: 'f', templatesHash: 't', databaseId: 'db', position: 10 };
   const input = (patch: Partial<PlanInput> = {}): PlanInput => ({
-    state: { basis, basisDropped: null, interrupted: false, replacedVersion: null, empty: false },
+    state: { basis, basisDropped: null, interrupted: false, replacedVersion: null, empty: false, outputEmpty: false },
     fingerprint: { vidfeedsVersion: '1.0.0', codeHash: 'k', configHash: 'c', formatsHash: 'f', templatesHash: 't' },
     log: { databaseId: 'db', position: 12, oldest: 3 },
     options: {},
@@ -214,6 +226,15 @@ describe('planBuild', () => {
       'the last full build had 2 failed documents',
     );
     expect(planBuild(input({ log: undefined })).reason).toBe('no change log to follow');
+  });
+
+  it('is full when the output holds no documents but the state records some', () => {
+    expect(planBuild(input({ state: { ...input().state, outputEmpty: true } }))).toMatchObject({
+      mode: 'full',
+      reason: 'the output directory holds no documents (emptied since the last build)',
+    });
+    // A first build: nothing recorded, nothing on disk.
+    expect(planBuild(input({ state: { ...input().state, basis: null, empty: true, outputEmpty: true } })).reason).toBe('first build: no saved state');
   });
 
   it('a log pruned up to the saved position is still enough', () => {
