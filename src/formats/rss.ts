@@ -2,7 +2,7 @@ import type { SiteContext, UserFormat } from './format.js';
 import type { PersonRef, UserBundle, VideoView } from '../model/views.js';
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
-import { NS, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml.js';
+import { flat, NS, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml.js';
 
 /**
  * RSS 2.0 feed of a user's latest public uploads (seed 2.8), newest first, at most 20, with Media
@@ -36,38 +36,55 @@ export function itemDescription(
   site: SiteContext,
   page = site.paths.videoPage(video.publicId),
   uploader = uploaderMarkup(video.uploader, site),
+  tags = tagMarkup(site, video.tags),
 ): string {
-  let tags = '';
-  for (const name of video.tags) tags += tagLink(site, name);
   return (
     `<p><a href="${html(page)}"><img src="${html(video.thumbnailUrl)}" width="${video.thumbnailWidth}"` +
     ` height="${video.thumbnailHeight}" alt="${html(video.title)}"></a></p>` +
     `<p>${html(video.description)}</p>` +
     uploader.addedBy +
-    (tags === '' ? '' : `<p>Tags:${tags}</p>`) +
+    tags.links +
     // A date is digits and dashes: nothing to escape.
     `<p>Date: ${w3cDate(video.createdAt)}</p>`
   );
 }
 
-/** Tag links kept per site, at most this many (the map starts again when full). */
-const TAG_LINKS_KEPT = 4096;
-const tagLinks = new WeakMap<SiteContext, Map<string, string>>();
+/**
+ * What an item shows of its tags: the description's paragraph of tag links ('' without tags) and
+ * the `media:keywords` element ('' likewise).
+ */
+interface TagMarkup {
+  links: string;
+  keywords: string;
+}
+
+const NO_TAG_MARKUP: TagMarkup = { links: '', keywords: '' };
 
 /**
- * A tag's link in the description, with its leading space. Tags repeat from video to video, and
- * escaping and joining their links again for each took 6% of rendering a feed-heavy site's feed.
+ * Tag markup kept per site by tag list. The reader hands out one frozen array per combination of
+ * tags while a snapshot is open (SiteReader's `tagLists`), and videos share a few combinations:
+ * making the links and keywords again for each video was a fifth of rendering a feed-heavy
+ * site's feed (docs/performance.md). A list no reader holds any more is dropped with it.
  */
-function tagLink(site: SiteContext, name: string): string {
-  let links = tagLinks.get(site);
-  if (links === undefined) tagLinks.set(site, (links = new Map()));
-  let link = links.get(name);
-  if (link === undefined) {
-    if (links.size >= TAG_LINKS_KEPT) links.clear();
-    link = ` <a href="${html(site.paths.tagPage(name))}" rel="tag">${html(name)}</a>`;
-    links.set(name, link);
+const tagMarkups = new WeakMap<SiteContext, WeakMap<readonly string[], TagMarkup>>();
+let lastSite: { site: SiteContext; kept: WeakMap<readonly string[], TagMarkup> } | null = null;
+
+function tagMarkup(site: SiteContext, tags: readonly string[]): TagMarkup {
+  if (tags.length === 0) return NO_TAG_MARKUP;
+  if (lastSite?.site !== site) {
+    let kept = tagMarkups.get(site);
+    if (kept === undefined) tagMarkups.set(site, (kept = new WeakMap()));
+    lastSite = { site, kept };
   }
-  return link;
+  const { kept } = lastSite;
+  let markup = kept.get(tags);
+  if (markup === undefined) {
+    let links = '';
+    for (const name of tags) links += ` <a href="${html(site.paths.tagPage(name))}" rel="tag">${html(name)}</a>`;
+    markup = { links: flat(`<p>Tags:${links}</p>`), keywords: flat(xmlLeaf('media:keywords', tags.join(', '))) };
+    kept.set(tags, markup);
+  }
+  return markup;
 }
 
 /**
@@ -85,8 +102,8 @@ interface UploaderMarkup {
 function uploaderMarkup(person: PersonRef, site: SiteContext): UploaderMarkup {
   return {
     person,
-    addedBy: `<p>Added by <a href="${html(site.paths.userPage(person.username))}">${html(person.username)}</a></p>`,
-    creator: xmlLeaf('dc:creator', person.username),
+    addedBy: flat(`<p>Added by <a href="${html(site.paths.userPage(person.username))}">${html(person.username)}</a></p>`),
+    creator: flat(xmlLeaf('dc:creator', person.username)),
   };
 }
 
@@ -100,10 +117,11 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): st
   const fileUrl = xmlAttr(video.fileUrl);
   const fileType = xmlAttr(video.fileType);
   const { fileSize, durationSeconds, width, height } = video;
+  const tags = tagMarkup(site, video.tags);
   return (
-    `<item>${xmlLeaf('title', video.title)}${xmlLeaf('link', page)}<description><![CDATA[${itemDescription(video, site, page, uploader)}]]></description>` +
+    `<item>${xmlLeaf('title', video.title)}${xmlLeaf('link', page)}<description><![CDATA[${itemDescription(video, site, page, uploader, tags)}]]></description>` +
     uploader.creator +
-    (video.category === null ? '' : xmlLeaf('category', video.category)) +
+    (video.category === null ? '' : categoryElement(video.category)) +
     (fileSize === null ? '' : `<enclosure url="${fileUrl}" length="${fileSize}" type="${fileType}"/>`) +
     xmlLeaf('guid', page, ' isPermaLink="true"') +
     // A date made of letters, digits and punctuation XML leaves alone: not tested for escaping
@@ -116,9 +134,23 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): st
     (height === null ? '' : ` height="${height}"`) +
     `/><media:thumbnail url="${xmlAttr(video.thumbnailUrl)}" width="${video.thumbnailWidth}" height="${video.thumbnailHeight}"/>` +
     xmlLeaf('media:title', video.title, ' type="plain"') +
-    (video.tags.length === 0 ? '' : xmlLeaf('media:keywords', video.tags.join(', '))) +
+    tags.keywords +
     '</item>'
   );
+}
+
+/** Category elements by name, at most CATEGORIES_KEPT (the map starts again when full): a site has a few categories. */
+const CATEGORIES_KEPT = 256;
+const categoryElements = new Map<string, string>();
+
+function categoryElement(name: string): string {
+  let element = categoryElements.get(name);
+  if (element === undefined) {
+    if (categoryElements.size >= CATEGORIES_KEPT) categoryElements.clear();
+    element = flat(xmlLeaf('category', name));
+    categoryElements.set(name, element);
+  }
+  return element;
 }
 
 /** Items in a user's RSS feed, newest first: the reader loads no more uploads than this (PRODUCT.md, "done"). */

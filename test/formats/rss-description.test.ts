@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HOSTILE } from '../../src/db/demo-data.js';
+import type { SiteContext } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { itemDescription } from '../../src/formats/rss.js';
 import type { VideoView } from '../../src/model/views.js';
@@ -44,6 +45,21 @@ function video(text: string, i: number): VideoView {
   };
 }
 
+function expected(v: VideoView, site: SiteContext): string {
+  return xmlChars(ORACLE({
+    pageUrl: site.paths.videoPage(v.publicId),
+    thumbnailUrl: v.thumbnailUrl,
+    thumbnailWidth: v.thumbnailWidth,
+    thumbnailHeight: v.thumbnailHeight,
+    title: v.title,
+    description: v.description,
+    uploaderUrl: site.paths.userPage(v.uploader.username),
+    uploader: v.uploader.username,
+    tags: v.tags.map((name) => ({ name, url: site.paths.tagPage(name) })),
+    date: w3cDate(v.createdAt),
+  }));
+}
+
 describe('RSS item description', () => {
   const pages = [
     testConfig().pages,
@@ -54,23 +70,22 @@ describe('RSS item description', () => {
       const site = createSiteContext(testConfig({ pages: pageTemplates }), FORMATS, new Date(0));
       HOSTILE_VALUES.forEach((text, i) => {
         const v = video(text, i);
-        const expected = xmlChars(ORACLE({
-          pageUrl: site.paths.videoPage(v.publicId),
-          thumbnailUrl: v.thumbnailUrl,
-          thumbnailWidth: v.thumbnailWidth,
-          thumbnailHeight: v.thumbnailHeight,
-          title: v.title,
-          description: v.description,
-          uploaderUrl: site.paths.userPage(v.uploader.username),
-          uploader: v.uploader.username,
-          tags: v.tags.map((name) => ({ name, url: site.paths.tagPage(name) })),
-          date: w3cDate(v.createdAt),
-        }));
         const description = itemDescription(v, site);
-        expect(description, JSON.stringify(text)).toBe(expected);
+        expect(description, JSON.stringify(text)).toBe(expected(v, site));
         // What the feed writes as one CDATA section as it is: nothing to remove, nothing to split.
         expect(cdataSections(description)).toEqual([description]);
       });
     });
   }
+
+  it('links the tags of one tag list to each site\'s own tag pages (rss.ts keeps their markup per site and list)', () => {
+    const sites = pages.map((pageTemplates) => createSiteContext(testConfig({ pages: pageTemplates }), FORMATS, new Date(0)));
+    // One array for every video, as a reader hands out one per combination of tags.
+    const tags = Object.freeze(['cats & "dogs"', 'b']);
+    for (let i = 0; i < 6; i++) {
+      const site = sites[i % sites.length]!;
+      const v = { ...video('shared', i), tags };
+      expect(itemDescription(v, site), `video ${i}`).toBe(expected(v, site));
+    }
+  });
 });

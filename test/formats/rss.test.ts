@@ -121,7 +121,12 @@ describe('RSS written as markup', () => {
     const sites = [
       createSiteContext(testConfig(), FORMATS, new Date(0)),
       createSiteContext(testConfig({ siteName: 'Site <&> "q" &amp;', copyright: '<c> & "d" ]]>', logoUrl: 'https://example.org/l.png?a=1&b="2"' }), FORMATS, new Date(0)),
+      // Another site's tag links for the same tag lists (rss.ts keeps tag markup per site).
+      createSiteContext(testConfig({ baseUrl: 'https://other.example.net/sub' }), FORMATS, new Date(0)),
     ];
+    // A reader hands out one array per combination of tags (rss.ts keeps their markup by array):
+    // a few shared lists, met on every site, besides fresh ones.
+    const sharedTags = [Object.freeze(['cats', 'b']), Object.freeze([TEXTS[0]!.replace(/[\uD800-\uDFFF]/g, '') || 'tag']), Object.freeze(['b'])];
     for (let n = 0; n < 400; n++) {
       const site = sites[n % sites.length]!;
       const uploads: VideoView[] = Array.from({ length: Math.floor(random() * 4) }, (_, i) => ({
@@ -137,7 +142,7 @@ describe('RSS written as markup', () => {
         height: maybe(480),
         thumbnailUrl: pick(['https://example.org/t.jpg', 'https://example.org/t?x="1"&y=<2>']),
         category: maybe(pick(TEXTS)),
-        tags: random() < 0.3 ? [] : [wellFormed(pick(TEXTS)) || 'tag', 'b'],
+        tags: random() < 0.3 ? [] : random() < 0.5 ? pick(sharedTags) : [wellFormed(pick(TEXTS)) || 'tag', 'b'],
         uploader: { ...SAMPLE_VIDEO.uploader, username: wellFormed(pick(TEXTS)) || 'u' },
         createdAt: new Date(Math.floor(random() * 4e12)),
       }));
