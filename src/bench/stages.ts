@@ -37,9 +37,9 @@ function stageOfFrame({ functionName, url }: ProfileNode['callFrame']): Stage | 
   return null;
 }
 
-/** A frame of the SHA-1 of a document (Node's crypto hashing: a Hash object's calls, or one-shot `hash`). */
-function isDocumentHash({ functionName, url }: ProfileNode['callFrame']): boolean {
-  return /(^|\/)crypto\/hash$/.test(url) || functionName === 'createHash' || functionName === 'digest';
+/** A frame of the hash of a document (src/pipeline/document-hash.ts; the wasm below it is its callee). */
+function isDocumentHash({ url }: ProfileNode['callFrame']): boolean {
+  return /\/pipeline\/document-hash\.js$/.test(url);
 }
 
 /** Milliseconds per stage over the profiles given. */
@@ -52,7 +52,7 @@ export function stagesOf(profiles: Profile[]): Map<Stage, number> {
       byId.set(node.id, node);
       for (const child of node.children ?? []) parent.set(child, node.id);
     }
-    // The stage of a node: its own, else its caller's; the sha1 of each document is filed under
+    // The stage of a node: its own, else its caller's; the hash of each document is filed under
     // the state, whose comparison it serves.
     const stageOf = new Map<number, Stage>();
     const resolve = (id: number): Stage => {

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { readBuildRecords } from '../pipeline/build-record.js';
 import type { SavedState } from '../pipeline/build-state.js';
+import { documentHash } from '../pipeline/document-hash.js';
 import { compressedFormOf, compressedPath, type Encoding, isCompressible, verifyCompressed } from '../paths/compression.js';
 import { STAGING_DIR } from '../pipeline/output-writer.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from '../pipeline/shard.js';
@@ -82,7 +82,7 @@ export function checkTree(input: TreeCheckInput): TreeCheckResult {
         continue;
       }
       const body = readFileSync(full);
-      if (output.size >= 0 && !createHash('sha1').update(body).digest().equals(output.hash)) {
+      if (output.size >= 0 && !documentHash(body).equals(output.hash)) {
         report(output.path, 'changed: its bytes differ from what the last build wrote');
         continue;
       }

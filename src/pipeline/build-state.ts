@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isEncoding, type Encoding } from '../paths/compression.js';
+import { DOCUMENT_HASH } from './document-hash.js';
 
 /**
  * What earlier builds wrote: every output path with the hash and size of its bytes, the format,
@@ -16,7 +17,7 @@ import { isEncoding, type Encoding } from '../paths/compression.js';
  * It is a small SQLite file kept outside the served tree (by default `.vidfeeds/<out>.state.sqlite`
  * beside the output directory), queried per path so memory stays flat in site size.
  */
-export const STATE_VERSION = 2;
+export const STATE_VERSION = 3;
 
 /** Stale outputs are read this many at a time. */
 const STALE_PAGE = 1000;
@@ -73,7 +74,8 @@ export class BuildState {
     const version = this.getMeta('state_version');
     if (version !== null && version !== String(STATE_VERSION)) {
       this.replacedVersion = Number(version);
-      this.replaceLayout();
+      // States before version 3 recorded SHA-1s, with no `document_hash`.
+      this.replaceLayout(this.getMeta('document_hash') === DOCUMENT_HASH);
     }
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS outputs (
@@ -90,6 +92,7 @@ export class BuildState {
       CREATE INDEX IF NOT EXISTS outputs_owner ON outputs(owner_kind, owner_id);
     `);
     this.setMeta('state_version', String(STATE_VERSION));
+    this.setMeta('document_hash', DOCUMENT_HASH);
     this.stmt = {
       get: this.db.prepare<[string], PreviousOutput>('SELECT hash, size, owner_id AS ownerId FROM outputs WHERE path = ?'),
       put: this.db.prepare(
@@ -124,10 +127,12 @@ export class BuildState {
   }
 
   /**
-   * A state of another layout: keep only what every layout has (the paths and their hashes), so
-   * the full build that follows still removes the files earlier builds wrote and it does not.
+   * A state of another layout: keep only what every layout has (the paths, and their hashes and
+   * sizes where they are of this kind), so the full build that follows still removes the files
+   * earlier builds wrote and it does not. A path kept without them (size -1) is compared with the
+   * bytes on disk (write-documents.ts), so an unchanged file keeps its time.
    */
-  private replaceLayout(): void {
+  private replaceLayout(sameHashes: boolean): void {
     this.db.exec('DROP TABLE IF EXISTS outputs_old');
     const hasOutputs = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outputs'`).get() !== undefined;
     this.db.transaction(() => {
@@ -137,8 +142,9 @@ export class BuildState {
         path TEXT PRIMARY KEY, format TEXT NOT NULL, owner_kind TEXT, owner_id INTEGER, user TEXT,
         hash BLOB NOT NULL, size INTEGER NOT NULL, build INTEGER NOT NULL)`);
       if (hasOutputs) {
+        const kept = sameHashes ? 'hash, size' : `x'', -1`;
         try {
-          this.db.exec(`INSERT INTO outputs (path, format, hash, size, build) SELECT path, format, hash, size, 0 FROM outputs_old`);
+          this.db.exec(`INSERT INTO outputs (path, format, hash, size, build) SELECT path, format, ${kept}, 0 FROM outputs_old`);
         } catch {
           this.db.exec(`INSERT INTO outputs (path, format, hash, size, build) SELECT path, '', x'', -1, 0 FROM outputs_old`);
         }

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
 import type { BuildState } from './build-state.js';
+import { documentHash, documentHashHex } from './document-hash.js';
 import type { WrittenForm } from './render-pool.js';
 import type { OutputWriter } from './output-writer.js';
 import type { FailedDocument, RenderedDocument, WrittenDocument } from './render-documents.js';
@@ -50,13 +50,14 @@ export interface WriteOutcome {
 export function compareAndWrite(target: WriteTarget, document: RenderedDocument): WriteOutcome {
   const { writer, state } = target;
   const { path, body } = document;
-  const hash = createHash('sha1').update(body).digest();
+  const hash = documentHash(body);
   const previous = state.previous(path);
-  // Without a trustworthy saved hash (an interrupted build, or no record of this path: a lost or
-  // replaced state), the bytes on disk decide, so identical files keep their times and ETags;
-  // unless the output held nothing when the build began.
+  // Without a trustworthy saved hash (an interrupted build, no record of this path: a lost or
+  // replaced state, or a record carried over without its hash, size -1), the bytes on disk
+  // decide, so identical files keep their times and ETags; unless the output held nothing when
+  // the build began.
   const same =
-    target.verify || previous === undefined
+    target.verify || previous === undefined || previous.size < 0
       ? !target.startedEmpty && (writer.holds?.(path, body) ?? false)
       : previous.size === body.length && previous.hash.equals(hash) && writer.size(path) === body.length;
   let bytes = 0;
@@ -103,7 +104,7 @@ export function writeRendered(
 ): WrittenForm {
   const body = encoded(document.text);
   const bytes = writeWithForms(write, { format: document.format, path: document.path, body }, compression);
-  return { hash: createHash('sha1').update(body).digest('hex'), size: body.length, bytes };
+  return { hash: documentHashHex(body), size: body.length, bytes };
 }
 
 /**

@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
 import { cli } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
 import { tempDir } from '../helpers/site-fixture.js';
+import { documentHash } from '../../src/pipeline/document-hash.js';
 
 /**
  * `vidfeeds check` run as a user runs it: each test builds a small demo site, then damages the
@@ -160,8 +160,8 @@ describe('vidfeeds check', () => {
     writeFileSync(join(out, broken), brokenBody);
     const state = new Database(join(dir, '.vidfeeds', 'out.state.sqlite'));
     const record = state.prepare('UPDATE outputs SET hash = ?, size = ? WHERE path = ?');
-    record.run(createHash('sha1').update(body).digest(), body.length, path);
-    record.run(createHash('sha1').update(brokenBody).digest(), brokenBody.length, broken);
+    record.run(documentHash(body), body.length, path);
+    record.run(documentHash(brokenBody), brokenBody.length, broken);
     state.close();
     const result = check();
     expect(result.code).toBe(1);

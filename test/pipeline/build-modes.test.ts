@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -111,6 +112,22 @@ describe('build modes', () => {
     expect(report).toMatchObject({ mode: 'full', reason: `the saved state is of version 1 (this vidfeeds keeps version ${STATE_VERSION})` });
     expect(readTree(out).has('gone/index.rss')).toBe(false);
     expect(build().mode).toBe('incremental');
+  });
+
+  it('from a state of version 2, whose hashes are SHA-1s, compares each document with the disk and rewrites none', () => {
+    const { build, stateFile, out } = site();
+    build();
+    const before = readTree(out);
+    const old = new Database(stateFile);
+    const sha1 = old.prepare('UPDATE outputs SET hash = ? WHERE path = ?');
+    for (const [path, file] of before) sha1.run(createHash('sha1').update(file.body).digest(), path);
+    old.exec(`UPDATE meta SET value = '2' WHERE key = 'state_version'; DELETE FROM meta WHERE key = 'document_hash';`);
+    old.close();
+    const report = build();
+    expect(report).toMatchObject({ mode: 'full', reason: `the saved state is of version 2 (this vidfeeds keeps version ${STATE_VERSION})`, written: 0 });
+    expect(report.unchanged).toBe(before.size);
+    expect(readTree(out)).toEqual(before);
+    expect(build()).toMatchObject({ mode: 'incremental', written: 0 });
   });
 
   it('falls back to a full build when the database is another one, or its log was pruned past the saved position', () => {

@@ -17,6 +17,7 @@ import { ChangeLog } from '../../src/db/change-log.js';
 import { SavedState } from '../../src/pipeline/build-state.js';
 import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
 import { compressedFormOf } from '../../src/paths/compression.js';
+import { documentHash } from '../../src/pipeline/document-hash.js';
 
 // Render threads run compiled JavaScript: these tests use dist/ (`npm test` compiles first),
 // typed by the sources they were compiled from.
@@ -66,7 +67,7 @@ function unrecorded(out: string, stateFile: string): string[] {
       // Compressed forms have no records of their own (their document's hash covers them).
       if (compressedFormOf(path) !== null) continue;
       const record = records.get(path);
-      const hash = createHash('sha1').update(file.body).digest();
+      const hash = documentHash(file.body);
       if (record === undefined) problems.push(`not recorded: ${path}`);
       else if (!record.hash.equals(hash) || record.size !== file.body.length) problems.push(`recorded otherwise: ${path}`);
     }

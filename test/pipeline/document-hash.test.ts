@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { documentHash, documentHashHex } from '../../src/pipeline/document-hash.js';
+
+/** The state's document hash is XXH64 (seed 0), as xxHash's reference implementation gives it. */
+describe('document hash', () => {
+  it('is XXH64 of the bytes, big-endian', () => {
+    // Reference values of XXH64 with seed 0 (xxHash's own test vectors).
+    expect(documentHash(Buffer.alloc(0)).toString('hex')).toBe('ef46db3751d8e999');
+    expect(documentHash(Buffer.from('a')).toString('hex')).toBe('d24ec4f1a98c6e5b');
+    expect(documentHash(Buffer.from('abc')).toString('hex')).toBe('44bc2cf5ad770999');
+  });
+
+  it('reads only the bytes of a view into a larger buffer, and gives the same in hexadecimal', () => {
+    const scratch = Buffer.from('xxabcxx');
+    const view = scratch.subarray(2, 5);
+    expect(documentHash(view).toString('hex')).toBe('44bc2cf5ad770999');
+    expect(documentHashHex(view)).toBe('44bc2cf5ad770999');
+    // Leading zeros kept: a hash below 2^60 still has 16 digits.
+    const bodies = Array.from({ length: 2000 }, (_, i) => Buffer.from(`document ${i}`));
+    for (const body of bodies) expect(documentHashHex(body)).toBe(documentHash(body).toString('hex'));
+    expect(bodies.some((body) => documentHashHex(body).startsWith('0'))).toBe(true);
+  });
+});
