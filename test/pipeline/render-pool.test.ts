@@ -239,7 +239,9 @@ describe('render threads', () => {
     ['writes its users\' files', 'writes'],
     ['is the write thread lent to the pool', 'lent'],
   ] as const)('a thread that %s and stops mid-build fails the build instead of leaving it waiting for ever', (_, kind) => {
-    const { file } = createDemoDb({ users: 80, seed: 4 });
+    // Enough users that the thread still has batches to answer when it is stopped after the first:
+    // with 80 it had sometimes answered all of its share by then, and the build did not wait.
+    const { file } = createDemoDb({ users: 400, seed: 4 });
     const config = testConfig();
     const out = tempDir('vidfeeds-render-pool-').dir;
     mkdirSync(join(out, STAGING_DIR), { recursive: true });
