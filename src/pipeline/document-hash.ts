@@ -13,18 +13,31 @@ import xxhash from 'xxhash-wasm';
  * turned private, a profile hidden) is not theirs to shape. Accidental collisions among
  * same-sized versions of one path: one in 2^64.
  */
-const { h64Raw } = await xxhash();
+const { h64Raw, create64 } = await xxhash();
+
+/**
+ * Bytes hashed in one call at most. The WebAssembly memory grows to hold what it hashes and never
+ * shrinks: a sitemap part of megabytes hashed whole kept that much in the build thread to the end.
+ */
+const PIECE_BYTES = 256 * 1024;
+
+function xxh64(body: Uint8Array): bigint {
+  if (body.length <= PIECE_BYTES) return h64Raw(body);
+  const hasher = create64();
+  for (let at = 0; at < body.length; at += PIECE_BYTES) hasher.update(body.subarray(at, at + PIECE_BYTES));
+  return hasher.digest();
+}
 
 /** The hash of a document's bytes, as the state records it. */
 export function documentHash(body: Uint8Array): Buffer {
   const hash = Buffer.allocUnsafe(8);
-  hash.writeBigUInt64BE(h64Raw(body));
+  hash.writeBigUInt64BE(xxh64(body));
   return hash;
 }
 
 /** documentHash as hexadecimal, as render threads send it back (structured cloning a Buffer copies it into a Uint8Array). */
 export function documentHashHex(body: Uint8Array): string {
-  return h64Raw(body).toString(16).padStart(16, '0');
+  return xxh64(body).toString(16).padStart(16, '0');
 }
 
 /** What build states of this kind record as `hash` (their meta `document_hash`); states of other kinds have their hashes dropped. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import xxhash from 'xxhash-wasm';
 import { documentHash, documentHashHex } from '../../src/pipeline/document-hash.js';
 
 /** The state's document hash is XXH64 (seed 0), as xxHash's reference implementation gives it. */
@@ -19,5 +20,14 @@ describe('document hash', () => {
     const bodies = Array.from({ length: 2000 }, (_, i) => Buffer.from(`document ${i}`));
     for (const body of bodies) expect(documentHashHex(body)).toBe(documentHash(body).toString('hex'));
     expect(bodies.some((body) => documentHashHex(body).startsWith('0'))).toBe(true);
+  });
+
+  it('hashes a large document in pieces to what XXH64 gives of it whole', async () => {
+    const { h64Raw } = await xxhash();
+    for (const size of [256 * 1024, 256 * 1024 + 1, 3_000_007]) {
+      const body = Buffer.alloc(size);
+      for (let i = 0; i < size; i++) body[i] = (i * 7919) % 251;
+      expect(documentHashHex(body), `${size} bytes`).toBe(h64Raw(body).toString(16).padStart(16, '0'));
+    }
   });
 });
