@@ -227,13 +227,18 @@ export class RenderPool {
     const issues = job.issues ?? (() => {});
     const iterator = rows[Symbol.iterator]();
     if (this.wouldLend(job) && this.options.lendWriteThread === 'spare') {
-      // Render here until the write thread has run long enough to tell whether it has time to spare.
-      while (job.writes!.spareTime!() === null) {
+      // Render here until the write thread has shown time to spare over its life so far. Asked
+      // again at each user, not once: a disk busy for the thread's first moments (a delete still
+      // settling) kept a feed-heavy build from lending it at all, 7.1 s against 6.0.
+      const spare = job.writes!.spareTime!;
+      for (let share = spare(); share === null || share < LEND_SPARE; share = spare()) {
         const next = iterator.next();
-        if (next.done) return;
+        if (next.done) {
+          if (share !== null) this.refused = 'the write thread had no time to spare';
+          return;
+        }
         yield { row: next.value, documents: local(next.value) };
       }
-      if (job.writes!.spareTime!()! < LEND_SPARE) this.refused = 'the write thread has no time to spare';
     }
     let exhausted = false;
     const take = (): UserRow[] => {

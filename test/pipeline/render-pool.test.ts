@@ -325,6 +325,52 @@ describe('the write thread lent to the render pool', () => {
     expect(report.renderThreads).toBe(0);
   });
 
+  it.each([
+    ['is lent once it shows time to spare, asked again at each user: a slow start does not keep it from the build', [null, null, 0.1, 0.1, 0.1, 0.9], 1],
+    ['is not lent when it never shows time to spare, and says so', [null, 0.1], 0],
+  ] as const)('%s', (_, shares, threads) => {
+    const { file } = createDemoDb({ users: 120, seed: 12, shape: 'feed-heavy' });
+    const config = testConfig();
+    const out = tempDir('vidfeeds-render-pool-').dir;
+    mkdirSync(join(out, STAGING_DIR), { recursive: true });
+    const writer = new ThreadedDirectoryWriter(out);
+    const pool = new RenderPool({
+      db: file, out, config, now: new Date(), fingerprint: buildFingerprint(config, FORMATS, VIDFEEDS_VERSION),
+      threads: 0, writingThreads: 0, lendWriteThread: 'spare',
+    });
+    const db = new Database(file, { readonly: true });
+    try {
+      const { position, users: rows } = snapshot(db);
+      // The thread's share of time with nothing to write, as the writer would tell it: unknown at
+      // first (null), then low, then (in the first case) high.
+      let asked = 0;
+      const spareTime = () => shares[Math.min(asked++, shares.length - 1)]!;
+      let local = 0;
+      const job = {
+        formats: ['rss'],
+        parts: new Set(['uploads'] as const),
+        position,
+        local: () => (local++, [{ body: 'here' }]),
+        writes: { compression: [], unclaimed: () => {}, lendThread: (data: Parameters<typeof writer.lendThread>[0]) => writer.lendThread(data), spareTime },
+      };
+      const rendered = [...pool.render(rows, job)];
+      expect(rendered.map((user) => user.row.id)).toEqual(rows.map((row) => row.id));
+      expect(pool.threadsUsed).toBe(threads);
+      if (threads === 0) {
+        expect(local).toBe(rows.length);
+        expect(pool.refused).toMatch(/no time to spare/);
+      } else {
+        // The users before the share reached LEND_SPARE were rendered here; the thread took some of the rest.
+        expect(local).toBeGreaterThanOrEqual(shares.length - 1);
+        expect(local).toBeLessThan(rows.length);
+      }
+    } finally {
+      db.close();
+      pool.close();
+      writer.close();
+    }
+  });
+
   it('VIDFEEDS_WRITE_THREAD_RENDERS must be 0 or 1', () => {
     const { file } = createDemoDb({ users: 10, seed: 3 });
     process.env.VIDFEEDS_WRITE_THREAD_RENDERS = 'yes';
