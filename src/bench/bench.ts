@@ -184,6 +184,16 @@ function readThrough(file: string): void {
   }
 }
 
+/**
+ * The CPU a child used, user and system, and in cores over its wall time: a build on two cores is
+ * bound by its CPU when that nears 2, and the floor's is nearly all the kernel's.
+ */
+function cpuOf({ seconds, report }: ChildResult): string {
+  const user = Number(report.userMs) / 1000;
+  const system = Number(report.systemMs) / 1000;
+  return `${user.toFixed(2)} s user + ${system.toFixed(2)} s system (${((user + system) / seconds).toFixed(2)} cores)`;
+}
+
 /** The "N documents in ..." summary the CLI prints. */
 function documentsOf(result: ChildResult): number {
   const match = /(\d+) documents in/.exec(result.stderr);
@@ -247,6 +257,7 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   const overFloor = full.seconds / floor.seconds;
   lines(`floor               ${s(floor.seconds)}   the same ${n(packed.files)} files, write-beside-and-rename only`);
   lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${TARGETS.fullOverFloor}: ${mark(overFloor <= TARGETS.fullOverFloor)})`);
+  lines(`cpu                 build ${cpuOf(full)}; floor ${cpuOf(floor)}`);
 
   if (only === undefined) await compressedBuild(db, runDir, full.seconds, floor.seconds, env, lines);
 }

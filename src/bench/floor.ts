@@ -42,4 +42,5 @@ for (const line of index) {
 }
 closeSync(data);
 const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-process.stdout.write(`BENCH ${JSON.stringify({ exitCode: 0, files: index.length, seconds, maxRssKb: process.resourceUsage().maxRSS })}\n`);
+const usage = process.resourceUsage();
+process.stdout.write(`BENCH ${JSON.stringify({ exitCode: 0, files: index.length, seconds, maxRssKb: usage.maxRSS, userMs: usage.userCPUTime / 1000, systemMs: usage.systemCPUTime / 1000 })}\n`);
