@@ -75,8 +75,8 @@ function startWorker(): Worker {
   return new Worker(WORKER, { resourceLimits: { maxYoungGenerationSizeMb: BUILD_YOUNG_GENERATION_MB } });
 }
 
-/** The thread prestartBuildThread started, until a build takes it. */
-let prestarted: Worker | null = null;
+/** The thread prestartBuildThread started, until a build takes it, with the error it failed with if it did. */
+let prestarted: { worker: Worker; failed: Error | null } | null = null;
 
 /**
  * Starts the build thread before the command line has loaded its own modules (bin/vidfeeds.js, for
@@ -86,8 +86,12 @@ let prestarted: Worker | null = null;
  */
 export function prestartBuildThread(): void {
   if (process.env.VIDFEEDS_BUILD_THREAD === '0' || prestarted !== null) return;
-  prestarted = startWorker();
-  prestarted.unref();
+  const entry: { worker: Worker; failed: Error | null } = { worker: startWorker(), failed: null };
+  // Heard before a build listens (a module that fails to load): that build starts a thread of its
+  // own instead, whose failure it then reports as any build thread's.
+  entry.worker.once('error', (error) => (entry.failed = error));
+  entry.worker.unref();
+  prestarted = entry;
 }
 
 /**
@@ -99,8 +103,9 @@ export function prestartBuildThread(): void {
 export function runBuildThread(input: Omit<BuildThreadInput, 'interrupt'>, events: BuildThreadEvents): Promise<BuildReport> {
   if (process.env.VIDFEEDS_BUILD_THREAD === '0') return runBuildHere(input, events);
   const flag = new InterruptFlag();
-  const worker = prestarted ?? startWorker();
+  const taken = prestarted;
   prestarted = null;
+  const worker = taken !== null && taken.failed === null && taken.worker.threadId !== -1 ? taken.worker : startWorker();
   worker.ref();
   worker.postMessage({ ...input, interrupt: flag.buffer } satisfies BuildThreadInput);
   const signals = ['SIGINT', 'SIGTERM'] as const;

@@ -748,9 +748,9 @@ export class SiteReader {
       // Decoded here, not kept among the snapshot's people: each user's bundle is read once, and
       // kept people outlive the young generation (garbage the full collections must find).
       let uploader: PersonRef | null = null;
+      const at = (column: string) => userColumn(raw, column);
       bundle.uploads = [];
       for (const row of this.stmt.uploads.all(id)) {
-        const at = (column: string) => userColumn(raw, column);
         uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
         const view = ownVideoOrProblem(this.ctx, row, uploader);
         if (!('problem' in view)) bundle.uploads.push(view);
