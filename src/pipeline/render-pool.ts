@@ -58,11 +58,14 @@ const IN_FLIGHT_PER_WORKER = 3;
 const WRITTEN_LOOKAHEAD = 64;
 /**
  * The share of its time the write thread must have spent waiting for work before the pool borrows
- * it: on this project's machine about 60% in a feed-heavy build (rendering is the slow part, and
- * lending takes 10 to 15% off), about 10% in the demo's build of many small files (writing is, and
- * lending only costs memory: docs/performance.md, "Eighth session").
+ * it. Into ext4 on this project's machine, at 300 ms: 0.45 on a feed-heavy site (rendering is the
+ * slow part, and lending takes 10 to 15% off), 0.25 on the demo's, falling to 0.04 (writing many
+ * small files is, and lending only costs memory). It was 0.4 while reading was slower: once
+ * better-sqlite3 built rows faster (scripts/better-sqlite3-node20.mjs), a feed-heavy bench run
+ * never reached it and took 5.9 s at 50,000 users where lent builds take 5.3 to 5.9
+ * (docs/performance.md, "Twelfth session").
  */
-const LEND_SPARE = 0.4;
+const LEND_SPARE = 0.3;
 const YOUNG_GENERATION_MB = 16;
 
 /**

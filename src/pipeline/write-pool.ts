@@ -49,8 +49,9 @@ export const STALL_MS = 10 * 60_000;
 /**
  * How long the write thread runs before the build asks whether it has time to spare (spareTime).
  * Its share of spare time has settled by then: into ext4, 0.60 on a feed-heavy site and 0.03 on
- * the demo's at 300 ms, as after a second; a second's wait left it idle for most of that second
- * (docs/performance.md, "Tenth session").
+ * the demo's at 300 ms, as after a second (0.45 and 0.25 at 300 ms once reading got faster, the
+ * demo's falling to 0.04); a second's wait left it idle for most of that second (docs/performance.md,
+ * "Tenth session").
  */
 const SPARE_AFTER_MS = 300;
 
