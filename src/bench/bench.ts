@@ -27,6 +27,9 @@ import { packTree } from './pack.js';
  *   npm run bench -- --only rss,atom   build only these formats (the full build and its floor;
  *                                      the incremental phases need every format and are left out)
  *   npm run bench -- --keep            keep this run's trees under bench-cache/runs/
+ *   npm run bench -- --pairs 3         time the full build and its floor 3 times each, alternating,
+ *                                      and judge the median of the pairs' ratios (the floor of the
+ *                                      same files moves by a third from one minute to the next)
  *   npm run bench -- --xml builder     render every document but the RSS feeds (markup of their own,
  *                                      rss.ts) through xmlbuilder2's DOM (the figures before the
  *                                      fast paths of src/render/xml.ts)
@@ -65,6 +68,8 @@ interface BenchOptions {
   /** Formats to build (`--only`); every format when absent. */
   only?: string[];
   keep: boolean;
+  /** Full builds timed against their floor, each pair right after the one before (`--pairs`). */
+  pairs: number;
   /** The freshness run instead of the build timings, with its writer's rate and length. */
   freshness: { rate: number; seconds: number } | null;
   /** Environment of every build. */
@@ -76,6 +81,7 @@ function parseArgs(argv: string[]): BenchOptions {
   let shapes: DemoShape[] = [...DEMO_SHAPES];
   let only: string[] | undefined;
   let keep = false;
+  let pairs = 1;
   let freshness: BenchOptions['freshness'] = null;
   let rate = 20;
   let seconds = 60;
@@ -101,6 +107,9 @@ function parseArgs(argv: string[]): BenchOptions {
       if (only.length === 0 || unknown.length > 0) throw new Error(`--only takes a comma-separated list of formats (${FORMATS.map((f) => f.name).join(', ')})`);
     } else if (arg === '--keep') {
       keep = true;
+    } else if (arg === '--pairs') {
+      pairs = Number(argv[++i]);
+      if (!Number.isInteger(pairs) || pairs < 1 || pairs > 9) throw new Error('--pairs takes a whole number from 1 to 9');
     } else if (arg === '--freshness') {
       freshness = { rate, seconds };
     } else if (arg === '--rate') {
@@ -112,11 +121,11 @@ function parseArgs(argv: string[]): BenchOptions {
       if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
       env.VIDFEEDS_XML_ENGINE = engine;
     } else {
-      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>]`);
+      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>]`);
     }
   }
   if (freshness !== null) freshness = { rate, seconds };
-  return { users, shapes, only, keep, freshness, env };
+  return { users, shapes, only, keep, pairs, freshness, env };
 }
 
 /** The cached demo database of `users` users of a shape; made when missing or when the generator changed. */
@@ -203,10 +212,17 @@ function documentsOf(result: ChildResult): number {
 
 const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
 const n = (value: number) => Math.round(value).toLocaleString('en-US');
+/** The middle value; for an even count, the mean of the two middle ones. */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const half = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[half]! : (sorted[half - 1]! + sorted[half]!) / 2;
+}
+
 const s = (seconds: number) => `${seconds.toFixed(2)} s`.padStart(9);
 const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 
-async function benchSize(users: number, shape: DemoShape, only: string[] | undefined, runDir: string, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
+async function benchSize(users: number, shape: DemoShape, only: string[] | undefined, pairs: number, runDir: string, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
   const demo = demoDatabase(users, shape);
   // Only the full run edits its database (oneVideoEdit), so only it builds from a copy. Copying
   // the feed-heavy database (1.2 GB at 50,000 users) and deleting the copy after the run kept
@@ -237,6 +253,14 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   lines(`full build          ${s(full.seconds)}   ${n(documents / full.seconds).padStart(7)} documents/s   ${mb(packed.bytes)} MB written in ${n(packed.files)} files   peak RSS ${rssMb.toFixed(0)} MB (target < ${rssTarget} MB: ${mark(rssMb < rssTarget)})`);
   await quietDisk(lines);
   const floor = await runChild(FLOOR_CHILD, [pack, join(runDir, 'floor')]);
+  // More pairs, each a build and then its floor into fresh trees, nothing deleted in between.
+  const more: Array<{ full: ChildResult; floor: ChildResult }> = [];
+  for (let pair = 2; pair <= pairs; pair++) {
+    await quietDisk(lines);
+    const again = await runChild(CLI_CHILD, buildArgs(db, join(runDir, `full-${pair}`), onlyArgs), env);
+    await quietDisk(lines);
+    more.push({ full: again, floor: await runChild(FLOOR_CHILD, [pack, join(runDir, `floor-${pair}`)]) });
+  }
   rmSync(`${pack}.data`, { force: true });
 
   // A build of some formats is partial: it never follows from a change position, so there is no
@@ -256,7 +280,18 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
 
   const overFloor = full.seconds / floor.seconds;
   lines(`floor               ${s(floor.seconds)}   the same ${n(packed.files)} files, write-beside-and-rename only`);
-  lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${TARGETS.fullOverFloor}: ${mark(overFloor <= TARGETS.fullOverFloor)})`);
+  if (more.length === 0) {
+    lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${TARGETS.fullOverFloor}: ${mark(overFloor <= TARGETS.fullOverFloor)})`);
+  } else {
+    for (const [i, pair] of more.entries()) {
+      lines(`pair ${i + 2}              build ${s(pair.full.seconds)}, floor ${s(pair.floor.seconds)}: ${(pair.full.seconds / pair.floor.seconds).toFixed(2)}   peak RSS ${(pair.full.maxRssKb / 1024).toFixed(0)} MB`);
+    }
+    const ratios = [overFloor, ...more.map((pair) => pair.full.seconds / pair.floor.seconds)];
+    const middle = median(ratios);
+    lines(`full / floor        ${middle.toFixed(2).padStart(7)}     median of ${ratios.length} pairs (${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; target ≤ ${TARGETS.fullOverFloor}: ${mark(middle <= TARGETS.fullOverFloor)})`);
+    const peak = Math.max(full.maxRssKb, ...more.map((pair) => pair.full.maxRssKb)) / 1024;
+    lines(`peak RSS            ${peak.toFixed(0)} MB, the highest of ${ratios.length} builds (target < ${rssTarget} MB: ${mark(peak < rssTarget)})`);
+  }
   lines(`cpu                 build ${cpuOf(full)}; floor ${cpuOf(floor)}`);
 
   if (only === undefined) await compressedBuild(db, runDir, full.seconds, floor.seconds, env, lines);
@@ -327,15 +362,16 @@ function needsPerUser(shape: DemoShape, only: string[] | undefined, freshness: b
 }
 
 /** Stops before building when the file system cannot hold the run: it fails hours in otherwise. */
-function checkRoom(users: number[], shapes: DemoShape[], only: string[] | undefined, staleRuns: boolean, freshness: boolean): void {
+function checkRoom(users: number[], shapes: DemoShape[], only: string[] | undefined, pairs: number, staleRuns: boolean, freshness: boolean): void {
   const fs = statfsSync(RUNS);
   let inodes = 0;
   let bytes = 0;
   for (const shape of shapes) {
     const needs = needsPerUser(shape, only, freshness);
     for (const count of users) {
-      inodes += count * needs.inodes;
-      bytes += count * needs.bytes;
+      // Each pair beyond the first makes another build's tree and floor's tree.
+      inodes += count * needs.inodes * pairs;
+      bytes += count * needs.bytes * pairs;
     }
   }
   const short: string[] = [];
@@ -425,7 +461,7 @@ async function benchMain(): Promise<void> {
     }
   }
   // Before the try: a run that cannot start must not spend minutes removing earlier trees first.
-  checkRoom(users, options.freshness !== null ? ['demo'] : shapes, only, stale.length > 0, options.freshness !== null);
+  checkRoom(users, options.freshness !== null ? ['demo'] : shapes, only, options.pairs, stale.length > 0, options.freshness !== null);
   const mine: string[] = [];
   try {
     for (const count of users) {
@@ -440,7 +476,7 @@ async function benchMain(): Promise<void> {
         const runDir = join(RUNS, `${shape}-${count}-${started.getTime()}`);
         mkdirSync(runDir, { recursive: true });
         mine.push(runDir);
-        await benchSize(count, shape, only, runDir, env, (line) => console.log(line));
+        await benchSize(count, shape, only, options.pairs, runDir, env, (line) => console.log(line));
       }
     }
   } finally {
