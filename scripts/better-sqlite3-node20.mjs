@@ -95,11 +95,13 @@ function main() {
   const gyp = process.env.npm_config_node_gyp;
   const [command, args] = gyp ? [process.execPath, [gyp]] : ['node-gyp', []];
   say('recompiling better-sqlite3 to build rows as on Node 22 (under a minute)');
-  const built = spawnSync(command, [...args, 'build', '--release'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  // The compiler's warnings (the package's own, as when npm built it) are shown only if it fails.
+  const built = spawnSync(command, [...args, 'build', '--release'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (built.status === 0) {
     writeFileSync(done, `${VERSION}\n`);
     return say('better-sqlite3 recompiled');
   }
+  process.stderr.write(`${(built.stderr ?? '').split('\n').slice(-40).join('\n')}\n`);
   for (const [file, text] of originals) writeFileSync(join(root, file), text);
   say(`recompiling better-sqlite3 failed (${built.error?.message ?? `exit ${built.status}`}); sources restored`);
   // The failed compile stopped before linking, so the binary in place is the one npm built.
