@@ -256,6 +256,8 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   // More pairs, each a build and then its floor into fresh trees, nothing deleted in between.
   const more: Array<{ full: ChildResult; floor: ChildResult }> = [];
   for (let pair = 2; pair <= pairs; pair++) {
+    // Read through again: the trees written since may have pushed the database out of the cache.
+    readThrough(db);
     await quietDisk(lines);
     const again = await runChild(CLI_CHILD, buildArgs(db, join(runDir, `full-${pair}`), onlyArgs), env);
     await quietDisk(lines);
