@@ -1,17 +1,17 @@
 #!/usr/bin/env node
 // Runs after `npm install` / `npm ci` (package.json "postinstall"). See docs/performance.md,
-// "better-sqlite3 on Node 20".
+// "Feed-heavy, twelfth session".
 //
 // better-sqlite3 12 builds each row it returns in one of two ways, chosen when it is compiled: for
 // Node 22 and later (NODE_MODULE_VERSION 127) with one v8::Array::New or v8::Object::New per row,
 // for Node 20 with an empty array or object and one Set call per value, each a trip through V8's
 // generic property store. On a feed-heavy site reading a user's 20 uploads took 45 µs the Node 20
-// way and 28 µs the Node 22 way, and a full build spent a seventh of its CPU there.
+// way and 28 µs the Node 22 way, and a full build spent about a tenth of its CPU there.
 //
 // This script makes a better-sqlite3 compiled here for Node 20 take the Node 22 path: it lifts
 // the three version gates and stands a std::vector of handles in for v8::LocalVector, which V8 11
 // lacks (with Node 20's indirect handles a Local may be kept anywhere while its scope lives), then
-// recompiles the one translation unit that changed. It touches only better-sqlite3 12.11.1 (the
+// recompiles the package in place (`node-gyp build`, which rebuilds SQLite with it). It touches only better-sqlite3 12.11.1 (the
 // pinned version) compiled from source: a prebuilt binary, or a machine with no compiler, keeps the
 // package as published, which is correct and only slower. It never fails the install.
 import { spawnSync } from 'node:child_process';
