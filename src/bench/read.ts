@@ -1,5 +1,6 @@
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';
+import { readLimits } from '../formats/read-limits.js';
 import type { UserPart } from '../model/views.js';
 
 /**
@@ -50,7 +51,7 @@ function best(rounds: number, work: () => void): number {
 
 const { db: file, rounds } = parseArgs(process.argv.slice(2));
 const db = openForReading(file);
-const reader = new SiteReader(db, 8);
+const reader = new SiteReader(db, readLimits(8));
 reader.snapshot(() => {
   const userIds = [...reader.users()].map((row) => row.id);
   const videoCount = [...reader.videos()].length;

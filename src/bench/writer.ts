@@ -6,6 +6,7 @@ import { formatByName, FORMATS } from '../formats/registry.js';
 import { SitePaths } from '../paths/site-paths.js';
 import { sitemapFileOf } from '../formats/sitemap.js';
 import { SiteReader } from '../db/site-reader.js';
+import { readLimits } from '../formats/read-limits.js';
 
 /**
  * The freshness run's writer (src/bench/freshness.ts): plays a live site's code, committing a mix
@@ -60,7 +61,7 @@ function main(): void {
   /** The sitemap file that lists a video, and the URL it lists it by (its first format in the sitemap). */
   const listedVideo = FORMATS.find((f): f is VideoFormat => f.scope === 'video' && f.inSitemap)!;
   // The build's own reading of the id bounds (one end of each rowid tree), after each commit.
-  const reader = new SiteReader(db, config.recommendationsCount);
+  const reader = new SiteReader(db, readLimits(config.recommendationsCount));
   const sitemapOf = (videoId: number) => sitemapFileOf('videos', videoId, reader.idBounds(), FORMATS);
 
   // Active users with a publishable name and a public video, in a seeded order: one per change.

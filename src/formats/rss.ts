@@ -153,7 +153,7 @@ function categoryElement(name: string): string {
   return element;
 }
 
-/** Items in a user's RSS feed, newest first: the reader loads no more uploads than this (PRODUCT.md, "done"). */
+/** Items in a user's RSS feed, newest first: the reader loads no more uploads than this (read-limits.ts; PRODUCT.md, "done"). */
 export const RSS_ITEMS = 20;
 
 export const rss: UserFormat = {

@@ -1,4 +1,5 @@
-import type { SiteReader, UserRow, VideoEntry } from '../db/site-reader.js';
+import type { UserRow } from '../db/reader-columns.js';
+import type { SiteReader, VideoEntry } from '../db/site-reader.js';
 import type { SiteIndex, UserBundle, UserPart, VideoView } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import type { Owner } from './build-state.js';

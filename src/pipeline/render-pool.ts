@@ -6,7 +6,7 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from '
 import type { SiteConfig } from '../config/config.js';
 import { ConfigError } from '../config/config-error.js';
 import type { ValueIssue } from '../db/decode.js';
-import type { UserRow } from '../db/site-reader.js';
+import type { UserRow } from '../db/reader-columns.js';
 import type { UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
 import type { BuildFingerprint } from './incremental.js';

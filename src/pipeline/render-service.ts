@@ -2,6 +2,7 @@ import { ChangeLog } from '../db/change-log.js';
 import type { ValueIssue } from '../db/decode.js';
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';
+import { readLimits } from '../formats/read-limits.js';
 import type { UserFormat } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
 import type { Encoding } from '../paths/compression.js';
@@ -54,7 +55,7 @@ export function serveRenders(data: RenderWorkerData, sink: FileSink | null): voi
   if (changed !== null) return reply({ refused: changed });
   const site = createSiteContext(data.config, FORMATS, new Date(data.now));
   const db = openForReading(data.db);
-  const reader = new SiteReader(db, data.config.recommendationsCount);
+  const reader = new SiteReader(db, readLimits(data.config.recommendationsCount));
   const parts = new Set(data.parts);
   // Issues go back with the batch that found them; the build's reader reports each once.
   let issues: ValueIssue[] = [];

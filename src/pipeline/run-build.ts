@@ -1,6 +1,7 @@
 import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
 import type { ValueIssue } from '../db/decode.js';
-import type { SiteReader, UserRow } from '../db/site-reader.js';
+import type { UserRow } from '../db/reader-columns.js';
+import type { SiteReader } from '../db/site-reader.js';
 import type { Format, SiteContext, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';

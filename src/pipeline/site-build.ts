@@ -3,6 +3,7 @@ import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';
+import { readLimits } from '../formats/read-limits.js';
 import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
 import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './build-record.js';
@@ -91,7 +92,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
           removeBuildRecord(request.out, request.shard);
           const report = runBuild(
             {
-              reader: held?.reader ?? new SiteReader(db, config.recommendationsCount),
+              reader: held?.reader ?? new SiteReader(db, readLimits(config.recommendationsCount)),
               writer,
               state,
               site,

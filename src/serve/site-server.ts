@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { readFileSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { SiteReader } from '../db/site-reader.js';
+import { readLimits } from '../formats/read-limits.js';
 import type { SiteContext, UserFormat, VideoFormat } from '../formats/format.js';
 import {
   MAX_RECOMMENDATIONS,
@@ -254,7 +255,7 @@ export class SiteServer {
   private reader(count: number): SiteReader {
     let reader = this.readers.get(count);
     if (reader === undefined) {
-      reader = new SiteReader(this.deps.db, count);
+      reader = new SiteReader(this.deps.db, readLimits(count));
       this.readers.set(count, reader);
     }
     return reader;

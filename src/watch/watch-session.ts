@@ -11,6 +11,7 @@ import { ChangeLog } from '../db/change-log.js';
 import { schemaVersion, SCHEMA_VERSION } from '../db/migrations.js';
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';
+import { readLimits } from '../formats/read-limits.js';
 import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
 import { WatchQueue, type Scheduler } from './watch-queue.js';
@@ -162,7 +163,7 @@ export class WatchSession {
   private open(): Connection {
     const db = openForReading(this.options.db);
     try {
-      return { db, reader: new SiteReader(db, this.config.recommendationsCount), changeLog: new ChangeLog(db), identity: fileIdentity(this.options.db) };
+      return { db, reader: new SiteReader(db, readLimits(this.config.recommendationsCount)), changeLog: new ChangeLog(db), identity: fileIdentity(this.options.db) };
     } catch (error) {
       db.close();
       throw error;
@@ -270,7 +271,7 @@ export class WatchSession {
       this.config = config;
       this.site = site;
       this.fingerprint = fingerprint;
-      if (readerChanged && this.connection !== null) this.connection.reader = new SiteReader(this.connection.db, config.recommendationsCount);
+      if (readerChanged && this.connection !== null) this.connection.reader = new SiteReader(this.connection.db, readLimits(config.recommendationsCount));
       if (shapesOtherBytes) this.owed = true;
     } catch (error) {
       this.options.onProblem(`${(error as Error).message}; keeping the last good configuration and templates`);

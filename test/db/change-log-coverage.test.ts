@@ -10,6 +10,7 @@ import { createSiteContext } from '../../src/pipeline/site-context.js';
 import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import type { UserPart } from '../../src/model/views.js';
 import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree, treeDifferences } from '../helpers/tree.js';
@@ -137,7 +138,7 @@ describe('the change log covers every column a document shows', () => {
       // A full build of the same database, in memory.
       const full = new MemoryWriter();
       const reading = new Database(file, { readonly: true });
-      runBuild({ reader: new SiteReader(reading, config.recommendationsCount), writer: full, state: new BuildState(':memory:'), site, formats: PROBED });
+      runBuild({ reader: new SiteReader(reading, readLimits(config.recommendationsCount)), writer: full, state: new BuildState(':memory:'), site, formats: PROBED });
       reading.close();
       const expected = new Map([...full.files].map(([path, body]) => [path, { body, mtimeNs: 0n, ino: 0n }]));
       expect(treeDifferences(readTree(out), expected), `after changing ${column.table}.${column.name} in ${changed} rows`).toEqual([]);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import type { UserPart } from '../../src/model/views.js';
 import { cli } from '../helpers/cli.js';
 import { createDemoDb, tempDir } from '../helpers/site-fixture.js';
@@ -19,7 +20,7 @@ const PARTS = new Set<UserPart>(['uploads', 'groups', 'recommendations', 'playli
 describe('demo shapes', () => {
   it('feed-heavy: every published generated user has full feeds', () => {
     const { db } = createDemoDb({ users: 60, seed: 5, shape: 'feed-heavy' });
-    const reader = new SiteReader(db, DEFAULT_CONFIG.recommendationsCount);
+    const reader = new SiteReader(db, readLimits(DEFAULT_CONFIG.recommendationsCount));
     const generated = reader.snapshot(() => [...reader.users()].filter((row) => row.id > 9).map((row) => reader.userBundle(row.id, PARTS)));
     expect(generated.length).toBeGreaterThan(45);
     for (const bundle of generated) {

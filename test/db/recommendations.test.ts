@@ -5,6 +5,7 @@ import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { migrate, MIGRATIONS } from '../../src/db/migrations.js';
 import { RECOMMENDATION_LIMITS, submitRecommendation, validateRecommendation, type SubmitPolicy } from '../../src/db/submit-recommendation.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { createTestDb, insertRow, insertUser, T0, tempDir } from '../helpers/site-fixture.js';
 
 const cleanups: Array<() => void> = [];
@@ -91,7 +92,7 @@ describe('submitRecommendation', () => {
   const policy = (changes: Partial<SubmitPolicy> = {}): SubmitPolicy => ({ ...structuredClone(DEFAULT_CONFIG.recommendationSubmit), ...changes });
   const count = (db: Database.Database) => (db.prepare('SELECT count(*) AS n FROM recommendations').get() as { n: number }).n;
   const at = (seconds: number) => new Date((T0 + seconds) * 1000);
-  const listed = (db: Database.Database, id: number) => new SiteReader(db, 8).userBundle(id, new Set(['recommendations'])).recommendations.map((r) => r.title);
+  const listed = (db: Database.Database, id: number) => new SiteReader(db, readLimits(8)).userBundle(id, new Set(['recommendations'])).recommendations.map((r) => r.title);
   const link = (n: number) => `https://video.example.org/watch?v=${n}`;
 
   it('holds a submission as pending by default: stored with its address, in no list', () => {
@@ -236,7 +237,7 @@ describe('migration 3', () => {
     expect(db.prepare('SELECT status, submitter_address, reviewed_at FROM recommendations').all()).toEqual([
       { status: 'approved', submitter_address: null, reviewed_at: null },
     ]);
-    expect(new SiteReader(db, 8).userBundle(u.id, new Set(['recommendations'])).recommendations.map((r) => r.title)).toEqual(['From before']);
+    expect(new SiteReader(db, readLimits(8)).userBundle(u.id, new Set(['recommendations'])).recommendations.map((r) => r.title)).toEqual(['From before']);
     // Refused by migration 4's type trigger before migration 3's CHECK is reached.
     expect(() => db.prepare(`UPDATE recommendations SET status = 'spam'`).run()).toThrow(/recommendations\.status: expected one of|CHECK/);
   });

@@ -1,6 +1,8 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { byCodePoint, SiteReader } from '../../src/db/site-reader.js';
+import { byCodePoint } from '../../src/db/by-code-point.js';
+import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
 
 const cleanups: Array<() => void> = [];
@@ -38,7 +40,7 @@ describe("a video's tags", () => {
       // The reader leaves out names that are not valid UTF-8 (U+FFFD stands for the bytes).
       .filter((name) => !name.includes('\uFFFD'));
     expect(expected).toHaveLength(NAMES.length - 1);
-    const reader = new SiteReader(readOnly, 8);
+    const reader = new SiteReader(readOnly, readLimits(8));
     const tagsOf = () => reader.videoByPublicId('tagged');
     const outside = tagsOf();
     expect(outside.status === 'published' && outside.video.tags).toEqual(expected);
@@ -88,7 +90,7 @@ describe("a video's category", () => {
     const joined = readOnly
       .prepare<[string], string | null>(`SELECT (SELECT c.name FROM categories c WHERE c.id = v.category_id AND typeof(c.name) = 'text') FROM videos v WHERE v.public_id = ?`)
       .pluck();
-    const reader = new SiteReader(readOnly, 8);
+    const reader = new SiteReader(readOnly, readLimits(8));
     const categoryOf = (publicId: string) => {
       const found = reader.videoByPublicId(publicId);
       return found.status === 'published' ? found.video.category : `not published: ${found.status}`;

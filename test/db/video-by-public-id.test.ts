@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
 
 const cleanups: Array<() => void> = [];
@@ -27,7 +28,7 @@ describe('SiteReader.videoByPublicId (what vidfeeds serve answers oEmbed request
 
     const readOnly = new Database(file, { readonly: true });
     cleanups.push(() => readOnly.close());
-    const reader = new SiteReader(readOnly, 8);
+    const reader = new SiteReader(readOnly, readLimits(8));
     const status = (id: string) => reader.videoByPublicId(id).status;
     const found = reader.videoByPublicId('public');
     expect(found.status).toBe('published');

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { createTestDb, insertRow, insertUser, insertVideo, T0 } from '../helpers/site-fixture.js';
 
 /**
@@ -30,7 +31,7 @@ function fixture() {
   insertVideo(db, suspended.id, { public_id: 'of-suspended' });
   db.close();
   const readOnly = new Database(file, { readonly: true });
-  return { reader: new SiteReader(readOnly, 8), close: () => readOnly.close(), tagged };
+  return { reader: new SiteReader(readOnly, readLimits(8)), close: () => readOnly.close(), tagged };
 }
 
 describe('SiteReader.videoEntries', () => {

@@ -12,6 +12,7 @@ import { DEFAULT_CONFIG, validateConfig, type SiteConfig } from '../../src/confi
 import { generateDemo, type DemoOptions } from '../../src/db/demo-data.js';
 import { migrate } from '../../src/db/migrations.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 
 /** Times in fixtures: 2024-01-01T00:00:00Z plus an offset. */
@@ -132,7 +133,7 @@ export function buildInMemory(
   const warnings: string[] = [];
   try {
     const report = runBuild(
-      { reader: new SiteReader(db, config.recommendationsCount), writer, state, site, formats: FORMATS, reporter: { warn: (m) => warnings.push(m) } },
+      { reader: new SiteReader(db, readLimits(config.recommendationsCount)), writer, state, site, formats: FORMATS, reporter: { warn: (m) => warnings.push(m) } },
       { only: options.only, user: options.user, strict: options.strict ?? config.strict, shard: options.shard },
     );
     return { writer, report, warnings };

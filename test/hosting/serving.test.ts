@@ -8,6 +8,7 @@ import { runBuild } from '../../src/pipeline/run-build.js';
 import { DirectoryWriter } from '../../src/pipeline/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { APACHE_ALLOW_OVERRIDE } from '../../src/hosting/apache.js';
 import { routesOf } from '../../src/hosting/routes.js';
@@ -66,7 +67,7 @@ beforeAll(async () => {
   db = new Database(dbFile, { readonly: true });
   const writer = new DirectoryWriter(root);
   const state = new BuildState(join(work.dir, 'state.sqlite'));
-  const report = runBuild({ reader: new SiteReader(db, config.recommendationsCount), writer, state, site, formats: FORMATS });
+  const report = runBuild({ reader: new SiteReader(db, readLimits(config.recommendationsCount)), writer, state, site, formats: FORMATS });
   writer.close();
   state.close();
   expect(report.failed).toEqual([]);

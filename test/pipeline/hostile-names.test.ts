@@ -8,6 +8,7 @@ import { runBuild } from '../../src/pipeline/run-build.js';
 import { DirectoryWriter } from '../../src/pipeline/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { buildInMemory, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { feedparser, jing, SCHEMAS } from '../helpers/validators.js';
@@ -39,7 +40,7 @@ describe('hostile usernames and video ids', () => {
 
     const state = new BuildState(join(dir, 'state.sqlite'));
     const writer = new DirectoryWriter(out);
-    const reader = new SiteReader(new Database(file, { readonly: true }), 8);
+    const reader = new SiteReader(new Database(file, { readonly: true }), readLimits(8));
     const warnings: string[] = [];
     const report = runBuild({ reader, writer, state, site: createSiteContext(testConfig(), FORMATS), formats: FORMATS, reporter: { warn: (m) => warnings.push(m) } });
     writer.close();
@@ -109,7 +110,7 @@ describe('hostile usernames and video ids', () => {
       const config = testConfig({ strict: true });
       const site = createSiteContext(config, FORMATS);
       const state = new BuildState(':memory:');
-      runBuild({ reader: new SiteReader(db, 8), writer: { write() {}, size: () => null, remove: () => false }, state, site, formats: FORMATS }, { strict: true });
+      runBuild({ reader: new SiteReader(db, readLimits(8)), writer: { write() {}, size: () => null, remove: () => false }, state, site, formats: FORMATS }, { strict: true });
     }).toThrow(StrictModeError);
   });
 });

@@ -10,6 +10,7 @@ import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { VIDFEEDS_VERSION } from '../../src/config/version.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { buildInMemory, createDemoDb, testConfig } from '../helpers/site-fixture.js';
 
@@ -31,7 +32,7 @@ describe('a build asked to stop', () => {
       let asked = 0;
       try {
         return runBuild({
-          reader: new SiteReader(db, config.recommendationsCount),
+          reader: new SiteReader(db, readLimits(config.recommendationsCount)),
           writer,
           state,
           site,

@@ -6,6 +6,7 @@ import { MemoryWriter } from '../../src/pipeline/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { SITE_TABLES } from '../../src/db/columns.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 
@@ -69,7 +70,7 @@ function buildSeconds(db: Database.Database): number {
   const config = testConfig();
   const state = new BuildState(':memory:');
   const started = process.hrtime.bigint();
-  const report = runBuild({ reader: new SiteReader(db, 8), writer: new MemoryWriter(), state, site: createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1))), formats: FORMATS });
+  const report = runBuild({ reader: new SiteReader(db, readLimits(8)), writer: new MemoryWriter(), state, site: createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1))), formats: FORMATS });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   state.close();
   expect(report.failed).toEqual([]);

@@ -8,6 +8,7 @@ import { VIDFEEDS_VERSION } from '../../src/config/version.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertRow, insertUser, testConfig } from '../helpers/site-fixture.js';
 
@@ -78,7 +79,7 @@ function shrinkingSite() {
     const db = new Database(fixture.file, { readonly: true });
     try {
       const deps = {
-        reader: new SiteReader(db, config.recommendationsCount),
+        reader: new SiteReader(db, readLimits(config.recommendationsCount)),
         writer,
         state,
         site,

@@ -5,6 +5,7 @@ import { runBuild } from '../../src/pipeline/run-build.js';
 import { MemoryWriter } from '../../src/pipeline/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { MIGRATIONS } from '../../src/db/migrations.js';
@@ -55,7 +56,7 @@ describe('the sitemap', () => {
     const writer = new MemoryWriter();
     const state = new BuildState(':memory:');
     const warnings: string[] = [];
-    const report = runBuild({ reader: new SiteReader(db, 8), writer, state, site, formats: PROBED, reporter: { warn: (m) => warnings.push(m) } });
+    const report = runBuild({ reader: new SiteReader(db, readLimits(8)), writer, state, site, formats: PROBED, reporter: { warn: (m) => warnings.push(m) } });
     state.close();
 
     expect(report.failed.map((f) => `${f.format}:${f.key}`).sort()).toEqual(['fails-for-bob:bob', 'fails-for-v2:v2']);

@@ -11,6 +11,7 @@ import { formsPlan, runBuild } from '../../src/pipeline/run-build.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { compareAndWrite, keepFailed, writeRendered } from '../../src/pipeline/write-documents.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import type { SiteFormat, UserFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
@@ -32,7 +33,7 @@ function fixture() {
   const db = new Database(file, { readonly: true });
   const config = testConfig();
   const site = createSiteContext(config, FORMATS, NOW);
-  const reader = new SiteReader(db, config.recommendationsCount);
+  const reader = new SiteReader(db, readLimits(config.recommendationsCount));
   const userFormats = FORMATS.filter((f): f is UserFormat => f.scope === 'user');
   const scope: ReadScope = { reader, paths: site.paths, parts: new Set(userFormats.flatMap((f) => f.needs)) };
   return { writable, db, site, reader, scope, alice, clip, userFormats };

@@ -10,6 +10,7 @@ import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { SITE_TABLES } from '../../src/db/columns.js';
 import { MIGRATIONS } from '../../src/db/migrations.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { matchesKind } from '../../src/db/type-checks.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { cli } from '../helpers/cli.js';
@@ -126,7 +127,7 @@ describe('values of every storage class in every column', () => {
     // builds in full, and puts the original value back. Each build hears of every bad value it reads.
     const writer = new MemoryWriter();
     const state = new BuildState(':memory:');
-    const reader = new SiteReader(db, 8);
+    const reader = new SiteReader(db, readLimits(8));
     const build = () => {
       const warnings: string[] = [];
       const report = runBuild({ reader, writer, state, site, formats: FORMATS, reporter: { warn: (m) => warnings.push(m) } });

@@ -7,6 +7,7 @@ import { runBuild } from '../../src/pipeline/run-build.js';
 import { DirectoryWriter } from '../../src/pipeline/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { routesOf } from '../../src/hosting/routes.js';
 import { listen } from '../../src/serve/http-server.js';
@@ -48,7 +49,7 @@ describe('serve and the build agree on names', () => {
     const readDb = new Database(fixture.file, { readonly: true });
     const writer = new DirectoryWriter(root);
     const state = new BuildState(':memory:');
-    const report = runBuild({ reader: new SiteReader(readDb, 8), writer, state, site, formats: FORMATS });
+    const report = runBuild({ reader: new SiteReader(readDb, readLimits(8)), writer, state, site, formats: FORMATS });
     writer.close();
     state.close();
     // The build refused every one of them, as a user and as a video.

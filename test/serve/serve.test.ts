@@ -8,6 +8,7 @@ import { DirectoryWriter } from '../../src/pipeline/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import type { SiteConfig } from '../../src/config/config.js';
 import { SiteReader } from '../../src/db/site-reader.js';
+import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { RECOMMENDATION_POST_MAX_BYTES, routesOf } from '../../src/hosting/routes.js';
 import { callbackProblem } from '../../src/serve/jsonp.js';
@@ -52,7 +53,7 @@ function site(config: SiteConfig = testConfig()): Site {
   const readDb = new Database(fixture.file, { readonly: true });
   const writer = new DirectoryWriter(root);
   const state = new BuildState(':memory:');
-  runBuild({ reader: new SiteReader(readDb, config.recommendationsCount), writer, state, site: siteContext, formats: FORMATS });
+  runBuild({ reader: new SiteReader(readDb, readLimits(config.recommendationsCount)), writer, state, site: siteContext, formats: FORMATS });
   writer.close();
   state.close();
   const server = new SiteServer({

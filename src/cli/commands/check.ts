@@ -9,6 +9,7 @@ import type { CheckProblem, TreeCheckResult } from '../../check/tree-check.js';
 import { loadConfig } from '../../config/config.js';
 import { openForReading } from '../../db/open-database.js';
 import { SiteReader } from '../../db/site-reader.js';
+import { readLimits } from '../../formats/read-limits.js';
 import { FORMATS } from '../../formats/registry.js';
 import { SitePaths } from '../../paths/site-paths.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -68,7 +69,7 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
           paths: new SitePaths(config.baseUrl, config.pages, FORMATS),
           formats: FORMATS,
           shard,
-          reader: db === undefined ? undefined : new SiteReader(db, config.recommendationsCount),
+          reader: db === undefined ? undefined : new SiteReader(db, readLimits(config.recommendationsCount)),
         });
       } finally {
         state.close();

@@ -1,0 +1,217 @@
+import type Database from 'better-sqlite3';
+import type {
+  AttentionConcept,
+  AttentionSource,
+  GroupView,
+  OnlineAccount,
+  PersonRef,
+  ReadingListEntry,
+  RecommendationView,
+  UserBundle,
+  UserPart,
+  VideoView,
+} from '../model/views.js';
+import { webUrl } from '../render/urls.js';
+import { decoder, validName, type DecodeContext } from './decode-context.js';
+import { userColumn, type RawUser, type RawVideo } from './reader-columns.js';
+import { bundleStatements, type BundleStatements, type ReaderLimits } from './reader-statements.js';
+import { decodePerson, person, userView } from './user-view.js';
+import { ownVideoOrProblem, publishable, videoOrProblem, type VideoProblem } from './video-view.js';
+
+/**
+ * Reads one user's bundle for the site reader (src/db/site-reader.ts): their own view and the
+ * lists their documents show (uploads, groups, friends, accounts, interests, playlist,
+ * recommendations, attention, reading list), each only when asked for, inside the reader's
+ * snapshot and with its decoding context.
+ */
+export class UserBundleReader {
+  private readonly stmt: BundleStatements;
+
+  constructor(
+    db: Database.Database,
+    private readonly ctx: DecodeContext,
+    private readonly limits: ReaderLimits,
+    /** A published video by id (a group's featured video), or why not, or null if it is not public. */
+    private readonly video: (id: number) => VideoView | VideoProblem | null,
+  ) {
+    this.stmt = bundleStatements(db, limits);
+  }
+
+  /** Loads a user's data, only the parts asked for (the others stay empty). */
+  read(id: number, parts: ReadonlySet<UserPart>): UserBundle {
+    const raw = this.stmt.userRaw.get(id);
+    if (!raw) throw new Error(`user ${id} vanished inside the read transaction`);
+    const bundle: UserBundle = {
+      user: userView(this.ctx, raw),
+      uploads: [],
+      groups: [],
+      friends: [],
+      accounts: [],
+      interests: [],
+      playlist: { source: 'none', videos: [] },
+      recommendations: [],
+      attention: { concepts: [], sources: [] },
+      readingList: [],
+    };
+    if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw);
+    if (parts.has('groups')) bundle.groups = this.groupsOf(id);
+    if (parts.has('friends')) bundle.friends = this.stmt.friends.all(id).map((r) => person(this.ctx, r));
+    if (parts.has('accounts')) bundle.accounts = this.accountsOf(id);
+    if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name).filter(validName);
+    if (parts.has('playlist')) bundle.playlist = this.playlistOf(id, userColumn(raw, 'history_public') === 1);
+    if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
+    if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
+    if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
+    return bundle;
+  }
+
+  /** The user's newest published uploads; the user's row is read already (`raw`). */
+  private uploadsOf(id: number, raw: RawUser): VideoView[] {
+    // Decoded here, not kept among the snapshot's people: each user's bundle is read once, and
+    // kept people outlive the young generation (garbage the full collections must find).
+    let uploader: PersonRef | null = null;
+    const at = (column: string) => userColumn(raw, column);
+    const uploads: VideoView[] = [];
+    for (const row of this.stmt.uploads.all(id)) {
+      uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
+      const view = ownVideoOrProblem(this.ctx, row, uploader);
+      if (!('problem' in view)) uploads.push(view);
+    }
+    return uploads;
+  }
+
+  /** Views of the publishable rows, in order; the others are left out (and reported). */
+  private videos_(rows: RawVideo[]): VideoView[] {
+    const views: VideoView[] = [];
+    for (const raw of rows) {
+      const view = videoOrProblem(this.ctx, raw);
+      if (!('problem' in view)) views.push(view);
+    }
+    return views;
+  }
+
+  private groupsOf(userId: number): GroupView[] {
+    const groups: GroupView[] = [];
+    for (const [id, slug, title, description, featuredVideoId, createdAt, updatedAt, ...owner] of this.stmt.groups.all(userId)) {
+      const d = decoder(this.ctx, 'groups', id);
+      const group = {
+        slug: d.text('slug', slug),
+        title: d.text('title', title),
+        description: d.text('description', description) ?? '',
+        createdAt: d.time('created_at', createdAt),
+      };
+      if (d.rejected !== null) continue;
+      groups.push({
+        id,
+        slug: group.slug!,
+        title: group.title!,
+        description: group.description,
+        owner: person(this.ctx, owner),
+        featuredVideo: typeof featuredVideoId === 'number' ? publishable(this.video(featuredVideoId)) : null,
+        createdAt: group.createdAt!,
+        updatedAt: d.time('updated_at', updatedAt) ?? group.createdAt!,
+      });
+    }
+    return groups;
+  }
+
+  private accountsOf(userId: number): OnlineAccount[] {
+    const accounts: OnlineAccount[] = [];
+    for (const r of this.stmt.accounts.all(userId)) {
+      const d = decoder(this.ctx, 'online_accounts', r.id);
+      const accountName = d.text('account_name', r.account_name);
+      if (accountName === null) continue;
+      accounts.push({
+        serviceHomepageUrl: webUrl(d.text('service_homepage_url', r.service_homepage_url)),
+        accountName,
+        profileUrl: webUrl(d.text('profile_url', r.profile_url)),
+      });
+    }
+    return accounts;
+  }
+
+  private playlistOf(userId: number, historyPublic: boolean): UserBundle['playlist'] {
+    const saved = this.videos_(this.stmt.saved.all(userId));
+    if (saved.length > 0) return { source: 'saved', videos: saved };
+    if (historyPublic) {
+      const history = this.videos_(this.stmt.history.all(userId));
+      if (history.length > 0) return { source: 'history', videos: history };
+    }
+    return { source: 'none', videos: [] };
+  }
+
+  /**
+   * The newest public recommendations whose link and image are web URLs. The URL check cannot be
+   * SQL, so the rows are read newest first and the scan stops as soon as `count` are kept: a
+   * LIMIT in SQL would come up short whenever an unpublishable row is among the newest.
+   */
+  private recommendationsOf(userId: number, count = this.limits.recommendations): RecommendationView[] {
+    const kept: RecommendationView[] = [];
+    if (count <= 0) return kept;
+    for (const r of this.stmt.recommendations.iterate(userId)) {
+      const d = decoder(this.ctx, 'recommendations', r.id);
+      const title = d.text('title', r.title);
+      const link = webUrl(d.text('link', r.link));
+      const image = webUrl(d.text('image', r.image));
+      const createdAt = d.time('created_at', r.created_at);
+      if (d.rejected !== null || link === null || image === null) continue;
+      kept.push({
+        id: r.id,
+        title: title!,
+        link,
+        image,
+        description: d.text('description', r.description) ?? '',
+        durationSeconds: d.integer('duration_seconds', r.duration_seconds),
+        createdAt: createdAt!,
+      });
+      // Returning from the loop closes the iterator, which frees the statement.
+      if (kept.length >= count) break;
+    }
+    return kept;
+  }
+
+  private conceptsOf(userId: number): AttentionConcept[] {
+    return this.stmt.concepts.all(userId).filter(([, category]) => validName(category)).map(([categoryId, category, value, updatedAt]) => {
+      // A category the user has no row for: 0, no time (value NULL from the LEFT JOIN).
+      if (value === null && updatedAt === null) return { category, value: 0, updatedAt: null };
+      const d = decoder(this.ctx, 'attention_concepts', `user_id=${userId}, category_id=${categoryId}`);
+      return { category, value: d.fraction('value', value) ?? 0, updatedAt: d.time('updated_at', updatedAt) };
+    });
+  }
+
+  private sourcesOf(userId: number): AttentionSource[] {
+    const sources: AttentionSource[] = [];
+    for (const [id, videoId, publicId, title, value, updatedAt, ...supplier] of this.stmt.sources.all(userId)) {
+      const video = decoder(this.ctx, 'videos', videoId);
+      const videoTitle = video.text('title', title);
+      const d = decoder(this.ctx, 'attention_sources', id);
+      const fraction = d.fraction('value', value);
+      const updated = d.time('updated_at', updatedAt);
+      if (typeof publicId !== 'string' || video.rejected !== null || d.rejected !== null) continue;
+      sources.push({ video: { publicId, title: videoTitle! }, value: fraction!, supplier: person(this.ctx, supplier), updatedAt: updated! });
+    }
+    return sources;
+  }
+
+  /** The reading list; an entry whose feed URL is not a web URL has nothing to subscribe to and is left out. */
+  private readingListOf(userId: number): ReadingListEntry[] {
+    const entries: ReadingListEntry[] = [];
+    for (const r of this.stmt.readingList.all(userId)) {
+      const d = decoder(this.ctx, 'reading_list', r.id);
+      const title = d.text('title', r.title);
+      const xmlUrl = webUrl(d.text('xml_url', r.xml_url));
+      const createdAt = d.time('created_at', r.created_at);
+      if (d.rejected !== null || xmlUrl === null) continue;
+      entries.push({
+        category: r.category !== null && validName(r.category) ? r.category : null,
+        title: title!,
+        description: d.text('description', r.description) ?? '',
+        htmlUrl: webUrl(d.text('html_url', r.html_url)),
+        xmlUrl,
+        createdAt: createdAt!,
+        updatedAt: d.time('updated_at', r.updated_at) ?? createdAt!,
+      });
+    }
+    return entries;
+  }
+}
