@@ -6,12 +6,17 @@ import { FORMATS } from '../formats/registry.js';
 import { describeSkip } from '../pipeline/build-report.js';
 import type { BuildThreadInput, BuildThreadMessage } from './build-thread.js';
 import { exitCodeOf } from './errors.js';
+import { setXmlEngine } from '../render/xml-engine.js';
+import { xmlEngineSetting } from './xml-engine-setting.js';
 
 /**
  * The thread `vidfeeds build` builds on (src/cli/build-thread.ts). It reports through messages:
  * written and removed paths in batches, everything else as it happens, then the report or the error
  * with its exit code.
  */
+
+// A thread of its own has the render layer's settings at their defaults: the same setting as the command line's.
+setXmlEngine(xmlEngineSetting(process.env));
 
 const port = parentPort!;
 const post = (message: BuildThreadMessage) => port.postMessage(message);

@@ -3,6 +3,8 @@ import { VIDFEEDS_VERSION } from '../config/version.js';
 import { EXIT, exitCodeOf } from './errors.js';
 import { setGarbageCollection } from './heap.js';
 import { processConsole, type Console } from './output.js';
+import { setXmlEngine } from '../render/xml-engine.js';
+import { xmlEngineSetting } from './xml-engine-setting.js';
 
 type Register = (program: Command, io: Console, setExit: (code: number) => void) => void;
 
@@ -33,6 +35,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
  */
 export async function main(argv: string[], io: Console = processConsole): Promise<number> {
   setGarbageCollection();
+  setXmlEngine(xmlEngineSetting(process.env));
   let exitCode: number = EXIT.ok;
   const setExit = (code: number) => {
     exitCode = code;

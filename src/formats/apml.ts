@@ -1,7 +1,8 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
 import { latest, rfc3339 } from '../render/dates.js';
-import { xmlChars, xmlDocument } from '../render/xml.js';
+import { xmlDocument } from '../render/xml.js';
+import { xmlChars } from '../render/xml-text.js';
 
 /**
  * APML 0.6 attention profile (seed 2.6) from the attention data the site computes: one implicit

@@ -1,7 +1,8 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { PersonRef, UserBundle } from '../model/views.js';
 import { mailtoUri, telUri } from '../render/urls.js';
-import { NS, xmlDocument, type XmlElement } from '../render/xml.js';
+import { NS, xmlDocument } from '../render/xml.js';
+import { type XmlElement } from '../render/xml-element.js';
 
 /**
  * FOAF profile (seed 2.3): a `foaf:PersonalProfileDocument` about the `foaf:Person` `#me`, with

@@ -3,7 +3,7 @@ import { foaf } from './foaf.js';
 import type { UserBundle } from '../model/views.js';
 import { loadTemplate } from '../render/templates.js';
 import { mailtoUri } from '../render/urls.js';
-import { xmlChars } from '../render/xml.js';
+import { xmlChars } from '../render/xml-text.js';
 
 /**
  * hCard (seed 2.4): an HTML page whose `vcard` div carries the user's name, profile link, photo,

@@ -1,6 +1,7 @@
 import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
-import { xmlChars, xmlDocument } from '../render/xml.js';
+import { xmlDocument } from '../render/xml.js';
+import { xmlChars } from '../render/xml-text.js';
 
 /**
  * oEmbed 1.0 for every public video (seed 2.2), in four forms at four paths:

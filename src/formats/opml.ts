@@ -1,7 +1,9 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { ReadingListEntry, UserBundle } from '../model/views.js';
 import { earliest, latest, rfc822 } from '../render/dates.js';
-import { NS, xmlChars, xmlDocument, type XmlElement } from '../render/xml.js';
+import { NS, xmlDocument } from '../render/xml.js';
+import { type XmlElement } from '../render/xml-element.js';
+import { xmlChars } from '../render/xml-text.js';
 
 /**
  * OPML 2.0 reading list (seed 2.7): the feeds the user reads, one `outline` per category holding

@@ -2,7 +2,8 @@ import type { SiteContext, UserFormat } from './format.js';
 import type { PersonRef, UserBundle, VideoView } from '../model/views.js';
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
-import { flat, NS, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml.js';
+import { NS } from '../render/xml.js';
+import { flat, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 
 /**
  * RSS 2.0 feed of a user's latest public uploads (seed 2.8), newest first, at most 20, with Media

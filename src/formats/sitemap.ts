@@ -1,6 +1,7 @@
 import type { Format, RenderedSiteFile, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from './format.js';
 import type { IdBounds, KeyedRow, SiteIndex } from '../model/views.js';
-import { FlatXmlDocument, NS } from '../render/xml.js';
+import { FlatXmlDocument } from '../render/flat-xml-document.js';
+import { NS } from '../render/xml.js';
 
 /**
  * sitemap.xml: every published document at its canonical URL (formats with `inSitemap`).

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { PlayerConfig } from '../config/config.js';
 import type { VideoView } from '../model/views.js';
 import { loadTemplate, TemplateError, templateProblem, type CompiledTemplate } from './templates.js';
-import { xmlChars } from './xml.js';
+import { xmlChars } from './xml-text.js';
 
 /**
  * The player markup of a video (oEmbed `html`, the `/oembed/html` document), rendered from the

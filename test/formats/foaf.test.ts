@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { xmlChars } from '../../src/render/xml.js';
+import { xmlChars } from '../../src/render/xml-text.js';
 import { objects, parseNTriples, type Triple } from '../helpers/ntriples.js';
 import { ALICE, HIDDEN, HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';

@@ -7,7 +7,7 @@ import type { VideoView } from '../../src/model/views.js';
 import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/site-context.js';
 import { w3cDate } from '../../src/render/dates.js';
 import { handlebars } from '../../src/render/templates.js';
-import { cdataSections, xmlChars } from '../../src/render/xml.js';
+import { cdataSections, xmlChars } from '../../src/render/xml-text.js';
 import { testConfig } from '../helpers/site-fixture.js';
 
 /**

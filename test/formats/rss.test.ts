@@ -6,7 +6,8 @@ import { itemDescription, rss } from '../../src/formats/rss.js';
 import type { UserBundle, VideoView } from '../../src/model/views.js';
 import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/site-context.js';
 import { rfc822 } from '../../src/render/dates.js';
-import { NS, setXmlEngine, xmlDocument } from '../../src/render/xml.js';
+import { NS, xmlDocument } from '../../src/render/xml.js';
+import { setXmlEngine } from '../../src/render/xml-engine.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { feedparser, xmllintWellFormed } from '../helpers/validators.js';
 

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { XmlDocument } from '../../src/render/xml.js';
+import { XmlDocument } from '../../src/render/xml-document.js';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 
 /**

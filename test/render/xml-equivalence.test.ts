@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { create } from 'xmlbuilder2';
-import { FlatXmlDocument, NS, PLAIN_NAME, plainElementName, setXmlEngine, xmlDocument, XmlDocument, xmlDocuments, type Attrs, type XmlElement } from '../../src/render/xml.js';
+import { FlatXmlDocument } from '../../src/render/flat-xml-document.js';
+import { NS, xmlDocument, xmlDocuments } from '../../src/render/xml.js';
+import { XmlDocument } from '../../src/render/xml-document.js';
+import { type Attrs, type XmlElement } from '../../src/render/xml-element.js';
+import { setXmlEngine } from '../../src/render/xml-engine.js';
+import { PLAIN_NAME, plainElementName } from '../../src/render/xml-names.js';
 import { renderSitemaps } from '../../src/formats/sitemap.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';

@@ -1,0 +1,83 @@
+import { newElement, startTag, type Recording } from './recorded-tree.js';
+import { XmlDocument } from './xml-document.js';
+import type { Attrs } from './xml-element.js';
+import { xmlEngine } from './xml-engine.js';
+import { leafElement, xmlChars, XML_DECLARATION } from './xml-text.js';
+
+/**
+ * A document that is a root holding a long run of same-shaped entries, `<entry><leaf>text</leaf>
+ * ...</entry>` (a sitemap's urlset and index, 50,000 entries each), written as the entries come
+ * instead of recorded as a tree: the tree of such a document alone took more memory than the rest
+ * of a build. Its bytes are those of an XmlDocument made with the same calls
+ * (`doc.root.el(entry).leaf(name, text)...`), which test/render/xml-equivalence.test.ts checks.
+ *
+ * The names are all known up front, so whether the fast path can write it is decided once, here,
+ * by the same checks; when it cannot, or the engine is 'builder' when the document is made, the
+ * entries are recorded into an XmlDocument after all, and the builder decides as for any document.
+ */
+export class FlatXmlDocument {
+  private readonly tree: XmlDocument | null = null;
+  private readonly start: string = '';
+  /** Finished text, joined every so often so the garbage of the entries dies young. */
+  private readonly chunks: string[] = [];
+  private pending: string[] = [];
+  private entries = 0;
+
+  constructor(
+    private readonly rootName: string,
+    attrs: Attrs | undefined,
+    private readonly entryName: string,
+    private readonly leafNames: readonly string[],
+  ) {
+    const recording: Recording = { prefixes: new Set(), simple: true };
+    const root = newElement(rootName, attrs, recording, true, false);
+    // Only the checks matter here: the root has declared its prefixes by now, as in a tree.
+    for (const name of [entryName, ...leafNames]) newElement(name, undefined, recording, false);
+    if (xmlEngine() === 'fast' && recording.simple) this.start = `${XML_DECLARATION}${startTag(root)}`;
+    else this.tree = new XmlDocument(rootName, attrs);
+  }
+
+  /** Appends one entry holding one leaf per leaf name, with these texts, in order. */
+  entry(...texts: Array<string | number>): this {
+    const names = this.leafNames;
+    if (texts.length !== names.length) throw new Error(`<${this.entryName}> takes ${names.length} texts, got ${texts.length}`);
+    this.entries++;
+    if (this.tree !== null) {
+      const element = this.tree.root.el(this.entryName);
+      for (let i = 0; i < names.length; i++) element.leaf(names[i]!, texts[i]!);
+      return this;
+    }
+    if (names.length === 0) {
+      this.pending.push(`<${this.entryName}/>`);
+    } else {
+      let out = `<${this.entryName}>`;
+      for (let i = 0; i < names.length; i++) out += leafElement(names[i]!, xmlChars(String(texts[i]!)));
+      this.pending.push(`${out}</${this.entryName}>`);
+    }
+    if (this.pending.length === FLAT_CHUNK_ENTRIES) {
+      this.chunks.push(this.pending.join(''));
+      this.pending = [];
+    }
+    return this;
+  }
+
+  /** How many entries it holds. */
+  get length(): number {
+    return this.entries;
+  }
+
+  /** Whether it is written without a tree (for the equivalence tests). */
+  get takesFastPath(): boolean {
+    return this.tree === null;
+  }
+
+  /** The document, as XmlDocument's `end()` writes it. */
+  end(): string {
+    if (this.tree !== null) return this.tree.end();
+    if (this.entries === 0) return `${this.start}/>\n`;
+    // One join, so the result is one flat string and not a rope over the chunks.
+    return [`${this.start}>`, ...this.chunks, ...this.pending, `</${this.rootName}>\n`].join('');
+  }
+}
+
+const FLAT_CHUNK_ENTRIES = 1024;

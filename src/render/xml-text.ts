@@ -1,0 +1,107 @@
+/**
+ * XML text as every way of writing a document needs it (src/render/xml.ts): the characters XML 1.0
+ * forbids removed, CDATA sections, and the escaping xmlbuilder2's serialiser does, for text and for
+ * attribute values. Also what a format that writes its own markup uses (rss.ts: xmlAttr, xmlLeaf).
+ */
+
+/** What every document starts with. */
+export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>';
+
+// Everything outside XML 1.0's Char production. With the u flag a lone surrogate is one code point.
+const FORBIDDEN = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+// A quick test without the u flag: also true for every surrogate (valid pairs included) and for CR;
+// then the exact replacements below decide. Most text is plain and skips them altogether. Written
+// as the characters it finds, not as the complement of those it lets through
+// ([^\t\n\u0020-\uD7FF\uE000-\uFFFD], the same set of UTF-16 units): V8 scans for it twice as fast.
+export const MAYBE_FORBIDDEN = /[\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
+const ENTITY_SHAPED_AMPERSAND = /&(?=[A-Za-z]+;|#\d+;)/g;
+
+/**
+ * Text as XML 1.0 can carry it: forbidden characters removed, and line ends as every XML parser
+ * reports them (CR LF and a lone CR become LF, XML 1.0 section 2.11), so a value reads back exactly
+ * as we hold it, and equals the same value in a JSON form.
+ */
+export function xmlChars(text: string): string {
+  return MAYBE_FORBIDDEN.test(text) ? text.replace(FORBIDDEN, '').replace(/\r\n?/g, '\n') : text;
+}
+
+/**
+ * `text` as one flat string. V8 keeps a concatenation as a tree of its pieces until something
+ * reads it; a piece kept and copied into many documents (an uploader's or a tag list's markup) is
+ * walked again inside each document's tree when that document is encoded, unless flattened once.
+ * Reading a character flattens a concatenation in place (`Number(text)` would too, but the
+ * optimizing compiler drops a conversion whose result is unused: measured, it kept the tree).
+ */
+export function flat(text: string): string {
+  text.charCodeAt(0);
+  return text;
+}
+
+/** Text ready for the builder's `txt` or `att` (the builder path only). */
+export function forBuilder(text: string): string {
+  return text.replace(ENTITY_SHAPED_AMPERSAND, '&amp;');
+}
+
+/** CDATA sections for `text`: one section cannot hold `]]>`, so it is split across two. */
+export function cdataSections(text: string): string[] {
+  return sections(xmlChars(text));
+}
+
+/** CDATA sections for text already clean (see cdataSections). */
+export function sections(clean: string): string[] {
+  if (!clean.includes(']]>')) return [clean];
+  return clean
+    .split(']]>')
+    .map((part, i, all) => (i > 0 ? '>' : '') + part + (i < all.length - 1 ? ']]' : ''));
+}
+
+const TEXT_SPECIAL = /[&<>]/;
+const ATTR_SPECIAL = /[&<>"]/;
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+const escapeChar = (c: string) => ESCAPES[c]!;
+
+export function escapeText(text: string): string {
+  return TEXT_SPECIAL.test(text) ? text.replace(/[&<>]/g, escapeChar) : text;
+}
+
+export function escapeAttr(value: string): string {
+  return ATTR_SPECIAL.test(value) ? value.replace(/[&<>"]/g, escapeChar) : value;
+}
+
+// One test per value for both things that can change it: characters to escape, and characters
+// xmlChars would change (the quick test of MAYBE_FORBIDDEN). Most values hold neither.
+const TEXT_MAY_CHANGE = /[&<>\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
+const ATTR_MAY_CHANGE = /[&<>"\u0000-\u0008\u000B-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/;
+
+/** Text content as the stream writes it: cleaned (xmlChars) and escaped. */
+export function xmlText(text: string): string {
+  return TEXT_MAY_CHANGE.test(text) ? escapeText(xmlChars(text)) : text;
+}
+
+/**
+ * For a format that writes a hot document's markup as one string (rss.ts): an attribute value,
+ * and below a leaf element, exactly as the stream writes them, cleaned (xmlChars) and escaped.
+ * The format's test holds its string to the same document made with xmlDocument, byte for byte.
+ */
+export function xmlAttr(value: string): string {
+  return ATTR_MAY_CHANGE.test(value) ? escapeAttr(xmlChars(value)) : value;
+}
+
+/** `<name attrs>text</name>`, or `<name attrs/>` when the text is empty once clean. `attrs` is markup: ` a="…"`, values from xmlAttr. */
+export function xmlLeaf(name: string, text: string, attrs = ''): string {
+  const clean = xmlText(text);
+  return clean === '' ? `<${name}${attrs}/>` : `<${name}${attrs}>${clean}</${name}>`;
+}
+
+/** `<name>` holding `html` as CDATA sections (see cdataSections). */
+export function xmlCdata(name: string, html: string): string {
+  let out = `<${name}>`;
+  // The builder writes nothing for an empty section, yet the element is not empty: `<c></c>`.
+  for (const section of cdataSections(html)) if (section !== '') out += `<![CDATA[${section}]]>`;
+  return `${out}</${name}>`;
+}
+
+/** `<name>text</name>`, or `<name/>` when the text is empty: a leaf as `serialize` writes it. */
+export function leafElement(name: string, text: string): string {
+  return text === '' ? `<${name}/>` : `<${name}>${escapeText(text)}</${name}>`;
+}
