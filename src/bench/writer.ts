@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '../config/config.js';
+import { loadConfig } from '../config/load-config.js';
 import type { Format, UserFormat, VideoFormat } from '../formats/format.js';
 import { formatByName, FORMATS } from '../formats/registry.js';
 import { SitePaths } from '../paths/site-paths.js';

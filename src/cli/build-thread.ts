@@ -3,7 +3,7 @@ import type { BuildReport, Failure } from '../pipeline/build-report.js';
 import type { BuildMode } from '../pipeline/incremental.js';
 import { InterruptFlag } from '../pipeline/interrupt.js';
 import type { ShardSpec } from '../pipeline/shard.js';
-import type { SiteConfig } from '../config/config.js';
+import type { SiteConfig } from '../config/site-config.js';
 import { ExitError } from './errors.js';
 
 /**

@@ -1,4 +1,6 @@
-import { DEFAULT_BASE_URL, DEFAULT_CONFIG_FILE, previewUrlSettings, type SiteConfig } from '../config/config.js';
+import { DEFAULT_BASE_URL } from '../config/config-schema.js';
+import { DEFAULT_CONFIG_FILE, previewUrlSettings } from '../config/load-config.js';
+import type { SiteConfig } from '../config/site-config.js';
 import { isDemoDatabase } from '../db/demo-data.js';
 
 /**

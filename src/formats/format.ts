@@ -1,4 +1,4 @@
-import type { SiteConfig } from '../config/config.js';
+import type { SiteConfig } from '../config/site-config.js';
 import type { UserBundle, UserPart, VideoBundle, SiteIndex } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import type { KeyedPlace, SitePlace } from '../paths/url-scheme.js';

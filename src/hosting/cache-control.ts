@@ -1,12 +1,12 @@
-import type { CacheControlConfig } from '../config/config.js';
+import type { CacheControlConfig } from '../config/site-config.js';
 import type { Format } from '../formats/format.js';
 
 /**
  * How long a client or a CDN may keep each document: the Cache-Control header of every host
  * configuration (nginx, Apache, `_headers`), of the upload manifest and of `vidfeeds serve`.
  * A format belongs to one of three classes, whose values the configuration sets
- * (`cacheControl.feeds`, `.profiles`, `.site`; defaults in src/config/config.ts, documented in
- * docs/deploy.md); `cacheControl.formats` overrides a single format.
+ * (`cacheControl.feeds`, `.profiles`, `.site`; defaults in schemas/vidfeeds.config.schema.json,
+ * documented in docs/deploy.md); `cacheControl.formats` overrides a single format.
  *
  * - feeds: documents that change with a user's activity (new videos, recommendations): short;
  * - profiles: documents that change when a user or a video is edited, rarely: longer;

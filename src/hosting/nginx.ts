@@ -1,4 +1,4 @@
-import { DEFAULT_CONFIG } from '../config/config.js';
+import { DEFAULT_CONFIG } from '../config/config-schema.js';
 import type { Format, SiteFormat } from '../formats/format.js';
 import {
   OEMBED_DYNAMIC_PARAMS,

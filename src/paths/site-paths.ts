@@ -1,4 +1,4 @@
-import type { PageTemplates } from '../config/config.js';
+import type { PageTemplates } from '../config/site-config.js';
 import { encodedFilePath, isSiteFileName, keyedFile, keyedUrlPath, keyProblem, type KeyedPlace, type Place, type SitePlace } from './url-scheme.js';
 
 /** Tag pages a SitePaths keeps (see tagPage). */

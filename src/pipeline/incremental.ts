@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { SiteConfig } from '../config/config.js';
+import type { SiteConfig } from '../config/site-config.js';
 import type { ChangeLogPosition } from '../db/change-log.js';
 import type { Format } from '../formats/format.js';
 import { SHIPPED_TEMPLATES_DIR } from '../render/templates.js';

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { SiteConfig } from '../config/config.js';
+import type { SiteConfig } from '../config/site-config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';

@@ -1,4 +1,4 @@
-import type { SiteConfig } from '../config/config.js';
+import type { SiteConfig } from '../config/site-config.js';
 import { VIDFEEDS_GENERATOR } from '../config/version.js';
 import type { Format, SiteContext } from '../formats/format.js';
 import type { VideoView } from '../model/views.js';

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { PlayerConfig } from '../config/config.js';
+import type { PlayerConfig } from '../config/site-config.js';
 import type { VideoView } from '../model/views.js';
 import { loadTemplate, TemplateError, templateProblem, type CompiledTemplate } from './templates.js';
 import { xmlChars } from './xml-text.js';

@@ -6,7 +6,7 @@ import { acquireBuildLock, LockHeldError, type BuildLock } from '../pipeline/loc
 import { buildSite } from '../pipeline/site-build.js';
 import { createSiteContext } from '../pipeline/site-context.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
-import type { SiteConfig } from '../config/config.js';
+import type { SiteConfig } from '../config/site-config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { schemaVersion, SCHEMA_VERSION } from '../db/migrations.js';
 import { openForReading } from '../db/open-database.js';

@@ -3,7 +3,7 @@ import { Ajv } from 'ajv';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_SCHEMA } from '../../src/config/config.js';
+import { CONFIG_SCHEMA } from '../../src/config/config-schema.js';
 import { SCHEMA_VERSION } from '../../src/db/migrations.js';
 import { cli, cliAsync } from '../helpers/cli.js';
 import { tempDir } from '../helpers/site-fixture.js';

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG } from '../../src/config/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import type { UserPart } from '../../src/model/views.js';

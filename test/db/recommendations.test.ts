@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG } from '../../src/config/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
 import { migrate, MIGRATIONS } from '../../src/db/migrations.js';
 import { RECOMMENDATION_LIMITS, submitRecommendation, validateRecommendation, type SubmitPolicy } from '../../src/db/submit-recommendation.js';
 import { SiteReader } from '../../src/db/site-reader.js';

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG, type SiteConfig } from '../../src/config/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
+import type { SiteConfig } from '../../src/config/site-config.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 import {

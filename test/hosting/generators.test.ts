@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Format } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
-import { DEFAULT_CONFIG } from '../../src/config/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
 import { htaccess } from '../../src/hosting/apache.js';
 import { cacheControlOf } from '../../src/hosting/cache-control.js';
 import { nginxConfig } from '../../src/hosting/nginx.js';

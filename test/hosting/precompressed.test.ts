@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
-import { loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/load-config.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { routesOf } from '../../src/hosting/routes.js';
 import { listen, type RunningServer } from '../../src/serve/http-server.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { compressedFormOf, compressedPath, compress, verifyCompressed, type Encoding } from '../../src/paths/compression.js';
-import type { SiteConfig } from '../../src/config/config.js';
+import type { SiteConfig } from '../../src/config/site-config.js';
 import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, type TreeFile } from '../helpers/tree.js';
 

@@ -12,7 +12,7 @@ import type * as WritePoolModule from '../../src/pipeline/write-pool.js';
 import type { DemoShape } from '../../src/db/demo-data.js';
 import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
-import type { SiteConfig } from '../../src/config/config.js';
+import type { SiteConfig } from '../../src/config/site-config.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { SavedState } from '../../src/pipeline/build-state.js';
 import { STAGING_DIR } from '../../src/pipeline/output-writer.js';

@@ -6,7 +6,7 @@ import { BuildState } from '../../src/pipeline/build-state.js';
 import { runBuild } from '../../src/pipeline/run-build.js';
 import { DirectoryWriter } from '../../src/pipeline/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/site-context.js';
-import type { SiteConfig } from '../../src/config/config.js';
+import type { SiteConfig } from '../../src/config/site-config.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BuildReport } from '../../src/pipeline/build-report.js';
 import { acquireBuildLock, defaultLockFile } from '../../src/pipeline/lock.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
-import { loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/load-config.js';
 import { WatchSession } from '../../src/watch/watch-session.js';
 import { createTestDb, insertUser, insertVideo, tempDir } from '../helpers/site-fixture.js';
 import { ManualScheduler } from '../helpers/manual-scheduler.js';

@@ -4,7 +4,7 @@ import { defaultStateFile } from '../../pipeline/build-state.js';
 import type { BuildReport } from '../../pipeline/build-report.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/shard.js';
 import { createSiteContext } from '../../pipeline/site-context.js';
-import { loadConfig } from '../../config/config.js';
+import { loadConfig } from '../../config/load-config.js';
 import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { runBuildThread } from '../build-thread.js';

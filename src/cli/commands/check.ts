@@ -6,7 +6,7 @@ import { defaultStateFile, SavedState } from '../../pipeline/build-state.js';
 import { defaultLockFile, LockHeldError, processIsAlive, readLock } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/shard.js';
 import type { CheckProblem, TreeCheckResult } from '../../check/tree-check.js';
-import { loadConfig } from '../../config/config.js';
+import { loadConfig } from '../../config/load-config.js';
 import { openForReading } from '../../db/open-database.js';
 import { SiteReader } from '../../db/site-reader.js';
 import { readLimits } from '../../formats/read-limits.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { existsSync, linkSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { DEFAULT_CONFIG_FILE, starterConfigText } from '../../config/config.js';
+import { DEFAULT_CONFIG_FILE, starterConfigText } from '../../config/load-config.js';
 import { describeIssue } from '../../db/decode.js';
 import { openForWriting } from '../../db/open-database.js';
 import { EXIT, UsageError } from '../errors.js';

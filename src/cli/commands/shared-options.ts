@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import type { ConfigOverride } from '../../config/config.js';
+import type { ConfigOverride } from '../../config/load-config.js';
 
 /** Flags every command that reads the configuration accepts; flags win over the file. */
 export interface ConfigFlags {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { BuildReport } from '../../pipeline/build-report.js';
-import { DEFAULT_CONFIG_FILE, loadConfig } from '../../config/config.js';
+import { DEFAULT_CONFIG_FILE, loadConfig } from '../../config/load-config.js';
 import { previewUrlWarning } from '../preview-warning.js';
 import { shortName, watchInputs } from '../../watch/file-watcher.js';
 import { DEFAULT_POLL_MS, WatchSession } from '../../watch/watch-session.js';
