@@ -3,8 +3,8 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { loadConfig } from '../../src/config/load-config.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { routesOf } from '../../src/hosting/routes.js';
 import { listen, type RunningServer } from '../../src/serve/http-server.js';

@@ -1,9 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSiteContext } from '../../src/pipeline/site-context.js';
 import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
 import type { SiteConfig } from '../../src/config/site-config.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { TemplateError } from '../../src/render/templates.js';
 import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';

@@ -7,7 +7,7 @@ import { type Attrs, type XmlElement } from '../../src/render/xml-element.js';
 import { setXmlEngine } from '../../src/render/xml-engine.js';
 import { PLAIN_NAME, plainElementName } from '../../src/render/xml-names.js';
 import { renderSitemaps } from '../../src/formats/sitemap.js';
-import { createSiteContext } from '../../src/pipeline/site-context.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import * as reference from '../helpers/xml-reference.js';
 import { HOSTILE } from '../../src/db/demo-data.js';

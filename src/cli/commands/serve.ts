@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createSiteContext } from '../../pipeline/site-context.js';
 import { loadConfig } from '../../config/load-config.js';
+import { createSiteContext } from '../../pipeline/render/site-context.js';
 import { openForReading, openForUpdate } from '../../db/open-database.js';
 import { FORMATS } from '../../formats/registry.js';
 import { routesOf } from '../../hosting/routes.js';
