@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { waitForHttp } from './http.js';
+import { startServer, type RunningServer, type ServerProgram } from './server-process.js';
 
 /**
  * Runs Debian's Apache 2.4 (installed by .ci/run) in the foreground with a private ServerRoot and
@@ -109,52 +108,21 @@ export function apacheConfig(prefix: string, sites: readonly ApacheSite[], trees
   return `${lines.join('\n')}\n`;
 }
 
-export interface RunningApache {
-  stop(): Promise<void>;
-  errorLog(): string;
-}
+export type RunningApache = RunningServer;
 
 /**
  * Starts Apache in the foreground. As root its workers run as nobody, so the folders given in
  * `readable` (temporary folders are private) are opened to others first.
  */
-export async function startApache(prefix: string, config: string, ports: number[], readable: string[], lifetimeMs = 300_000): Promise<RunningApache> {
+export function startApache(prefix: string, config: string, ports: number[], readable: string[], lifetimeMs?: number): Promise<RunningApache> {
   if (process.getuid?.() === 0) for (const dir of [prefix, ...readable]) chmodSync(dir, 0o755);
-  const file = join(prefix, 'apache2.conf');
-  const errorLog = join(prefix, 'error.log');
-  writeFileSync(file, config);
-  const child = spawn(APACHE, ['-d', prefix, '-f', file, '-DFOREGROUND'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const kill = () => child.exitCode === null && child.signalCode === null && child.kill('SIGTERM');
-  const watchdog = setTimeout(kill, lifetimeMs);
-  watchdog.unref();
-  process.once('exit', kill);
-  const readLog = () => {
-    try {
-      return readFileSync(errorLog, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  try {
-    await Promise.race([
-      Promise.all(ports.map((port) => waitForHttp(port))),
-      exited.then(() => {
-        throw new Error(`apache2 exited: ${stderr}${readLog()}`);
-      }),
-    ]);
-  } catch (error) {
-    kill();
-    throw error;
-  }
-  return {
-    async stop() {
-      clearTimeout(watchdog);
-      kill();
-      await exited;
-    },
-    errorLog: readLog,
-  };
+  return startServer(APACHE_PROGRAM, prefix, config, ports, lifetimeMs);
 }
+
+/** Apache in the foreground with its own ServerRoot (the prefix). */
+const APACHE_PROGRAM: ServerProgram = {
+  name: 'apache2',
+  binary: APACHE,
+  configName: 'apache2.conf',
+  args: (prefix, file) => ['-d', prefix, '-f', file, '-DFOREGROUND'],
+};

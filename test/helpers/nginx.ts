@@ -1,7 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { waitForHttp } from './http.js';
+import { startServer, type RunningServer, type ServerProgram } from './server-process.js';
 
 /**
  * Runs Debian's nginx (installed by .ci/run) in the foreground with a configuration of ours, in a
@@ -11,10 +11,7 @@ import { waitForHttp } from './http.js';
 
 export const NGINX = '/usr/sbin/nginx';
 
-export interface RunningNginx {
-  stop(): Promise<void>;
-  errorLog(): string;
-}
+export type RunningNginx = RunningServer;
 
 /** The http-level wrapper every test configuration gets; `servers` is what `vidfeeds hosting nginx` printed. */
 export function nginxMainConfig(prefix: string, servers: string): string {
@@ -47,44 +44,14 @@ export function nginxTest(prefix: string, config: string): { ok: boolean; output
   return { ok: result.status === 0, output: `${result.stdout}${result.stderr}` };
 }
 
-export async function startNginx(prefix: string, config: string, ports: number[], lifetimeMs = 300_000): Promise<RunningNginx> {
-  const file = join(prefix, 'nginx.conf');
-  const errorLog = join(prefix, 'error.log');
-  writeFileSync(file, config);
-  const child = spawn(NGINX, ['-p', prefix, '-c', file, '-g', `daemon off; master_process on; pid ${join(prefix, 'nginx.pid')}; error_log ${errorLog} warn;`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const kill = () => child.exitCode === null && child.kill('SIGTERM');
-  const watchdog = setTimeout(kill, lifetimeMs);
-  watchdog.unref();
-  process.once('exit', kill);
-  const readLog = () => {
-    try {
-      return readFileSync(errorLog, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  try {
-    await Promise.race([
-      Promise.all(ports.map((port) => waitForHttp(port))),
-      exited.then(() => {
-        throw new Error(`nginx exited: ${stderr}${readLog()}`);
-      }),
-    ]);
-  } catch (error) {
-    kill();
-    throw error;
-  }
-  return {
-    async stop() {
-      clearTimeout(watchdog);
-      kill();
-      await exited;
-    },
-    errorLog: readLog,
-  };
+/** nginx in the foreground, its pid file and error log in the prefix. */
+const NGINX_PROGRAM: ServerProgram = {
+  name: 'nginx',
+  binary: NGINX,
+  configName: 'nginx.conf',
+  args: (prefix, file, errorLog) => ['-p', prefix, '-c', file, '-g', `daemon off; master_process on; pid ${join(prefix, 'nginx.pid')}; error_log ${errorLog} warn;`],
+};
+
+export function startNginx(prefix: string, config: string, ports: number[], lifetimeMs?: number): Promise<RunningNginx> {
+  return startServer(NGINX_PROGRAM, prefix, config, ports, lifetimeMs);
 }
