@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROBE_FOLDER_PREFIX, probeDisk, waitForQuietDisk } from '../../src/bench/disk-probe.js';
 import { compareTrees } from '../../src/bench/freshness.js';
-import { tempDir } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
 
 /**
  * The bench's judgement of the disk, against a baseline file the test writes: the probe's own

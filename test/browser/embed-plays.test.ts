@@ -6,7 +6,8 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/http.js';
 import { missingPrograms } from '../helpers/programs.js';
-import { buildInMemory, createDemoDb, tempDir } from '../helpers/site-fixture.js';
+import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The default embed in a real browser: Debian's headless Chromium, driven by playwright-core

@@ -6,8 +6,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { cli } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
-import { tempDir } from '../helpers/site-fixture.js';
+
 import { documentHash } from '../../src/pipeline/document-hash.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * `vidfeeds check` run as a user runs it: each test builds a small demo site, then damages the

@@ -1,16 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createDemoDb, tempDir } from '../helpers/site-fixture.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createDemoDb } from '../helpers/site-fixture.js';
+import { tempDir, useTempDir } from '../helpers/temp-dir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'bin/vidfeeds.js');
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 beforeAll(() => {
   if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` (npm test does) before this test');
@@ -23,10 +19,8 @@ function listing(dir: string): string[] {
 
 /** A working directory with a demo database, a config file and a templates directory of its own. */
 function site(player: Record<string, unknown>, templates: Record<string, string> = {}) {
-  const { dir, cleanup } = tempDir('vidfeeds-cli-');
-  cleanups.push(cleanup);
+  const dir = useTempDir('vidfeeds-cli-');
   const demo = createDemoDb({ users: 12, seed: 3 });
-  cleanups.push(demo.cleanup);
   writeFileSync(join(dir, 'site.sqlite'), readFileSync(demo.file));
   mkdirSync(join(dir, 'templates/embed'), { recursive: true });
   for (const [name, source] of Object.entries(templates)) writeFileSync(join(dir, 'templates/embed', `${name}.hbs`), source);
@@ -44,7 +38,6 @@ describe('vidfeeds build with a templates directory of its own', () => {
     const dir = site({ template: 'mine', templatesDir: 'templates' }, { mine: '<iframe src="{{fileUrl}}"></iframe>' });
     // Run from elsewhere, as a cron job does, naming the files by absolute paths.
     const elsewhere = tempDir('vidfeeds-cwd-');
-    cleanups.push(elsewhere.cleanup);
     const result = spawnSync(
       process.execPath,
       [BIN, 'build', '--config', join(dir, 'vidfeeds.config.json'), '--db', join(dir, 'site.sqlite'), '--out', join(dir, 'out')],

@@ -2,9 +2,10 @@ import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers/site-fixture.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+
 import { xmllintSchema, xpath } from '../helpers/validators.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 
 /**
  * `vidfeeds recommend` as an operator runs it: the built CLI (`npm test` compiles dist/ first;
@@ -14,11 +15,6 @@ import { xmllintSchema, xpath } from '../helpers/validators.js';
 const ROOT = resolve(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'bin/vidfeeds.js');
 const SCHEMA = join(ROOT, 'docs/schemas/recommendations.xsd');
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 beforeAll(() => {
   if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` (npm test does) first');
@@ -31,8 +27,7 @@ function vidfeeds(cwd: string, ...args: string[]) {
 
 /** A temporary directory holding a small demo site database. */
 function site(): { dir: string; db: string } {
-  const { dir, cleanup } = tempDir('vidfeeds-cli-');
-  cleanups.push(cleanup);
+  const dir = useTempDir('vidfeeds-cli-');
   const made = vidfeeds(dir, 'demo', '--db', 'site.sqlite', '--users', '12');
   expect(made.code, made.stderr).toBe(0);
   return { dir, db: join(dir, 'site.sqlite') };
@@ -152,8 +147,7 @@ describe('vidfeeds recommend', () => {
   });
 
   it('refuses a database that does not exist instead of creating one', () => {
-    const { dir, cleanup } = tempDir('vidfeeds-cli-');
-    cleanups.push(cleanup);
+    const dir = useTempDir('vidfeeds-cli-');
     const result = vidfeeds(dir, 'recommend', 'alice', '--db', 'missing.sqlite', ...GOOD);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`database ${join(dir, 'missing.sqlite')} does not exist`);
@@ -179,8 +173,7 @@ describe('vidfeeds recommend', () => {
   });
 
   it('needs --db and a user name (usage errors, exit 2)', () => {
-    const { dir, cleanup } = tempDir('vidfeeds-cli-');
-    cleanups.push(cleanup);
+    const dir = useTempDir('vidfeeds-cli-');
     expect(vidfeeds(dir, 'recommend', 'alice', ...GOOD).code).toBe(2);
     expect(vidfeeds(dir, 'recommend', '--db', 'x.sqlite', ...GOOD).code).toBe(2);
   });

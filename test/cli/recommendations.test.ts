@@ -1,22 +1,17 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
-import { insertRow, insertUser, T0, tempDir } from '../helpers/site-fixture.js';
+import { insertRow, insertUser, T0 } from '../helpers/site-fixture.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 
 /**
  * `vidfeeds recommendations list|approve|reject` as an operator runs it: the built CLI on a small
  * demo database with pending rows of two users and two addresses.
  */
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 function site(): { dir: string; file: string; ids: Record<string, number> } {
-  const { dir, cleanup } = tempDir('vidfeeds-moderate-');
-  cleanups.push(cleanup);
+  const dir = useTempDir('vidfeeds-moderate-');
   const made = cli(['demo', '--db', 'site.sqlite', '--users', '3'], { cwd: dir });
   expect(made.code, made.stderr).toBe(0);
   const file = join(dir, 'site.sqlite');

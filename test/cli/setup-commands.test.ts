@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { CONFIG_SCHEMA } from '../../src/config/config-schema.js';
 import { SCHEMA_VERSION } from '../../src/db/migrations.js';
 import { cli, cliAsync } from '../helpers/cli.js';
-import { tempDir } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
 
 /** A SQLite file another application made: tables of its own, no schema version. */
 function foreignDatabase(file: string, tables: string[]): Buffer {

@@ -5,7 +5,8 @@ import { buildRecordName, type BuildRecord, type FoundRecord } from '../../src/p
 import { checkShards } from '../../src/pipeline/record/shard-check.js';
 import { shardOf } from '../../src/pipeline/plan/shard.js';
 import { cli } from '../helpers/cli.js';
-import { createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
+import { createDemoDb, insertUser } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * `vidfeeds shards check` as an operator runs it before merging the parts of a sharded build: real

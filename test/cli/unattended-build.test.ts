@@ -8,7 +8,8 @@ import { buildRecordName } from '../../src/pipeline/record/build-record.js';
 import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { BIN, cli, cliAsync, readTree } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
-import { tempDir } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
 
 /**
  * What a cron job or CI wrapper acts on, run as it runs vidfeeds: the --json report, exit 75 and

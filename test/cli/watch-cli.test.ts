@@ -2,9 +2,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defaultLockFile } from '../../src/pipeline/lock.js';
-import { createTestDb, insertUser, tempDir } from '../helpers/site-fixture.js';
+import { createTestDb, insertUser } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The commands as an operator runs them: the built binary (npm test compiles it first), its exit
@@ -13,17 +14,11 @@ import { createTestDb, insertUser, tempDir } from '../helpers/site-fixture.js';
  */
 
 const BIN = resolve(import.meta.dirname, '../../bin/vidfeeds.js');
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 function site() {
   const fixture = createTestDb();
-  cleanups.push(fixture.cleanup);
   insertUser(fixture.db, { username: 'alice' });
   const work = tempDir('vidfeeds-cli-');
-  cleanups.push(work.cleanup);
   return { ...fixture, out: join(work.dir, 'out'), cwd: work.dir };
 }
 
@@ -36,7 +31,7 @@ describe('vidfeeds build and watch from the command line', () => {
     const { file, out, cwd, db } = site();
     insertUser(db, { username: 'robots.txt' });
     const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
-    cleanups.push(() => child.kill('SIGKILL'));
+    cleanUpAfterTest(() => child.kill('SIGKILL'));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
@@ -75,7 +70,7 @@ describe('vidfeeds build and watch from the command line', () => {
   it('watch rebuilds on a database change, holds the lock only while it builds, and stops cleanly on SIGINT', async () => {
     const { file, out, cwd, db } = site();
     const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
-    cleanups.push(() => child.kill('SIGKILL'));
+    cleanUpAfterTest(() => child.kill('SIGKILL'));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
@@ -136,7 +131,7 @@ describe('vidfeeds build and watch from the command line', () => {
   it('watch reports a database that breaks while watching once, and builds again when it is back', async () => {
     const { file, out, cwd } = site();
     const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out, '--poll', '200'], { cwd });
-    cleanups.push(() => child.kill('SIGKILL'));
+    cleanUpAfterTest(() => child.kill('SIGKILL'));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
@@ -180,7 +175,7 @@ describe('vidfeeds build and watch from the command line', () => {
     writeFileSync(template, good);
     writeFileSync(join(cwd, 'vidfeeds.config.json'), JSON.stringify({ baseUrl: 'https://videos.example.org', player: { template: 'mine', templatesDir: 'templates' } }));
     const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
-    cleanups.push(() => child.kill('SIGKILL'));
+    cleanUpAfterTest(() => child.kill('SIGKILL'));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));

@@ -10,7 +10,8 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { ALL_ENCODINGS } from '../../src/paths/compression.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { cli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
 
 const REPO = join(import.meta.dirname, '../..');
 

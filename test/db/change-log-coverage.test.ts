@@ -12,7 +12,8 @@ import { FORMATS } from '../../src/formats/registry.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import type { UserPart } from '../../src/model/views.js';
-import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { readTree, treeDifferences } from '../helpers/tree.js';
 
 /**
@@ -112,7 +113,6 @@ describe('the change log covers every column a document shows', () => {
   for (const column of columns) {
     it(`${column.table}.${column.name}`, () => {
       const work = tempDir('vidfeeds-cover-');
-      cleanups.push(work.cleanup);
       const file = join(work.dir, 'site.sqlite');
       const out = join(work.dir, 'out');
       const stateFile = join(work.dir, 'state.sqlite');

@@ -1,19 +1,14 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { affectedOwners } from '../../src/pipeline/plan/changes.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { MIGRATIONS, migrate } from '../../src/db/migrations.js';
-import { createTestDb, insertRow, insertUser, insertVideo, T0, tempDir } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
+import { createTestDb, insertRow, insertUser, insertVideo, T0 } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest, useTempDir } from '../helpers/temp-dir.js';
 
 function fixture() {
   const f = createTestDb();
-  cleanups.push(f.cleanup);
   return f;
 }
 
@@ -45,7 +40,7 @@ describe('change log (migration 2)', () => {
     const bob = insertUser(db, { username: 'bob' });
     const video = insertVideo(db, alice.id, { public_id: 'clip' });
     const site = new Database(file);
-    cleanups.push(() => site.close());
+    cleanUpAfterTest(() => site.close());
     site.pragma('foreign_keys = ON');
     site.prepare(`UPDATE videos SET user_id = ?, visibility = 'private' WHERE id = ?`).run(bob.id, video.id);
     site.prepare(`UPDATE users SET display_name = 'Alice L.' WHERE id = ?`).run(alice.id);
@@ -113,11 +108,10 @@ describe('change log (migration 2)', () => {
   });
 
   it('is added to a database made before it', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const file = join(dir, 'old.sqlite');
     const db = new Database(file);
-    cleanups.push(() => db.close());
+    cleanUpAfterTest(() => db.close());
     db.exec(MIGRATIONS[0]!);
     db.pragma('user_version = 1');
     insertUser(db, { username: 'before' });

@@ -7,7 +7,8 @@ import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import type { UserPart } from '../../src/model/views.js';
 import { cli } from '../helpers/cli.js';
-import { createDemoDb, tempDir } from '../helpers/site-fixture.js';
+import { createDemoDb } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** Every row of every table, in a stable order, as text: two databases with equal contents give equal text. */
 function contents(db: Database.Database): string {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
@@ -6,12 +6,8 @@ import { migrate, MIGRATIONS } from '../../src/db/migrations.js';
 import { RECOMMENDATION_LIMITS, submitRecommendation, validateRecommendation, type SubmitPolicy } from '../../src/db/submit-recommendation.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
-import { createTestDb, insertRow, insertUser, T0, tempDir } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
+import { createTestDb, insertRow, insertUser, T0 } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest, useTempDir } from '../helpers/temp-dir.js';
 
 const GOOD = { title: 'A fine video', image: 'https://img.example.org/t.jpg', link: 'https://video.example.org/watch?v=1&t=2' };
 
@@ -85,7 +81,6 @@ describe('validateRecommendation', () => {
 describe('submitRecommendation', () => {
   function fixture() {
     const f = createTestDb();
-    cleanups.push(f.cleanup);
     return f;
   }
   const input = { title: 'New one', image: GOOD.image, link: GOOD.link, description: 'Nice', duration: '03:25' };
@@ -223,11 +218,10 @@ describe('submitRecommendation', () => {
 
 describe('migration 3', () => {
   it('keeps the recommendations stored before it published', () => {
-    const { dir, cleanup } = tempDir('vidfeeds-m3-');
-    cleanups.push(cleanup);
+    const dir = useTempDir('vidfeeds-m3-');
     const file = join(dir, 'site.sqlite');
     const db = new Database(file);
-    cleanups.push(() => db.close());
+    cleanUpAfterTest(() => db.close());
     db.exec(MIGRATIONS[0]!);
     db.exec(MIGRATIONS[1]!);
     db.pragma('user_version = 2');

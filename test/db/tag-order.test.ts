@@ -1,14 +1,10 @@
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { byCodePoint } from '../../src/db/by-code-point.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
+import { cleanUpAfterTest } from '../helpers/temp-dir.js';
 
 /**
  * A video's tags are read as ids and named from a map kept per snapshot (src/db/site-reader.ts,
@@ -20,8 +16,7 @@ describe("a video's tags", () => {
   const NAMES = ['b', 'a', 'B', 'aa', 'é', 'e\u0301', '\uE000', '\uFFFD\uFFFC', '\u{1F600}', '\u{10400}', '\uFF21', 'Z', '', 'dup', '日本', '\u0000x'];
 
   it('come in SQLite order of their names, each tag once, whether read in a snapshot or not', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     const user = insertUser(db, { username: 'tagger' });
     const video = insertVideo(db, user.id, { public_id: 'tagged' });
     const other = insertVideo(db, user.id, { public_id: 'other' });
@@ -32,7 +27,7 @@ describe("a video's tags", () => {
     link.run(other.id, insertTag.run('only-other').lastInsertRowid);
 
     const readOnly = new Database(file, { readonly: true });
-    cleanups.push(() => readOnly.close());
+    cleanUpAfterTest(() => readOnly.close());
     const expected = readOnly
       .prepare<[number], string>(`SELECT t.name FROM video_tags vt JOIN tags t ON t.id = vt.tag_id WHERE vt.video_id = ? ORDER BY t.name, t.id`)
       .pluck()
@@ -56,7 +51,7 @@ describe("a video's tags", () => {
 
   it('byCodePoint orders strings as SQLite orders UTF-8 text', () => {
     const db = new Database(':memory:');
-    cleanups.push(() => db.close());
+    cleanUpAfterTest(() => db.close());
     const strings = ['', 'a', 'ab', 'b', '\uD7FF', '\uE000', '\uFFFF', '\u{10000}', '\u{10FFFF}', 'a\u{1F600}', 'a\uFFFF', 'A', '\u00E9'];
     const sqlite = db
       .prepare<[string], string>(`SELECT value FROM json_each(?) ORDER BY value`)
@@ -72,8 +67,7 @@ describe("a video's tags", () => {
  */
 describe("a video's category", () => {
   it('is the one joining categories on category_id gives, for ids of every storage class, in a snapshot or not', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     // Values a site's database held before the type checks (which refuse all but the integers now).
     db.exec('DROP TRIGGER videos_types_insert; DROP TRIGGER videos_types_update; DROP TRIGGER categories_types_insert; PRAGMA foreign_keys = OFF');
     db.exec(`INSERT INTO categories (id, name) VALUES (1, 'Music'), (2, CAST(X'FF' AS TEXT)), (3, 'Sport'), (4, X'00'), (-5, 'Negative')`);
@@ -86,7 +80,7 @@ describe("a video's category", () => {
     const storedAs = db.prepare<[], [string, string]>(`SELECT public_id, typeof(category_id) FROM videos`).raw().all();
     expect(Object.fromEntries(storedAs)).toMatchObject({ one: 'integer', none: 'null', text: 'text', textHex: 'text', real: 'real', blob: 'blob' });
     const readOnly = new Database(file, { readonly: true });
-    cleanups.push(() => readOnly.close());
+    cleanUpAfterTest(() => readOnly.close());
     const joined = readOnly
       .prepare<[string], string | null>(`SELECT (SELECT c.name FROM categories c WHERE c.id = v.category_id AND typeof(c.name) = 'text') FROM videos v WHERE v.public_id = ?`)
       .pluck();

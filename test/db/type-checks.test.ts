@@ -7,7 +7,8 @@ import { issueOf } from '../../src/db/decode.js';
 import { generateDemo } from '../../src/db/demo-data.js';
 import { MIGRATIONS, SCHEMA_VERSION, TYPE_CHECK_VERSION, migrate } from '../../src/db/migrations.js';
 import { cli } from '../helpers/cli.js';
-import { createTestDb, insertUser, insertVideo, T0, tempDir } from '../helpers/site-fixture.js';
+import { createTestDb, insertUser, insertVideo, T0 } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** Migration 4: the schema refuses values of the wrong type, and reports (and keeps) those already stored. */
 

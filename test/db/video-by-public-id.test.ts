@@ -1,18 +1,13 @@
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
+import { cleanUpAfterTest } from '../helpers/temp-dir.js';
 
 describe('SiteReader.videoByPublicId (what vidfeeds serve answers oEmbed requests with)', () => {
   it('tells published (200), private (401) and missing (404) apart, revealing nothing of inactive users', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     const active = insertUser(db, { username: 'active' });
     const suspended = insertUser(db, { username: 'suspended', state: 'suspended' });
     const deleted = insertUser(db, { username: 'deleted', state: 'deleted' });
@@ -27,7 +22,7 @@ describe('SiteReader.videoByPublicId (what vidfeeds serve answers oEmbed request
     insertVideo(db, active.id, { public_id: '..' });
 
     const readOnly = new Database(file, { readonly: true });
-    cleanups.push(() => readOnly.close());
+    cleanUpAfterTest(() => readOnly.close());
     const reader = new SiteReader(readOnly, readLimits(8));
     const status = (id: string) => reader.videoByPublicId(id).status;
     const found = reader.videoByPublicId('public');

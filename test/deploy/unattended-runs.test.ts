@@ -3,7 +3,8 @@ import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
-import { tempDir } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
 
 const DOCS = join(import.meta.dirname, '../../docs');
 const UNITS = ['vidfeeds-build.service', 'vidfeeds-build.timer'];

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { decimal } from '../../src/formats/apml.js';
 import { HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
@@ -11,11 +11,6 @@ const EMAIL_OPTIONAL = join(SCHEMAS, 'apml-0.6-email-optional.xsd');
 const BASE = 'https://videos.example.org';
 const x = (path: string) => path.replace(/\/(?=[a-zA-Z])/g, "/*[local-name()='").replace(/(\*\[local-name\(\)='[a-zA-Z]+)/g, "$1']");
 const RFC3339_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 const build = () => buildProfiles(ONLY);
 
@@ -97,8 +92,7 @@ describe('APML attention profile (/<user>/apml/)', () => {
   });
 
   it('validates for every user of the demo site; the strict schema for those who show the address', () => {
-    const { file, cleanup } = createDemoDb();
-    cleanups.push(cleanup);
+    const { file } = createDemoDb();
     const { writer } = buildInMemory(file, { only: ONLY });
     const docs = Object.fromEntries([...writer.files].map(([path, body]) => [path, body.toString('utf8')]));
     expect(Object.keys(docs).length).toBeGreaterThan(30);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { xmlChars } from '../../src/render/xml-text.js';
 import { objects, parseNTriples, type Triple } from '../helpers/ntriples.js';
 import { ALICE, HIDDEN, HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
@@ -14,11 +14,6 @@ const RDF_TYPE = 'http://www.w3.org/1999/02/22-rdf-syntax-ns#type';
 const SEE_ALSO = 'http://www.w3.org/2000/01/rdf-schema#seeAlso';
 const ADMIN = 'http://webns.net/mvcb/';
 const VIDFEEDS = 'https://www.npmjs.com/package/vidfeeds#';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 const build = () => buildProfiles(ONLY);
 
@@ -139,8 +134,7 @@ describe('FOAF profile (/<user>/foaf/)', () => {
   });
 
   it('parses for every user of the demo site', () => {
-    const { file, cleanup } = createDemoDb();
-    cleanups.push(cleanup);
+    const { file } = createDemoDb();
     const { writer } = buildInMemory(file, { only: ONLY });
     expect(writer.files.size).toBeGreaterThan(30);
     for (const [path, bytes] of writer.files) {
@@ -151,8 +145,7 @@ describe('FOAF profile (/<user>/foaf/)', () => {
   });
 
   it('uses only terms of the vocabularies it declares (FOAF 0.99 and the others), for every demo user', () => {
-    const { file, cleanup } = createDemoDb();
-    cleanups.push(cleanup);
+    const { file } = createDemoDb();
     const { writer } = buildInMemory(file, { only: ONLY });
     const documents = [...writer.files].map(([path, bytes]) => [path, bytes.toString('utf8')] as const);
     documents.push(['alice (every property)', build().text('alice/foaf/index.rdf')]);

@@ -1,15 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { hcardReadings, type Mf2Item } from '../helpers/microformats.js';
 import { ALICE, HIDDEN, HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 
 const ONLY = new Set(['hcard']);
 const BASE = 'https://videos.example.org';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 const build = () => buildProfiles(ONLY);
 
@@ -104,8 +99,7 @@ describe('hCard page (/<user>/hcard/)', () => {
   });
 
   it('gives every user of the demo site one card that both readings agree on', () => {
-    const { file, cleanup } = createDemoDb();
-    cleanups.push(cleanup);
+    const { file } = createDemoDb();
     const { writer } = buildInMemory(file, { only: ONLY });
     expect(writer.files.size).toBeGreaterThan(30);
     for (const [path, bytes] of writer.files) {

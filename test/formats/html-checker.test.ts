@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEMO_DEFAULTS } from '../../src/db/demo-data.js';
 import { missingPrograms } from '../helpers/programs.js';
-import { buildInMemory, createDemoDb, tempDir } from '../helpers/site-fixture.js';
+import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The Nu HTML checker (the W3C's HTML conformance checker; the `vnu-jar` npm package, run with

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
 import type { SiteConfig } from '../../src/config/site-config.js';
 import { FORMATS } from '../../src/formats/registry.js';
@@ -20,20 +20,13 @@ import { jing, SCHEMAS } from '../helpers/validators.js';
 
 const OEMBED_FORMATS = new Set(['oembed', 'oembed-json', 'oembed-xml', 'oembed-html']);
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 function fixture() {
   const f = createTestDb();
-  cleanups.push(f.cleanup);
   return f;
 }
 
 function demo() {
   const f = createDemoDb();
-  cleanups.push(f.cleanup);
   return f;
 }
 

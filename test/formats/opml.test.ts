@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 import { jing, listparser, SCHEMAS, xpath } from '../helpers/validators.js';
@@ -8,11 +8,6 @@ const ONLY = new Set(['opml']);
 const RNC = join(SCHEMAS, 'opml-2.0-spec.rnc');
 const BASE = 'https://videos.example.org';
 const RFC822 = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 const build = () => buildProfiles(ONLY);
 
@@ -93,8 +88,7 @@ describe('OPML reading list (/<user>/opml/)', () => {
   });
 
   it('validates and reads for every user of the demo site', () => {
-    const { file, cleanup } = createDemoDb();
-    cleanups.push(cleanup);
+    const { file } = createDemoDb();
     const { writer } = buildInMemory(file, { only: ONLY });
     const docs = Object.fromEntries([...writer.files].map(([path, body]) => [path, body.toString('utf8')]));
     expect(Object.keys(docs).length).toBeGreaterThan(30);

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, T0, testConfig } from '../helpers/site-fixture.js';
 import { HOSTILE_TEXT, seedProfiles } from '../helpers/profile-fixture.js';
 import { xmllintSchema, xpath } from '../helpers/validators.js';
@@ -7,14 +7,8 @@ import { xmllintSchema, xpath } from '../helpers/validators.js';
 const SCHEMA = resolve(import.meta.dirname, '../../docs/schemas/recommendations.xsd');
 const ONLY = new Set(['recommendations']);
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 function fixture() {
   const f = createTestDb();
-  cleanups.push(f.cleanup);
   seedProfiles(f.db);
   return f;
 }
@@ -57,8 +51,7 @@ describe('recommendations (/<user>/openrecommender/)', () => {
   });
 
   it('still fills the count when unpublishable rows are among the newest', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     const u = insertUser(db, { username: 'picky' });
     for (let r = 0; r < 12; r++) {
       const bad = r % 2 === 1;
@@ -96,8 +89,7 @@ describe('recommendations (/<user>/openrecommender/)', () => {
   });
 
   it('validates for every user of the demo site, and its bytes are stable', async () => {
-    const { file, cleanup } = createDemoDb();
-    cleanups.push(cleanup);
+    const { file } = createDemoDb();
     const first = buildInMemory(file, { only: ONLY }).writer;
     const docs = Object.fromEntries([...first.files].map(([path, body]) => [path, body.toString('utf8')]));
     expect(Object.keys(docs).length).toBeGreaterThan(30);

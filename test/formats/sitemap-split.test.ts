@@ -6,9 +6,10 @@ import type { Format, SiteContext } from '../../src/formats/format.js';
 import type { SiteIndex } from '../../src/model/views.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { readTree } from '../helpers/cli.js';
-import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
 import { SCHEMAS, xmllintSchema, xpath } from '../helpers/validators.js';
 import { join } from 'node:path';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** sitemaps.org: at most 50,000 URLs and 52,428,800 bytes per file; past that, an index of parts. */
 

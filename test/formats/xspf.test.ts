@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HOSTILE_TEXT, PRIVATE_STRINGS, buildProfiles } from '../helpers/profile-fixture.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0 } from '../helpers/site-fixture.js';
 import { jing, SCHEMAS, xpath } from '../helpers/validators.js';
@@ -9,11 +9,6 @@ const RNG = join(SCHEMAS, 'xspf-1_0.7.rng');
 const BASE = 'https://videos.example.org';
 /** XPath over the XSPF namespace without declaring it (xmllint --xpath has no namespace option). */
 const x = (path: string) => path.replace(/\/(?=[a-zA-Z])/g, "/*[local-name()='").replace(/(\*\[local-name\(\)='[a-zA-Z]+)/g, "$1']");
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 const build = () => buildProfiles(ONLY);
 
@@ -55,7 +50,6 @@ describe('XSPF playlist (/<user>/xspf/)', () => {
 
   it('keeps a private viewing history private: an empty trackList', () => {
     const f = createTestDb();
-    cleanups.push(f.cleanup);
     const viewer = insertUser(f.db, { username: 'viewer', history_public: 0 });
     const v = insertVideo(f.db, viewer.id, { public_id: 'watched' });
     insertRow(f.db, 'viewing_history', { user_id: viewer.id, video_id: v.id, viewed_at: T0 });
@@ -85,8 +79,7 @@ describe('XSPF playlist (/<user>/xspf/)', () => {
   });
 
   it('validates for every user of the demo site', () => {
-    const { file, cleanup } = createDemoDb();
-    cleanups.push(cleanup);
+    const { file } = createDemoDb();
     const { writer } = buildInMemory(file, { only: ONLY });
     const docs = Object.fromEntries([...writer.files].map(([path, body]) => [path, body.toString('utf8')]));
     expect(Object.keys(docs).length).toBeGreaterThan(30);

@@ -1,8 +1,6 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onTestFinished } from 'vitest';
+import { tempDir } from './temp-dir.js';
 import { BuildState } from '../../src/pipeline/build-state.js';
 import type { BuildReport } from '../../src/pipeline/build-report.js';
 import { runBuild, type BuildOptions } from '../../src/pipeline/run-build.js';
@@ -19,23 +17,6 @@ import { FORMATS } from '../../src/formats/registry.js';
 
 /** Times in fixtures: 2024-01-01T00:00:00Z plus an offset. */
 export const T0 = 1_704_067_200;
-
-/** Runs `cleanup` when the current test ends; outside a test (a hook), the caller calls it. */
-function removeAfterTest(cleanup: () => void): void {
-  try {
-    onTestFinished(cleanup);
-  } catch {
-    // Not inside a test: the caller owns the cleanup.
-  }
-}
-
-/** A temporary directory, removed when the test ends (or by `cleanup`). */
-export function tempDir(prefix = 'vidfeeds-test-'): { dir: string; cleanup: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const cleanup = () => rmSync(dir, { recursive: true, force: true });
-  removeAfterTest(cleanup);
-  return { dir, cleanup };
-}
 
 /** A fresh site database on disk, removed when the test ends (each test gets its own). */
 export function createTestDb(): { db: Database.Database; file: string; cleanup: () => void } {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { tempDir } from './site-fixture.js';
+import { tempDir } from './temp-dir.js';
 
 /**
  * Independent consumers of our formats: Debian's xmllint (libxml2), jing (RELAX NG), rapper

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifyCompressed } from '../../src/paths/compression.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { cacheClassOf } from '../../src/hosting/cache-control.js';
 import { cli } from '../helpers/cli.js';
 import { PRODUCT_TABLE } from '../helpers/served-urls.js';
-import { createDemoDb, tempDir } from '../helpers/site-fixture.js';
+import { createDemoDb } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * Cache-Control and compressed forms in what the host configurations and the upload manifest
@@ -15,14 +16,8 @@ import { createDemoDb, tempDir } from '../helpers/site-fixture.js';
  * precompressed.test.ts; a real Apache is another test's.)
  */
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 function work(): string {
   const t = tempDir('vidfeeds-cache-');
-  cleanups.push(t.cleanup);
   return t.dir;
 }
 
@@ -47,7 +42,6 @@ describe('the configuration', () => {
   it('refuses an unknown encoding, format or Cache-Control value before any file is touched, with exit code 2', () => {
     const dir = work();
     const fixture = createDemoDb({ users: 3, seed: 1 });
-    cleanups.push(fixture.cleanup);
     const cases: Array<[unknown, RegExp]> = [
       [{ compress: ['zstd'] }, /compress\[0\] must be one of "gzip", "br", not "zstd"/],
       [{ compress: ['gzip', 'gzip'] }, /compress names "gzip" twice/],
@@ -133,7 +127,6 @@ describe('the upload manifest', () => {
   it('gives each file its size, SHA-256 and Cache-Control, and its compressed forms with their encoding', () => {
     const dir = work();
     const fixture = createDemoDb({ users: 4, seed: 3 });
-    cleanups.push(fixture.cleanup);
     const file = configFile(dir, config);
     const out = join(dir, 'out');
     expect(cli(['build', '--db', fixture.file, '--out', out, '--config', file]).code).toBe(0);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Format } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
@@ -14,16 +14,11 @@ import { matchRoute, splitUrlPath } from '../../src/paths/url-scheme.js';
 import { cli } from '../helpers/cli.js';
 import { nginxMainConfig, nginxTest } from '../helpers/nginx.js';
 import { PRODUCT_TABLE } from '../helpers/served-urls.js';
-import { buildInMemory, createDemoDb, tempDir } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
+import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 function work() {
   const t = tempDir('vidfeeds-hosting-');
-  cleanups.push(t.cleanup);
   return t.dir;
 }
 
@@ -152,7 +147,6 @@ describe('vidfeeds hosting apache, headers, redirects', () => {
 describe('vidfeeds hosting manifest', () => {
   it('lists every file of a built tree with its content type and keys, and leaves out the rest', () => {
     const fixture = createDemoDb({ users: 12, seed: 3 });
-    cleanups.push(fixture.cleanup);
     const dir = work();
     const { writer } = buildInMemory(fixture.file);
     for (const [path, body] of writer.files) {

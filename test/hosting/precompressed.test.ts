@@ -14,7 +14,8 @@ import { freePort, http, type HttpResult } from '../helpers/http.js';
 import { apacheConfig, apacheMissing, documentedApache, startApache, type RunningApache } from '../helpers/apache.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { servedUrls, type ServedUrl } from '../helpers/served-urls.js';
-import { createDemoDb, tempDir } from '../helpers/site-fixture.js';
+import { createDemoDb } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * A tree built with `"compress": ["gzip", "br"]` (by the CLI, as a cron job runs it), served by

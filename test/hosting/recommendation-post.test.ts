@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, cliAsync } from '../helpers/cli.js';
 import { freePort, http, waitForHttp, type HttpResult } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
-import { insertUser, tempDir } from '../helpers/site-fixture.js';
+import { insertUser } from '../helpers/site-fixture.js';
 import { xmllintSchema, xpath } from '../helpers/validators.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The recommendation POST against flooding and spam (issue 18), as a site runs it: the built

@@ -19,7 +19,8 @@ import { cli } from '../helpers/cli.js';
 import { freePort, http } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { expectBodiesParse, expectServed, PRODUCT_TABLE, REFUSED_PATHS, servedUrls } from '../helpers/served-urls.js';
-import { createDemoDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { createDemoDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The tree as hosts serve it: a demo build in a temporary folder, Debian's nginx with the

@@ -1,24 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REPORT_KEEPS } from '../../src/pipeline/build-report.js';
 import { summary } from '../../src/cli/commands/build.js';
 import { join } from 'node:path';
 import { cli } from '../helpers/cli.js';
-import { buildInMemory, createTestDb, insertUser, tempDir } from '../helpers/site-fixture.js';
+import { buildInMemory, createTestDb, insertUser } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * A build keeps a bounded amount per problem row in memory, however many there are
  * (docs/performance.md), and names every one of them as it happens.
  */
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 describe('build report', () => {
   it('keeps the first skipped rows and counts all of them', () => {
     const f = createTestDb();
-    cleanups.push(f.cleanup);
     const bad = REPORT_KEEPS + 37;
     for (let i = 0; i < bad; i++) insertUser(f.db, { username: `bad/name${i}` });
     insertUser(f.db, { username: 'fine' });
@@ -32,7 +27,6 @@ describe('build report', () => {
 
   it('names every skipped row on stderr from the command line, however many', () => {
     const f = createTestDb();
-    cleanups.push(f.cleanup);
     const bad = REPORT_KEEPS + 21;
     for (let i = 0; i < bad; i++) insertUser(f.db, { username: `bad/name${i}` });
     f.db.close();

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BuildState, STATE_VERSION } from '../../src/pipeline/build-state.js';
 import { planBuild, type PlanInput } from '../../src/pipeline/plan/incremental.js';
 import { MemoryWriter } from '../../src/pipeline/write/output-writer.js';
@@ -10,24 +10,18 @@ import { buildSite, type SiteBuildRequest } from '../../src/pipeline/site-build.
 import type { UserFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { SHIPPED_TEMPLATES_DIR } from '../../src/render/templates.js';
-import { buildInMemory, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { buildInMemory, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 import { readTree, treeDifferences } from '../helpers/tree.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** When a build is incremental, when it falls back to a full one, and what it says about it. */
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 function site() {
   const fixture = createTestDb();
-  cleanups.push(fixture.cleanup);
   const alice = insertUser(fixture.db, { username: 'alice' });
   insertVideo(fixture.db, alice.id, { public_id: 'clip' });
   insertUser(fixture.db, { username: 'bob' });
   const work = tempDir('vidfeeds-modes-');
-  cleanups.push(work.cleanup);
   const out = join(work.dir, 'out');
   const stateFile = join(work.dir, 'state.sqlite');
   const build = (request: Partial<SiteBuildRequest> = {}) => buildSite({ db: fixture.file, out, stateFile, config: testConfig(), ...request });
@@ -138,7 +132,6 @@ describe('build modes', () => {
     expect(build().reason).toMatch(/^the change log was pruned past the saved position \d+$/);
 
     const other = createTestDb();
-    cleanups.push(other.cleanup);
     insertUser(other.db, { username: 'carol' });
     const report = buildSite({ db: other.file, out, stateFile, config: testConfig() });
     expect(report).toMatchObject({ mode: 'full', reason: 'the database is another one (its database_id differs)' });

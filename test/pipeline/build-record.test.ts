@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { buildRecordName, type BuildRecord } from '../../src/pipeline/record/build-record.js';
 import { DirectoryWriter } from '../../src/pipeline/write/output-writer.js';
 import { cli } from '../helpers/cli.js';
-import { createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
+import { createDemoDb, insertUser } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** The record each build leaves in its output directory (src/pipeline/build-record.ts). */
 

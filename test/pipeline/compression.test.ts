@@ -1,11 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { compressedFormOf, compressedPath, compress, verifyCompressed, type Encoding } from '../../src/paths/compression.js';
 import type { SiteConfig } from '../../src/config/site-config.js';
-import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, type TreeFile } from '../helpers/tree.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * Pre-compressed forms in a real build into a folder: beside every document, only when asked,
@@ -13,18 +14,11 @@ import { readTree, touchedButSame, type TreeFile } from '../helpers/tree.js';
  * changes.
  */
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 const BOTH: Encoding[] = ['gzip', 'br'];
 
 function site(compressList: Encoding[] = BOTH) {
   const fixture = createDemoDb({ users: 8, seed: 2 });
-  cleanups.push(fixture.cleanup);
   const work = tempDir('vidfeeds-compression-');
-  cleanups.push(work.cleanup);
   const out = join(work.dir, 'out');
   const stateFile = join(work.dir, 'state.sqlite');
   const configOf = (encodings: Encoding[]): SiteConfig => testConfig({ compress: encodings });
@@ -135,7 +129,6 @@ describe('pre-compressed forms', () => {
     const stale = join(out, 'alice/rss/index.rss.gz');
     writeFileSync(stale, compress(Buffer.from('old'), 'gzip'));
     const other = tempDir('vidfeeds-compression-state-');
-    cleanups.push(other.cleanup);
     const report = buildSite({ db: file, out, stateFile: join(other.dir, 'fresh.sqlite'), config: testConfig({ compress: ['gzip'] }) });
     expect(report.written).toBe(0);
     expect(verifyCompressed(readFileSync(join(out, 'alice/rss/index.rss')), readFileSync(stale), 'gzip')).toEqual({ ok: true });

@@ -10,8 +10,9 @@ import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
-import { buildInMemory, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { buildInMemory, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 import { feedparser, jing, SCHEMAS } from '../helpers/validators.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** Every file under `dir`, relative, with `/` separators. */
 function walk(dir: string, root = dir): string[] {

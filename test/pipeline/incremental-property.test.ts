@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
@@ -9,8 +9,9 @@ import { sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import type { UserPart } from '../../src/model/views.js';
 import { prng } from '../../src/db/demo-data.js';
 import { MIGRATIONS, migrate } from '../../src/db/migrations.js';
-import { createDemoDb, T0, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { createDemoDb, T0, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The property of docs/incremental.md: after any sequence of changes made through plain SQL (as
@@ -41,11 +42,6 @@ const PROBED: readonly Format[] = [...FORMATS, userProbe, videoProbe];
  */
 const SPLIT_SITEMAP = sitemapFormat({ ...SITEMAP_LIMITS, maxUrls: 30, partUrls: 24 });
 const PROBED_SPLIT: readonly Format[] = PROBED.map((format) => (format.name === 'sitemap' ? SPLIT_SITEMAP : format));
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 
 type Mutation = (db: Database.Database, r: Random) => string;
@@ -340,9 +336,7 @@ describe('incremental builds', () => {
     const split = formats === PROBED_SPLIT ? ', the sitemap split by id' : '';
     it(`give the bytes of a full rebuild after random changes, and leave unchanged files untouched (seed ${seed}${split})`, () => {
       const fixture = createDemoDb({ users: 16, seed });
-      cleanups.push(fixture.cleanup);
       const work = tempDir('vidfeeds-incr-');
-      cleanups.push(work.cleanup);
       const config = testConfig();
       const site = createSiteContext(config, formats, new Date(Date.UTC(2026, 0, 1)));
       const out = join(work.dir, 'incremental', 'out');
@@ -352,7 +346,7 @@ describe('incremental builds', () => {
       // The site writes through its own connection, with foreign keys on, as a site would.
       const site_db = new Database(fixture.file);
       site_db.pragma('foreign_keys = ON');
-      cleanups.push(() => site_db.close());
+      cleanUpAfterTest(() => site_db.close());
       const r = new Random(prng(seed));
 
       expect(build().mode).toBe('full');
@@ -386,7 +380,6 @@ describe('incremental builds', () => {
 
   it('publish a user whose creation time, stored as text before the type checks, is corrected: friends list it as a full build does', () => {
     const work = tempDir('vidfeeds-incr-fix-');
-    cleanups.push(work.cleanup);
     const file = join(work.dir, 'site.sqlite');
     // Written at schema version 1, before the type checks, then upgraded as `vidfeeds init` does.
     const old = new Database(file);

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/pipeline/record/build-record.js';
 import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { cli, cliAsync, readTree } from '../helpers/cli.js';
-import { tempDir } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
 
 const RECORD = buildRecordName(undefined);
 

@@ -2,19 +2,14 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { acquireBuildLock, defaultLockFile, LockHeldError, readLock, type LockHolder } from '../../src/pipeline/lock.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
-import { createTestDb, insertUser, tempDir, testConfig } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
+import { createTestDb, insertUser, testConfig } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
 function work() {
   const t = tempDir('vidfeeds-lock-');
-  cleanups.push(t.cleanup);
   return t.dir;
 }
 
@@ -54,7 +49,7 @@ describe('build lock', () => {
   it('keeps the lock beside the output directory, not in what is served', () => {
     const dir = work();
     const lock = acquireBuildLock(join(dir, 'out'));
-    cleanups.push(() => lock.release());
+    cleanUpAfterTest(() => lock.release());
     expect(lock.file).toBe(join(dir, '.vidfeeds', 'out.lock'));
     expect(defaultLockFile(join(dir, 'x', '..', 'out'))).toBe(lock.file);
   });
@@ -101,12 +96,11 @@ describe('build lock', () => {
   });
 
   it('a build that finds the lock held stops before touching the output directory', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     insertUser(db, { username: 'alice' });
     const out = join(work(), 'out');
     const held = acquireBuildLock(out);
-    cleanups.push(() => held.release());
+    cleanUpAfterTest(() => held.release());
     expect(() => buildSite({ db: file, out, config: testConfig() })).toThrow(LockHeldError);
     expect(existsSync(out)).toBe(false);
     held.release();

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BuildState, type OwnerKind, type PruneScope } from '../../src/pipeline/build-state.js';
 import { runBuild } from '../../src/pipeline/run-build.js';
 import { buildFingerprint } from '../../src/pipeline/plan/incremental.js';
@@ -11,6 +11,7 @@ import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertRow, insertUser, testConfig } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest } from '../helpers/temp-dir.js';
 
 /**
  * A build after the site shrank prunes what earlier builds wrote as the state reads it, a page at
@@ -18,11 +19,6 @@ import { createTestDb, insertRow, insertUser, testConfig } from '../helpers/site
  * of documents must not hold millions of paths (docs/scale.md). The state's generators are
  * watched: between reading a stale path and removing it the build may read no other.
  */
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 /** More than two of the state's pages of 1,000 stale paths, so paging is exercised. */
 const DROPPED = 2_300;
@@ -65,7 +61,6 @@ class WatchedWriter extends MemoryWriter {
 
 function shrinkingSite() {
   const fixture = createTestDb();
-  cleanups.push(fixture.cleanup);
   insertUser(fixture.db, { username: 'keeper' });
   fixture.db.transaction(() => {
     for (let i = 0; i < DROPPED; i++) insertUser(fixture.db, { username: `gone${i}` });
@@ -73,7 +68,7 @@ function shrinkingSite() {
   const config = testConfig();
   const site = createSiteContext(config, FORMATS_USED, new Date(Date.UTC(2026, 0, 1)));
   const state = new WatchedState(':memory:');
-  cleanups.push(() => state.close());
+  cleanUpAfterTest(() => state.close());
   const writer = new WatchedWriter(state);
   const build = (full = false) => {
     const db = new Database(fixture.file, { readonly: true });
@@ -127,7 +122,7 @@ describe('pruning after the site shrank', () => {
 describe('BuildState.staleOwned', () => {
   it('yields every stale output of a kind exactly once while the caller forgets them', () => {
     const state = new BuildState(':memory:');
-    cleanups.push(() => state.close());
+    cleanUpAfterTest(() => state.close());
     const hash = Buffer.alloc(20);
     state.begin();
     for (let i = 0; i < 2_500; i++) state.record(`u${String(i).padStart(4, '0')}/rss/index.rss`, 'rss', { kind: 'user', id: i }, `u${i}`, hash, 1);

@@ -10,7 +10,7 @@ import type * as VersionModule from '../../src/config/version.js';
 import type * as RegistryModule from '../../src/formats/registry.js';
 import type * as WritePoolModule from '../../src/pipeline/threads/write-pool.js';
 import type { DemoShape } from '../../src/db/demo-data.js';
-import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
 import type { SiteConfig } from '../../src/config/site-config.js';
 import { ChangeLog } from '../../src/db/change-log.js';
@@ -18,6 +18,7 @@ import { SavedState } from '../../src/pipeline/build-state.js';
 import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { compressedFormOf } from '../../src/paths/compression.js';
 import { documentHash } from '../../src/pipeline/document-hash.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 // Render threads run compiled JavaScript: these tests use dist/ (`npm test` compiles first),
 // typed by the sources they were compiled from.

@@ -1,23 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FORMATS } from '../../src/formats/registry.js';
 import { SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import { BuildState } from '../../src/pipeline/build-state.js';
 import { MemoryWriter } from '../../src/pipeline/write/output-writer.js';
 import { ownsKey, parseShard, shardOf } from '../../src/pipeline/plan/shard.js';
 import { readTree } from '../helpers/cli.js';
-import { buildInMemory, createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
+import { buildInMemory, createDemoDb, insertUser } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest, useTempDir } from '../helpers/temp-dir.js';
 
 function demo(users = 40) {
   const f = createDemoDb({ users, seed: 11 });
-  cleanups.push(f.cleanup);
   return f;
 }
 
@@ -81,7 +76,7 @@ describe('sharded builds', () => {
     const a = insertUser(db, { username: inOne });
     const b = insertUser(db, { username: inTwo });
     const states = [new BuildState(':memory:'), new BuildState(':memory:')];
-    cleanups.push(() => states.forEach((s) => s.close()));
+    cleanUpAfterTest(() => states.forEach((s) => s.close()));
     // Both shards write into one tree, as two machines sharing a volume would.
     const tree = new MemoryWriter();
     for (const [i, state] of states.entries()) buildInMemory(file, { shard: { index: i + 1, count: 2 }, state, writer: tree });
@@ -105,8 +100,7 @@ describe('vidfeeds build --shard', () => {
 
   it('builds three parts into three directories whose union is the full build, each with its own state', () => {
     const { file } = demo(30);
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     expect(run(['build', '--db', file, '--out', 'full'], dir).status).toBe(0);
     for (const k of [1, 2, 3]) {
       const result = run(['build', '--db', file, '--out', `part${k}`, '--shard', `${k}/3`], dir);
@@ -132,8 +126,7 @@ describe('vidfeeds build --shard', () => {
 
   it('refuses a bad K/N, and a state made by another part, before touching a file (exit 2)', () => {
     const { file } = demo(10);
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const bad = run(['build', '--db', file, '--out', 'out', '--shard', '4/3'], dir);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('--shard: the shard must be from 1 to 3, not 4');
@@ -149,8 +142,7 @@ describe('vidfeeds build --shard', () => {
 describe('incremental sharded builds', () => {
   it('keep the union equal to a full build when a user appears in another shard than the site files', async () => {
     const { cli } = await import('../helpers/cli.js');
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const db = join(dir, 'site.sqlite');
     expect(cli(['demo', '--db', db, '--users', '20']).code).toBe(0);
     // Both shards build into one tree (a shared volume), each with its own default state.

@@ -1,19 +1,15 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type * as OutputWriterModule from '../../src/pipeline/write/output-writer.js';
 import type * as WritePoolModule from '../../src/pipeline/threads/write-pool.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 
 // The worker thread runs compiled JavaScript: these tests use dist/ (`npm test` compiles first),
 // typed by the sources they were compiled from.
 const { DirectoryWriter } = (await import('../../dist/pipeline/write/output-writer.js' as string)) as typeof OutputWriterModule;
 const { ThreadedDirectoryWriter, LaneWriter } = (await import('../../dist/pipeline/threads/write-pool.js' as string)) as typeof WritePoolModule;
-import { tempDir } from '../helpers/site-fixture.js';
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 function tree(root: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -30,8 +26,7 @@ function tree(root: string): Map<string, string> {
 
 describe('ThreadedDirectoryWriter', () => {
   it('writes the same files as DirectoryWriter, all on disk after flush, and leaves no staging behind', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const threaded = new ThreadedDirectoryWriter(join(dir, 'threaded'));
     const direct = new DirectoryWriter(join(dir, 'direct'));
     // Enough files and bytes for many batches and for the in-flight limit to be reached.
@@ -55,8 +50,7 @@ describe('ThreadedDirectoryWriter', () => {
   });
 
   it('writes a large body (a sitemap part) itself, at once, rather than leave it to the worker to hold', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const root = join(dir, 'out');
     const writer = new ThreadedDirectoryWriter(root);
     // Keep the worker busy with batches of small files, then a body of megabytes: it is on disk
@@ -73,8 +67,7 @@ describe('ThreadedDirectoryWriter', () => {
   });
 
   it('refuses paths outside the output directory at once, like DirectoryWriter', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const writer = new ThreadedDirectoryWriter(join(dir, 'out'));
     expect(() => writer.write('../escape.xml', Buffer.from('x'))).toThrow(/outside the output directory/);
     writer.close();
@@ -84,8 +77,7 @@ describe('ThreadedDirectoryWriter', () => {
     ['on the thread', { slots: 2, slotBytes: 1024, batchFiles: 1 }],
     ['before the thread starts', { slots: 2, slotBytes: 1024, batchFiles: 64 }],
   ])('reports a failed write %s, naming the file, by the next flush at the latest', (_, shape) => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const root = join(dir, 'out');
     const writer = new ThreadedDirectoryWriter(root, shape);
     // A directory where the file should go: the rename into place fails.
@@ -103,8 +95,7 @@ describe('ThreadedDirectoryWriter', () => {
 
 describe('ThreadedDirectoryWriter, while writes are under way', () => {
   it('reuses the slots of its ring only once their files are written', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     // A small ring wraps around hundreds of times, with documents that fill or overflow a slot.
     const threaded = new ThreadedDirectoryWriter(join(dir, 'threaded'), { slots: 2, slotBytes: 64, batchFiles: 3 });
     const direct = new DirectoryWriter(join(dir, 'direct'));
@@ -120,8 +111,7 @@ describe('ThreadedDirectoryWriter, while writes are under way', () => {
   });
 
   it('answers for a file it is still writing as for one it has written', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const writer = new ThreadedDirectoryWriter(join(dir, 'out'));
     const body = Buffer.from('<doc/>');
     writer.write('alice/rss/index.rss', body);
@@ -133,8 +123,7 @@ describe('ThreadedDirectoryWriter, while writes are under way', () => {
   });
 
   it('writes into a folder again after a removal emptied and removed it', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const root = join(dir, 'out');
     const writer = new ThreadedDirectoryWriter(root);
     writer.write('bob/atom/index.atom', Buffer.from('one'));
@@ -148,8 +137,7 @@ describe('ThreadedDirectoryWriter, while writes are under way', () => {
 
 describe('ThreadedDirectoryWriter, for a few documents', () => {
   it('writes them without starting the thread, and starts it once a batch fills', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const root = join(dir, 'out');
     const writer = new ThreadedDirectoryWriter(root, { slots: 2, slotBytes: 1024, batchFiles: 4 });
     for (let i = 0; i < 3; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss>${i}</rss>`));
@@ -164,8 +152,7 @@ describe('ThreadedDirectoryWriter, for a few documents', () => {
   });
 
   it('writes its first batches itself when told to, and starts the thread at the batch after them', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const root = join(dir, 'out');
     const writer = new ThreadedDirectoryWriter(root, { slots: 2, slotBytes: 1024, batchFiles: 4, batchesHere: 2 });
     for (let i = 0; i < 8; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss>${i}</rss>`));
@@ -182,8 +169,7 @@ describe('ThreadedDirectoryWriter, for a few documents', () => {
 
 describe('a lane into the write thread (a render thread\'s files)', () => {
   it('writes its files beside the build thread\'s, all on disk once the writer is flushed', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     // A small ring: the lane's four slots are reused hundreds of times.
     const threaded = new ThreadedDirectoryWriter(join(dir, 'threaded'), { slots: 2, slotBytes: 64, batchFiles: 3 });
     const direct = new DirectoryWriter(join(dir, 'direct'));
@@ -208,8 +194,7 @@ describe('a lane into the write thread (a render thread\'s files)', () => {
   });
 
   it('refuses paths outside the output directory at once', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const writer = new ThreadedDirectoryWriter(join(dir, 'out'));
     const sender = new LaneWriter(writer.openLane()!, 'test');
     expect(() => sender.write('../escape.xml', Buffer.from('x'))).toThrow(/outside the output directory/);
@@ -218,8 +203,7 @@ describe('a lane into the write thread (a render thread\'s files)', () => {
   });
 
   it('reports a failed write to the build thread, naming the file, by its flush', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const root = join(dir, 'out');
     const writer = new ThreadedDirectoryWriter(root);
     const sender = new LaneWriter(writer.openLane()!, 'test');
@@ -235,8 +219,7 @@ describe('a lane into the write thread (a render thread\'s files)', () => {
 
 describe('the write thread\'s spare time (when the build may lend it to the render pool)', () => {
   it('is unknown until the thread has run a while, then the share of its time it had nothing to write', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 4, slotBytes: 4096, batchFiles: 4, spareAfterMs: 100 });
     expect(writer.spareTime()).toBeNull();
     for (let i = 0; i < 40; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss n="${i}"/>`));
@@ -252,8 +235,7 @@ describe('the write thread\'s spare time (when the build may lend it to the rend
   });
 
   it('counts the time it spends writing', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 4, slotBytes: 256 * 1024, batchFiles: 64, spareAfterMs: 0 });
     // Kept busy: the build thread only copies into the ring while the thread creates every file.
     const body = Buffer.alloc(64 * 1024, 'x');
@@ -273,8 +255,7 @@ describe('a write thread that stops', () => {
   };
 
   it('fails the build\'s writes, naming the cause, instead of leaving it waiting for ever', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 2, slotBytes: 64, batchFiles: 1, stallMs: 300 });
     writer.write('alice/rss/index.rss', Buffer.from('<rss/>'));
     writer.flush();
@@ -288,8 +269,7 @@ describe('a write thread that stops', () => {
   });
 
   it('fails a lane\'s sender and the build thread\'s flush alike', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 2, slotBytes: 64, batchFiles: 1, stallMs: 300 });
     const sender = new LaneWriter(writer.openLane()!, 'test');
     await stop(writer);
@@ -307,8 +287,7 @@ describe('a write thread that stops', () => {
 
 describe('DirectoryWriter folders', () => {
   it('makes every folder, also after it has forgotten the ones it made', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = useTempDir();
     const root = join(dir, 'out');
     const writer = new DirectoryWriter(root);
     // More folders than a DirectoryMaker remembers, then siblings of the first ones.

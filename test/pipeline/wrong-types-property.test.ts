@@ -14,8 +14,9 @@ import { readLimits } from '../../src/formats/read-limits.js';
 import { matchesKind } from '../../src/db/type-checks.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { cli } from '../helpers/cli.js';
-import { T0, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { T0, testConfig } from '../helpers/site-fixture.js';
 import { xmllintWellFormed } from '../helpers/validators.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The read boundary's property (docs/database.md, "Values of the wrong type"): whatever storage

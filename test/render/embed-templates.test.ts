@@ -1,18 +1,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
 import type { SiteConfig } from '../../src/config/site-config.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { TemplateError } from '../../src/render/templates.js';
-import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 import { allElements, isElement, parseHtmlPage, type HtmlElement } from '../helpers/oembed-consumers.js';
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
+import { useTempDir } from '../helpers/temp-dir.js';
 
 function config(player: Partial<SiteConfig['player']>): SiteConfig {
   return testConfig({ player: { ...DEFAULT_CONFIG.player, ...player } });
@@ -20,8 +16,7 @@ function config(player: Partial<SiteConfig['player']>): SiteConfig {
 
 /** A templates directory of the test's own, holding `embed/<name>.hbs` for each entry. */
 function templatesDir(templates: Record<string, string>): string {
-  const { dir, cleanup } = tempDir('vidfeeds-templates-');
-  cleanups.push(cleanup);
+  const dir = useTempDir('vidfeeds-templates-');
   mkdirSync(join(dir, 'embed'));
   for (const [name, source] of Object.entries(templates)) writeFileSync(join(dir, 'embed', `${name}.hbs`), source);
   return dir;
@@ -44,8 +39,7 @@ function withoutMarkup(files: Map<string, Buffer>): Map<string, string> {
 
 describe('embed templates', () => {
   it('switching to HTML5 or to a templates directory of our own changes the markup and nothing else', () => {
-    const { file, cleanup } = createDemoDb();
-    cleanups.push(cleanup);
+    const { file } = createDemoDb();
     const flash = buildInMemory(file, { config: config({ template: 'flash' }) });
     const html5 = buildInMemory(file, { config: config({ template: 'html5' }) });
     const own = buildInMemory(file, { config: config({ template: 'iframe', templatesDir: templatesDir({ iframe: IFRAME }) }) });
@@ -62,8 +56,7 @@ describe('embed templates', () => {
   });
 
   it('renders the HTML5 video (the default) with its poster, typed source, captions track and link', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     const user = insertUser(db, { username: 'uploader' });
     insertVideo(db, user.id, { public_id: 'with', title: 'With captions', file_type: 'video/mp4', file_url: 'https://cdn.example.org/v/with.mp4', thumbnail_url: 'https://cdn.example.org/t/with.jpg', captions_url: 'https://cdn.example.org/c/with.vtt' });
     insertVideo(db, user.id, { public_id: 'without', title: 'No captions', file_type: 'video/webm', captions_url: null });
@@ -89,8 +82,7 @@ describe('embed templates', () => {
   });
 
   it('writes the source type only when the database holds a well-formed media type', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     const user = insertUser(db, { username: 'uploader' });
     const types = { plain: 'video/mp4', codecs: 'video/webm; codecs="vp8, vorbis"', bare: 'flv', spaced: 'video/mp4 extra', markup: 'video/<b>' };
     for (const [id, type] of Object.entries(types)) insertVideo(db, user.id, { public_id: id, file_type: type });
@@ -106,8 +98,7 @@ describe('embed templates', () => {
   });
 
   it('asks for the files with CORS only when player.crossOrigin is on', () => {
-    const { db, file, cleanup } = createTestDb();
-    cleanups.push(cleanup);
+    const { db, file } = createTestDb();
     const user = insertUser(db, { username: 'uploader' });
     insertVideo(db, user.id, { public_id: 'clip', captions_url: 'https://cdn.example.org/c/clip.vtt' });
     const videoOf = (crossOrigin: boolean) => {

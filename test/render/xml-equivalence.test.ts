@@ -21,9 +21,7 @@ import { xmllintWellFormed, xpath } from '../helpers/validators.js';
  * and namespaces included, and for the whole demo site.
  */
 
-const cleanups: Array<() => void> = [];
 afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
   setXmlEngine('fast');
 });
 
@@ -167,7 +165,6 @@ describe('src/render/xml.ts is byte-identical to the builder-only original', () 
 
   it('streams every document our formats make (the demo site, hostile values included)', () => {
     const f = createDemoDb({ users: 24, seed: 5 });
-    cleanups.push(f.cleanup);
     const before = { ...xmlDocuments };
     const { report } = buildInMemory(f.file);
     expect(report.failedCount).toBe(0);
@@ -246,7 +243,6 @@ describe('XmlDocument (a recorded document) is byte-identical to the builder-onl
 
   it('for every document of the demo site', () => {
     const f = createDemoDb({ users: 30, seed: 3 });
-    cleanups.push(f.cleanup);
     const fast = buildInMemory(f.file).writer.files;
     setXmlEngine('builder');
     const builder = buildInMemory(f.file).writer.files;

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BuildState } from '../../src/pipeline/build-state.js';
 import { runBuild } from '../../src/pipeline/run-build.js';
 import { DirectoryWriter } from '../../src/pipeline/write/output-writer.js';
@@ -13,18 +13,14 @@ import { routesOf } from '../../src/hosting/routes.js';
 import { listen } from '../../src/serve/http-server.js';
 import { SiteServer } from '../../src/serve/site-server.js';
 import { freePort, http } from '../helpers/http.js';
-import { createTestDb, insertRow, insertUser, insertVideo, T0, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
 /**
  * `vidfeeds serve` refuses every key the build refuses, by the same rule (src/paths/names.ts):
  * reserved names (site-wide files, in any letter case, numbered sitemaps) and names that are not
  * safe as paths, as a video id and as a username, from files and from the database alike.
  */
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 const REFUSED = [
   'robots.txt', 'ROBOTS.TXT', 'sitemap.xml', 'Sitemap.xml', 'sitemap-1.xml', 'sitemap-77.xml', 'sitemap-videos-12.xml', 'opensearch.xml', 'crossdomain.xml',
@@ -35,7 +31,7 @@ describe('serve and the build agree on names', () => {
   it('answers 404 (with nosniff) for every reserved or unsafe name as a video id and a username, on every route', async () => {
     const fixture = createTestDb();
     const work = tempDir('vidfeeds-serve-names-');
-    cleanups.push(fixture.cleanup, work.cleanup);
+    cleanUpAfterTest(fixture.cleanup, work.cleanup);
     const owner = insertUser(fixture.db, { username: 'owner' });
     insertVideo(fixture.db, owner.id, { public_id: 'fine' });
     for (const name of REFUSED) {
@@ -58,7 +54,7 @@ describe('serve and the build agree on names', () => {
 
     const server = new SiteServer({ root, site, routes: routesOf(FORMATS), db: readDb, openForWriting: () => new Database(fixture.file) });
     const running = await listen(server, { host: '127.0.0.1', port: await freePort() });
-    cleanups.push(() => {
+    cleanUpAfterTest(() => {
       void running.close();
       server.close();
       readDb.close();

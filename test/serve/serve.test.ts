@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BuildState } from '../../src/pipeline/build-state.js';
 import { runBuild } from '../../src/pipeline/run-build.js';
 import type { SiteConfig } from '../../src/config/site-config.js';
@@ -16,18 +16,14 @@ import { acceptsGzip, etagMatches } from '../../src/serve/responses.js';
 import { SiteServer, type ServeRequest } from '../../src/serve/site-server.js';
 import { cliAsync } from '../helpers/cli.js';
 import { freePort, http, waitForHttp } from '../helpers/http.js';
-import { createTestDb, insertRow, insertUser, insertVideo, T0, tempDir, testConfig } from '../helpers/site-fixture.js';
+import { createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { jing, SCHEMAS } from '../helpers/validators.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
 /**
  * `vidfeeds serve`: the core answered without a socket (one request in, one response out), on a
  * small site of each test's own, and the command itself over loopback HTTP.
  */
-
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
 
 interface Site {
   server: SiteServer;
@@ -41,7 +37,7 @@ interface Site {
 function site(config: SiteConfig = testConfig()): Site {
   const fixture = createTestDb();
   const work = tempDir('vidfeeds-serve-');
-  cleanups.push(fixture.cleanup, work.cleanup);
+  cleanUpAfterTest(fixture.cleanup, work.cleanup);
   const u = insertUser(fixture.db, { username: 'uploader' });
   insertVideo(fixture.db, u.id, { public_id: 'pub', title: 'Public <clip>' });
   insertVideo(fixture.db, u.id, { public_id: 'priv', visibility: 'private' });
@@ -64,7 +60,7 @@ function site(config: SiteConfig = testConfig()): Site {
     openForWriting: () => new Database(fixture.file),
     now: () => new Date(Date.UTC(2026, 1, 2)),
   });
-  cleanups.push(() => {
+  cleanUpAfterTest(() => {
     server.close();
     readDb.close();
   });
@@ -319,7 +315,6 @@ describe('vidfeeds serve, the command', () => {
   it('listens on loopback, answers, and stops on SIGTERM with exit code 0', async () => {
     const s = site(testConfig({ baseUrl: 'http://127.0.0.1:9/base' }));
     const work = tempDir('vidfeeds-serve-cli-');
-    cleanups.push(work.cleanup);
     const out = join(work.dir, 'out');
     {
       // Build with the same base URL through the CLI, as an operator would.
@@ -372,7 +367,6 @@ describe('vidfeeds serve, the command', () => {
     try {
       const { cli } = await import('../helpers/cli.js');
       const work = tempDir('vidfeeds-serve-busy-');
-      cleanups.push(work.cleanup);
       const result = cli(['serve', '--db', s.dbFile, '--out', work.dir, '--port', String(port)]);
       expect(result.code).toBe(2);
       expect(result.stderr).toContain(`port ${port} on 127.0.0.1 is in use`);

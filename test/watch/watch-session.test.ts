@@ -1,33 +1,27 @@
 import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BuildReport } from '../../src/pipeline/build-report.js';
 import { acquireBuildLock, defaultLockFile } from '../../src/pipeline/lock.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { WatchSession } from '../../src/watch/watch-session.js';
-import { createTestDb, insertUser, insertVideo, tempDir } from '../helpers/site-fixture.js';
+import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
 import { ManualScheduler } from '../helpers/manual-scheduler.js';
 import { readTree, treeDifferences } from '../helpers/tree.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The watch loop with real builds and a manual clock (no file watcher, no timing luck): after
  * each rebuild the tree is what a full build into a fresh directory gives.
  */
 
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  while (cleanups.length > 0) cleanups.pop()!();
-});
-
 function setup() {
   const fixture = createTestDb();
-  cleanups.push(fixture.cleanup);
   const alice = insertUser(fixture.db, { username: 'alice' });
   insertVideo(fixture.db, alice.id, { public_id: 'clip' });
   const work = tempDir('vidfeeds-watch-');
-  cleanups.push(work.cleanup);
   const out = join(work.dir, 'out');
   const configFile = join(work.dir, 'vidfeeds.config.json');
   mkdirSync(join(work.dir, 'templates/embed'), { recursive: true });
@@ -57,14 +51,13 @@ function setup() {
     },
     onProblem: (message) => problems.push(message),
   });
-  cleanups.push(() => void session.stop());
+  cleanUpAfterTest(() => void session.stop());
   // The site's own writes, through another connection.
   const site = new Database(fixture.file);
-  cleanups.push(() => site.close());
+  cleanUpAfterTest(() => site.close());
   /** The tree a full build into a fresh directory gives now, to compare with. */
   const expected = () => {
     const fresh = tempDir('vidfeeds-watch-full-');
-    cleanups.push(fresh.cleanup);
     buildSite({ db: fixture.file, out: join(fresh.dir, 'out'), stateFile: join(fresh.dir, 'state'), config: session.currentConfig });
     return readTree(join(fresh.dir, 'out'));
   };
