@@ -104,11 +104,8 @@ function asUsage<T>(work: () => T): T {
   }
 }
 
-export function registerHosting(program: Command, io: Console, setExit: (code: number) => void): void {
-  const hosting = program
-    .command('hosting')
-    .description('print a host configuration for the built tree (nginx, Apache, Netlify/Cloudflare Pages, object stores)');
-
+/** `vidfeeds hosting nginx`: an nginx server block for the tree. */
+function registerNginx(hosting: Command, io: Console, setExit: (code: number) => void): void {
   configOptions(
     hosting
       .command('nginx')
@@ -130,13 +127,7 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
     if (flags.brotliStatic && !config.compress.includes('br')) {
       throw new UsageError('--brotli-static sends the build\'s .br files, but the configuration\'s compress does not write them: add "br" to compress');
     }
-    if ((flags.videoLocation === undefined) !== (flags.videoRoot === undefined)) {
-      throw new UsageError('--video-location and --video-root go together');
-    }
-    if (flags.refuseHotlinks && flags.videoLocation === undefined) throw new UsageError('--refuse-hotlinks needs --video-location and --video-root');
-    if (flags.videoLocation !== undefined && !/^\/[^\s"'{};$\\]*\/$/.test(flags.videoLocation)) {
-      throw new UsageError('--video-location must be a URL path that starts and ends with /, e.g. /files/');
-    }
+    checkNginxFlags(flags);
     const root = existingDir(flags.root, '--root', io);
     const text = asUsage(() =>
       nginxConfig(routesOf(FORMATS), {
@@ -162,6 +153,25 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
     io.out(text);
     setExit(EXIT.ok);
   });
+}
+
+/** The nginx flags that must go together, or have a shape commander cannot check alone. */
+function checkNginxFlags(flags: NginxFlags): void {
+  if ((flags.videoLocation === undefined) !== (flags.videoRoot === undefined)) {
+    throw new UsageError('--video-location and --video-root go together');
+  }
+  if (flags.refuseHotlinks && flags.videoLocation === undefined) throw new UsageError('--refuse-hotlinks needs --video-location and --video-root');
+  if (flags.videoLocation !== undefined && !/^\/[^\s"'{};$\\]*\/$/.test(flags.videoLocation)) {
+    throw new UsageError('--video-location must be a URL path that starts and ends with /, e.g. /files/');
+  }
+}
+
+export function registerHosting(program: Command, io: Console, setExit: (code: number) => void): void {
+  const hosting = program
+    .command('hosting')
+    .description('print a host configuration for the built tree (nginx, Apache, Netlify/Cloudflare Pages, object stores)');
+
+  registerNginx(hosting, io, setExit);
 
   configOptions(
     hosting
