@@ -96,16 +96,60 @@ const SHOWCASE: ShowcaseUser[] = [
   { username: 'mallory', displayName: `Mallory ${HOSTILE.markup}`, hostile: true, uploads: 6 },
 ];
 
+/** What the generator's steps share: the seeded draws (in one order: same seed, same rows), the shape and the statements. */
+interface DemoGenerator {
+  random: () => number;
+  pick<T>(list: readonly T[]): T;
+  int(min: number, max: number): number;
+  heavy: boolean;
+  ins: ReturnType<typeof demoStatements>;
+}
+
+const BASE = 'https://videos.example.org';
+
 export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_DEFAULTS): { users: number; videos: number } {
   const random = prng(options.seed);
-  // Feed-heavy draws its own counts; the demo shape's draws stay exactly as they were, so a demo
-  // database of a given size and seed is the same as before the shapes existed.
-  const heavy = (options.shape ?? 'demo') === 'feed-heavy';
-  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
-  const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
-  const base = 'https://videos.example.org';
+  const gen: DemoGenerator = {
+    random,
+    pick: <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!,
+    int: (min: number, max: number) => min + Math.floor(random() * (max - min + 1)),
+    // Feed-heavy draws its own counts; the demo shape's draws stay exactly as they were, so a demo
+    // database of a given size and seed is the same as before the shapes existed.
+    heavy: (options.shape ?? 'demo') === 'feed-heavy',
+    ins: demoStatements(db),
+  };
+  const { ins } = gen;
 
-  const ins = {
+  let videoCount = 0;
+  db.transaction(() => {
+    CATEGORIES.forEach((name, i) => ins.category.run(i + 1, name));
+    TAG_WORDS.forEach((name, i) => ins.tag.run(i + 1, name));
+    ins.tag.run(TAG_WORDS.length + 1, `<tag> & "${HOSTILE.cdataEnd}"`);
+    const hostileTag = TAG_WORDS.length + 1;
+
+    // `users` is the total: the fixed characters first, as many of them as fit.
+    const users = options.users;
+    let videoId = 0;
+    for (let i = 0; i < users; i++) {
+      const user = insertDemoUser(gen, i);
+      const count = insertUploads(gen, user, videoId, hostileTag);
+      videoId += count;
+      videoCount += count;
+    }
+    for (let id = 1; id <= users; id++) insertRelations(gen, id, users, videoId, hostileTag);
+    const groups = insertGroups(gen, users, videoId);
+    // alice belongs to more than 20 groups, including the hidden one and the one a suspended user owns.
+    for (let g = 1; g <= Math.min(groups, 30); g++) ins.member.run(g, 1, EPOCH + g * DAY);
+    // A new site has no history worth keeping: its first build is a full one (docs/incremental.md).
+    db.prepare(`INSERT INTO site_meta (key, value) VALUES ('demo', ?)`).run(JSON.stringify(options));
+    db.exec('DELETE FROM change_log');
+  })();
+  return { users: options.users, videos: videoCount };
+}
+
+/** The generator's insert statements, prepared once per database. */
+function demoStatements(db: Database.Database) {
+  return {
     category: db.prepare('INSERT INTO categories (id, name) VALUES (?, ?)'),
     tag: db.prepare('INSERT INTO tags (id, name) VALUES (?, ?)'),
     user: db.prepare(`INSERT INTO users (id, username, display_name, title, given_name, family_name, email, show_email, phone, show_phone,
@@ -133,187 +177,183 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
     source: db.prepare('INSERT INTO attention_sources (user_id, video_id, supplier_id, value, updated_at) VALUES (?, ?, ?, ?, ?)'),
     reading: db.prepare(`INSERT INTO reading_list (user_id, category_id, title, description, html_url, xml_url, position, created_at, updated_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-  };
+  }
+}
 
-  let videoCount = 0;
-  db.transaction(() => {
-    CATEGORIES.forEach((name, i) => ins.category.run(i + 1, name));
-    TAG_WORDS.forEach((name, i) => ins.tag.run(i + 1, name));
-    ins.tag.run(TAG_WORDS.length + 1, `<tag> & "${HOSTILE.cdataEnd}"`);
-    const hostileTag = TAG_WORDS.length + 1;
+/** Inserts user number `i` (a showcase character first); returns what their uploads depend on. */
+function insertDemoUser(gen: DemoGenerator, i: number): { id: number; created: number; show: ShowcaseUser | undefined; hostile: boolean } {
+  const { random, pick, int, ins } = gen;
+  const id = i + 1;
+  const show = SHOWCASE[i];
+  const first = pick(FIRST);
+  const last = pick(LAST);
+  const username = show?.username ?? `${first.toLowerCase()}${id}`;
+  const state = show ? (show.state ?? 'active') : random() < 0.02 ? 'suspended' : 'active';
+  const everything = show?.everything ?? false;
+  const nothing = show?.nothing ?? false;
+  const hostile = show?.hostile ?? false;
+  const created = EPOCH + int(0, 200) * DAY + int(0, DAY);
+  const shows = (p: number) => (everything ? 1 : nothing ? 0 : random() < p ? 1 : 0);
+  const text = (plain: string) => (hostile ? `${plain} ${HOSTILE.markup} ${HOSTILE.entities} ${HOSTILE.controls} ${HOSTILE.bidi}` : plain);
+  ins.user.run({
+    id,
+    username,
+    display_name: show?.displayName ?? `${first} ${last}`,
+    title: everything ? 'Dr' : hostile ? HOSTILE.quotes : '',
+    given_name: text(show ? show.displayName.split(' ')[0]! : first),
+    family_name: show ? show.displayName.split(' ').slice(1).join(' ') : last,
+    email: nothing ? null : `${hostile ? 'mallory+<x>&"y"' : username.replace(/[^a-z0-9]/gi, '') || `user${id}`}@mail.example.net`,
+    show_email: shows(0.1),
+    phone: nothing ? null : `+1-555-${String(1000 + (id % 9000)).padStart(4, '0')}`,
+    show_phone: shows(0.2),
+    homepage_url: nothing ? null : hostile ? HOSTILE.javascriptUrl : `https://home.example.net/~${encodeURIComponent(username)}/`,
+    avatar_url: nothing ? null : `${BASE}/avatars/${id}.jpg`,
+    openid_url: everything || hostile ? `https://openid.example.net/${encodeURIComponent(username)}?a=1&b="2"` : null,
+    aim: everything || hostile ? text(`${username}aim`) : null,
+    yahoo: everything ? `${username}_yahoo` : null,
+    msn: everything ? `${username}@msn.example.net` : null,
+    icq: everything ? '123456789' : null,
+    jabber: everything ? `${username}@jabber.example.net` : null,
+    show_chat_ids: shows(0.1),
+    street: nothing ? null : text(`${int(1, 999)} ${pick(WORDS)} Street`),
+    locality: nothing ? null : pick(['Springfield', 'Lyon', 'Kyoto', 'Lagos', 'Quito']),
+    region: nothing ? null : pick(['IL', 'ARA', 'KY', 'LA', 'P']),
+    region_name: nothing ? null : pick(['Illinois', 'Auvergne-Rhône-Alpes', 'Kyoto Prefecture', 'Lagos State', 'Pichincha']),
+    postal_code: nothing ? null : String(int(10000, 99999)),
+    country: nothing ? null : pick(['United States', 'France', 'Japan', 'Nigeria', 'Ecuador']),
+    show_address: shows(0.15),
+    history_public: everything ? 1 : nothing ? 0 : random() < 0.3 ? 1 : 0,
+    state,
+    created_at: created,
+    updated_at: created + int(0, 100) * DAY,
+  });
+  return { id, created, show, hostile };
+}
 
-    // `users` is the total: the fixed characters first, as many of them as fit.
-    const total = options.users;
-    const videosOf: number[][] = [];
-    let videoId = 0;
+/** Inserts a user's uploads, ids after `lastVideoId`, with their tags; returns how many. */
+function insertUploads(gen: DemoGenerator, user: { id: number; created: number; show: ShowcaseUser | undefined; hostile: boolean }, lastVideoId: number, hostileTag: number): number {
+  const { random, pick, int, heavy, ins } = gen;
+  const { id, created, show, hostile } = user;
+  let videoId = lastVideoId;
+  const count = show?.uploads ?? (heavy ? int(...FEED_HEAVY.uploads) : random() < 0.1 ? 0 : random() < 0.05 ? int(21, 30) : int(1, 8));
+  for (let k = 0; k < count; k++) {
+    const vid = ++videoId;
+    const publicId = `v${vid.toString(36).padStart(6, '0')}`;
+    const vCreated = created + (k + 1) * int(1, 5) * DAY + int(0, 3600);
+    const hostileVideo = hostile && k < 3;
+    ins.video.run({
+      id: vid,
+      public_id: publicId,
+      user_id: id,
+      title: hostileVideo ? `${HOSTILE.markup} ${HOSTILE.cdataEnd} ${HOSTILE.quotes}` : `${pick(WORDS)} ${pick(WORDS)} #${vid}`,
+      description:
+        hostileVideo && k === 0
+          ? `${HOSTILE.cdataEnd} `.repeat(5000).padEnd(200_000, 'x').slice(0, 200_000)
+          : hostileVideo
+            ? `${HOSTILE.markup} ${HOSTILE.cdataEnd} ${HOSTILE.entities} ${HOSTILE.controls} ${HOSTILE.bidi} ${HOSTILE.astral}`
+            : `A video about ${pick(WORDS)} and ${pick(WORDS)}.`,
+      duration: random() < 0.1 ? null : int(5, 3 * 3600),
+      file_url: `${BASE}/files/${publicId}.flv`,
+      file_size: random() < 0.1 ? null : int(100_000, 500_000_000),
+      file_type: random() < 0.8 ? 'video/x-flv' : 'video/mp4',
+      width: 320,
+      height: 240,
+      thumbnail_url: `${BASE}/thumbs/${publicId}.jpg`,
+      captions_url: random() < 0.3 ? `${BASE}/captions/${publicId}.srt` : null,
+      category_id: random() < 0.1 ? null : int(1, CATEGORIES.length),
+      visibility: random() < 0.12 && !(heavy && !show && k < FEED_HEAVY.publicUploads) ? 'private' : 'public',
+      created_at: vCreated,
+      updated_at: vCreated + int(0, 10) * DAY,
+    });
+    const tagCount = int(0, 4);
+    for (let t = 0; t < tagCount; t++) ins.videoTag.run(vid, int(1, TAG_WORDS.length));
+    if (hostileVideo) ins.videoTag.run(vid, hostileTag);
+  }
+  return count;
+}
 
-    for (let i = 0; i < total; i++) {
-      const id = i + 1;
-      const show = SHOWCASE[i];
-      const first = pick(FIRST);
-      const last = pick(LAST);
-      const username = show?.username ?? `${first.toLowerCase()}${id}`;
-      const state = show ? (show.state ?? 'active') : random() < 0.02 ? 'suspended' : 'active';
-      const everything = show?.everything ?? false;
-      const nothing = show?.nothing ?? false;
-      const hostile = show?.hostile ?? false;
-      const created = EPOCH + int(0, 200) * DAY + int(0, DAY);
-      const shows = (p: number) => (everything ? 1 : nothing ? 0 : random() < p ? 1 : 0);
-      const text = (plain: string) => (hostile ? `${plain} ${HOSTILE.markup} ${HOSTILE.entities} ${HOSTILE.controls} ${HOSTILE.bidi}` : plain);
-      ins.user.run({
-        id,
-        username,
-        display_name: show?.displayName ?? `${first} ${last}`,
-        title: everything ? 'Dr' : hostile ? HOSTILE.quotes : '',
-        given_name: text(show ? show.displayName.split(' ')[0]! : first),
-        family_name: show ? show.displayName.split(' ').slice(1).join(' ') : last,
-        email: nothing ? null : `${hostile ? 'mallory+<x>&"y"' : username.replace(/[^a-z0-9]/gi, '') || `user${id}`}@mail.example.net`,
-        show_email: shows(0.1),
-        phone: nothing ? null : `+1-555-${String(1000 + (id % 9000)).padStart(4, '0')}`,
-        show_phone: shows(0.2),
-        homepage_url: nothing ? null : hostile ? HOSTILE.javascriptUrl : `https://home.example.net/~${encodeURIComponent(username)}/`,
-        avatar_url: nothing ? null : `${base}/avatars/${id}.jpg`,
-        openid_url: everything || hostile ? `https://openid.example.net/${encodeURIComponent(username)}?a=1&b="2"` : null,
-        aim: everything || hostile ? text(`${username}aim`) : null,
-        yahoo: everything ? `${username}_yahoo` : null,
-        msn: everything ? `${username}@msn.example.net` : null,
-        icq: everything ? '123456789' : null,
-        jabber: everything ? `${username}@jabber.example.net` : null,
-        show_chat_ids: shows(0.1),
-        street: nothing ? null : text(`${int(1, 999)} ${pick(WORDS)} Street`),
-        locality: nothing ? null : pick(['Springfield', 'Lyon', 'Kyoto', 'Lagos', 'Quito']),
-        region: nothing ? null : pick(['IL', 'ARA', 'KY', 'LA', 'P']),
-        region_name: nothing ? null : pick(['Illinois', 'Auvergne-Rhône-Alpes', 'Kyoto Prefecture', 'Lagos State', 'Pichincha']),
-        postal_code: nothing ? null : String(int(10000, 99999)),
-        country: nothing ? null : pick(['United States', 'France', 'Japan', 'Nigeria', 'Ecuador']),
-        show_address: shows(0.15),
-        history_public: everything ? 1 : nothing ? 0 : random() < 0.3 ? 1 : 0,
-        state,
-        created_at: created,
-        updated_at: created + int(0, 100) * DAY,
-      });
-
-      const uploads: number[] = [];
-      const count = show?.uploads ?? (heavy ? int(...FEED_HEAVY.uploads) : random() < 0.1 ? 0 : random() < 0.05 ? int(21, 30) : int(1, 8));
-      for (let k = 0; k < count; k++) {
-        const vid = ++videoId;
-        const publicId = `v${vid.toString(36).padStart(6, '0')}`;
-        const vCreated = created + (k + 1) * int(1, 5) * DAY + int(0, 3600);
-        const hostileVideo = hostile && k < 3;
-        ins.video.run({
-          id: vid,
-          public_id: publicId,
-          user_id: id,
-          title: hostileVideo ? `${HOSTILE.markup} ${HOSTILE.cdataEnd} ${HOSTILE.quotes}` : `${pick(WORDS)} ${pick(WORDS)} #${vid}`,
-          description:
-            hostileVideo && k === 0
-              ? `${HOSTILE.cdataEnd} `.repeat(5000).padEnd(200_000, 'x').slice(0, 200_000)
-              : hostileVideo
-                ? `${HOSTILE.markup} ${HOSTILE.cdataEnd} ${HOSTILE.entities} ${HOSTILE.controls} ${HOSTILE.bidi} ${HOSTILE.astral}`
-                : `A video about ${pick(WORDS)} and ${pick(WORDS)}.`,
-          duration: random() < 0.1 ? null : int(5, 3 * 3600),
-          file_url: `${base}/files/${publicId}.flv`,
-          file_size: random() < 0.1 ? null : int(100_000, 500_000_000),
-          file_type: random() < 0.8 ? 'video/x-flv' : 'video/mp4',
-          width: 320,
-          height: 240,
-          thumbnail_url: `${base}/thumbs/${publicId}.jpg`,
-          captions_url: random() < 0.3 ? `${base}/captions/${publicId}.srt` : null,
-          category_id: random() < 0.1 ? null : int(1, CATEGORIES.length),
-          visibility: random() < 0.12 && !(heavy && !show && k < FEED_HEAVY.publicUploads) ? 'private' : 'public',
-          created_at: vCreated,
-          updated_at: vCreated + int(0, 10) * DAY,
-        });
-        const tagCount = int(0, 4);
-        for (let t = 0; t < tagCount; t++) ins.videoTag.run(vid, int(1, TAG_WORDS.length));
-        if (hostileVideo) ins.videoTag.run(vid, hostileTag);
-        uploads.push(vid);
-      }
-      videosOf.push(uploads);
-      videoCount += count;
+/**
+ * Inserts what links user `id` to the others (friends, accounts, interests, saved and viewed
+ * videos, attention, recommendations, reading list), once every user and video exists. Showcase
+ * users are linked to the inactive ones on purpose: those links must not show.
+ */
+function insertRelations(gen: DemoGenerator, id: number, users: number, videoId: number, hostileTag: number): void {
+  const { random, pick, int, heavy, ins } = gen;
+  const anyVideo = () => int(1, videoId);
+  const show = SHOWCASE[id - 1];
+  if (show?.nothing) return;
+  const rich = show?.everything ?? false;
+  const hostile = show?.hostile ?? false;
+  const many = rich ? 3 : 1;
+  const friends = rich ? [3, 4, 5, 6, 9] : [];
+  if (heavy && !show) {
+    const count = int(...FEED_HEAVY.friends);
+    for (let f = 0; f < count; f++) friends.push(int(1, users));
+  } else {
+    // The bound is drawn again at each turn: the demo shape's draws, as they always were.
+    for (let f = 0; f < int(0, 4) * many; f++) friends.push(int(1, users));
+  }
+  for (const friend of friends) if (friend !== id && friend <= users) ins.friend.run(id, friend, EPOCH + int(0, 300) * DAY);
+  if (random() < 0.5 || rich || hostile) {
+    ins.account.run(id, 'https://www.example.com/', hostile ? HOSTILE.markup : `acct${id}`, `https://www.example.com/people/${encodeURIComponent(hostile ? HOSTILE.quotes : `acct${id}`)}`);
+  }
+  if (rich) ins.account.run(id, 'https://photos.example.com/', 'alice.photos', 'https://photos.example.com/alice%20l');
+  for (let t = 0; t < int(0, 3) * many; t++) ins.interest.run(id, int(1, TAG_WORDS.length));
+  if (hostile) ins.interest.run(id, hostileTag);
+  if (videoId > 0) {
+    const saves = rich ? 12 : heavy && !show ? int(...FEED_HEAVY.saves) : random() < 0.5 ? int(1, 6) : 0;
+    for (let s = 0; s < saves; s++) ins.saved.run(id, anyVideo(), s, EPOCH + int(0, 300) * DAY);
+    const views = rich ? 15 : int(0, 6);
+    for (let h = 0; h < views; h++) ins.history.run(id, anyVideo(), EPOCH + int(0, 300) * DAY + h);
+    const sources = rich ? 6 : int(0, 3);
+    for (let s = 0; s < sources; s++) ins.source.run(id, anyVideo(), int(1, users), Math.round(random() * 100) / 100, EPOCH + int(0, 300) * DAY);
+  }
+  const recs = rich ? 11 : hostile ? 2 : heavy && !show ? int(...FEED_HEAVY.recommendations) : int(0, 3);
+  for (let r = 0; r < recs; r++) {
+    const title = hostile ? `${HOSTILE.markup} ${HOSTILE.cdataEnd}` : `Recommended: ${pick(WORDS)} ${pick(WORDS)}`;
+    ins.recommendation.run(id, title, `https://elsewhere.example.com/watch?v=${id}-${r}&t=1`, `https://elsewhere.example.com/thumb/${id}-${r}.jpg`,
+      hostile ? HOSTILE.entities : '', random() < 0.8 ? int(5, 4000) : null, r === 1 && rich ? 0 : 1, EPOCH + int(0, 300) * DAY + r);
+  }
+  if (rich || random() < 0.6) {
+    for (let c = 1; c <= CATEGORIES.length; c++) {
+      if (rich ? c % 3 !== 0 : random() < 0.4) ins.concept.run(id, c, Math.round(random() * 1000) / 1000, random() < 0.2 ? null : EPOCH + int(0, 300) * DAY);
     }
+  }
+  const reads = rich ? 7 : hostile ? 2 : int(0, 4);
+  for (let r = 0; r < reads; r++) {
+    ins.reading.run(id, r === 0 && !rich ? null : int(1, CATEGORIES.length), hostile ? HOSTILE.markup : `${pick(WORDS)} blog`, hostile ? HOSTILE.entities : `Posts about ${pick(WORDS)}`,
+      `https://blogs.example.net/${id}/${r}/`, `https://blogs.example.net/${id}/${r}/feed.xml`, r, EPOCH + int(0, 300) * DAY, EPOCH + int(300, 400) * DAY);
+  }
+}
 
-    // Relations, once every user and video exists. Showcase users are linked to the inactive ones
-    // on purpose: those links must not show.
-    const users = total;
-    const anyVideo = () => int(1, videoId);
-    for (let id = 1; id <= users; id++) {
-      const show = SHOWCASE[id - 1];
-      if (show?.nothing) continue;
-      const rich = show?.everything ?? false;
-      const hostile = show?.hostile ?? false;
-      const many = rich ? 3 : 1;
-      const friends = rich ? [3, 4, 5, 6, 9] : [];
-      if (heavy && !show) {
-        const count = int(...FEED_HEAVY.friends);
-        for (let f = 0; f < count; f++) friends.push(int(1, users));
-      } else {
-        // The bound is drawn again at each turn: the demo shape's draws, as they always were.
-        for (let f = 0; f < int(0, 4) * many; f++) friends.push(int(1, users));
-      }
-      for (const friend of friends) if (friend !== id && friend <= users) ins.friend.run(id, friend, EPOCH + int(0, 300) * DAY);
-      if (random() < 0.5 || rich || hostile) {
-        ins.account.run(id, 'https://www.example.com/', hostile ? HOSTILE.markup : `acct${id}`, `https://www.example.com/people/${encodeURIComponent(hostile ? HOSTILE.quotes : `acct${id}`)}`);
-      }
-      if (rich) ins.account.run(id, 'https://photos.example.com/', 'alice.photos', 'https://photos.example.com/alice%20l');
-      for (let t = 0; t < int(0, 3) * many; t++) ins.interest.run(id, int(1, TAG_WORDS.length));
-      if (hostile) ins.interest.run(id, hostileTag);
-      if (videoId > 0) {
-        const saves = rich ? 12 : heavy && !show ? int(...FEED_HEAVY.saves) : random() < 0.5 ? int(1, 6) : 0;
-        for (let s = 0; s < saves; s++) ins.saved.run(id, anyVideo(), s, EPOCH + int(0, 300) * DAY);
-        const views = rich ? 15 : int(0, 6);
-        for (let h = 0; h < views; h++) ins.history.run(id, anyVideo(), EPOCH + int(0, 300) * DAY + h);
-        const sources = rich ? 6 : int(0, 3);
-        for (let s = 0; s < sources; s++) ins.source.run(id, anyVideo(), int(1, users), Math.round(random() * 100) / 100, EPOCH + int(0, 300) * DAY);
-      }
-      const recs = rich ? 11 : hostile ? 2 : heavy && !show ? int(...FEED_HEAVY.recommendations) : int(0, 3);
-      for (let r = 0; r < recs; r++) {
-        const title = hostile ? `${HOSTILE.markup} ${HOSTILE.cdataEnd}` : `Recommended: ${pick(WORDS)} ${pick(WORDS)}`;
-        ins.recommendation.run(id, title, `https://elsewhere.example.com/watch?v=${id}-${r}&t=1`, `https://elsewhere.example.com/thumb/${id}-${r}.jpg`,
-          hostile ? HOSTILE.entities : '', random() < 0.8 ? int(5, 4000) : null, r === 1 && rich ? 0 : 1, EPOCH + int(0, 300) * DAY + r);
-      }
-      if (rich || random() < 0.6) {
-        for (let c = 1; c <= CATEGORIES.length; c++) {
-          if (rich ? c % 3 !== 0 : random() < 0.4) ins.concept.run(id, c, Math.round(random() * 1000) / 1000, random() < 0.2 ? null : EPOCH + int(0, 300) * DAY);
-        }
-      }
-      const reads = rich ? 7 : hostile ? 2 : int(0, 4);
-      for (let r = 0; r < reads; r++) {
-        ins.reading.run(id, r === 0 && !rich ? null : int(1, CATEGORIES.length), hostile ? HOSTILE.markup : `${pick(WORDS)} blog`, hostile ? HOSTILE.entities : `Posts about ${pick(WORDS)}`,
-          `https://blogs.example.net/${id}/${r}/`, `https://blogs.example.net/${id}/${r}/feed.xml`, r, EPOCH + int(0, 300) * DAY, EPOCH + int(300, 400) * DAY);
-      }
+/** Inserts the groups and their members; returns how many groups. */
+function insertGroups(gen: DemoGenerator, users: number, videoId: number): number {
+  const { random, pick, int, heavy, ins } = gen;
+  const anyVideo = () => int(1, videoId);
+  // Groups: some owned by inactive users, one hidden, featured videos that may be private.
+  const groups = Math.max(30, Math.floor(users / 4));
+  for (let g = 1; g <= groups; g++) {
+    // Group 1 is alice's, 2 a suspended user's, 4 mallory's (hostile text).
+    const fixed = g === 1 ? 1 : g === 2 ? 3 : g === 4 ? 9 : undefined;
+    const owner = fixed !== undefined && fixed <= users ? fixed : int(1, users);
+    const hidden = g === 3 ? 1 : 0;
+    const created = EPOCH + int(0, 300) * DAY;
+    const title = g === 4 ? `${HOSTILE.markup} ${HOSTILE.cdataEnd}` : `${pick(WORDS)} lovers ${g}`;
+    ins.group.run(g, `group-${g}`, title, g === 4 ? HOSTILE.entities : `People who like ${pick(WORDS)}.`, owner, videoId > 0 && random() < 0.85 ? anyVideo() : null, hidden, created, created + int(0, 30) * DAY);
+    ins.member.run(g, owner, created);
+    const members = int(2, 10);
+    for (let m = 0; m < members; m++) ins.member.run(g, int(1, users), created + int(0, 60) * DAY);
+  }
+  // Feed-heavy: every generated user belongs to 20 or more groups, so every Atom feed is full.
+  if (heavy) {
+    for (let id = SHOWCASE.length + 1; id <= users; id++) {
+      // Consecutive groups from a random one: distinct, since there are at least 30.
+      const first = int(1, groups);
+      const joins = int(...FEED_HEAVY.groups);
+      for (let j = 0; j < joins; j++) ins.member.run(((first - 1 + j) % groups) + 1, id, EPOCH + int(0, 300) * DAY);
     }
-
-    // Groups: some owned by inactive users, one hidden, featured videos that may be private.
-    const groups = Math.max(30, Math.floor(users / 4));
-    for (let g = 1; g <= groups; g++) {
-      // Group 1 is alice's, 2 a suspended user's, 4 mallory's (hostile text).
-      const fixed = g === 1 ? 1 : g === 2 ? 3 : g === 4 ? 9 : undefined;
-      const owner = fixed !== undefined && fixed <= users ? fixed : int(1, users);
-      const hidden = g === 3 ? 1 : 0;
-      const created = EPOCH + int(0, 300) * DAY;
-      const title = g === 4 ? `${HOSTILE.markup} ${HOSTILE.cdataEnd}` : `${pick(WORDS)} lovers ${g}`;
-      ins.group.run(g, `group-${g}`, title, g === 4 ? HOSTILE.entities : `People who like ${pick(WORDS)}.`, owner, videoId > 0 && random() < 0.85 ? anyVideo() : null, hidden, created, created + int(0, 30) * DAY);
-      ins.member.run(g, owner, created);
-      const members = int(2, 10);
-      for (let m = 0; m < members; m++) ins.member.run(g, int(1, users), created + int(0, 60) * DAY);
-    }
-    // Feed-heavy: every generated user belongs to 20 or more groups, so every Atom feed is full.
-    if (heavy) {
-      for (let id = SHOWCASE.length + 1; id <= users; id++) {
-        // Consecutive groups from a random one: distinct, since there are at least 30.
-        const first = int(1, groups);
-        const joins = int(...FEED_HEAVY.groups);
-        for (let j = 0; j < joins; j++) ins.member.run(((first - 1 + j) % groups) + 1, id, EPOCH + int(0, 300) * DAY);
-      }
-    }
-    // alice belongs to more than 20 groups, including the hidden one and the one a suspended user owns.
-    for (let g = 1; g <= Math.min(groups, 30); g++) ins.member.run(g, 1, EPOCH + g * DAY);
-    // A new site has no history worth keeping: its first build is a full one (docs/incremental.md).
-    db.prepare(`INSERT INTO site_meta (key, value) VALUES ('demo', ?)`).run(JSON.stringify(options));
-    db.exec('DELETE FROM change_log');
-  })();
-  return { users: options.users, videos: videoCount };
+  }
+  return groups;
 }
 
 /**
