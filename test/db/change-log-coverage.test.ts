@@ -7,13 +7,11 @@ import { MemoryWriter } from '../../src/pipeline/write/output-writer.js';
 import { runBuild } from '../../src/pipeline/run-build.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
-import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
-import { FORMATS } from '../../src/formats/registry.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
-import type { UserPart } from '../../src/model/views.js';
 import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { PROBED } from '../helpers/probe-formats.js';
 import { readTree, treeDifferences } from '../helpers/tree.js';
 
 /**
@@ -27,18 +25,6 @@ import { readTree, treeDifferences } from '../helpers/tree.js';
  * shown when the reader exposes it, whichever real formats exist.
  */
 
-const ALL_PARTS: UserPart[] = ['uploads', 'groups', 'friends', 'accounts', 'interests', 'playlist', 'recommendations', 'attention', 'readingList'];
-const userProbe: UserFormat = {
-  name: 'probe-user', scope: 'user', dir: 'probe', file: 'user.json', urlName: 'user.json',
-  mediaType: 'application/json', inSitemap: true, summary: 'test probe', needs: ALL_PARTS,
-  render: (bundle) => JSON.stringify(bundle, null, 1),
-};
-const videoProbe: VideoFormat = {
-  name: 'probe-video', scope: 'video', dir: 'probe', file: 'video.json', urlName: 'video.json',
-  mediaType: 'application/json', inSitemap: true, summary: 'test probe',
-  render: (bundle) => JSON.stringify(bundle, null, 1),
-};
-const PROBED: readonly Format[] = [...FORMATS, userProbe, videoProbe];
 
 const NOT_SITE_DATA = new Set(['change_log', 'site_meta']);
 

@@ -3,13 +3,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
-import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
-import { FORMATS } from '../../src/formats/registry.js';
+import type { Format } from '../../src/formats/format.js';
 import { sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
-import type { UserPart } from '../../src/model/views.js';
 import { prng } from '../../src/db/demo-data.js';
 import { MIGRATIONS, migrate } from '../../src/db/migrations.js';
 import { createDemoDb, T0, testConfig } from '../helpers/site-fixture.js';
+import { PROBED } from '../helpers/probe-formats.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
@@ -21,23 +20,7 @@ import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
  */
 
 /**
- * Probes: formats that print every part of a user's bundle and the whole video view, so the
- * property covers every relation the reader exposes, whichever real formats exist.
- */
-const ALL_PARTS: UserPart[] = ['uploads', 'groups', 'friends', 'accounts', 'interests', 'playlist', 'recommendations', 'attention', 'readingList'];
-const userProbe: UserFormat = {
-  name: 'probe-user', scope: 'user', dir: 'probe', file: 'user.json', urlName: 'user.json',
-  mediaType: 'application/json', inSitemap: true, summary: 'test probe', needs: ALL_PARTS,
-  render: (bundle) => JSON.stringify(bundle, null, 1),
-};
-const videoProbe: VideoFormat = {
-  name: 'probe-video', scope: 'video', dir: 'probe', file: 'video.json', urlName: 'video.json',
-  mediaType: 'application/json', inSitemap: true, summary: 'test probe',
-  render: (bundle) => JSON.stringify(bundle, null, 1),
-};
-const PROBED: readonly Format[] = [...FORMATS, userProbe, videoProbe];
-/**
- * The same with a sitemap split by id into parts of a few owners, as a large site's is: an
+ * The probe formats (PROBED, test/helpers/probe-formats.ts), with a sitemap split by id into parts of a few owners, as a large site's is: an
  * incremental build renders only the parts holding the owners it rendered and keeps the others.
  */
 const SPLIT_SITEMAP = sitemapFormat({ ...SITEMAP_LIMITS, maxUrls: 30, partUrls: 24 });
