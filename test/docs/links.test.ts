@@ -107,6 +107,41 @@ function pathProblems(file: string, text: string, exists: (path: string) => bool
   return problems;
 }
 
+/** A page's headings as text, without Markdown's code marks, in lower case. */
+function headingsOf(text: string): string[] {
+  return proseLines(text)
+    .map((line) => /^#{1,6}\s+(.*?)\s*$/.exec(line)?.[1])
+    .filter((heading) => heading !== undefined)
+    .map((heading) => heading.replace(/`/g, '').toLowerCase());
+}
+
+/**
+ * Every section cited by page and heading (`docs/database.md, "Names"`) whose page has no heading
+ * that holds the quoted words.
+ */
+function citationProblems(where: string, text: string, exists: (path: string) => boolean, read: (path: string) => string): string[] {
+  const problems: string[] = [];
+  text.split('\n').forEach((line, index) => {
+    for (const match of line.matchAll(/docs\/([\w-]+\.md),? "([^"]+)"/g)) {
+      const page = join(REPO, 'docs', match[1]!);
+      const cited = match[2]!.toLowerCase();
+      const at = `${where}:${index + 1}: docs/${match[1]} "${match[2]}"`;
+      if (!exists(page)) problems.push(`${at}: no such page`);
+      else if (!headingsOf(read(page)).some((heading) => heading.includes(cited))) problems.push(`${at}: no such heading`);
+    }
+  });
+  return problems;
+}
+
+/** The TypeScript files under a folder. */
+function sourcesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourcesUnder(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
 const onDisk = (path: string) => existsSync(path);
 const fromDisk = (path: string) => readFileSync(path, 'utf8');
 
@@ -123,6 +158,12 @@ describe('the documentation', () => {
     expect(problems).toEqual([]);
   });
 
+  it('cites, in its pages and in the comments of src/, only sections that exist', () => {
+    const citing = [...pages(), ...sourcesUnder(join(REPO, 'src'))];
+    const problems = citing.flatMap((file) => citationProblems(relative(REPO, file), fromDisk(file), onDisk, fromDisk));
+    expect(problems).toEqual([]);
+  });
+
   it('lists every page of docs/ in the README', () => {
     const readme = fromDisk(join(REPO, 'README.md'));
     const unlisted = readdirSync(join(REPO, 'docs'))
@@ -133,6 +174,16 @@ describe('the documentation', () => {
 });
 
 describe('the link checker', () => {
+  it('names a cited section that no heading of its page holds', () => {
+    const page = join(REPO, 'docs', 'database.md');
+    const read = () => '# The site database\n\n## Change recording (schema version 2)\n\n### `change_log`\n';
+    const text = 'see docs/database.md, "Change recording" and docs/database.md "change_log"\nand docs/database.md, "Names" or docs/gone.md "X"; docs/database.md "schema version 2"';
+    expect(citationProblems('src/a.ts', text, (path) => path === page, read)).toEqual([
+      'src/a.ts:2: docs/database.md "Names": no such heading',
+      'src/a.ts:2: docs/gone.md "X": no such page',
+    ]);
+  });
+
   const file = join(REPO, 'docs', 'page.md');
   const files: Record<string, string> = {
     [join(REPO, 'docs', 'other.md')]: '# Other page\n\n## `vidfeeds watch`\n\n## Apache 2.4\n\n## Notes\n\n## Notes\n',
