@@ -617,10 +617,10 @@ export class SiteReader {
   }
 
   /**
-   * Begins one read transaction, as `snapshot` does, for a reader that serves requests as they
-   * come (a render thread: render-service.ts); returns what ends it. Inside it, people and tag
-   * and category names are kept between reads: a render thread that read outside one looked up
-   * every tag of every video again (docs/performance.md, "Tenth session").
+   * Begins one read transaction, as `snapshot` does, for a caller that cannot pass its work as one
+   * function (a build whose steps yield between owners: src/pipeline/run-build.ts); returns what
+   * ends it. Inside it, people and tag and category names are kept between reads (docs/performance.md,
+   * "Reading").
    */
   beginSnapshot(): () => void {
     this.db.exec('BEGIN');
