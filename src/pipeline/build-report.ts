@@ -62,8 +62,6 @@ export interface BuildReport {
   owners?: { users: number | 'all'; videos: number | 'all'; siteFiles: boolean; unknownTables: readonly string[] };
   /** The change log as the build's snapshot read it: what the tree is as of (absent without a change log). */
   snapshot?: ChangeLogPosition;
-  /** Threads besides the build's own that read and rendered users' documents, the write thread when lent among them (src/pipeline/render-pool.ts). */
-  renderThreads: number;
 }
 
 export interface BuildReporter {
@@ -117,7 +115,6 @@ export class ReportTally {
     seconds: 0,
     mode: 'full',
     reason: '',
-    renderThreads: 0,
   };
   private lastProgress = 0;
 

@@ -31,8 +31,8 @@ const SLOTS = 16;
 /**
  * Batches written on the build's own thread before the write thread starts: a build of up to
  * 1,024 files (watch's builds, most incremental ones) never pays for starting a thread, about
- * 25 ms each time (a tenth of watch's CPU at 100,000 users, docs/performance.md); a full build
- * loses the overlap of its first 1,024 files only.
+ * 25 ms each time, a large share of watch's CPU; a full build loses the overlap of its first
+ * 1,024 files only.
  */
 const BATCHES_HERE = 4;
 /** The batch buffer a writer starts with, before its thread runs. */
