@@ -564,7 +564,7 @@ export class SiteReader {
     this.seenIssues.clear();
   }
 
-  /** Passes an issue on to the sink, once per reader (also those a render thread's reader found: src/pipeline/render-pool.ts). */
+  /** Passes an issue on to the sink, once per reader. */
   report(issue: ValueIssue): void {
     const key = `${issue.table}\u0000${issue.row}\u0000${issue.column}`;
     if (this.seenIssues.has(key)) return;

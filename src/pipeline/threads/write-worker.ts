@@ -15,7 +15,7 @@ const { root, done, ring, slotBytes, port } = workerData as {
   port: MessagePort;
 };
 const placer = new FilePlacer(root, `${process.pid}-w${threadId}`);
-/** The first write that failed, reported to the build thread; the rest of the build's writes are dropped. */
+/** The first write that failed, reported to the main thread; the rest of the build's writes are dropped. */
 let failed: string | null = null;
 
 parentPort!.on('message', onMessage);
