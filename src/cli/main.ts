@@ -1,7 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { EXIT, exitCodeOf } from './errors.js';
-import { setGarbageCollection } from './heap.js';
 import { processConsole, type Console } from './output.js';
 import { setXmlEngine } from '../render/xml-engine.js';
 import { xmlEngineSetting } from './xml-engine-setting.js';
@@ -11,7 +10,7 @@ type Register = (program: Command, io: Console, setExit: (code: number) => void)
 /**
  * The commands, in the order help lists them, each loaded only when needed: a command's module
  * brings what it runs (the server, the watcher, the host configurations...), and loading all of
- * them cost every invocation about 6 MB and part of its start-up (docs/performance.md).
+ * them would cost every invocation their memory and start-up time.
  */
 const COMMANDS: Record<string, () => Promise<Register>> = {
   init: async () => (await import('./commands/init.js')).registerInit,
@@ -34,7 +33,6 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
  * 75 another build holds the lock, 130/143 a build stopped by SIGINT/SIGTERM.
  */
 export async function main(argv: string[], io: Console = processConsole): Promise<number> {
-  setGarbageCollection();
   setXmlEngine(xmlEngineSetting(process.env));
   let exitCode: number = EXIT.ok;
   const setExit = (code: number) => {

@@ -1,21 +1,20 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION, type MigrationResult } from './migrations.js';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /** A database problem the operator must fix (missing file, wrong version). Exit code 2. */
-export class DatabaseError extends Error {
+export class DatabaseError extends VidfeedsError {
   constructor(message: string) {
-    super(message);
-    this.name = 'DatabaseError';
+    super(EXIT.usage, { what: message });
   }
 }
 
 /**
  * Pages of the site database a reading connection keeps in its own cache, in KiB (SQLite's
  * `cache_size`, negative for KiB). better-sqlite3 sets 16 MB by default; a build reads each page
- * a few times at most, and the operating system caches the file anyway, so a feed-heavy build is
- * as fast with 2 MB (SQLite's own default) and each thread that reads holds 14 MB less
- * (docs/performance.md, "Eighth session").
+ * a few times at most, and the operating system caches the file anyway, so SQLite's own default
+ * of 2 MB reads as fast and each reading connection holds 14 MB less.
  */
 export const READ_CACHE_KIB = 2000;
 
