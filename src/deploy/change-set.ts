@@ -1,12 +1,13 @@
 import type { SiteConfig } from '../config/config.js';
+import { indexNowKey } from '../formats/indexnow-key.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import { routeOfFile } from '../hosting/manifest.js';
 import type { Routes } from '../hosting/routes.js';
 import { isWebSubTopic } from '../hosting/websub-links.js';
 import type { Changes, NotifySettings } from './notify.js';
 
-/** The file, at the top of the tree, that proves the site holds its IndexNow key (src/formats/indexnow-key.ts). */
-export const INDEXNOW_KEY_FILE = 'indexnow-key.txt';
+/** The file, at the top of the tree, that proves the site holds its IndexNow key. */
+export const INDEXNOW_KEY_FILE = indexNowKey.file;
 
 /**
  * What changed for readers, from the files a build wrote and removed (its report) or a deploy
