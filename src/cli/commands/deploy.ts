@@ -9,7 +9,7 @@ import { SitePaths } from '../../paths/site-paths.js';
 import { checkPlaces } from '../../paths/url-scheme.js';
 import { defaultStateFile } from '../../pipeline/build-state.js';
 import { acquireBuildLock } from '../../pipeline/lock.js';
-import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/shard.js';
+import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
 import { buildManifest } from '../../hosting/manifest.js';
 import { routesOf } from '../../hosting/routes.js';
