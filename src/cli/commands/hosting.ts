@@ -157,6 +157,7 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
         cacheControl: (format) => cacheControlOf(config.cacheControl, format),
         gzipStatic: config.compress.includes('gzip'),
         brotliStatic: flags.brotliStatic ?? false,
+        websub: { hubs: config.websub.hubs, origin: new URL(paths.base).origin },
       }),
     );
     io.out(text);
