@@ -83,9 +83,12 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
     for (const object of document.objects) verdicts.set(object.key, firstVerdict(object, remote.get(object.key), trustEtags));
   }
   const toCheck = documents.flatMap((d) => d.objects.filter((o) => verdicts.get(o.key) === 'check'));
+  // Objects rewritten only for their headers: their readers' content did not change.
+  const headersOnly = new Set<string>();
   await runPool(toCheck, request.concurrency, async (object) => {
     const head = await store.head(object.key);
     verdicts.set(object.key, head !== null && headMatches(object, head) ? 'same' : 'write');
+    if (head !== null && head.metadata['vidfeeds-sha256'] === object.sha256 && verdicts.get(object.key) === 'write') headersOnly.add(object.key);
   });
   report.checked = toCheck.length;
 
@@ -125,7 +128,8 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
           return;
         }
       }
-      if (writes.length > 0) report.changedFiles.push(document.file);
+      // A document whose bytes changed for readers: one of its own keys got other bytes.
+      if (writes.some((o) => o.contentEncoding === undefined && !headersOnly.has(o.key))) report.changedFiles.push(document.file);
     });
     if (report.failed.length > failedBefore) blocked = true;
   }
