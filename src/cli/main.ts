@@ -22,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   hosting: async () => (await import('./commands/hosting.js')).registerHosting,
   serve: async () => (await import('./commands/serve.js')).registerServe,
   watch: async () => (await import('./commands/watch.js')).registerWatch,
+  deploy: async () => (await import('./commands/deploy.js')).registerDeploy,
 };
 
 /**

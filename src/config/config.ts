@@ -40,6 +40,25 @@ export interface SiteConfig {
   /** Pre-compressed forms written beside each text document (`.gz`, `.br`); none by default. */
   compress: Array<'gzip' | 'br'>;
   cacheControl: CacheControlConfig;
+  /** WebSub hubs the feeds name and that are notified of changed feeds (docs/deploy.md). */
+  websub: WebSubConfig;
+  /** IndexNow: the key file in the tree and the submission of changed URLs. */
+  indexNow: IndexNowConfig;
+  /** Whether hubs and IndexNow hear of changes after a build (the tree is served) or after `vidfeeds deploy`. */
+  notifyAfter: 'build' | 'deploy';
+}
+
+export interface WebSubConfig {
+  /** Hub URLs; empty for none. */
+  hubs: string[];
+  /** Feeds named in one publish request (repeated `hub.url`). */
+  feedsPerRequest: number;
+}
+
+export interface IndexNowConfig {
+  /** The site's key (8 to 128 of `[A-Za-z0-9-]`), or null: no key file, no submissions. */
+  key: string | null;
+  endpoint: string;
 }
 
 /**

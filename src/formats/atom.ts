@@ -41,6 +41,8 @@ export const atom: UserFormat = {
         .leaf('id', tagUri(site, user.createdAt, `users/${encodeURIComponent(user.username)}/groups`));
       feed.el('link', { rel: 'alternate', type: 'text/html', hreflang: site.config.language, href: site.paths.userPage(user.username) });
       feed.el('link', { rel: 'self', type: 'application/atom+xml', href: site.paths.url(atom, user.username) });
+      // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
+      for (const hub of site.config.websub.hubs) feed.el('link', { rel: 'hub', href: hub });
       // RFC 4287 wants an author for the feed or for every entry; the feed is the user's.
       feed.el('author').leaf('name', user.displayName || user.username).leaf('uri', site.paths.userPage(user.username));
       feed.leaf('rights', site.config.copyright);

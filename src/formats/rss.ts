@@ -180,6 +180,8 @@ export const rss: UserFormat = {
       xmlLeaf('copyright', site.config.copyright);
     if (uploads.length > 0) out += xmlLeaf('pubDate', rfc822(uploads[0]!.createdAt));
     out += `${xmlLeaf('generator', site.generator.name)}<atom:link rel="self" type="application/rss+xml" href="${xmlAttr(site.paths.url(rss, user.username))}"/>`;
+    // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
+    for (const hub of site.config.websub.hubs) out += `<atom:link rel="hub" href="${xmlAttr(hub)}"/>`;
     if (site.config.logoUrl !== '') out += `<image>${xmlLeaf('url', site.config.logoUrl)}${xmlLeaf('title', title)}${xmlLeaf('link', link)}</image>`;
     let uploader: UploaderMarkup | null = null;
     for (const video of uploads) {

@@ -9,6 +9,7 @@ import {
 } from './routes.js';
 import { bareMediaType, isCompressible } from '../paths/compression.js';
 import { keyedFile, urlPattern } from '../paths/url-scheme.js';
+import { isWebSubTopic } from './websub-links.js';
 
 /**
  * The nginx configuration of a tree: a `server` block (and, when rate limiting is on, the two
@@ -63,6 +64,8 @@ export interface NginxOptions {
   brotliStatic?: boolean;
   /** One line naming the generator, for the header comment. */
   generator: string;
+  /** WebSub: the hubs the feeds name, and the scheme and host of the base URL, for their `Link` headers. */
+  websub?: { hubs: readonly string[]; origin: string };
 }
 
 /** nginx's limit on recommendation POSTs per client address: `limit_req` in whole requests per minute. */
@@ -139,7 +142,18 @@ function typeLines(format: Format, indent: string, options: NginxOptions): strin
     `${indent}add_header X-Content-Type-Options nosniff;`,
   ];
   if (!isCompressible(format.mediaType)) lines.push(`${indent}gzip off;`);
+  if (options.websub !== undefined && options.websub.hubs.length > 0 && isWebSubTopic(format)) {
+    // The feed's own URL is the request's path (as sent, still percent-encoded) with its final slash.
+    const self = `$${options.name}_websub_self`;
+    lines.push(`${indent}add_header Link ${nginxQuote(`${options.websub.hubs.map((hub) => `<${literalText(hub, 'websub hub')}>; rel="hub"`).join(', ')}, <${self}>; rel="self"`, 'Link')};`);
+  }
   return lines;
+}
+
+/** Text nginx must not read variables in: a literal `$` cannot be written in a quoted value. */
+function literalText(value: string, what: string): string {
+  if (value.includes('$')) throw new Error(`${what} contains "$", which nginx reads as a variable: ${JSON.stringify(value)}`);
+  return value;
 }
 
 /**
@@ -181,6 +195,16 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
       `    ${nginxQuote(`~*(${AUTOMATED_USER_AGENTS})`, 'user agent pattern')} $binary_remote_addr;`,
       '}',
       `limit_req_zone $${name}_automated_client zone=${name}_automated:10m rate=${options.botRate};`,
+      '',
+    );
+  }
+  if (options.websub !== undefined && options.websub.hubs.length > 0) {
+    out(
+      '# WebSub: the URL of the feed requested, for its Link header: the path as sent, with its final',
+      '# slash, on the base URL\'s scheme and host.',
+      `map $request_uri $${name}_websub_self {`,
+      `    ${nginxQuote('~^(?<websubpath>[^?]*?)/?(\\?.*)?$', 'pattern')} ${nginxQuote(`${literalText(options.websub.origin, 'base URL')}$websubpath/`, 'URL')};`,
+      '}',
       '',
     );
   }

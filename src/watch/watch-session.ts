@@ -56,6 +56,9 @@ export interface WatchSessionOptions {
   onProblem: (message: string) => void;
   /** Each skipped row, bad value and failed document of a build, as `build` names them on stderr. */
   onWarning?: (message: string) => void;
+  /** Each file a build wrote (bytes changed) or removed, under the output directory: for announcing changes. */
+  onWrote?: (path: string) => void;
+  onRemoved?: (path: string) => void;
   /** The build's clock for documents (tests pin it). */
   now?: () => Date;
 }
@@ -240,7 +243,7 @@ export class WatchSession {
         formats: this.formats,
         lock,
         held: { ...connection, state: this.state, fingerprint: this.fingerprint },
-        reporter: this.options.onWarning === undefined ? undefined : { warn: this.options.onWarning },
+        reporter: { warn: this.options.onWarning, wrote: this.options.onWrote, removed: this.options.onRemoved },
       });
       this.builtVersion = version;
       this.owed = false;

@@ -38,7 +38,7 @@ describe('cache classes', () => {
     expect(classes).toEqual({
       rss: 'feeds', atom: 'feeds', recommendations: 'feeds', xspf: 'feeds', apml: 'feeds', opml: 'feeds',
       foaf: 'profiles', hcard: 'profiles', oembed: 'profiles', 'oembed-json': 'profiles', 'oembed-xml': 'profiles', 'oembed-html': 'profiles',
-      sitemap: 'site', robots: 'site', opensearch: 'site', crossdomain: 'site',
+      sitemap: 'site', robots: 'site', opensearch: 'site', crossdomain: 'site', 'indexnow-key': 'site',
     });
   });
 });

@@ -14,8 +14,10 @@ import { previewUrlWarning } from '../preview-warning.js';
 import { ProgressLine } from '../progress.js';
 import type { Console } from '../output.js';
 import { configOptions, configOverrides, type ConfigFlags } from './shared-options.js';
+import { announceBuild, buildNotifySettings, type AnnounceFlags } from '../announce.js';
+import { routesOf } from '../../hosting/routes.js';
 
-interface BuildFlags extends ConfigFlags {
+interface BuildFlags extends ConfigFlags, AnnounceFlags {
   db: string;
   out: string;
   state?: string;
@@ -91,7 +93,9 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md')
       .option('--wait <seconds>', 'when another build holds the lock, wait up to this long for it (default 0: exit 75 at once)', nonNegativeSeconds)
       .option('--json', 'print one JSON report on stdout (docs/report.md): mode, counts, skipped rows, failures, URLs written and removed')
-      .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress'),
+      .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress')
+      .option('--on-change <command>', 'after the build, run COMMAND (through sh) with every changed or removed URL on its standard input, one per line (a CDN purge)')
+      .option('--no-notify', 'do not notify the WebSub hubs and IndexNow of the configuration after this build'),
   ).action(async (flags: BuildFlags) => {
     let json: BuildJson | undefined;
     // With --json, an error before the build (flags, configuration) prints the error alone; one
@@ -105,6 +109,8 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       const warning = previewUrlWarning(config, request.db);
       if (warning !== null) io.err(warning);
       json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
+      const notify = buildNotifySettings(config, site.paths, flags);
+      const files = { written: [] as string[], removed: [] as string[] };
       const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
       const clear = progress ? '\r\x1b[K' : '';
       const stop = stopOnSignal((signal) => io.err(`${clear}vidfeeds: ${signal}: stopping the build after the current document…`));
@@ -125,8 +131,14 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
             warn: (message) => io.err(`${clear}vidfeeds: ${message}`),
             skipped: (skipped) => json?.skipped.push({ ...skipped, reason: describeSkip(skipped) }),
             failed: (failure) => json?.failed.push(failure),
-            wrote: json === undefined ? undefined : (path) => json!.wrote([path]),
-            removed: json === undefined ? undefined : (path) => json!.removed([path]),
+            wrote: json === undefined && notify === null ? undefined : (path) => {
+              json?.wrote([path]);
+              if (notify !== null) files.written.push(path);
+            },
+            removed: json === undefined && notify === null ? undefined : (path) => {
+              json?.removed([path]);
+              if (notify !== null) files.removed.push(path);
+            },
           },
         });
       } catch (error) {
@@ -140,7 +152,9 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       }
       stop.release();
       progress?.clear();
-      const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
+      // What was written is live once the build is done: hubs, IndexNow and the hook hear of it now.
+      const deliveries = notify === null ? [] : await announceBuild(notify, files, site.paths, routesOf(FORMATS), io);
+      const exitCode = report.failedCount > 0 || deliveries.some((d) => !d.ok) ? EXIT.failed : EXIT.ok;
       if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
       if (json) io.out(json.text({ report, exitCode }));
       setExit(exitCode);

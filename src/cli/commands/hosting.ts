@@ -7,6 +7,7 @@ import { cacheControlOf } from '../../hosting/cache-control.js';
 import { FORMATS } from '../../formats/registry.js';
 import { htaccess } from '../../hosting/apache.js';
 import { buildManifest } from '../../hosting/manifest.js';
+import { websubLinkOfMatch } from '../../hosting/websub-links.js';
 import { nginxConfig, postLimitOf } from '../../hosting/nginx.js';
 import { headersFile, redirectsFile, type PagesHost } from '../../hosting/pages.js';
 import { routesOf } from '../../hosting/routes.js';
@@ -156,6 +157,7 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
         cacheControl: (format) => cacheControlOf(config.cacheControl, format),
         gzipStatic: config.compress.includes('gzip'),
         brotliStatic: flags.brotliStatic ?? false,
+        websub: { hubs: config.websub.hubs, origin: new URL(paths.base).origin },
       }),
     );
     io.out(text);
@@ -212,7 +214,14 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
     const { config, paths } = siteOf(flags);
     const root = resolve(flags.root);
     if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`--root ${root} is not a directory: build the tree first`);
-    const { manifest, ignored } = buildManifest(routesOf(FORMATS), root, decodedBasePath(paths), GENERATOR, (format) => cacheControlOf(config.cacheControl, format));
+    const { manifest, ignored } = buildManifest(
+      routesOf(FORMATS),
+      root,
+      decodedBasePath(paths),
+      GENERATOR,
+      (format) => cacheControlOf(config.cacheControl, format),
+      (match) => websubLinkOfMatch(config.websub.hubs, paths, match),
+    );
     io.out(JSON.stringify(manifest, null, 2));
     if (ignored.length > 0) {
       io.err(`vidfeeds: ${ignored.length} files under ${root} are not documents of the format table and are left out (e.g. ${ignored.slice(0, 3).join(', ')})`);

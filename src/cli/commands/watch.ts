@@ -9,8 +9,17 @@ import { EXIT } from '../errors.js';
 import type { Console } from '../output.js';
 import { buildRequest, summaryText } from './build.js';
 import { configOptions, configOverrides, nonNegativeInteger, type ConfigFlags } from './shared-options.js';
+import { VIDFEEDS_VERSION } from '../../config/version.js';
+import { FORMATS } from '../../formats/registry.js';
+import { SitePaths } from '../../paths/site-paths.js';
+import { routesOf } from '../../hosting/routes.js';
+import { changesOfFiles } from '../../deploy/change-set.js';
+import { NotifyBatcher } from '../../deploy/notify-batch.js';
+import { buildNotifySettings, type AnnounceFlags } from '../announce.js';
+import { reportDeliveries } from '../notify-report.js';
 
-interface WatchFlags extends ConfigFlags {
+interface WatchFlags extends ConfigFlags, AnnounceFlags {
+  notifyDelay: number;
   db: string;
   out: string;
   state?: string;
@@ -33,13 +42,23 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       .option('--out <dir>', 'output directory', 'out')
       .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
-      .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS),
+      .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS)
+      .option('--on-change <command>', 'run COMMAND (through sh) with the changed and removed URLs on its standard input, one per line, batched like the notifications')
+      .option('--no-notify', 'do not notify the WebSub hubs and IndexNow of the configuration')
+      .option('--notify-delay <ms>', 'send the changes of every build within this long of the first together: one request per hub for a burst of edits', nonNegativeInteger('--notify-delay', 600_000), 2000),
   ).action(async (flags: WatchFlags) => {
     const request = buildRequest({ db: flags.db, out: flags.out, state: flags.state });
     const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
     const load = () => loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
 
     const clock = () => new Date().toISOString().slice(11, 19);
+    // The settings at start decide who hears of changes; the files of builds that failed part-way
+    // are live too, so they wait for the next build that finishes.
+    const startConfig = load();
+    const paths = new SitePaths(startConfig.baseUrl, startConfig.pages, FORMATS);
+    const notify = buildNotifySettings(startConfig, paths, flags);
+    const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
+    const files = { written: [] as string[], removed: [] as string[] };
     let watcher: ReturnType<typeof watchInputs> | undefined;
     // A bad configuration, template or database stops here, before a file is touched (exit 2).
     const session = new WatchSession({
@@ -49,8 +68,13 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       loadConfig: load,
       delayMs: flags.debounce,
       pollMs: flags.poll,
+      onWrote: batcher === null ? undefined : (path) => files.written.push(path),
+      onRemoved: batcher === null ? undefined : (path) => files.removed.push(path),
       onBuild: (report: BuildReport, changes) => {
         io.err(`vidfeeds: ${clock()} ${describeChanges(changes)}: ${summaryText(report)}`);
+        if (batcher !== null) {
+          batcher.add(changesOfFiles(files.written.splice(0), files.removed.splice(0), paths, routesOf(FORMATS)));
+        }
         watcher?.setTemplateDirs(session.templateDirs());
       },
       onProblem: (message) => io.err(`vidfeeds: ${clock()} ${message}`),
@@ -73,6 +97,7 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
     } finally {
       await session.stop();
       await watcher?.close();
+      await batcher?.flush();
     }
     io.err('vidfeeds: stopped');
     setExit(EXIT.ok);

@@ -102,9 +102,11 @@ export function templateDirs(config: SiteConfig): string[] {
 }
 
 export function buildFingerprint(config: SiteConfig, formats: readonly Format[], vidfeedsVersion: string): BuildFingerprint {
-  // `strict` decides only whether a bad row stops the build, and `cacheControl` only what the
-  // host configurations say: never a byte of a document.
-  const { strict: _strict, cacheControl: _cacheControl, ...shaping } = config;
+  // `strict` decides only whether a bad row stops the build, `cacheControl` only what the host
+  // configurations say, and where and when changes are announced only who hears of them: never a
+  // byte of a document (the IndexNow key is the key file's bytes, and stays).
+  const { strict: _strict, cacheControl: _cacheControl, notifyAfter: _notifyAfter, indexNow, websub, ...rest } = config;
+  const shaping = { ...rest, hubs: websub.hubs, indexNowKey: indexNow.key };
   return {
     vidfeedsVersion,
     codeHash: codeHash(),
