@@ -25,6 +25,18 @@ export class UsageError extends Error {
 }
 
 /**
+ * Everything wrong with a command line, found before it is parsed (check-command-line.ts): unknown
+ * options, missing or refused values, required options and arguments. Exit code 2. Worded as a
+ * configuration's problems are: one line, or a count and one indented line each.
+ */
+export class CommandLineError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(problems.length === 1 ? `command line: ${problems[0]}` : `command line: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    this.name = 'CommandLineError';
+  }
+}
+
+/**
  * An error whose exit code was decided elsewhere: a build that ran on another thread reports its
  * error as a message and the code `exitCodeOf` gave it there.
  */
@@ -42,6 +54,7 @@ export class ExitError extends Error {
 export function isUsageError(error: unknown): boolean {
   return (
     error instanceof UsageError ||
+    error instanceof CommandLineError ||
     error instanceof ConfigError ||
     error instanceof DatabaseError ||
     error instanceof SchemaVersionError ||

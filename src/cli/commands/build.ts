@@ -4,7 +4,7 @@ import { defaultStateFile } from '../../pipeline/build-state.js';
 import type { BuildReport } from '../../pipeline/build-report.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/shard.js';
 import { createSiteContext } from '../../pipeline/site-context.js';
-import { loadConfig } from '../../config/config.js';
+import { checkDatabaseFile } from '../../db/open-database.js';
 import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { runBuildThread } from '../build-thread.js';
@@ -13,11 +13,12 @@ import { BuildJson, ReportedError, withJsonErrors } from '../json-report.js';
 import { previewUrlWarning } from '../preview-warning.js';
 import { ProgressLine } from '../progress.js';
 import type { Console } from '../output.js';
-import { configOptions, configOverrides, type ConfigFlags } from './shared-options.js';
+import { requireOption } from '../check-command-line.js';
+import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
 
 interface BuildFlags extends ConfigFlags {
-  db: string;
-  out: string;
+  db?: string;
+  out?: string;
   state?: string;
   only?: string;
   user?: string;
@@ -39,7 +40,10 @@ export interface BuildRequest {
   shard?: ShardSpec;
 }
 
-/** The typed request of a build from its flags; refuses a state file inside the served tree. */
+/**
+ * The typed request of a build from its flags, paths already resolved (the flag, else the
+ * configuration); refuses a state file inside the served tree.
+ */
 export function buildRequest(flags: { db: string; out: string; state?: string; only?: string; user?: string; full?: boolean; shard?: string }): BuildRequest {
   const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
   const request: BuildRequest = {
@@ -78,34 +82,42 @@ export function parseFormatList(list: string): Set<string> {
 }
 
 export function registerBuild(program: Command, io: Console, setExit: (code: number) => void): void {
-  configOptions(
-    program
-      .command('build')
-      .description('render every public document of the site database into the output directory')
-      .requiredOption('--db <file>', 'site database (SQLite)')
-      .option('--out <dir>', 'output directory', 'out')
-      .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
+  const command = program.command('build').description('render every public document of the site database into the output directory');
+  requireOption(command, '--db <file>', 'site database (SQLite)', 'db');
+  exitCodesHelp(strictOption(configOptions(
+    command
+      .option('--out <dir>', 'output directory (default: out, or `out` in the configuration)')
+      .option('--state <file>', 'build state file (default: `state` in the configuration, else .vidfeeds/<out>.state.sqlite beside the output directory)')
       .option('--only <formats>', 'comma-separated format names to build (see `vidfeeds formats`)')
       .option('--user <name>', "build only this user's documents and their videos'")
       .option('--full', 'render everything, even when an incremental build is possible')
       .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md')
       .option('--wait <seconds>', 'when another build holds the lock, wait up to this long for it (default 0: exit 75 at once)', nonNegativeSeconds)
       .option('--json', 'print one JSON report on stdout (docs/report.md): mode, counts, skipped rows, failures, URLs written and removed')
-      .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress'),
-  ).action(async (flags: BuildFlags) => {
+      .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress (as --log-level warn)'),
+  )), {
+    0: 'built',
+    1: 'documents failed (the others were written), or --strict met a row that cannot be published',
+    2: 'bad flags, configuration, template or database: nothing was touched',
+    75: 'another build holds the lock (try again later, or --wait SECONDS)',
+    130: 'stopped by SIGINT (143: SIGTERM); what was written is recorded, the next build goes on',
+  }).action(async (flags: BuildFlags) => {
     let json: BuildJson | undefined;
     // With --json, an error before the build (flags, configuration) prints the error alone; one
     // during it (interrupted, locked, a bad database) prints what the build did up to then.
     await withJsonErrors('build', flags.json, io.out, async () => {
-      const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-      const request = buildRequest(flags);
+      if (flags.quiet) io.log.useFlags({ level: 'warn' });
+      const { site: config, run } = readSettings(flags, io);
+      const request = buildRequest({ ...flags, db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
       // Templates are loaded here too, so a broken one stops the build before the thread starts.
       const site = createSiteContext(config, FORMATS);
+      // Before the state's folder is made: a missing database leaves nothing behind.
+      checkDatabaseFile(request.db);
       if (request.user !== undefined) checkUserExists(request.db, request.user);
       const warning = previewUrlWarning(config, request.db);
-      if (warning !== null) io.err(warning);
+      if (warning !== null) io.log.warn(warning);
       json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
-      const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
+      const progress = io.interactive && io.log.enabled('info') && !io.log.json ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
       let report: BuildReport;
       try {
         report = await runBuildThread(
@@ -119,12 +131,18 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
             progress: (done) => progress?.update(done),
             started: (plan) => progress?.expect(plan.expected),
             // Every one, however many: the operator must be able to find each row it left out.
-            warn: (message) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${message}`),
+            warn: (message) => {
+              progress?.clear();
+              io.log.warn(message);
+            },
             skipped: (row) => json?.skipped.push(row),
             failed: (failure) => json?.failed.push(failure),
             wrote: (paths) => json?.wrote(paths),
             removed: (paths) => json?.removed(paths),
-            stopping: (signal) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${signal}: stopping the build after the current document…`),
+            stopping: (signal) => {
+              progress?.clear();
+              io.log.warn(`${signal}: stopping the build after the current document…`);
+            },
           },
         );
       } catch (error) {
@@ -137,7 +155,8 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       }
       progress?.clear();
       const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
-      if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
+      if (exitCode === EXIT.ok) io.log.info(summaryText(report), summaryFields(report));
+      else io.log.error(summaryText(report), summaryFields(report));
       if (json) io.out(json.text({ report, exitCode }));
       setExit(exitCode);
     });
@@ -149,8 +168,18 @@ function nonNegativeSeconds(value: string): number {
   return Number(value);
 }
 
-export function summary(report: BuildReport): string {
-  return `vidfeeds: ${summaryText(report)}`;
+/** The summary's figures, as fields of a JSON log line. */
+export function summaryFields(report: BuildReport): Record<string, unknown> {
+  return {
+    mode: report.mode,
+    documents: report.documents,
+    seconds: Number(report.seconds.toFixed(3)),
+    written: report.written,
+    unchanged: report.unchanged,
+    removed: report.removed,
+    skipped: report.skippedCount,
+    failed: report.failedCount,
+  };
 }
 
 /** What kind of build, why, and what it did, in one line. */
