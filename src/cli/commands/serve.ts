@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
-import { createSiteContext } from '../../pipeline/site-context.js';
+import { createSiteContext } from '../../pipeline/render/site-context.js';
 import { checkDatabaseFile, openForReading, openForUpdate } from '../../db/open-database.js';
 import { FORMATS } from '../../formats/registry.js';
 import { routesOf } from '../../hosting/routes.js';
