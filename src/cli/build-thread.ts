@@ -3,6 +3,7 @@ import type { BuildReport, Failure } from '../pipeline/build-report.js';
 import type { BuildMode } from '../pipeline/plan/incremental.js';
 import { InterruptFlag } from '../pipeline/interrupt.js';
 import type { ShardSpec } from '../pipeline/plan/shard.js';
+import type { RemovalGuard } from '../pipeline/prune/removal-guard.js';
 import type { SiteConfig } from '../config/config.js';
 import { ExitError } from './errors.js';
 
@@ -25,6 +26,8 @@ export interface BuildThreadInput {
     shard?: ShardSpec;
     waitSeconds: number;
     command: string;
+    dryRun?: boolean;
+    removalGuard?: RemovalGuard;
   };
   config: SiteConfig;
   interrupt: SharedArrayBuffer;

@@ -14,6 +14,7 @@ import { BuildInterrupted } from './interrupt.js';
 import { describeCollision, nameCollisions } from './read/name-collisions.js';
 import type { OutputWriter } from './write/output-writer.js';
 import { pruneStale } from './prune/prune-stale.js';
+import { checkRemovals, RemovalGuardError, type RemovalGuard } from './prune/removal-guard.js';
 import {
   publishableUsers,
   publishedNames,
@@ -59,6 +60,11 @@ export interface BuildOptions {
   full?: boolean;
   /** Build only this shard's part of the site (src/pipeline/shard.ts); site-wide files only in shard 1. */
   shard?: ShardSpec;
+  /**
+   * Stop before removing anything when the build would remove more of the published documents
+   * than this allows (prune/removal-guard.ts); no guard when absent (`--allow-removals`).
+   */
+  removalGuard?: RemovalGuard;
 }
 
 export interface BuildDeps {
@@ -242,6 +248,17 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       }
     }
   };
+  /**
+   * The removal guard, before the first removal and before the site files are rendered (a sitemap
+   * that no longer lists the site is as bad as the removal): counts the owners' documents this
+   * build is about to remove (site files are rendered again, not removed wholesale).
+   */
+  const guardRemovals = (...stale: Array<() => Iterable<string>>) => {
+    if (options.removalGuard === undefined) return;
+    let removing = 0;
+    for (const paths of stale) for (const path of paths()) if ((state.previous(path)?.ownerId ?? null) !== null) removing++;
+    checkRemovals(removing, () => state.count(), options.removalGuard);
+  };
   const prune = (paths: Iterable<string>): number => {
     const count = pruneStale(paths, { writer, state, formsOnDisk }, (path) => tally.removed(path));
     pruned += count;
@@ -258,6 +275,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       owners !== 'all' ? { ids: owners } : formatCount > 0 ? { every: true } : 'none';
     buildUsers(selection(affected.users, keyed.user.length));
     build(readVideos(scope, selection(affected.videos, keyed.video.length)));
+    const staleOf = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') =>
+      owners === 'all' ? [() => state.staleOwned(kind)] : [...owners].map((id) => () => state.staleOwned(kind, id));
+    guardRemovals(...staleOf('user', affected.users), ...staleOf('video', affected.videos));
     const pruneOwned = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
       if (owners === 'all') prune(state.staleOwned(kind));
       else for (const id of owners) if (prune(state.staleOwned(kind, id)) > 0) relist({ kind, id });
@@ -292,13 +312,15 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     const every: OwnerSelection = { every: true, ofUser: options.user };
     buildUsers(keyed.user.length > 0 ? every : 'none');
     build(readVideos(scope, keyed.video.length > 0 ? every : 'none'));
+    const staleScope = { formats: new Set(formats.map((f) => f.name)), user: options.user };
+    guardRemovals(() => state.stale(staleScope));
     // After the documents, so the sitemap lists none that failed.
     buildSiteFiles();
     // Names that would be one directory on macOS or Windows, every published row of them named.
     if (whole && ownsSiteFiles(options.shard)) {
       for (const group of nameCollisions(() => publishedNames(reader, site.paths))) tally.nameCollision(describeCollision(group));
     }
-    prune(state.stale({ formats: new Set(formats.map((f) => f.name)), user: options.user }));
+    prune(state.stale(staleScope));
     if (plan.mode === 'full') {
       state.setSiteFilesStale(false);
       // Every document was seen: the forms beside them are now the configured ones (unless one
@@ -329,7 +351,9 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     report.snapshot = log;
     commitState({ writer, state }, report, deps.incremental?.fingerprint, log);
   } catch (error) {
-    if (error instanceof BuildInterrupted) keepInterrupted(writer, state, saved.interrupted);
+    // Stopped by a signal or by the removal guard, the build keeps what it wrote (documents of
+    // owners still published) and removed nothing: the next build goes on from there.
+    if (error instanceof BuildInterrupted || error instanceof RemovalGuardError) keepInterrupted(writer, state, saved.interrupted);
     else state.rollback();
     throw error;
   }

@@ -1,11 +1,14 @@
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { openForReading } from '../db/open-database.js';
 import { SiteReader } from '../db/site-reader.js';
 import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
-import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './record/build-record.js';
+import { buildRecordName, buildRecordOf, removeBuildRecord, writeBuildRecord } from './record/build-record.js';
 import { BuildState, defaultStateFile } from './build-state.js';
 import type { BuildReport, BuildReporter } from './build-report.js';
 import { runBuild } from './run-build.js';
@@ -16,6 +19,10 @@ import { createDirectoryWriter } from './threads/write-pool.js';
 import { checkStateShard, type ShardSpec } from './plan/shard.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { createSiteContext } from './render/site-context.js';
+import { RemovalGuardError, type RemovalGuard } from './prune/removal-guard.js';
+import { strayFiles } from './prune/stray-files.js';
+import { DryRunWriter } from './write/dry-run-writer.js';
+import type { OutputWriter } from './write/output-writer.js';
 
 /**
  * One build of a database into an output directory, with its edges: the lock, the database, the
@@ -57,6 +64,15 @@ export interface SiteBuildRequest {
    * and left open. Without it, the build opens the database and the state and closes them.
    */
   held?: HeldInputs;
+  /**
+   * Read and render everything as the build would, and write, remove and record nothing: the
+   * build runs against a copy of the state (dropped afterwards) and a writer that only remembers
+   * (write/dry-run-writer.ts). It takes no lock: the state is copied in one read, and nothing else
+   * it does keeps a real build waiting.
+   */
+  dryRun?: boolean;
+  /** Stop before removing too much of the site (prune/removal-guard.ts); none when absent. */
+  removalGuard?: RemovalGuard;
 }
 
 /** An open database with its prepared statements, an open state, and the fingerprint of the loaded configuration and templates. */
@@ -78,18 +94,31 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   // Render threads load the registry's formats: a build with a table of its own renders here.
   // No thread starts until a build has a batch of users for it.
   const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, out: request.out, config, now: site.now, fingerprint }) : null;
-  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds });
+  const dry = request.dryRun === true;
+  const lock = dry ? null : (request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds }));
+  const scratch = dry ? mkdtempSync(join(tmpdir(), 'vidfeeds-dry-run-')) : null;
   try {
     const db = held?.db ?? openForReading(request.db);
     try {
       const stateFile = request.stateFile ?? defaultStateFile(request.out);
-      const state = held?.state ?? new BuildState(stateFile);
+      const state = held?.state ?? new BuildState(scratch === null ? stateFile : copiedState(stateFile, scratch));
       try {
         checkStateShard(state, stateFile, request.shard);
-        const writer = createDirectoryWriter(request.out);
+        const writer: OutputWriter & { close(): void } = dry ? new DryRunWriter(request.out) : createDirectoryWriter(request.out);
         try {
-          removeBuildRecord(request.out, request.shard);
-          const report = runBuild(
+          // The last record is put back when the removal guard stops the build: the tree is still that build's.
+          const recordFile = join(request.out, buildRecordName(request.shard));
+          const lastRecord = existsSync(recordFile) ? readFileSync(recordFile) : null;
+          if (!dry) removeBuildRecord(request.out, request.shard);
+          const guarded = <T>(build: () => T): T => {
+            try {
+              return build();
+            } catch (error) {
+              if (error instanceof RemovalGuardError && !dry && lastRecord !== null) writeFileSync(recordFile, lastRecord);
+              throw error;
+            }
+          };
+          const report = guarded(() => runBuild(
             {
               reader: held?.reader ?? new SiteReader(db, config.recommendationsCount),
               writer,
@@ -102,8 +131,17 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               compression: config.compress,
               renderPool: renderPool ?? undefined,
             },
-            { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
-          );
+            { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard, removalGuard: request.removalGuard },
+          ));
+          // The repair: a whole full build leaves nothing where vidfeeds writes that it did not write.
+          if (request.full === true && request.only === undefined && request.user === undefined) {
+            for (const path of strayFiles(request.out, state, site.paths, request.shard)) {
+              if (!writer.remove(path)) continue;
+              report.removed++;
+              request.reporter?.removed?.(path);
+            }
+          }
+          if (dry) return report;
           // Every document is on disk (runBuild flushed the writer): the record may now say so.
           const record = buildRecordOf({ report, fingerprint, shard: request.shard, only: request.only, user: request.user, finishedAt: new Date() });
           if (record !== null) writeBuildRecord(request.out, record);
@@ -119,6 +157,24 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
       if (held === undefined) db.close();
     }
   } finally {
-    if (request.lock === undefined) lock.release();
+    if (request.lock === undefined) lock?.release();
+    if (scratch !== null) rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * A copy of the state for a dry run, in `dir`: one read of the state (`VACUUM INTO`, on a
+ * read-only connection, so it waits for no writer and keeps none waiting); a fresh state when
+ * there is none yet.
+ */
+function copiedState(stateFile: string, dir: string): string {
+  const copy = join(dir, 'state.sqlite');
+  if (!existsSync(stateFile)) return copy;
+  const source = new Database(stateFile, { readonly: true, fileMustExist: true });
+  try {
+    source.prepare('VACUUM INTO ?').run(copy);
+  } finally {
+    source.close();
+  }
+  return copy;
 }

@@ -89,8 +89,8 @@ describe('vidfeeds init', () => {
     );
     const config = JSON.parse(readFileSync(join(dir, 'vidfeeds.config.json'), 'utf8')) as Record<string, unknown>;
     expect(config).toMatchObject({ baseUrl: 'https://videos.example.org', siteName: 'Example Videos', recommendationsCount: 8, db: 'site.sqlite', out: null });
-    const built = cli(['build'], { cwd: dir });
-    expect(built.code, built.stderr).toBe(0);
+    const configured = cli(['build'], { cwd: dir });
+    expect(configured.code, configured.stderr).toBe(0);
     expect(readFileSync(join(dir, 'out', 'robots.txt'), 'utf8')).toContain('Sitemap: https://videos.example.org/sitemap.xml');
     // $schema points at the schema file shipped with vidfeeds, for an editor.
     expect(config.$schema).toMatch(/^file:\/\/.*\/schemas\/vidfeeds\.config\.schema\.json$/);

@@ -27,6 +27,8 @@ interface BuildFlags extends ConfigFlags {
   wait?: number;
   json?: boolean;
   quiet?: boolean;
+  dryRun?: boolean;
+  allowRemovals?: boolean;
 }
 
 /** The typed options of one build, from raw flags. Everything is checked before a file is touched. */
@@ -90,14 +92,16 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       .option('--state <file>', 'build state file (default: `state` in the configuration, else .vidfeeds/<out>.state.sqlite beside the output directory)')
       .option('--only <formats>', 'comma-separated format names to build (see `vidfeeds formats`)')
       .option('--user <name>', "build only this user's documents and their videos'")
-      .option('--full', 'render everything, even when an incremental build is possible')
+      .option('--full', 'render everything and repair the tree: read back every file and rewrite what differs or is missing, remove stray files where vidfeeds writes')
+      .option('--dry-run', 'read and render everything, write, remove and record nothing; report what the build would write and remove (URLs with --json)')
+      .option('--allow-removals', 'let the build remove more than maxRemovalShare of the published documents (an emptied table stops the build otherwise)')
       .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md')
       .option('--wait <seconds>', 'when another build holds the lock, wait up to this long for it (default 0: exit 75 at once)', nonNegativeSeconds)
       .option('--json', 'print one JSON report on stdout (docs/report.md): mode, counts, skipped rows, failures, URLs written and removed')
       .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress (as --log-level warn)'),
   )), {
     0: 'built',
-    1: 'documents failed (the others were written), or --strict met a row that cannot be published',
+    1: 'documents failed (the others were written), --strict met a row that cannot be published, or the removal guard stopped the build (nothing removed)',
     2: 'bad flags, configuration, template or database: nothing was touched',
     75: 'another build holds the lock (try again later, or --wait SECONDS)',
     130: 'stopped by SIGINT (143: SIGTERM); what was written is recorded, the next build goes on',
@@ -116,13 +120,21 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       if (request.user !== undefined) checkUserExists(request.db, request.user);
       const warning = previewUrlWarning(config, request.db);
       if (warning !== null) io.log.warn(warning);
-      json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
+      json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
+      const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
       const progress = io.interactive && io.log.enabled('info') && !io.log.json ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
       let report: BuildReport;
       try {
         report = await runBuildThread(
           {
-            request: { ...request, only: request.only === undefined ? undefined : [...request.only], waitSeconds: flags.wait ?? 0, command: 'vidfeeds build' },
+            request: {
+              ...request,
+              only: request.only === undefined ? undefined : [...request.only],
+              waitSeconds: flags.wait ?? 0,
+              command: 'vidfeeds build',
+              dryRun: flags.dryRun === true,
+              removalGuard,
+            },
             config,
             progress: progress !== undefined,
             paths: json !== undefined,
@@ -155,8 +167,10 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       }
       progress?.clear();
       const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
-      if (exitCode === EXIT.ok) io.log.info(summaryText(report), summaryFields(report));
-      else io.log.error(summaryText(report), summaryFields(report));
+      const text = flags.dryRun ? `dry run, nothing written or removed: ${summaryText(report).replace(/(\d+) written, (\d+) unchanged, (\d+) removed/, '$1 to write, $2 unchanged, $3 to remove')}` : summaryText(report);
+      const fields = { ...summaryFields(report), ...(flags.dryRun ? { dryRun: true } : {}) };
+      if (exitCode === EXIT.ok) io.log.info(text, fields);
+      else io.log.error(text, fields);
       if (json) io.out(json.text({ report, exitCode }));
       setExit(exitCode);
     });

@@ -18,6 +18,7 @@ interface WatchFlags extends ConfigFlags {
   state?: string;
   debounce: number;
   poll: number;
+  allowRemovals?: boolean;
 }
 
 /**
@@ -35,6 +36,7 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
     command
       .option('--out <dir>', 'output directory (default: out, or `out` in the configuration)')
       .option('--state <file>', 'build state file (default: `state` in the configuration, else .vidfeeds/<out>.state.sqlite beside the output directory)')
+      .option('--allow-removals', 'let builds remove more than maxRemovalShare of the published documents (otherwise such a build is reported and the tree kept)')
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
       .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS),
   )), {
@@ -57,6 +59,7 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       stateFile: request.stateFile,
       loadConfig: load,
       delayMs: flags.debounce,
+      removalGuard: flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum },
       pollMs: flags.poll,
       onBuild: (report: BuildReport, changes) => {
         const line = `${describeChanges(changes)}: ${summaryText(report)}`;
