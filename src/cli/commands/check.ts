@@ -86,7 +86,12 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
       if (flags.json) io.out(checkJson(out, stateFile, result, seconds, exitCode));
       else for (const problem of result.problems) io.out(problemLine(problem));
       if (exitCode === EXIT.ok) io.log.info(checkSummary(result, seconds), { ...result.counts, problems: 0 });
-      else io.log.error(checkSummary(result, seconds), { ...result.counts, problems: result.problems.length });
+      else {
+        io.log.error(checkSummary(result, seconds), { ...result.counts, problems: result.problems.length });
+        // The one command that makes the tree what the database renders (a full build reads every file back).
+        const repair = ['vidfeeds build --full', flags.config && `--config ${flags.config}`, flags.db === undefined && run.db !== null ? '' : `--db ${dbFile ?? 'SITE.sqlite'}`, `--out ${out}`, flags.state && `--state ${stateFile}`, flags.shard && `--shard ${flags.shard}`];
+        io.log.error(`to repair: ${repair.filter(Boolean).join(' ')} (rewrites what differs or is missing, removes stray files; then check again)`, { repair: repair.filter(Boolean).join(' ') });
+      }
       setExit(exitCode);
     }));
 }
