@@ -331,6 +331,18 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     else if (newPaths || pruned > 0) state.setSiteFilesStale(true);
   };
 
+  /**
+   * A full build renders about what the last one recorded; a first one, a document per format of
+   * each published user and video (counted in the build's snapshot). Other builds cannot tell.
+   */
+  const expectedDocuments = (plan: BuildPlan): number | undefined => {
+    if (plan.mode !== 'full' || deps.reporter?.started === undefined) return undefined;
+    if (!saved.empty) return state.count();
+    if (options.shard !== undefined && options.shard.count > 1) return undefined;
+    const { users, videos } = reader.publishedCounts();
+    return users * keyed.user.length + videos * keyed.video.length + siteFormats.length;
+  };
+
   state.begin();
   try {
     reader.snapshot(() => {
@@ -339,8 +351,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       report.mode = plan.mode;
       report.reason = plan.reason;
       target.verify = plan.verify;
-      // A full build renders about what the last one recorded; other builds cannot tell beforehand.
-      deps.reporter?.started?.({ mode: plan.mode, reason: plan.reason, expected: plan.mode === 'full' && !saved.empty ? state.count() : undefined });
+      deps.reporter?.started?.({ mode: plan.mode, reason: plan.reason, expected: expectedDocuments(plan) });
       if (plan.mode !== 'incremental') return buildEverything(plan);
       const { changeLog } = deps.incremental!;
       const affected = affectedOwners(changeLog.since(plan.from!, log!.position), changeLog.lookups);
