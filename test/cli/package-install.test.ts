@@ -58,13 +58,14 @@ beforeAll(async () => {
   prefix = join(work, 'prefix');
   mkdirSync(prefix);
   // A cache of its own: nothing comes from an earlier install. better-sqlite3 compiles from
-  // source, as `npm ci` built it (no prebuilt binary is downloaded).
+  // source, as `npm ci` built it (no prebuilt binary is downloaded): on a busy machine with two
+  // cores that alone can take a quarter of an hour, hence the hook's long timeout.
   // Not spawnSync: the registry answers on this process's event loop.
   installed = await runAsync('npm', ['install', '--global', '--prefix', prefix, '--cache', join(work, 'npm-cache'), '--registry', `${registry.url}/`, '--no-audit', '--no-fund', tarball], work, {
     npm_config_build_from_source: 'true',
     npm_config_update_notifier: 'false',
   });
-}, 900_000);
+}, 1_800_000);
 
 afterAll(async () => {
   await registry?.close();
