@@ -27,6 +27,7 @@ export class BuildJson {
   constructor(
     private readonly paths: SitePaths,
     private readonly out: string,
+    private readonly dryRun = false,
   ) {}
 
   wrote(files: readonly string[]): void {
@@ -47,6 +48,7 @@ export class BuildJson {
       exitCode: end.exitCode,
       ...('error' in end ? { error: (end.error as Error).message ?? String(end.error) } : {}),
       out: this.out,
+      ...(this.dryRun ? { dryRun: true } : {}),
       ...(report === undefined
         ? {}
         : {

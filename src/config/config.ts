@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { findNodeAtLocation, getNodeValue, parseTree, ParseErrorCode, printParseErrorCode, type Node as JsonNode, type ParseError } from 'jsonc-parser';
 import { ConfigError, type ConfigProblem } from './config-error.js';
+import { takeRunSettings, type RunSettings } from './run-settings.js';
 
 /** Every site-level setting the documents need. Loaded once, validated before any file is touched. */
 export interface SiteConfig {
@@ -201,10 +202,11 @@ function schemaValidator(): ValidateFunction {
   return compiled;
 }
 
-/** Every setting at its default: the schema's defaults. */
+/** Every site setting at its default: the schema's defaults. */
 export const DEFAULT_CONFIG: SiteConfig = (() => {
   const config = {};
   schemaValidator()(config);
+  takeRunSettings(config, null);
   return config as SiteConfig;
 })();
 
@@ -227,7 +229,18 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
  * --config must exist), then flags, which win, then the schema's defaults for the rest. Unknown
  * keys are errors, so a typo never passes silently. Every problem is reported at once.
  */
-export function loadConfig(options: { configFile?: string; overrides?: Record<string, ConfigOverride | undefined>; cwd?: string }): SiteConfig {
+export function loadConfig(options: LoadOptions): SiteConfig {
+  return loadSettings(options).site;
+}
+
+export interface LoadOptions {
+  configFile?: string;
+  overrides?: Record<string, ConfigOverride | undefined>;
+  cwd?: string;
+}
+
+/** The site's settings and the run settings (src/config/run-settings.ts) of one configuration, read and checked together. */
+export function loadSettings(options: LoadOptions): { site: SiteConfig; run: RunSettings; file: string | null } {
   const cwd = options.cwd ?? process.cwd();
   const named = options.configFile !== undefined;
   const file = resolve(cwd, options.configFile ?? DEFAULT_CONFIG_FILE);
@@ -258,7 +271,9 @@ export function loadConfig(options: { configFile?: string; overrides?: Record<st
   if (typeof templatesDir === 'string' && config.player.templatesDir === templatesDir) {
     config.player.templatesDir = resolve(dirname(file), templatesDir);
   }
-  return config;
+  const read = source.name === 'defaults' ? null : file;
+  const run = takeRunSettings(config as unknown as Record<string, unknown>, read);
+  return { site: config, run, file: read };
 }
 
 /**
@@ -324,7 +339,9 @@ function applyOverrides(data: Json, overrides: Record<string, ConfigOverride | u
 
 /** Checks settings given as an object (tests, callers with their own source): defaults filled in, every problem at once. */
 export function validateConfig(raw: unknown, source = 'settings'): SiteConfig {
-  return checkConfig(structuredClone(raw) as Json, { name: source }, new Map());
+  const config = checkConfig(structuredClone(raw) as Json, { name: source }, new Map());
+  takeRunSettings(config as unknown as Record<string, unknown>, null);
+  return config;
 }
 
 interface ConfigSource {

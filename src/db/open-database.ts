@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION, type MigrationResult } from './migrations.js';
 import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
@@ -38,10 +39,25 @@ export function openForUpdate(file: string): Database.Database {
   return db;
 }
 
-function openExisting(file: string, readonly: boolean): Database.Database {
-  if (!existsSync(file)) {
+/**
+ * Refuses, before anything is read or created, a database that is not there or is a folder (SQLite
+ * would say only "disk I/O error" of one). Commands call it before they make the state's folder.
+ */
+export function checkDatabaseFile(file: string, { mustExist = true }: { mustExist?: boolean } = {}): void {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (stat === undefined) {
+    if (!mustExist) return;
     throw new DatabaseError(`database ${file} does not exist: create it with \`vidfeeds init --db ${file}\` or \`vidfeeds demo --db ${file}\``);
   }
+  if (stat.isDirectory()) {
+    const inside = readdirSync(file).filter((name) => /\.(sqlite3?|db)$/i.test(name)).slice(0, 3);
+    const hint = inside.length > 0 ? `; it holds ${inside.map((name) => join(file, name)).join(', ')}` : '';
+    throw new DatabaseError(`database ${file} is a folder, not a SQLite file: name the database file itself${hint}`);
+  }
+}
+
+function openExisting(file: string, readonly: boolean): Database.Database {
+  checkDatabaseFile(file);
   let db: Database.Database;
   try {
     db = new Database(file, { readonly, fileMustExist: true });
@@ -69,6 +85,7 @@ function openExisting(file: string, readonly: boolean): Database.Database {
  * --db) is refused untouched, unless `adopt` asks for vidfeeds's tables to be added to it.
  */
 export function openForWriting(file: string, { adopt = false }: { adopt?: boolean } = {}): { db: Database.Database } & MigrationResult {
+  checkDatabaseFile(file, { mustExist: false });
   let db: Database.Database;
   try {
     db = new Database(file);

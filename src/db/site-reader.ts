@@ -455,6 +455,9 @@ export class SiteReader {
       tagName: db.prepare<[number], string>(`SELECT name FROM tags WHERE id = ? AND typeof(name) = 'text'`).pluck(),
       categoryName: db.prepare<[number], string>(`SELECT name FROM categories WHERE id = ? AND typeof(name) = 'text'`).pluck(),
       usersAll: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE ${PUBLISHED_USER} ORDER BY u.username`),
+      publishedCounts: db.prepare<[], { users: number; videos: number }>(
+        `SELECT (SELECT COUNT(*) FROM users u WHERE ${PUBLISHED_USER}) AS users, (SELECT COUNT(*) FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO}) AS videos`,
+      ),
       userByName: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.username = ? AND ${PUBLISHED_USER}`),
       userById: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.id = ? AND ${PUBLISHED_USER}`),
       userRaw: db.prepare<[number], RawUser>(`SELECT ${USER_COLUMNS.map((column) => `"${column}"`).join(', ')} FROM users WHERE id = ?`).raw(true),
@@ -607,6 +610,14 @@ export class SiteReader {
   }
 
   /** Runs `work` inside one read transaction, so every read sees the same snapshot. */
+  /**
+   * How many users and videos are published, by the rules the reads apply in SQL (a row a value
+   * check then leaves out is still counted): a first build's progress shows its total from them.
+   */
+  publishedCounts(): { users: number; videos: number } {
+    return this.stmt.publishedCounts.get()!;
+  }
+
   snapshot<T>(work: () => T): T {
     const end = this.beginSnapshot();
     try {

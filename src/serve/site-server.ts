@@ -72,6 +72,16 @@ export class SiteServer {
     return finish(this.route(request), request);
   }
 
+  /**
+   * The address a request comes from as this server determines it (X-Forwarded-For only from a
+   * trusted proxy): the one its limits count and its access log names. A trusted proxy's entry that
+   * is no address leaves the connection's own address.
+   */
+  clientAddress(request: Pick<ServeRequest, 'remoteAddress' | 'headers'>): string {
+    const peer = request.remoteAddress ?? '';
+    return this.clients.of(peer, request.headers['x-forwarded-for']) ?? this.clients.of(peer, undefined)!;
+  }
+
   close(): void {
     this.writer?.close();
     this.writer = null;

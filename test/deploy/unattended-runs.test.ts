@@ -6,18 +6,22 @@ import { BIN } from '../helpers/cli.js';
 import { tempDir } from '../helpers/site-fixture.js';
 
 const DOCS = join(import.meta.dirname, '../../docs');
-const UNITS = ['vidfeeds-build.service', 'vidfeeds-build.timer'];
+const UNITS = ['vidfeeds-build.service', 'vidfeeds-build.timer', 'vidfeeds-watch.service', 'vidfeeds-serve.service'];
+const SERVICES = UNITS.filter((unit) => unit.endsWith('.service'));
 
 const analyzer = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
 const hasAnalyzer = analyzer.error === undefined && analyzer.status === 0;
 if (!hasAnalyzer) console.warn('skipped: systemd-analyze is not installed (Debian package systemd; .ci/run installs it)');
 
 /** `systemd-analyze verify` on copies of the units, with ExecStart pointing at the built vidfeeds (verify checks that it exists). */
-function verify(edit: (service: string) => string = (s) => s): { status: number | null; output: string } {
+function verify(edit: (service: string) => string = (s) => s, unit = 'vidfeeds-build.service'): { status: number | null; output: string } {
   const { dir } = tempDir('vidfeeds-systemd-');
   for (const unit of UNITS) copyFileSync(join(DOCS, 'systemd', unit), join(dir, unit));
-  const service = join(dir, 'vidfeeds-build.service');
-  writeFileSync(service, edit(readFileSync(service, 'utf8').replaceAll('/usr/local/bin/vidfeeds ', `${BIN} `)));
+  for (const name of SERVICES) {
+    const service = join(dir, name);
+    const text = readFileSync(service, 'utf8').replaceAll('/usr/local/bin/vidfeeds ', `${BIN} `);
+    writeFileSync(service, name === unit ? edit(text) : text);
+  }
   const result = spawnSync('systemd-analyze', ['verify', ...UNITS.map((u) => join(dir, u))], { encoding: 'utf8', env: { ...process.env, SYSTEMD_LOG_COLOR: '0' } });
   return { status: result.status, output: `${result.stdout}${result.stderr}`.trim() };
 }
@@ -32,8 +36,27 @@ describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md',
   it('would be caught if broken (the check can fail)', () => {
     const misspelt = verify((s) => s.replace('SuccessExitStatus=', 'SucessExitStatus='));
     expect(misspelt.output).toContain("Unknown key 'SucessExitStatus'");
-    const missing = verify((s) => s.replace(`${BIN} `, '/nonexistent/vidfeeds '));
-    expect(missing.status).not.toBe(0);
+    for (const unit of SERVICES) {
+      const missing = verify((s) => s.replace(`${BIN} `, '/nonexistent/vidfeeds '), unit);
+      expect(missing.status, unit).not.toBe(0);
+    }
+    for (const unit of ['vidfeeds-watch.service', 'vidfeeds-serve.service']) {
+      expect(verify((s) => s.replace('RestartPreventExitStatus=', 'RestartPreventExitStatu='), unit).output, unit).toContain("Unknown key 'RestartPreventExitStatu'");
+    }
+  });
+
+  it('run watch and serve as daemons: the installed binary, sandboxed, as a dedicated user, never restarted over a bad configuration', () => {
+    for (const unit of ['vidfeeds-watch.service', 'vidfeeds-serve.service']) {
+      const text = readFileSync(join(DOCS, 'systemd', unit), 'utf8');
+      const command = unit.includes('watch') ? 'watch' : 'serve';
+      expect(text, unit).toMatch(new RegExp(`^ExecStart=/usr/local/bin/vidfeeds ${command} `, 'm'));
+      for (const line of [/^User=vidfeeds$/m, /^NoNewPrivileges=yes$/m, /^ProtectSystem=strict$/m, /^ReadWritePaths=\/srv\//m, /^Restart=on-failure$/m, /^RestartPreventExitStatus=2$/m]) {
+        expect(text, unit).toMatch(line);
+      }
+    }
+    // serve listens (nginx's upstream); watch needs no network at all.
+    expect(readFileSync(join(DOCS, 'systemd', 'vidfeeds-watch.service'), 'utf8')).toMatch(/^PrivateNetwork=yes$/m);
+    expect(readFileSync(join(DOCS, 'systemd', 'vidfeeds-serve.service'), 'utf8')).toMatch(/^ExecStart=.* --host 127\.0\.0\.1 /m);
   });
 
   it('run a build a wrapper can act on: exit 75 is no failure, SIGTERM has time to finish cleanly', () => {

@@ -359,7 +359,10 @@ describe('vidfeeds serve, the command', () => {
       clearTimeout(watchdog);
     }
     expect(stderr).toContain(`serving ${out} at http://127.0.0.1:${port}/base/`);
-    expect(stderr).toContain('GET /base/uploader/atom/ 200');
+    // The access log: ISO 8601 time, client, method and path, status, bytes, duration.
+    expect(stderr).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z vidfeeds: 127\.0\.0\.1 "GET \/base\/uploader\/atom\/" 200 \d+ \d+\.\dms$/m);
+    expect(stderr).toMatch(/ vidfeeds: 127\.0\.0\.1 "HEAD \/base\/uploader\/atom" 200 0 /);
+    expect(stderr).toMatch(/ vidfeeds: 127\.0\.0\.1 "POST \/base\/uploader\/openrecommender\/" 413 /);
   });
 
   it('refuses a port in use with exit code 2 and a hint', async () => {

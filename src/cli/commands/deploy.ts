@@ -116,7 +116,7 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
   const signal: { value: 'SIGINT' | 'SIGTERM' | null } = { value: null };
   const onSignal = (name: 'SIGINT' | 'SIGTERM') => {
     signal.value = name;
-    io.err(`vidfeeds: ${name}: stopping the deploy after the requests under way…`);
+    io.log.warn(`${name}: stopping the deploy after the requests under way…`);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   };
@@ -178,11 +178,12 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
 }
 
 function printReport(report: DeployReport, deliveries: readonly Delivery[], exitCode: number, flags: DeployFlags, io: Console): void {
-  for (const failure of report.failed) io.err(`vidfeeds: not written: ${failure.key}: ${failure.message}`);
+  for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
   const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'an earlier step failed, and it would link to what is missing';
-  for (const key of report.notAttempted) io.err(`vidfeeds: not written: ${key}: not attempted (${why})`);
+  for (const key of report.notAttempted) io.log.error(`not written: ${key}: not attempted (${why})`);
   reportDeliveries(deliveries, io);
-  if (!flags.quiet || exitCode !== EXIT.ok) io.err(`vidfeeds: ${deploySummary(report)}`);
+  if (exitCode !== EXIT.ok) io.log.error(deploySummary(report));
+  else if (!flags.quiet) io.log.info(deploySummary(report));
   if (flags.json) {
     io.out(
       JSON.stringify({

@@ -65,7 +65,9 @@ export function planBuild({ state, fingerprint, log, options }: PlanInput): Buil
     return { mode: 'partial', reason: `${what.join(' ')}; the change log position is kept for the next build`, verify };
   }
   const full = (reason: string): BuildPlan => ({ mode: 'full', reason, verify });
-  if (options.full) return full('--full');
+  // An asked-for full build is also the repair: every file is read back and compared with its
+  // render, so a file changed or lost on disk is rewritten even where the record still matches.
+  if (options.full) return { mode: 'full', reason: '--full: every file is compared with its bytes on disk', verify: true };
   if (state.interrupted) return full('the last build did not finish: every file is checked against its bytes on disk');
   if (state.replacedVersion !== null) {
     return full(`the saved state is of version ${state.replacedVersion} (this vidfeeds keeps version ${STATE_VERSION})`);
