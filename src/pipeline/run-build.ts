@@ -158,6 +158,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     relisted[owner.kind].add(owner.id);
     if (movedFrom !== null) relisted[owner.kind].add(movedFrom);
   };
+  /** A document the sitemap lists changed its bytes: its `lastmod` moved. */
+  let lastmodMoved = false;
   /** Paths pruned so far: an owner lost a document. */
   let pruned = 0;
   /** The change log as the build's snapshot read it (absent without a change log). */
@@ -171,6 +173,10 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
         if (outcome.isNew) {
           newPaths = true;
           relist(document.owner, outcome.movedFrom);
+        } else if (outcome.written && document.format.inSitemap) {
+          // Its sitemap `lastmod` moves: the sitemap (the part that lists it) is rendered again.
+          lastmodMoved = true;
+          relist(document.owner);
         }
         tally.document(document.path, document.format.name, outcome.written, outcome.bytes);
       } else {
@@ -234,7 +240,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
    */
   const buildSiteFiles = (changes?: { users: ReadonlySet<number> | 'all'; videos: ReadonlySet<number> | 'all' }) => {
     const onDisk = changes === undefined ? undefined : { ...changes, siteFilesOnDisk: state.siteFiles() };
-    const index = siteIndex(reader, site.paths, failedDocuments, onDisk);
+    const index = siteIndex(reader, site.paths, failedDocuments, onDisk, (file) => state.lastChanged(file));
     for (const format of siteFormats) {
       for (const result of renderSiteFormat(format, index, site)) {
         if ('kept' in result) state.keep(result.kept);
@@ -270,7 +276,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     // rewritten).
     const sharded = options.shard !== undefined && options.shard.count > 1 && siteFormats.length > 0;
     const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
-    const siteFiles = affected.siteFiles || newPaths || pruned > 0 || saved.siteFilesStale || (sharded && anyOwner);
+    const siteFiles = affected.siteFiles || newPaths || lastmodMoved || pruned > 0 || saved.siteFilesStale || (sharded && anyOwner);
     if (siteFiles) {
       // The owners this build relisted are the only ones whose listing may have changed, unless
       // earlier builds left the site files behind (stale, another shard's owners, unknown tables).
@@ -309,6 +315,8 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     else if (newPaths || pruned > 0) state.setSiteFilesStale(true);
   };
 
+  // Documents whose bytes this build changes are dated by its clock (the sitemap's lastmod).
+  state.changeTime = Math.floor(site.now.getTime() / 1000);
   state.begin();
   try {
     reader.snapshot(() => {
