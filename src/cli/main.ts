@@ -19,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   check: async () => (await import('./commands/check.js')).registerCheck,
   shards: async () => (await import('./commands/shards.js')).registerShards,
   formats: async () => (await import('./commands/formats.js')).registerFormats,
+  'oembed-links': async () => (await import('./commands/oembed-links.js')).registerOembedLinks,
   recommend: async () => (await import('./commands/recommend.js')).registerRecommend,
   recommendations: async () => (await import('./commands/moderate-recommendations.js')).registerRecommendations,
   hosting: async () => (await import('./commands/hosting.js')).registerHosting,

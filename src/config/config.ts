@@ -80,7 +80,11 @@ export interface CacheControlConfig {
 export interface PageTemplates {
   /** Profile page of a user. Placeholders: {base}, {user}. */
   user: string;
-  /** Page of a video. Placeholders: {base}, {video}. */
+  /**
+   * Page of a video: RSS and XSPF links, oEmbed `web_page`, and what oEmbed's `url` parameter
+   * accepts. Placeholders: {base}, {video}. By default the player markup vidfeeds publishes
+   * (`/<video>/oembed/html`), which every host configuration serves.
+   */
   video: string;
   /** Page of a group. Placeholders: {base}, {group}. */
   group: string;

@@ -123,7 +123,9 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): st
     `<item>${xmlLeaf('title', video.title)}${xmlLeaf('link', page)}<description><![CDATA[${itemDescription(video, site, page, uploader, tags)}]]></description>` +
     uploader.creator +
     (video.category === null ? '' : categoryElement(video.category)) +
-    (fileSize === null ? '' : `<enclosure url="${fileUrl}" length="${fileSize}" type="${fileType}"/>`) +
+    // Every video's item has its enclosure: readers (XML::Feed, Ruby's rss, rss2email) show no file
+    // without one. RSS Best Practices Profile: `length="0"` when the size is unknown.
+    `<enclosure url="${fileUrl}" length="${fileSize ?? 0}" type="${fileType}"/>` +
     xmlLeaf('guid', page, ' isPermaLink="true"') +
     // A date made of letters, digits and punctuation XML leaves alone: not tested for escaping,
     // since testing a fresh concatenation makes V8 flatten it first.

@@ -132,14 +132,15 @@ function plainName(value: string, what: string): string {
 
 /**
  * How a location sends its format's file: the format's Content-Type whatever the file's name, its
- * Cache-Control, and (add_header in a location drops the server's) nosniff again.
+ * Cache-Control, and (add_header in a location drops the server's) nosniff again, `always`: on
+ * errors too (404, 412, 501), whose bodies a browser must not sniff either.
  */
 function typeLines(format: Format, indent: string, options: NginxOptions): string[] {
   const lines = [
     `${indent}types { }`,
     `${indent}default_type ${nginxQuote(format.mediaType, 'media type')};`,
     `${indent}add_header Cache-Control ${nginxQuote(options.cacheControl(format), 'Cache-Control')};`,
-    `${indent}add_header X-Content-Type-Options nosniff;`,
+    `${indent}add_header X-Content-Type-Options nosniff always;`,
   ];
   if (!isCompressible(format.mediaType)) lines.push(`${indent}gzip off;`);
   if (options.websub !== undefined && options.websub.hubs.length > 0 && isWebSubTopic(format)) {
@@ -233,7 +234,7 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
     '    autoindex off;',
     '    merge_slashes off;    # `//user/rss/` is not `/user/rss/`: it gets 404',
     ...symlinkLines(options),
-    '    add_header X-Content-Type-Options nosniff;',
+    '    add_header X-Content-Type-Options nosniff always;   # errors too: a 404 may echo the request',
     '    etag on;',
     '',
     '    gzip on;',
@@ -296,7 +297,10 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
       '        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
       '        proxy_set_header X-Forwarded-Proto $scheme;',
       '        proxy_intercept_errors off;',
-      '        proxy_hide_header X-Content-Type-Options;   # the server block adds it once',
+      '        proxy_hide_header X-Content-Type-Options;   # the server block adds it once, always',
+      // vidfeeds serve sends Vary itself and compresses for clients that take it; nginx's gzip_vary
+      // would add a second Vary to the same answer.
+      '        gzip_vary off;',
       // Checked here too: a chunked body is measured only while it is read, in this location.
       `        client_max_body_size ${RECOMMENDATION_POST_MAX_BYTES};`,
       '    }',

@@ -92,7 +92,7 @@ export function* buildAffected(run: BuildRun, affected: AffectedOwners, options:
   // rewritten).
   const sharded = options.shard !== undefined && options.shard.count > 1 && formats.site.length > 0;
   const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
-  const siteFiles = affected.siteFiles || run.newPaths || run.pruned > 0 || options.siteFilesStale || (sharded && anyOwner);
+  const siteFiles = affected.siteFiles || run.newPaths || run.lastmodMoved || run.pruned > 0 || options.siteFilesStale || (sharded && anyOwner);
   if (!siteFiles) return false;
   // The owners this build relisted are the only ones whose listing may have changed, unless
   // earlier builds left the site files behind (stale, another shard's owners, unknown tables).

@@ -114,6 +114,8 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
   });
   const scope = { ...options, formats: new Set(formats.map((f) => f.name)), siteFilesStale: saved.siteFilesStale, compression };
   let log: ChangeLogPosition | undefined;
+  // Documents whose bytes this build changes are dated by its clock (the sitemap's lastmod).
+  state.changeTime = Math.floor(deps.site.now.getTime() / 1000);
   state.begin();
   try {
     const endSnapshot = reader.beginSnapshot();

@@ -261,7 +261,7 @@ describe.each(PROXIES)('%s with vidfeeds serve as its upstream', (server, ports)
   it('hands parametrised oEmbed requests to vidfeeds serve', async () => {
     const { root: proxy } = ports();
     const video = videos[0]!;
-    const answer = await http(proxy, `/${video}/oembed/?maxwidth=200&url=${encodeURIComponent(`http://127.0.0.1:8080/${video}/`)}`);
+    const answer = await http(proxy, `/${video}/oembed/?maxwidth=200&url=${encodeURIComponent(`http://127.0.0.1:8080/${video}/oembed/html`)}`);
     expect(answer.status, answer.text).toBe(200);
     expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(JSON.parse(answer.text).width).toBeLessThanOrEqual(200);
