@@ -109,85 +109,89 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
     2: 'bad flags, configuration, template or database: nothing was touched',
     75: 'another build holds the lock (try again later, or --wait SECONDS)',
     130: 'stopped by SIGINT (143: SIGTERM); what was written is recorded, the next build goes on',
-  }).action(async (flags: BuildFlags) => {
-    let json: BuildJson | undefined;
-    // With --json, an error before the build (flags, configuration) prints the error alone; one
-    // during it (interrupted, locked, a bad database) prints what the build did up to then.
-    await withJsonErrors('build', flags.json, io.out, async () => {
-      if (flags.quiet) io.log.useFlags({ level: 'warn' });
-      const { site: config, run } = readSettings(flags, io);
-      const request = buildRequest({ ...flags, db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
-      // Templates are loaded here too, so a broken one stops the build before the thread starts.
-      const site = createSiteContext(config, FORMATS);
-      // Before the state's folder is made: a missing database leaves nothing behind.
-      checkDatabaseFile(request.db);
-      if (request.user !== undefined) checkUserExists(request.db, request.user);
-      const warning = previewUrlWarning(config, request.db);
-      if (warning !== null) io.log.warn(warning);
-      json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
-      const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
-      // A dry run publishes nothing, so nobody hears of it.
-      const notify = flags.dryRun ? null : buildNotifySettings(config, site.paths, flags);
-      const files = { written: [] as string[], removed: [] as string[] };
-      const progress = io.interactive && io.log.enabled('info') && !io.log.json ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
-      const stop = stopOnSignal((signal) => {
-        progress?.clear();
-        io.log.warn(`${signal}: stopping the build after the current document…`);
-      });
-      let report: BuildReport;
-      try {
-        report = await buildSiteYielding({
-          ...request,
-          config,
-          site,
-          waitSeconds: flags.wait ?? 0,
-          command: 'vidfeeds build',
-          dryRun: flags.dryRun === true,
-          removalGuard,
-          writeThread: writeThreadSetting(process.env.VIDFEEDS_WRITE_THREAD),
-          stopRequested: stop.requested,
-          reporter: {
-            progress: progress === undefined ? undefined : (done) => progress.update(done),
-            started: (plan) => progress?.expect(plan.expected),
-            // Every one, however many: the operator must be able to find each row it left out.
-            warn: (message) => {
-              progress?.clear();
-              io.log.warn(message);
-            },
-            skipped: (skipped) => json?.skipped.push({ ...skipped, reason: describeSkip(skipped) }),
-            failed: (failure) => json?.failed.push(failure),
-            wrote: json === undefined && notify === null ? undefined : (path) => {
-              json?.wrote([path]);
-              if (notify !== null) files.written.push(path);
-            },
-            removed: json === undefined && notify === null ? undefined : (path) => {
-              json?.removed([path]);
-              if (notify !== null) files.removed.push(path);
-            },
+  }).action((flags: BuildFlags) => buildCommand(flags, io, setExit));
+}
+
+/** `vidfeeds build`, once its flags are parsed. */
+async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: number) => void): Promise<void> {
+  let json: BuildJson | undefined;
+  // With --json, an error before the build (flags, configuration) prints the error alone; one
+  // during it (interrupted, locked, a bad database) prints what the build did up to then.
+  await withJsonErrors('build', flags.json, io.out, async () => {
+    if (flags.quiet) io.log.useFlags({ level: 'warn' });
+    const { site: config, run } = readSettings(flags, io);
+    const request = buildRequest({ ...flags, db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
+    // Templates are loaded here, so a broken one stops the build before any file is touched.
+    const site = createSiteContext(config, FORMATS);
+    // Before the state's folder is made: a missing database leaves nothing behind.
+    checkDatabaseFile(request.db);
+    if (request.user !== undefined) checkUserExists(request.db, request.user);
+    const warning = previewUrlWarning(config, request.db);
+    if (warning !== null) io.log.warn(warning);
+    json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
+    const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
+    // A dry run publishes nothing, so nobody hears of it.
+    const notify = flags.dryRun ? null : buildNotifySettings(config, site.paths, flags);
+    const files = { written: [] as string[], removed: [] as string[] };
+    const progress = io.interactive && io.log.enabled('info') && !io.log.json ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
+    const stop = stopOnSignal((signal) => {
+      progress?.clear();
+      io.log.warn(`${signal}: stopping the build after the current document…`);
+    });
+    let report: BuildReport;
+    try {
+      report = await buildSiteYielding({
+        ...request,
+        config,
+        site,
+        waitSeconds: flags.wait ?? 0,
+        command: 'vidfeeds build',
+        dryRun: flags.dryRun === true,
+        removalGuard,
+        writeThread: writeThreadSetting(process.env.VIDFEEDS_WRITE_THREAD),
+        stopRequested: stop.requested,
+        reporter: {
+          progress: progress === undefined ? undefined : (done) => progress.update(done),
+          started: (plan) => progress?.expect(plan.expected),
+          // Every one, however many: the operator must be able to find each row it left out.
+          warn: (message) => {
+            progress?.clear();
+            io.log.warn(message);
           },
-        });
-      } catch (error) {
-        stop.release();
-        progress?.clear();
-        if (json) {
-          io.out(json.text({ error, exitCode: exitCodeOf(error) }));
-          throw new ReportedError(error);
-        }
-        throw error;
-      }
+          skipped: (skipped) => json?.skipped.push({ ...skipped, reason: describeSkip(skipped) }),
+          failed: (failure) => json?.failed.push(failure),
+          wrote: json === undefined && notify === null ? undefined : (path) => {
+            json?.wrote([path]);
+            if (notify !== null) files.written.push(path);
+          },
+          removed: json === undefined && notify === null ? undefined : (path) => {
+            json?.removed([path]);
+            if (notify !== null) files.removed.push(path);
+          },
+        },
+      });
+    } catch (error) {
       stop.release();
       progress?.clear();
-      // What was written is live once the build is done: hubs, IndexNow and the hook hear of it now.
-      const deliveries = notify === null ? [] : await announceBuild(notify, files, site.paths, routesOf(FORMATS), io);
-      const exitCode = report.failedCount > 0 || deliveries.some((d) => !d.ok) ? EXIT.failed : EXIT.ok;
-      const text = flags.dryRun ? `dry run, nothing written or removed: ${summaryText(report).replace(/(\d+) written, (\d+) unchanged, (\d+) removed/, '$1 to write, $2 unchanged, $3 to remove')}` : summaryText(report);
-      const fields = { ...summaryFields(report), ...(flags.dryRun ? { dryRun: true } : {}) };
-      if (exitCode === EXIT.ok) io.log.info(text, fields);
-      else io.log.error(text, fields);
-      if (json) io.out(json.text({ report, exitCode }));
-      setExit(exitCode);
-    });
+      if (json) {
+        io.out(json.text({ error, exitCode: exitCodeOf(error) }));
+        throw new ReportedError(error);
+      }
+      throw error;
+    }
+    stop.release();
+    progress?.clear();
+    // What was written is live once the build is done: hubs, IndexNow and the hook hear of it now.
+    const deliveries = notify === null ? [] : await announceBuild(notify, files, site.paths, routesOf(FORMATS), io);
+    const exitCode = report.failedCount > 0 || deliveries.some((d) => !d.ok) ? EXIT.failed : EXIT.ok;
+    const text = flags.dryRun ? `dry run, nothing written or removed: ${summaryText(report).replace(/(\d+) written, (\d+) unchanged, (\d+) removed/, '$1 to write, $2 unchanged, $3 to remove')}` : summaryText(report);
+    const fields = { ...summaryFields(report), ...(flags.dryRun ? { dryRun: true } : {}) };
+    if (exitCode === EXIT.ok) io.log.info(text, fields);
+    else io.log.error(text, fields);
+    if (json) io.out(json.text({ report, exitCode }));
+    setExit(exitCode);
   });
+
 }
 
 /**
