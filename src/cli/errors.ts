@@ -7,11 +7,13 @@ import { BuildRecordError } from '../pipeline/build-record.js';
 import { UnknownUserError } from '../db/user-lookup.js';
 import { LockHeldError } from '../pipeline/lock.js';
 import { BuildInterrupted } from '../pipeline/interrupt.js';
+import { MappingError, SourceUnavailableError, SyncBusyError, SyncInterrupted } from '../sync/sync-errors.js';
 
 /**
  * Exit codes, decided in one place (`main`, through `exitCodeOf`): 0 success; 1 documents failed
  * (or `check` / `shards check` found problems); 2 usage, configuration, template or database;
- * 75 (EX_TEMPFAIL of sysexits.h) another build holds the lock: try again later; 128 + the signal's
+ * 75 (EX_TEMPFAIL of sysexits.h) another build or sync holds the lock, or the source database of
+ * a sync cannot be reached: try again later; 128 + the signal's
  * number (130 SIGINT, 143 SIGTERM) for a build stopped by a signal, as a shell reports it.
  */
 export const EXIT = { ok: 0, failed: 1, usage: 2, tempfail: 75 } as const;
@@ -48,15 +50,16 @@ export function isUsageError(error: unknown): boolean {
     error instanceof TemplateError ||
     error instanceof ShardStateError ||
     error instanceof BuildRecordError ||
-    error instanceof UnknownUserError
+    error instanceof UnknownUserError ||
+    error instanceof MappingError
   );
 }
 
 /** The exit code of a command that stopped with `error`. */
 export function exitCodeOf(error: unknown): number {
   if (error instanceof ExitError) return error.exitCode;
-  if (error instanceof LockHeldError) return EXIT.tempfail;
-  if (error instanceof BuildInterrupted) return 128 + error.signalNumber;
+  if (error instanceof LockHeldError || error instanceof SyncBusyError || error instanceof SourceUnavailableError) return EXIT.tempfail;
+  if (error instanceof BuildInterrupted || error instanceof SyncInterrupted) return 128 + error.signalNumber;
   if (isUsageError(error)) return EXIT.usage;
   return EXIT.failed;
 }

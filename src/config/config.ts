@@ -40,6 +40,26 @@ export interface SiteConfig {
   /** Pre-compressed forms written beside each text document (`.gz`, `.br`); none by default. */
   compress: Array<'gzip' | 'br'>;
   cacheControl: CacheControlConfig;
+  /** `vidfeeds sync`: the site's own database and how its rows map to vidfeeds's tables. */
+  sync: SyncConfig;
+}
+
+/** Where `vidfeeds sync` reads from and, per vidfeeds table, the query that maps it (docs/adopting.md). */
+export interface SyncConfig {
+  /** The source's URL (mysql:, mariadb:, postgres:, postgresql:, sqlite:); `--from` wins. */
+  from: string | null;
+  /** An environment variable holding the URL, read by the command line when `from` is null. */
+  fromEnv: string | null;
+  /** A file holding the source's password. */
+  passwordFile: string | null;
+  /** Per vidfeeds table, its SELECT (a string) or the SELECT with options. */
+  tables: Record<string, string | SyncTableConfig>;
+}
+
+export interface SyncTableConfig {
+  query: string;
+  /** Text columns whose HTML character references are decoded. */
+  decodeEntities?: string[];
 }
 
 /**

@@ -103,8 +103,8 @@ export function templateDirs(config: SiteConfig): string[] {
 
 export function buildFingerprint(config: SiteConfig, formats: readonly Format[], vidfeedsVersion: string): BuildFingerprint {
   // `strict` decides only whether a bad row stops the build, and `cacheControl` only what the
-  // host configurations say: never a byte of a document.
-  const { strict: _strict, cacheControl: _cacheControl, ...shaping } = config;
+  // host configurations say, and `sync` only what `vidfeeds sync` reads: never a byte of a document.
+  const { strict: _strict, cacheControl: _cacheControl, sync: _sync, ...shaping } = config;
   return {
     vidfeedsVersion,
     codeHash: codeHash(),
