@@ -52,12 +52,12 @@ export interface SyncConfig {
   fromEnv: string | null;
   /** A file holding the source's password. */
   passwordFile: string | null;
-  /** Per vidfeeds table, its SELECT (a string) or the SELECT with options. */
-  tables: Record<string, string | SyncTableConfig>;
+  /** Per vidfeeds table, its SELECT (a string, or an array of lines) or the SELECT with options. */
+  tables: Record<string, string | string[] | SyncTableConfig>;
 }
 
 export interface SyncTableConfig {
-  query: string;
+  query: string | string[];
   /** Text columns whose HTML character references are decoded. */
   decodeEntities?: string[];
 }

@@ -49,10 +49,13 @@ export async function syncTable(target: Database.Database, source: SyncSource, p
     counts.skipped++;
     hooks.skipped({ table: plan.table, row: name, reason });
   };
-  const write = (op: 'insert' | 'update', values: StoredValue[], name: string, issues: ValueIssue[]) => {
-    const outcome = writer.write(op, values);
+  const write = (op: 'insert' | 'update', values: StoredValue[], name: string, issues: ValueIssue[], stored?: readonly unknown[]) => {
+    const outcome = writer.write(op, values, stored);
     for (const issue of issues) hooks.issue(issue);
-    if (outcome.ok) return void counts[op === 'insert' ? 'inserted' : 'updated']++;
+    if (outcome.ok) {
+      for (const issue of outcome.issues) hooks.issue({ ...issue, row: name });
+      return void counts[outcome.unchanged ? 'unchanged' : op === 'insert' ? 'inserted' : 'updated']++;
+    }
     for (const issue of outcome.issues) hooks.issue({ ...issue, row: name });
     if (outcome.unique) deferred.push({ op, values, name, error: outcome.reason });
     else dropRow(op, values, name, outcome.reason);
@@ -102,7 +105,7 @@ export async function syncTable(target: Database.Database, source: SyncSource, p
       if (values.every((v, i) => sameValue(head![i], v))) {
         counts.unchanged++;
         for (const issue of issues) hooks.issue(issue);
-      } else write('update', values, name, issues);
+      } else write('update', values, name, issues, head);
     } else write('insert', values, name, issues);
   }
   for (let head = pages.head(); head !== undefined; pages.advance(), head = pages.head()) {
@@ -115,6 +118,7 @@ export async function syncTable(target: Database.Database, source: SyncSource, p
     for (const pending of deferred.splice(0)) {
       const outcome = writer.write(pending.op, pending.values);
       if (outcome.ok) {
+        for (const issue of outcome.issues) hooks.issue({ ...issue, row: pending.name });
         counts[pending.op === 'insert' ? 'inserted' : 'updated']++;
         progress = true;
       } else deferred.push({ ...pending, error: outcome.reason });
@@ -175,7 +179,7 @@ class TargetPages {
   }
 }
 
-type WriteOutcome = { ok: true } | { ok: false; unique: boolean; reason: string; issues: ValueIssue[] };
+type WriteOutcome = { ok: true; unchanged: boolean; issues: ValueIssue[] } | { ok: false; unique: boolean; reason: string; issues: ValueIssue[] };
 
 /** The prepared writes of one table, and what a refused write means. */
 class TableWriter {
@@ -201,13 +205,15 @@ class TableWriter {
     this.delete.run(...key);
   }
 
-  write(op: 'insert' | 'update', values: StoredValue[]): WriteOutcome {
+  /** Writes the row; `stored` is the row an update replaces, which the row may turn out to equal once a reference to a missing row is cleared. */
+  write(op: 'insert' | 'update', values: StoredValue[], stored?: readonly unknown[]): WriteOutcome {
     const issues: ValueIssue[] = [];
     for (;;) {
+      if (issues.length > 0 && stored !== undefined && values.every((v, i) => sameValue(stored[i], v))) return { ok: true, unchanged: true, issues };
       try {
         if (op === 'insert') this.insert.run(...values);
         else this.update!.run(...values.slice(this.keyCount), ...values.slice(0, this.keyCount));
-        return { ok: true };
+        return { ok: true, unchanged: false, issues };
       } catch (error) {
         if (!(error instanceof Database.SqliteError)) throw error;
         if (error.code === 'SQLITE_CONSTRAINT_UNIQUE') return { ok: false, unique: true, reason: this.uniqueHolder(error.message, values), issues };

@@ -94,7 +94,10 @@ export function syncRequest(
     );
   }
   const tables = Object.fromEntries(
-    Object.entries(config.sync.tables).map(([table, map]) => [table, typeof map === 'string' ? { query: map, decodeEntities: [] } : { query: map.query, decodeEntities: map.decodeEntities ?? [] }]),
+    Object.entries(config.sync.tables).map(([table, map]) => {
+      const { query, decodeEntities = [] } = typeof map === 'string' || Array.isArray(map) ? { query: map } : map;
+      return [table, { query: Array.isArray(query) ? query.join('\n') : query, decodeEntities }];
+    }),
   );
   if (Object.keys(tables).length === 0) throw new UsageError('sync.tables maps no table: write one SELECT per vidfeeds table in the configuration (docs/adopting.md)');
   return {
