@@ -65,6 +65,10 @@ export function planBuild({ state, fingerprint, log, options }: PlanInput): Buil
     return { mode: 'partial', reason: `${what.join(' ')}; the change log position is kept for the next build`, verify };
   }
   const full = (reason: string): BuildPlan => ({ mode: 'full', reason, verify });
+  const views = log?.views ?? [];
+  if (views.length > 0) {
+    return full(`${views.join(', ')} ${views.length === 1 ? 'is a view' : 'are views'} in place of vidfeeds's tables: changes to their rows reach no change log, so every build renders everything; fill real tables with \`vidfeeds sync\` (docs/adopting.md)`);
+  }
   if (options.full) return full('--full');
   if (state.interrupted) return full('the last build did not finish: every file is checked against its bytes on disk');
   if (state.replacedVersion !== null) {

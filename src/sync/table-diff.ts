@@ -112,7 +112,18 @@ export async function syncTable(target: Database.Database, source: SyncSource, p
     writer.remove(head.slice(0, keyCount));
     counts.deleted++;
   }
-  // Rows that collided with a unique name another row held: that row may have moved since.
+  // Rows that collided with a unique name another row held: that row may have moved since. Rows
+  // that hold each other's names (a swap) are first moved aside to a name no one holds.
+  retryDeferred(writer, deferred, counts, hooks);
+  if (deferred.some((pending) => pending.op === 'update')) {
+    for (const pending of deferred) if (pending.op === 'update') writer.moveAside(pending.values, pending.error);
+    retryDeferred(writer, deferred, counts, hooks);
+  }
+  for (const pending of deferred) dropRow(pending.op, pending.values, pending.name, pending.error);
+  return counts;
+}
+
+function retryDeferred(writer: TableWriter, deferred: PendingWrite[], counts: TableCounts, hooks: DiffHooks): void {
   for (let progress = true; deferred.length > 0 && progress; ) {
     progress = false;
     for (const pending of deferred.splice(0)) {
@@ -124,8 +135,6 @@ export async function syncTable(target: Database.Database, source: SyncSource, p
       } else deferred.push({ ...pending, error: outcome.reason });
     }
   }
-  for (const pending of deferred) dropRow(pending.op, pending.values, pending.name, pending.error);
-  return counts;
 }
 
 /** Keys compare as numbers; a stored key of another type (from before the type checks) sorts after them, as SQLite sorts it. */
@@ -203,6 +212,15 @@ class TableWriter {
 
   remove(key: unknown[]): void {
     this.delete.run(...key);
+  }
+
+  /** Gives the stored row a name no other row holds in the unique column a write of `values` collided on (`reason` names it). */
+  moveAside(values: StoredValue[], reason: string): void {
+    const column = /^(\w+) /.exec(reason)?.[1];
+    if (column === undefined || !this.plan.columns.includes(column)) return;
+    const key = values.slice(0, this.keyCount);
+    const where = this.plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ');
+    this.target.prepare(`UPDATE ${quote(this.plan.table)} SET ${quote(column)} = ? WHERE ${where}`).run(`vidfeeds sync: moving ${this.plan.table} ${key.join(',')}`, ...key);
   }
 
   /** Writes the row; `stored` is the row an update replaces, which the row may turn out to equal once a reference to a missing row is cleared. */

@@ -5,7 +5,7 @@ import type { BuildReport } from '../../pipeline/build-report.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/shard.js';
 import { createSiteContext } from '../../pipeline/site-context.js';
 import { loadConfig } from '../../config/config.js';
-import { checkUserExists } from '../../db/user-lookup.js';
+import { checkUserExists, publishedUserCount } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { runBuildThread } from '../build-thread.js';
 import { EXIT, exitCodeOf, UsageError } from '../errors.js';
@@ -138,10 +138,19 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       progress?.clear();
       const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
       if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
-      if (json) io.out(json.text({ report, exitCode }));
+      const users = report.mode === 'partial' ? undefined : publishedUserCount(request.db);
+      if (users !== undefined && users.published === 0) io.err(`vidfeeds: ${noUsersPublished(request.db, users.rows)}`);
+      if (json) io.out(json.text({ report, exitCode, usersPublished: users?.published }));
       setExit(exitCode);
     });
   });
+}
+
+/** Why a site can publish nobody, for the warning of a build that published no user. */
+export function noUsersPublished(db: string, rows: number): string {
+  return rows === 0
+    ? `0 users published: ${db} holds no users. If the site's data is in another database (or in other tables of this one), fill vidfeeds's tables from it with \`vidfeeds sync\` (docs/adopting.md)`
+    : `0 users published: none of the ${rows} rows of users is active with a valid username and created_at (docs/database.md)`;
 }
 
 function nonNegativeSeconds(value: string): number {
