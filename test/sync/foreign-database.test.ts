@@ -156,7 +156,7 @@ describe('vidfeeds sync from an SQLite file', () => {
     expect(noSource.stderr).toMatch(/no source to sync from: give --from URL/);
 
     // This test's own process stands for a sync that holds the database.
-    mkdirSync(join(s.dir, '.vidfeeds'));
+    mkdirSync(join(s.dir, '.vidfeeds'), { recursive: true });
     const holder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), command: 'vidfeeds sync', token: 'held' };
     writeFileSync(join(s.dir, '.vidfeeds', 'vidfeeds.sqlite.sync.lock'), JSON.stringify(holder));
     const locked = s.sync('--json');
