@@ -6,7 +6,8 @@ import { openForUpdate } from '../db/open-database.js';
 import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from '../pipeline/lock.js';
 import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted } from './sync-errors.js';
-import { openSource, type SourceOptions, type SyncSource } from './sync-source.js';
+import { openSource } from './open-source.js';
+import type { SourceOptions, SyncSource } from './sync-source.js';
 import { syncTable, type TableCounts } from './table-diff.js';
 import { planTables, type TableMapping } from './table-plan.js';
 
