@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { BuildReport } from '../../pipeline/build-report.js';
+import { describeIssue } from '../../db/decode.js';
 import { DEFAULT_CONFIG_FILE, loadConfig } from '../../config/config.js';
 import { previewUrlWarning } from '../preview-warning.js';
 import { shortName, watchInputs } from '../../watch/file-watcher.js';
@@ -8,10 +9,14 @@ import { DEFAULT_POLL_MS, WatchSession } from '../../watch/watch-session.js';
 import { EXIT } from '../errors.js';
 import type { Console } from '../output.js';
 import { buildRequest, summaryText } from './build.js';
-import { configOptions, configOverrides, nonNegativeInteger, type ConfigFlags } from './shared-options.js';
+import { configOptions, configOverrides, nonNegativeInteger, positiveInteger, type ConfigFlags } from './shared-options.js';
+import { SyncInterval } from '../../watch/sync-interval.js';
+import { runSync } from '../../sync/run-sync.js';
+import { syncRequest, syncSummary } from './sync.js';
 
 interface WatchFlags extends ConfigFlags {
   db: string;
+  syncEvery?: number;
   out: string;
   state?: string;
   debounce: number;
@@ -33,7 +38,8 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       .option('--out <dir>', 'output directory', 'out')
       .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
-      .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS),
+      .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS)
+      .option('--sync-every <seconds>', "also run `vidfeeds sync` (the configuration's sync section) at start and then every SECONDS; a sync that changed something is built", positiveInteger('--sync-every', 86_400)),
   ).action(async (flags: WatchFlags) => {
     const request = buildRequest({ db: flags.db, out: flags.out, state: flags.state });
     const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
@@ -59,6 +65,23 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
     });
     const warning = previewUrlWarning(load(), request.db);
     if (warning !== null) io.err(warning);
+    // The sync's settings are checked at start (exit 2 when there is no source or no mapping),
+    // then read again before each sync, so an edited mapping applies to the next one.
+    if (flags.syncEvery !== undefined) syncRequest(load(), { db: flags.db }, process.env);
+    const syncs =
+      flags.syncEvery === undefined
+        ? undefined
+        : new SyncInterval({
+            everyMs: flags.syncEvery * 1000,
+            run: (stopping) =>
+              runSync(syncRequest(load(), { db: flags.db, command: 'vidfeeds watch --sync-every' }, process.env), {
+                skipped: (row) => io.err(`vidfeeds: sync: skipped ${row.table} ${row.row}: ${row.reason}`),
+                issue: (issue) => io.err(`vidfeeds: sync: ${describeIssue(issue)}`),
+                stopRequested: () => (stopping() ? 'SIGTERM' : null),
+              }),
+            onSynced: (report) => io.err(`vidfeeds: ${clock()} ${syncSummary(report)}`),
+            onProblem: (error) => io.err(`vidfeeds: ${clock()} sync failed, next in ${flags.syncEvery} s: ${(error as Error).message ?? String(error)}`),
+          });
     try {
       watcher = watchInputs(
         { db: request.db, config: configFile, templateDirs: session.templateDirs() },
@@ -68,9 +91,11 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       await watcher.ready();
       io.err(`vidfeeds: watching ${request.db} (and its -wal), ${configFile} and templates in ${session.templateDirs().join(', ')}; Ctrl-C stops`);
       session.start();
+      syncs?.start();
       const signal = await nextSignal();
       io.err(`vidfeeds: ${signal}: stopping${session.queue.busy ? ' after the running build' : ''}`);
     } finally {
+      await syncs?.stop();
       await session.stop();
       await watcher?.close();
     }
