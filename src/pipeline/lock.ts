@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /**
  * One build at a time per output directory. The lock is a small JSON file beside the output
@@ -26,19 +27,21 @@ export interface LockHolder {
 }
 
 /** Another build holds the lock of this output directory. Exit code 75 (try again later): the build did not run. */
-export class LockHeldError extends Error {
+export class LockHeldError extends VidfeedsError {
   constructor(
     readonly file: string,
     readonly out: string,
     readonly holder: LockHolder | null,
   ) {
     super(
+      EXIT.tempfail,
       holder === null
-        ? `output directory ${out} is locked by ${file}, which is not a vidfeeds lock file: if no build is running, remove it`
-        : `output directory ${out} is being built by another vidfeeds: ${describeHolder(holder)}; ` +
-            `wait for it to finish (--wait SECONDS)${holder.host === hostname() ? '' : `, or, if it no longer runs on ${holder.host}, remove ${file}`}`,
+        ? { what: `output directory ${out} is locked by ${file}, which is not a vidfeeds lock file`, hint: 'if no build is running, remove it' }
+        : {
+            what: `output directory ${out} is being built by another vidfeeds: ${describeHolder(holder)}`,
+            hint: `wait for it to finish (--wait SECONDS)${holder.host === hostname() ? '' : `, or, if it no longer runs on ${holder.host}, remove ${file}`}`,
+          },
     );
-    this.name = 'LockHeldError';
   }
 }
 

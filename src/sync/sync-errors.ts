@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /**
  * What stops a sync before it commits. In every case vidfeeds's database is left as it was: the
@@ -9,10 +10,9 @@ import { constants } from 'node:os';
  * The site's database cannot be reached now: refused or lost connection, authentication
  * refused, a server shutting down. Exit code 75 (try again later).
  */
-export class SourceUnavailableError extends Error {
+export class SourceUnavailableError extends VidfeedsError {
   constructor(message: string) {
-    super(message);
-    this.name = 'SourceUnavailableError';
+    super(EXIT.tempfail, { what: message, hint: 'nothing was written; try again later' });
   }
 }
 
@@ -20,29 +20,22 @@ export class SourceUnavailableError extends Error {
  * The mapping is wrong: a query the source refuses, a column vidfeeds's table does not have, a
  * required one missing, keys out of order. Exit code 2: the configuration needs fixing.
  */
-export class MappingError extends Error {
+export class MappingError extends VidfeedsError {
   constructor(message: string) {
-    super(message);
-    this.name = 'MappingError';
+    super(EXIT.usage, { what: message });
   }
 }
 
 /** Another sync holds vidfeeds's database, or SQLite's write lock stayed busy. Exit code 75. */
-export class SyncBusyError extends Error {
+export class SyncBusyError extends VidfeedsError {
   constructor(message: string) {
-    super(message);
-    this.name = 'SyncBusyError';
+    super(EXIT.tempfail, { what: message });
   }
 }
 
 /** The sync was stopped by a signal before it committed. Exit code 128 + the signal's number. */
-export class SyncInterrupted extends Error {
+export class SyncInterrupted extends VidfeedsError {
   constructor(readonly signal: 'SIGINT' | 'SIGTERM') {
-    super(`stopped by ${signal}: nothing was written, vidfeeds's database is as it was`);
-    this.name = 'SyncInterrupted';
-  }
-
-  get signalNumber(): number {
-    return constants.signals[this.signal];
+    super(128 + constants.signals[signal], { what: `stopped by ${signal}: nothing was written, vidfeeds's database is as it was` });
   }
 }
