@@ -457,6 +457,8 @@ async function oneVideoEdit(db: string, out: string, env: Record<string, string>
 const DELETE_SETTLES_S = 390;
 
 async function benchMain(): Promise<void> {
+  // `--sync` times `vidfeeds sync` from real database servers instead (sync-bench.ts).
+  if (process.argv.includes('--sync')) return (await import('./sync-bench.js')).syncBenchMain(process.argv.slice(2));
   const options = parseArgs(process.argv.slice(2));
   const { users, shapes, only, keep, env } = options;
   mkdirSync(RUNS, { recursive: true });

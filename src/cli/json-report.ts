@@ -39,7 +39,7 @@ export class BuildJson {
   }
 
   /** The report of a build that finished (`report`) or stopped with an error (interrupted, locked, bad input). */
-  text(end: { report: BuildReport; exitCode: number } | { error: unknown; exitCode: number }): string {
+  text(end: { report: BuildReport; exitCode: number; usersPublished?: number } | { error: unknown; exitCode: number }): string {
     const report = 'report' in end ? end.report : undefined;
     const value = {
       report: REPORT_VERSION,
@@ -67,6 +67,7 @@ export class BuildJson {
             ...(report.changes === undefined ? {} : { changes: report.changes }),
             ...(report.owners === undefined ? {} : { owners: report.owners }),
             ...(report.snapshot === undefined ? {} : { snapshot: { databaseId: report.snapshot.databaseId, position: report.snapshot.position } }),
+            ...('usersPublished' in end && end.usersPublished !== undefined ? { usersPublished: end.usersPublished } : {}),
           }),
       skipped: this.skipped,
       failed: this.failed.map((f) => ({ ...f, url: this.paths.urlOfFile(f.path) })),

@@ -15,6 +15,7 @@ type Register = (program: Command, io: Console, setExit: (code: number) => void)
 const COMMANDS: Record<string, () => Promise<Register>> = {
   init: async () => (await import('./commands/init.js')).registerInit,
   demo: async () => (await import('./commands/demo.js')).registerDemo,
+  sync: async () => (await import('./commands/sync.js')).registerSync,
   build: async () => (await import('./commands/build.js')).registerBuild,
   check: async () => (await import('./commands/check.js')).registerCheck,
   shards: async () => (await import('./commands/shards.js')).registerShards,

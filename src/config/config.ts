@@ -47,6 +47,8 @@ export interface SiteConfig {
   indexNow: IndexNowConfig;
   /** Whether hubs and IndexNow hear of changes after a build (the tree is served) or after `vidfeeds deploy`. */
   notifyAfter: 'build' | 'deploy';
+  /** `vidfeeds sync`: the site's own database and how its rows map to vidfeeds's tables. */
+  sync: SyncConfig;
 }
 
 export interface WebSubConfig {
@@ -60,6 +62,24 @@ export interface IndexNowConfig {
   /** The site's key (8 to 128 of `[A-Za-z0-9-]`), or null: no key file, no submissions. */
   key: string | null;
   endpoint: string;
+}
+
+/** Where `vidfeeds sync` reads from and, per vidfeeds table, the query that maps it (docs/adopting.md). */
+export interface SyncConfig {
+  /** The source's URL (mysql:, mariadb:, postgres:, postgresql:, sqlite:); `--from` wins. */
+  from: string | null;
+  /** An environment variable holding the URL, read by the command line when `from` is null. */
+  fromEnv: string | null;
+  /** A file holding the source's password. */
+  passwordFile: string | null;
+  /** Per vidfeeds table, its SELECT (a string, or an array of lines) or the SELECT with options. */
+  tables: Record<string, string | string[] | SyncTableConfig>;
+}
+
+export interface SyncTableConfig {
+  query: string | string[];
+  /** Text columns whose HTML character references are decoded. */
+  decodeEntities?: string[];
 }
 
 /**

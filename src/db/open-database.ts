@@ -69,6 +69,16 @@ function openExisting(file: string, readonly: boolean): Database.Database {
     db.close();
     throw new SchemaVersionError(file, version, SCHEMA_VERSION);
   }
+  if (version === 0) {
+    const foreign = foreignTables(db);
+    if (foreign !== null) {
+      db.close();
+      throw new DatabaseError(
+        `${file} is another application's database (it has ${foreign} and no vidfeeds schema): vidfeeds renders from a database of its own. ` +
+          `Create one with \`vidfeeds init --db vidfeeds.sqlite\` and fill it from this one with \`vidfeeds sync --db vidfeeds.sqlite --from sqlite:${file}\` and a mapping (docs/adopting.md)`,
+      );
+    }
+  }
   if (version < SCHEMA_VERSION) {
     db.close();
     throw new DatabaseError(
@@ -113,16 +123,27 @@ export function openForWriting(file: string, { adopt = false }: { adopt?: boolea
   }
 }
 
+/** The tables of a database without vidfeeds's `users` and `videos`, listed for a message; null when it has none or has those. */
+function foreignTables(db: Database.Database): string | null {
+  const tables = tableNames(db);
+  if (tables.length === 0 || (tables.includes('users') && tables.includes('videos'))) return null;
+  return `tables ${tables.length > 5 ? `${tables.slice(0, 5).join(', ')} and ${tables.length - 5} more` : tables.join(', ')}`;
+}
+
+function tableNames(db: Database.Database): string[] {
+  return (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name`).all() as Array<{ name: string }>).map((t) => t.name);
+}
+
 /** A vidfeeds database has a schema version and vidfeeds's tables; an empty file becomes one. */
 function refuseForeign(db: Database.Database, file: string, version: number): void {
-  const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name`).all() as Array<{ name: string }>).map((t) => t.name);
+  const tables = tableNames(db);
   const ours = tables.includes('users') && tables.includes('videos');
   if (tables.length === 0 || (version > 0 && ours)) return;
   const listed = tables.length > 5 ? `${tables.slice(0, 5).join(', ')} and ${tables.length - 5} more` : tables.join(', ');
   const why = version === 0 ? 'no vidfeeds schema version' : `schema version ${version} but not vidfeeds's tables`;
   throw new DatabaseError(
     `${file} is not a vidfeeds database: it has other tables (${listed}) and ${why}. ` +
-      'Point --db at a new file, or pass --force to add vidfeeds\'s tables to this one',
+      'Point --db at a new file and fill it from this one with `vidfeeds sync` (docs/adopting.md), or pass --force to add vidfeeds\'s tables to this one',
   );
 }
 

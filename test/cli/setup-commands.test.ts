@@ -27,7 +27,7 @@ describe('vidfeeds init', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(
       `vidfeeds: ${file} is not a vidfeeds database: it has other tables (comments, posts) and no vidfeeds schema version. ` +
-        "Point --db at a new file, or pass --force to add vidfeeds's tables to this one\n",
+        "Point --db at a new file and fill it from this one with `vidfeeds sync` (docs/adopting.md), or pass --force to add vidfeeds's tables to this one\n",
     );
     expect(readFileSync(file).equals(before)).toBe(true);
     expect(existsSync(`${file}-wal`)).toBe(false);

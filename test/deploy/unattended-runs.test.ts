@@ -33,6 +33,19 @@ describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md',
     expect(result.status).toBe(0);
   });
 
+  it('pass with the drop-in that syncs before the build', () => {
+    const dropIn = readFileSync(join(DOCS, 'systemd', 'vidfeeds-build.service.d', 'sync.conf'), 'utf8').replaceAll('/usr/local/bin/vidfeeds ', `${BIN} `);
+    const result = verify((service) => {
+      // The drop-in's settings, applied as systemd applies them: an empty ExecStart= clears the list.
+      const kept = service.split('\n').filter((line) => !/^(ExecStart|PrivateNetwork|ReadWritePaths)=/.test(line));
+      const added = dropIn.split('\n').filter((line) => /^\w+=./.test(line));
+      return [...kept, ...added].join('\n');
+    });
+    expect(result.output).toBe('');
+    expect(result.status).toBe(0);
+    expect(dropIn).toMatch(/^ExecStart=\n.*vidfeeds(\.js)? sync .*\n.*vidfeeds(\.js)? build /m);
+  });
+
   it('would be caught if broken (the check can fail)', () => {
     const misspelt = verify((s) => s.replace('SuccessExitStatus=', 'SucessExitStatus='));
     expect(misspelt.output).toContain("Unknown key 'SucessExitStatus'");
@@ -72,15 +85,15 @@ describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md',
  * The cron wrapper of docs/deploy.md, run against a stand-in for `vidfeeds build --json` that
  * prints a report of the documented shape (docs/schemas/report.schema.json) and exits with a code.
  */
-function nightly(exitCode: number, report: object): { status: number | null; stdout: string; log: string; purge: string | null; args: string } {
+function nightly(exitCode: number, report: object, env: Record<string, string> = {}): { status: number | null; stdout: string; log: string; purge: string | null; args: string } {
   const { dir } = tempDir('vidfeeds-cron-');
   const stub = join(dir, 'vidfeeds');
   writeFileSync(join(dir, 'report.json'), JSON.stringify(report));
-  writeFileSync(stub, `#!/bin/sh\necho "$@" > "${dir}/args"\ncat "${dir}/report.json"\necho "vidfeeds: a line on stderr" >&2\nexit ${exitCode}\n`);
+  writeFileSync(stub, `#!/bin/sh\necho "$@" >> "${dir}/args"\ncat "${dir}/report.json"\necho "vidfeeds: a line on stderr" >&2\nexit ${exitCode}\n`);
   chmodSync(stub, 0o755);
   const result = spawnSync(join(DOCS, 'cron', 'vidfeeds-nightly'), [], {
     encoding: 'utf8',
-    env: { PATH: process.env.PATH, VIDFEEDS: stub, VIDFEEDS_LOG: dir, VIDFEEDS_DB: '/d/site.sqlite', VIDFEEDS_OUT: '/d/out', VIDFEEDS_CONFIG: '/d/c.json' },
+    env: { PATH: process.env.PATH, VIDFEEDS: stub, VIDFEEDS_LOG: dir, VIDFEEDS_DB: '/d/site.sqlite', VIDFEEDS_OUT: '/d/out', VIDFEEDS_CONFIG: '/d/c.json', ...env },
   });
   expect(result.stderr).toBe('');
   const purge = join(dir, 'purge.txt');
@@ -138,5 +151,18 @@ describe.skipIf(!hasJq)('the cron wrapper of docs/deploy.md', () => {
     const stopped = nightly(143, { report: 1, command: 'build', ok: false, exitCode: 143, error: 'stopped by SIGTERM' });
     expect(stopped.status).toBe(143);
     expect(stopped.stdout).toContain('stopped with exit code 143');
+  });
+
+  it('with VIDFEEDS_SYNC=1, syncs before the build and stops before it when the sync fails', () => {
+    const ok = nightly(0, { report: 1, command: 'build', ok: true, exitCode: 0, urls: { written: [], removed: [] } }, { VIDFEEDS_SYNC: '1' });
+    expect(ok.status).toBe(0);
+    expect(ok.args.split('\n')).toEqual([
+      'sync --quiet --wait 600 --db /d/site.sqlite --config /d/c.json',
+      'build --json --wait 600 --db /d/site.sqlite --out /d/out --config /d/c.json',
+    ]);
+    const bad = nightly(2, { report: 1, command: 'sync', ok: false, exitCode: 2, error: 'sync.tables.users: …' }, { VIDFEEDS_SYNC: '1' });
+    expect(bad.status).toBe(2);
+    expect(bad.stdout).toContain('the sync failed with exit code 2 (nothing was written)');
+    expect(bad.args).toBe('sync --quiet --wait 600 --db /d/site.sqlite --config /d/c.json');
   });
 });

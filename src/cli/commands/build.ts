@@ -5,7 +5,7 @@ import { describeSkip, type BuildReport } from '../../pipeline/build-report.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { createSiteContext } from '../../pipeline/render/site-context.js';
 import { checkDatabaseFile } from '../../db/open-database.js';
-import { checkUserExists } from '../../db/user-lookup.js';
+import { checkUserExists, publishedUserCount } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { buildSiteYielding } from '../../pipeline/site-build.js';
 import { EXIT, exitCodeOf, UsageError } from '../errors.js';
@@ -188,10 +188,19 @@ async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: numb
     const fields = { ...summaryFields(report), ...(flags.dryRun ? { dryRun: true } : {}) };
     if (exitCode === EXIT.ok) io.log.info(text, fields);
     else io.log.error(text, fields);
-    if (json) io.out(json.text({ report, exitCode }));
+    const users = report.mode === 'partial' || flags.dryRun ? undefined : publishedUserCount(request.db);
+    if (users !== undefined && users.published === 0) io.log.warn(noUsersPublished(request.db, users.rows));
+    if (json) io.out(json.text({ report, exitCode, usersPublished: users?.published }));
     setExit(exitCode);
   });
 
+}
+
+/** Why a site can publish nobody, for the warning of a build that published no user. */
+export function noUsersPublished(db: string, rows: number): string {
+  return rows === 0
+    ? `0 users published: ${db} holds no users. If the site's data is in another database (or in other tables of this one), fill vidfeeds's tables from it with \`vidfeeds sync\` (docs/adopting.md)`
+    : `0 users published: none of the ${rows} rows of users is active with a valid username and created_at (docs/database.md)`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { BuildReport } from '../../pipeline/build-report.js';
+import { describeIssue } from '../../db/decode.js';
 import { DEFAULT_CONFIG_FILE, loadSettings } from '../../config/config.js';
 import { checkDatabaseFile } from '../../db/open-database.js';
 import { requireOption } from '../check-command-line.js';
@@ -10,7 +11,7 @@ import { DEFAULT_POLL_MS, WatchSession } from '../../watch/watch-session.js';
 import { EXIT } from '../errors.js';
 import type { Console } from '../output.js';
 import { buildRequest, summaryFields, summaryText } from './build.js';
-import { configOptions, configOverrides, databaseOf, exitCodesHelp, nonNegativeInteger, outOf, readSettings, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
+import { configOptions, configOverrides, databaseOf, exitCodesHelp, nonNegativeInteger, outOf, positiveInteger, readSettings, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
 import { VIDFEEDS_VERSION } from '../../config/version.js';
 import { FORMATS } from '../../formats/registry.js';
 import { SitePaths } from '../../paths/site-paths.js';
@@ -19,11 +20,15 @@ import { changesOfFiles } from '../../deploy/change-set.js';
 import { NotifyBatcher } from '../../deploy/notify-batch.js';
 import { buildNotifySettings, type AnnounceFlags } from '../announce.js';
 import { reportDeliveries } from '../notify-report.js';
+import { SyncInterval } from '../../watch/sync-interval.js';
+import { runSync } from '../../sync/run-sync.js';
+import { syncRequest, syncSummary } from './sync.js';
 
 interface WatchFlags extends ConfigFlags, AnnounceFlags {
   notifyDelay: number;
   db?: string;
   out?: string;
+  syncEvery?: number;
   state?: string;
   debounce: number;
   poll: number;
@@ -48,6 +53,7 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       .option('--allow-removals', 'let builds remove more than maxRemovalShare of the published documents (otherwise such a build is reported and the tree kept)')
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
       .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS)
+      .option('--sync-every <seconds>', "also run `vidfeeds sync` (the configuration's sync section) at start and then every SECONDS; a sync that changed something is built", positiveInteger('--sync-every', 86_400))
       .option('--on-change <command>', 'run COMMAND (through sh) with the changed and removed URLs on its standard input, one per line, batched like the notifications')
       .option('--no-notify', 'do not notify the WebSub hubs and IndexNow of the configuration')
       .option('--notify-delay <ms>', 'send the changes of every build within this long of the first together: one request per hub for a burst of edits', nonNegativeInteger('--notify-delay', 600_000), 2000),
@@ -97,6 +103,23 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
     });
     const warning = previewUrlWarning(load(), request.db);
     if (warning !== null) io.log.warn(warning);
+    // The sync's settings are checked at start (exit 2 when there is no source or no mapping),
+    // then read again before each sync, so an edited mapping applies to the next one.
+    if (flags.syncEvery !== undefined) syncRequest(load(), { db: request.db }, process.env);
+    const syncs =
+      flags.syncEvery === undefined
+        ? undefined
+        : new SyncInterval({
+            everyMs: flags.syncEvery * 1000,
+            run: (stopping) =>
+              runSync(syncRequest(load(), { db: request.db, command: 'vidfeeds watch --sync-every' }, process.env), {
+                skipped: (row) => io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`),
+                issue: (issue) => io.log.warn(`sync: ${describeIssue(issue)}`),
+                stopRequested: () => (stopping() ? 'SIGTERM' : null),
+              }),
+            onSynced: (report) => io.log.info(syncSummary(report)),
+            onProblem: (error) => io.log.error(`sync failed, next in ${flags.syncEvery} s: ${(error as Error).message ?? String(error)}`),
+          });
     try {
       watcher = watchInputs(
         { db: request.db, config: configFile, templateDirs: session.templateDirs() },
@@ -109,9 +132,11 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       await watcher.ready();
       io.log.info(`watching ${request.db} (and its -wal), ${configFile} and templates in ${session.templateDirs().join(', ')}; Ctrl-C stops`);
       session.start();
+      syncs?.start();
       const signal = await nextSignal();
       io.log.info(`${signal}: stopping${session.queue.busy ? ' after the running build' : ''}`);
     } finally {
+      await syncs?.stop();
       await session.stop();
       await watcher?.close();
       await batcher?.flush();

@@ -65,6 +65,11 @@ export function planBuild({ state, fingerprint, log, options }: PlanInput): Buil
     return { mode: 'partial', reason: `${what.join(' ')}; the change log position is kept for the next build`, verify };
   }
   const full = (reason: string): BuildPlan => ({ mode: 'full', reason, verify });
+  const views = log?.views ?? [];
+  if (views.length > 0) {
+    const reason = `${views.join(', ')} ${views.length === 1 ? 'is a view' : 'are views'} in place of vidfeeds's tables: changes to their rows reach no change log, so every build renders everything; fill real tables with \`vidfeeds sync\` (docs/adopting.md)`;
+    return { mode: 'full', reason, verify: verify || options.full === true };
+  }
   // An asked-for full build is also the repair: every file is read back and compared with its
   // render, so a file changed or lost on disk is rewritten even where the record still matches.
   if (options.full) return { mode: 'full', reason: '--full: every file is compared with its bytes on disk', verify: true };
@@ -107,7 +112,7 @@ export function buildFingerprint(config: SiteConfig, formats: readonly Format[],
   // `strict` decides only whether a bad row stops the build, `cacheControl` only what the host
   // configurations say, and where and when changes are announced only who hears of them: never a
   // byte of a document (the IndexNow key is the key file's bytes, and stays).
-  const { strict: _strict, cacheControl: _cacheControl, notifyAfter: _notifyAfter, indexNow, websub, ...rest } = config;
+  const { strict: _strict, cacheControl: _cacheControl, notifyAfter: _notifyAfter, sync: _sync, indexNow, websub, ...rest } = config;
   const shaping = { ...rest, hubs: websub.hubs, indexNowKey: indexNow.key };
   return {
     vidfeedsVersion,
