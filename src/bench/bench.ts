@@ -9,6 +9,7 @@ import { DEMO_SHAPES, generateDemo, type DemoShape } from '../db/demo-data.js';
 import { FORMATS } from '../formats/registry.js';
 import { openForWriting } from '../db/open-database.js';
 import { PROBE_FOLDER_PREFIX, waitForQuietDisk } from './disk-probe.js';
+import { benchDeploy } from './deploy-bench.js';
 import { benchFreshness } from './freshness.js';
 import { packTree } from './pack.js';
 
@@ -47,6 +48,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CACHE = join(ROOT, 'bench-cache');
 const RUNS = join(CACHE, 'runs');
 const CLI_CHILD = join(ROOT, 'dist/bench/child.js');
+const STORE_CHILD = join(ROOT, 'dist/bench/s3rver-child.js');
 const FLOOR_CHILD = join(ROOT, 'dist/bench/floor.js');
 const WRITER = join(ROOT, 'dist/bench/writer.js');
 const DISK_BASELINE = join(CACHE, 'disk-probe.json');
@@ -58,6 +60,7 @@ const PEAK_RSS_MB: Record<DemoShape, number> = { demo: 300, 'feed-heavy': 200 };
 interface ChildResult {
   seconds: number;
   maxRssKb: number;
+  stdout: string;
   stderr: string;
   report: Record<string, unknown>;
 }
@@ -70,6 +73,8 @@ interface BenchOptions {
   keep: boolean;
   /** Full builds timed against their floor, each pair right after the one before (`--pairs`). */
   pairs: number;
+  /** The deploy run instead of the build timings (deploy-bench.ts). */
+  deploy: boolean;
   /** The freshness run instead of the build timings, with its writer's rate and length. */
   freshness: { rate: number; seconds: number } | null;
   /** Environment of every build. */
@@ -83,6 +88,7 @@ function parseArgs(argv: string[]): BenchOptions {
   let keep = false;
   let pairs = 1;
   let freshness: BenchOptions['freshness'] = null;
+  let deploy = false;
   let rate = 20;
   let seconds = 60;
   const env: Record<string, string> = {};
@@ -112,6 +118,8 @@ function parseArgs(argv: string[]): BenchOptions {
       if (!Number.isInteger(pairs) || pairs < 1 || pairs > 9) throw new Error('--pairs takes a whole number from 1 to 9');
     } else if (arg === '--freshness') {
       freshness = { rate, seconds };
+    } else if (arg === '--deploy') {
+      deploy = true;
     } else if (arg === '--rate') {
       rate = positive(arg, argv[++i]);
     } else if (arg === '--seconds') {
@@ -121,11 +129,13 @@ function parseArgs(argv: string[]): BenchOptions {
       if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
       env.VIDFEEDS_XML_ENGINE = engine;
     } else {
-      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>]`);
+      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>], --deploy`);
     }
   }
   if (freshness !== null) freshness = { rate, seconds };
-  return { users, shapes, only, keep, pairs, freshness, env };
+  // The deploy run's size unless --users says otherwise: the store writes each object as files.
+  if (deploy && !argv.includes('--users')) users = [10_000];
+  return { users, shapes, only, keep, pairs, freshness, deploy, env };
 }
 
 /** The cached demo database of `users` users of a shape; made when missing or when the generator changed. */
@@ -169,7 +179,7 @@ function runChild(script: string, args: string[], env: Record<string, string> = 
         return;
       }
       const report = JSON.parse(line.slice('BENCH '.length)) as Record<string, unknown>;
-      resolvePromise({ seconds, maxRssKb: Number(report.maxRssKb), stderr, report });
+      resolvePromise({ seconds, maxRssKb: Number(report.maxRssKb), stdout, stderr, report });
     });
   });
 }
@@ -447,6 +457,8 @@ async function oneVideoEdit(db: string, out: string, env: Record<string, string>
 const DELETE_SETTLES_S = 390;
 
 async function benchMain(): Promise<void> {
+  // `--sync` times `vidfeeds sync` from real database servers instead (sync-bench.ts).
+  if (process.argv.includes('--sync')) return (await import('./sync-bench.js')).syncBenchMain(process.argv.slice(2));
   const options = parseArgs(process.argv.slice(2));
   const { users, shapes, only, keep, env } = options;
   mkdirSync(RUNS, { recursive: true });
@@ -463,10 +475,29 @@ async function benchMain(): Promise<void> {
     }
   }
   // Before the try: a run that cannot start must not spend minutes removing earlier trees first.
-  checkRoom(users, options.freshness !== null ? ['demo'] : shapes, only, options.pairs, stale.length > 0, options.freshness !== null);
+  checkRoom(users, options.freshness !== null || options.deploy ? ['demo'] : shapes, only, options.pairs, stale.length > 0, options.freshness !== null);
   const mine: string[] = [];
   try {
     for (const count of users) {
+      if (options.deploy) {
+        const runDir = join(RUNS, `deploy-${count}-${started.getTime()}`);
+        mkdirSync(runDir, { recursive: true });
+        mine.push(runDir);
+        const demo = demoDatabase(count, 'demo');
+        console.log(`== deploy, ${n(count)} users (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'})`);
+        await benchDeploy({
+          users: count,
+          demoDb: demo.file,
+          runDir,
+          storeScript: STORE_CHILD,
+          runCli: async (args, extra) => {
+            const result = await runChild(CLI_CHILD, args, { ...env, ...extra });
+            return { seconds: result.seconds, stdout: result.stdout, stderr: result.stderr };
+          },
+          lines: (line) => console.log(line),
+        });
+        continue;
+      }
       if (options.freshness !== null) {
         const runDir = join(RUNS, `${count}-${started.getTime()}`);
         mkdirSync(runDir, { recursive: true });

@@ -27,6 +27,7 @@ export class BuildJson {
   constructor(
     private readonly paths: SitePaths,
     private readonly out: string,
+    private readonly dryRun = false,
   ) {}
 
   wrote(files: readonly string[]): void {
@@ -38,7 +39,7 @@ export class BuildJson {
   }
 
   /** The report of a build that finished (`report`) or stopped with an error (interrupted, locked, bad input). */
-  text(end: { report: BuildReport; exitCode: number } | { error: unknown; exitCode: number }): string {
+  text(end: { report: BuildReport; exitCode: number; usersPublished?: number } | { error: unknown; exitCode: number }): string {
     const report = 'report' in end ? end.report : undefined;
     const value = {
       report: REPORT_VERSION,
@@ -47,6 +48,7 @@ export class BuildJson {
       exitCode: end.exitCode,
       ...('error' in end ? { error: (end.error as Error).message ?? String(end.error) } : {}),
       out: this.out,
+      ...(this.dryRun ? { dryRun: true } : {}),
       ...(report === undefined
         ? {}
         : {
@@ -65,6 +67,7 @@ export class BuildJson {
             ...(report.changes === undefined ? {} : { changes: report.changes }),
             ...(report.owners === undefined ? {} : { owners: report.owners }),
             ...(report.snapshot === undefined ? {} : { snapshot: { databaseId: report.snapshot.databaseId, position: report.snapshot.position } }),
+            ...('usersPublished' in end && end.usersPublished !== undefined ? { usersPublished: end.usersPublished } : {}),
           }),
       skipped: this.skipped,
       failed: this.failed.map((f) => ({ ...f, url: this.paths.urlOfFile(f.path) })),

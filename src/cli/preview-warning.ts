@@ -13,5 +13,5 @@ export function previewUrlWarning(config: SiteConfig, db: string): string | null
   if (preview.length === 0 || isDemoDatabase(db) !== false) return null;
   const them = preview.length > 1 ? 'them' : 'it';
   const flag = preview.includes('baseUrl') ? ' (or pass --base-url)' : '';
-  return `vidfeeds: warning: ${preview.join(', ')} still at the default ${DEFAULT_BASE_URL}: the documents will link there; set ${them} in ${DEFAULT_CONFIG_FILE}${flag}`;
+  return `warning: ${preview.join(', ')} still at the default ${DEFAULT_BASE_URL}: the documents will link there; set ${them} in ${DEFAULT_CONFIG_FILE}${flag}`;
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
+import { takeRunSettings } from './run-settings.js';
 import type { SiteConfig } from './site-config.js';
 
 /**
@@ -49,10 +50,11 @@ export function schemaValidator(): ValidateFunction {
   return compiled;
 }
 
-/** Every setting at its default: the schema's defaults. */
+/** Every site setting at its default: the schema's defaults. */
 export const DEFAULT_CONFIG: SiteConfig = (() => {
   const config = {};
   schemaValidator()(config);
+  takeRunSettings(config, null);
   return config as SiteConfig;
 })();
 

@@ -5,6 +5,7 @@ import { checkConfig, type ConfigSource } from './check-config.js';
 import { ConfigError } from './config-error.js';
 import { isObject, parseConfigText, type Json } from './config-json.js';
 import { CONFIG_SCHEMA, CONFIG_SCHEMA_FILE, DEFAULT_BASE_URL, type JsonSchema } from './config-schema.js';
+import { takeRunSettings, type RunSettings } from './run-settings.js';
 import type { SiteConfig } from './site-config.js';
 
 export const DEFAULT_CONFIG_FILE = 'vidfeeds.config.json';
@@ -20,7 +21,18 @@ export interface ConfigOverride {
  * --config must exist), then flags, which win, then the schema's defaults for the rest. Unknown
  * keys are errors, so a typo never passes silently. Every problem is reported at once.
  */
-export function loadConfig(options: { configFile?: string; overrides?: Record<string, ConfigOverride | undefined>; cwd?: string }): SiteConfig {
+export function loadConfig(options: LoadOptions): SiteConfig {
+  return loadSettings(options).site;
+}
+
+export interface LoadOptions {
+  configFile?: string;
+  overrides?: Record<string, ConfigOverride | undefined>;
+  cwd?: string;
+}
+
+/** The site's settings and the run settings (src/config/run-settings.ts) of one configuration, read and checked together. */
+export function loadSettings(options: LoadOptions): { site: SiteConfig; run: RunSettings; file: string | null } {
   const cwd = options.cwd ?? process.cwd();
   const named = options.configFile !== undefined;
   const file = resolve(cwd, options.configFile ?? DEFAULT_CONFIG_FILE);
@@ -51,7 +63,9 @@ export function loadConfig(options: { configFile?: string; overrides?: Record<st
   if (typeof templatesDir === 'string' && config.player.templatesDir === templatesDir) {
     config.player.templatesDir = resolve(dirname(file), templatesDir);
   }
-  return config;
+  const read = source.name === 'defaults' ? null : file;
+  const run = takeRunSettings(config as unknown as Record<string, unknown>, read);
+  return { site: config, run, file: read };
 }
 
 /**
@@ -117,5 +131,7 @@ function applyOverrides(data: Json, overrides: Record<string, ConfigOverride | u
 
 /** Checks settings given as an object (tests, callers with their own source): defaults filled in, every problem at once. */
 export function validateConfig(raw: unknown, source = 'settings'): SiteConfig {
-  return checkConfig(structuredClone(raw) as Json, { name: source }, new Map());
+  const config = checkConfig(structuredClone(raw) as Json, { name: source }, new Map());
+  takeRunSettings(config as unknown as Record<string, unknown>, null);
+  return config;
 }

@@ -32,6 +32,45 @@ export interface SiteConfig {
   /** Pre-compressed forms written beside each text document (`.gz`, `.br`); none by default. */
   compress: Array<'gzip' | 'br'>;
   cacheControl: CacheControlConfig;
+  /** WebSub hubs the feeds name and that are notified of changed feeds (docs/deploy.md). */
+  websub: WebSubConfig;
+  /** IndexNow: the key file in the tree and the submission of changed URLs. */
+  indexNow: IndexNowConfig;
+  /** Whether hubs and IndexNow hear of changes after a build (the tree is served) or after `vidfeeds deploy`. */
+  notifyAfter: 'build' | 'deploy';
+  /** `vidfeeds sync`: the site's own database and how its rows map to vidfeeds's tables. */
+  sync: SyncConfig;
+}
+
+export interface WebSubConfig {
+  /** Hub URLs; empty for none. */
+  hubs: string[];
+  /** Feeds named in one publish request (repeated `hub.url`). */
+  feedsPerRequest: number;
+}
+
+export interface IndexNowConfig {
+  /** The site's key (8 to 128 of `[A-Za-z0-9-]`), or null: no key file, no submissions. */
+  key: string | null;
+  endpoint: string;
+}
+
+/** Where `vidfeeds sync` reads from and, per vidfeeds table, the query that maps it (docs/adopting.md). */
+export interface SyncConfig {
+  /** The source's URL (mysql:, mariadb:, postgres:, postgresql:, sqlite:); `--from` wins. */
+  from: string | null;
+  /** An environment variable holding the URL, read by the command line when `from` is null. */
+  fromEnv: string | null;
+  /** A file holding the source's password. */
+  passwordFile: string | null;
+  /** Per vidfeeds table, its SELECT (a string, or an array of lines) or the SELECT with options. */
+  tables: Record<string, string | string[] | SyncTableConfig>;
+}
+
+export interface SyncTableConfig {
+  query: string | string[];
+  /** Text columns whose HTML character references are decoded. */
+  decodeEntities?: string[];
 }
 
 /**
@@ -52,7 +91,11 @@ export interface CacheControlConfig {
 export interface PageTemplates {
   /** Profile page of a user. Placeholders: {base}, {user}. */
   user: string;
-  /** Page of a video. Placeholders: {base}, {video}. */
+  /**
+   * Page of a video: RSS and XSPF links, oEmbed `web_page`, and what oEmbed's `url` parameter
+   * accepts. Placeholders: {base}, {video}. By default the player markup vidfeeds publishes
+   * (`/<video>/oembed/html`), which every host configuration serves.
+   */
   video: string;
   /** Page of a group. Placeholders: {base}, {group}. */
   group: string;

@@ -1,5 +1,9 @@
 import type Database from 'better-sqlite3';
+import { SITE_TABLES } from './columns.js';
 import { openForReading } from './open-database.js';
+
+/** vidfeeds's tables, as the JSON array a look-up for views of their names binds. */
+const SITE_TABLE_NAMES = JSON.stringify(Object.keys(SITE_TABLES));
 
 /**
  * Reads the database's change log (migration 2, docs/database.md "change_log") and answers the
@@ -59,6 +63,11 @@ export interface ChangeLogPosition {
   position: number;
   /** Lowest sequence number still in the log, or null when it is empty. */
   oldest: number | null;
+  /**
+   * vidfeeds's tables that are views in this database (over another application's tables): their
+   * rows change without a log entry, since triggers sit on tables, so no build can follow them.
+   */
+  views?: readonly string[];
 }
 
 interface RawChange {
@@ -85,6 +94,9 @@ export class ChangeLog {
       databaseId: p<{ value: string }>(`SELECT value FROM site_meta WHERE key = 'database_id'`),
       position: p<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'change_log'`),
       oldest: p<{ seq: number | null }>(`SELECT min(seq) AS seq FROM change_log`),
+      views: db
+        .prepare<[string], string>(`SELECT name FROM sqlite_master WHERE type = 'view' AND name IN (SELECT value FROM json_each(?)) ORDER BY name`)
+        .pluck(),
       since: p<RawChange>(`SELECT seq, table_name, op, old_keys, new_keys FROM change_log WHERE seq > ? AND seq <= ? ORDER BY seq`),
       count: p<{ n: number }>(`SELECT count(*) AS n FROM change_log WHERE seq > ? AND seq <= ?`),
     };
@@ -113,6 +125,7 @@ export class ChangeLog {
       databaseId: this.stmt.databaseId.get()?.value ?? '',
       position: this.stmt.position.get()?.seq ?? 0,
       oldest: this.stmt.oldest.get()?.seq ?? null,
+      views: this.stmt.views.all(SITE_TABLE_NAMES),
     };
   }
 

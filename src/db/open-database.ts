@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION, type MigrationResult } from './migrations.js';
 import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
@@ -38,10 +39,25 @@ export function openForUpdate(file: string): Database.Database {
   return db;
 }
 
-function openExisting(file: string, readonly: boolean): Database.Database {
-  if (!existsSync(file)) {
+/**
+ * Refuses, before anything is read or created, a database that is not there or is a folder (SQLite
+ * would say only "disk I/O error" of one). Commands call it before they make the state's folder.
+ */
+export function checkDatabaseFile(file: string, { mustExist = true }: { mustExist?: boolean } = {}): void {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (stat === undefined) {
+    if (!mustExist) return;
     throw new DatabaseError(`database ${file} does not exist: create it with \`vidfeeds init --db ${file}\` or \`vidfeeds demo --db ${file}\``);
   }
+  if (stat.isDirectory()) {
+    const inside = readdirSync(file).filter((name) => /\.(sqlite3?|db)$/i.test(name)).slice(0, 3);
+    const hint = inside.length > 0 ? `; it holds ${inside.map((name) => join(file, name)).join(', ')}` : '';
+    throw new DatabaseError(`database ${file} is a folder, not a SQLite file: name the database file itself${hint}`);
+  }
+}
+
+function openExisting(file: string, readonly: boolean): Database.Database {
+  checkDatabaseFile(file);
   let db: Database.Database;
   try {
     db = new Database(file, { readonly, fileMustExist: true });
@@ -52,6 +68,16 @@ function openExisting(file: string, readonly: boolean): Database.Database {
   if (version > SCHEMA_VERSION) {
     db.close();
     throw new SchemaVersionError(file, version, SCHEMA_VERSION);
+  }
+  if (version === 0) {
+    const foreign = foreignTables(db);
+    if (foreign !== null) {
+      db.close();
+      throw new DatabaseError(
+        `${file} is another application's database (it has ${foreign} and no vidfeeds schema): vidfeeds renders from a database of its own. ` +
+          `Create one with \`vidfeeds init --db vidfeeds.sqlite\` and fill it from this one with \`vidfeeds sync --db vidfeeds.sqlite --from sqlite:${file}\` and a mapping (docs/adopting.md)`,
+      );
+    }
   }
   if (version < SCHEMA_VERSION) {
     db.close();
@@ -69,6 +95,7 @@ function openExisting(file: string, readonly: boolean): Database.Database {
  * --db) is refused untouched, unless `adopt` asks for vidfeeds's tables to be added to it.
  */
 export function openForWriting(file: string, { adopt = false }: { adopt?: boolean } = {}): { db: Database.Database } & MigrationResult {
+  checkDatabaseFile(file, { mustExist: false });
   let db: Database.Database;
   try {
     db = new Database(file);
@@ -96,16 +123,27 @@ export function openForWriting(file: string, { adopt = false }: { adopt?: boolea
   }
 }
 
+/** The tables of a database without vidfeeds's `users` and `videos`, listed for a message; null when it has none or has those. */
+function foreignTables(db: Database.Database): string | null {
+  const tables = tableNames(db);
+  if (tables.length === 0 || (tables.includes('users') && tables.includes('videos'))) return null;
+  return `tables ${tables.length > 5 ? `${tables.slice(0, 5).join(', ')} and ${tables.length - 5} more` : tables.join(', ')}`;
+}
+
+function tableNames(db: Database.Database): string[] {
+  return (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name`).all() as Array<{ name: string }>).map((t) => t.name);
+}
+
 /** A vidfeeds database has a schema version and vidfeeds's tables; an empty file becomes one. */
 function refuseForeign(db: Database.Database, file: string, version: number): void {
-  const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name`).all() as Array<{ name: string }>).map((t) => t.name);
+  const tables = tableNames(db);
   const ours = tables.includes('users') && tables.includes('videos');
   if (tables.length === 0 || (version > 0 && ours)) return;
   const listed = tables.length > 5 ? `${tables.slice(0, 5).join(', ')} and ${tables.length - 5} more` : tables.join(', ');
   const why = version === 0 ? 'no vidfeeds schema version' : `schema version ${version} but not vidfeeds's tables`;
   throw new DatabaseError(
     `${file} is not a vidfeeds database: it has other tables (${listed}) and ${why}. ` +
-      'Point --db at a new file, or pass --force to add vidfeeds\'s tables to this one',
+      'Point --db at a new file and fill it from this one with `vidfeeds sync` (docs/adopting.md), or pass --force to add vidfeeds\'s tables to this one',
   );
 }
 

@@ -44,6 +44,9 @@ export function lookupStatements(db: Database.Database) {
     tagName: db.prepare<[number], string>(`SELECT name FROM tags WHERE id = ? AND typeof(name) = 'text'`).pluck(),
     categoryName: db.prepare<[number], string>(`SELECT name FROM categories WHERE id = ? AND typeof(name) = 'text'`).pluck(),
     usersAll: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE ${PUBLISHED_USER} ORDER BY u.username`),
+    publishedCounts: db.prepare<[], { users: number; videos: number }>(
+      `SELECT (SELECT COUNT(*) FROM users u WHERE ${PUBLISHED_USER}) AS users, (SELECT COUNT(*) FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO}) AS videos`,
+    ),
     userByName: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.username = ? AND ${PUBLISHED_USER}`),
     userById: p<UserRow>(`SELECT u.id, u.username FROM users u WHERE u.id = ? AND ${PUBLISHED_USER}`),
     videosAll: p<VideoRow>(

@@ -118,6 +118,14 @@ export class SiteReader {
     }
   }
 
+  /**
+   * How many users and videos are published, by the rules the reads apply in SQL (a row a value
+   * check then leaves out is still counted): a first build's progress shows its total from them.
+   */
+  publishedCounts(): { users: number; videos: number } {
+    return this.stmt.publishedCounts.get()!;
+  }
+
   /** Runs `work` inside one read transaction, so every read sees the same snapshot. */
   snapshot<T>(work: () => T): T {
     const end = this.beginSnapshot();

@@ -1,3 +1,4 @@
+import { SITE_TABLES, typeCondition } from './columns.js';
 import { openForReading } from './open-database.js';
 import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
@@ -26,6 +27,22 @@ export function checkUserExists(file: string, username: string): void {
     if (db.prepare('SELECT 1 FROM users WHERE username = ?').get(username) !== undefined) return;
     const near = db.prepare('SELECT username FROM users WHERE username = ? COLLATE NOCASE ORDER BY username LIMIT 3').pluck().all(username) as string[];
     throw new UnknownUserError(username, file, near);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * How many users the database publishes (active, with a username and creation time of their
+ * kinds: src/db/columns.ts) and how many rows `users` holds. A build that publishes nobody says
+ * so: a database that is the site's own with vidfeeds's tables added empty beside it
+ * (`init --force`) looks like a site without users.
+ */
+export function publishedUserCount(file: string): { published: number; rows: number } {
+  const db = openForReading(file);
+  try {
+    const owner = Object.entries(SITE_TABLES.users!.columns).filter(([, c]) => c.rule === 'owner').map(([column, c]) => typeCondition(c, column));
+    return db.prepare(`SELECT count(*) FILTER (WHERE state = 'active' AND ${owner.join(' AND ')}) AS published, count(*) AS rows FROM users`).get() as { published: number; rows: number };
   } finally {
     db.close();
   }

@@ -7,7 +7,9 @@ import { NS, xmlDocument } from '../render/xml.js';
  * Atom 1.0 feed of the 20 most recent groups a user belongs to (seed 2.9), one entry per group.
  * Corrections of the seed, required by RFC 4287: the enclosure's `length` is the file's size in
  * bytes (left out when unknown; the duration goes to `media:content`); `updated` is a real
- * timestamp; the author's `email` is left out (the seed's hash is not an address).
+ * timestamp; the author's `email` is left out (the seed's hash is not an address). Each entry's id
+ * is unique to its feed (feed readers such as newsboat key entries by id across every feed they
+ * read, and a group shared by two members would otherwise show in one feed only).
  */
 
 /** A stable Atom id for a thing on this site: a tag URI (RFC 4151) from the site's host. */
@@ -41,6 +43,8 @@ export const atom: UserFormat = {
         .leaf('id', tagUri(site, user.createdAt, `users/${encodeURIComponent(user.username)}/groups`));
       feed.el('link', { rel: 'alternate', type: 'text/html', hreflang: site.config.language, href: site.paths.userPage(user.username) });
       feed.el('link', { rel: 'self', type: 'application/atom+xml', href: site.paths.url(atom, user.username) });
+      // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
+      for (const hub of site.config.websub.hubs) feed.el('link', { rel: 'hub', href: hub });
       // RFC 4287 wants an author for the feed or for every entry; the feed is the user's.
       feed.el('author').leaf('name', user.displayName || user.username).leaf('uri', site.paths.userPage(user.username));
       feed.leaf('rights', site.config.copyright);
@@ -55,7 +59,9 @@ export const atom: UserFormat = {
           entry.el('link', { rel: 'enclosure', type: featured.fileType, length: featured.fileSize, href: featured.fileUrl, title: featured.title });
         }
         entry
-          .leaf('id', tagUri(site, group.createdAt, `groups/${encodeURIComponent(group.slug)}`))
+          // The group in this user's feed: readers key entries by id across all their feeds, so the
+          // same group in two members' feeds must have two ids (one each, the same on every build).
+          .leaf('id', tagUri(site, group.createdAt, `users/${encodeURIComponent(user.username)}/groups/${encodeURIComponent(group.slug)}`))
           .leaf('updated', rfc3339(group.updatedAt))
           .leaf('published', rfc3339(group.createdAt));
         const author = entry.el('author');

@@ -79,7 +79,11 @@ export const foaf: UserFormat = {
       person
         .leaf('foaf:name', name)
         .optionalLeaf('foaf:title', user.title)
+        // Today's FOAF names, which SPARQL queries ask for, beside the seed's archaic ones, which
+        // older consumers read; FOAF 0.99 defines all four.
+        .optionalLeaf('foaf:givenName', user.givenName)
         .optionalLeaf('foaf:givenname', user.givenName)
+        .optionalLeaf('foaf:familyName', user.familyName)
         .optionalLeaf('foaf:family_name', user.familyName)
         .leaf('foaf:nick', user.username)
         .optionalLeaf('foaf:mbox_sha1sum', user.emailSha1);

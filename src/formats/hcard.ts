@@ -1,5 +1,8 @@
 import type { SiteContext, UserFormat } from './format.js';
+import { atom } from './atom.js';
 import { foaf } from './foaf.js';
+import { opensearch } from './opensearch.js';
+import { rss } from './rss.js';
 import type { UserBundle } from '../model/views.js';
 import { loadTemplate } from '../render/templates.js';
 import { mailtoUri } from '../render/urls.js';
@@ -13,6 +16,10 @@ import { xmlChars } from '../render/xml-text.js';
  *
  * Difference from the seed: the name is `fn`, not `fn org`, because in hCard an `fn` equal to the
  * `org` declares the card to be an organisation's, and these cards are people's.
+ *
+ * The head links what a browser, a feed reader or a crawler discovers from a profile page: the
+ * user's RSS and Atom feeds (`rel="alternate"`), FOAF (`rel="alternate"`, titled `FOAF`, as FOAF
+ * autodiscovery reads it) and the site's OpenSearch description (`rel="search"`).
  */
 
 /** What the template sees. Text is plain (the template escapes it); URLs are absolute http(s) or mailto. */
@@ -23,6 +30,10 @@ export interface HcardView {
   username: string;
   profileUrl: string;
   foafUrl: string;
+  rssUrl: string;
+  atomUrl: string;
+  /** The site's opensearch.xml. */
+  searchUrl: string;
   photoUrl: string | null;
   /** The structured name, when any part of it is known. */
   n: { title: string; givenName: string; familyName: string } | null;
@@ -40,6 +51,9 @@ const SAMPLE: HcardView = {
   username: 'sample',
   profileUrl: 'https://example.org/sample/',
   foafUrl: 'https://example.org/sample/foaf/',
+  rssUrl: 'https://example.org/sample/rss/',
+  atomUrl: 'https://example.org/sample/atom/',
+  searchUrl: 'https://example.org/opensearch.xml',
   photoUrl: 'https://example.org/sample.jpg',
   n: { title: 'Dr', givenName: 'Sample', familyName: 'Name' },
   address: { streetAddress: '1 Main St', locality: 'Springfield', region: 'IL', regionName: 'Illinois', postalCode: '62701', countryName: 'USA' },
@@ -73,6 +87,9 @@ export function hcardView({ user }: UserBundle, site: SiteContext): HcardView {
     username: user.username,
     profileUrl: site.paths.userPage(user.username),
     foafUrl: site.paths.url(foaf, user.username),
+    rssUrl: site.paths.url(rss, user.username),
+    atomUrl: site.paths.url(atom, user.username),
+    searchUrl: site.paths.siteUrl(opensearch.file),
     photoUrl: user.avatarUrl,
     n: n.title || n.givenName || n.familyName ? n : null,
     address:

@@ -1,5 +1,6 @@
 import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
+import type { SitePaths } from '../paths/site-paths.js';
 import { xmlDocument } from '../render/xml.js';
 import { xmlChars } from '../render/xml-text.js';
 
@@ -8,7 +9,7 @@ import { xmlChars } from '../render/xml-text.js';
  *   /<video>/oembed/      JSON, the default (the form every oEmbed consumer reads)
  *   /<video>/oembed/json  JSON
  *   /<video>/oembed/xml   XML
- *   /<video>/oembed/html  an HTML page holding only the player markup
+ *   /<video>/oembed/html  the bare player markup (the `html` field)
  * One function builds the response object; each form is a thin serialiser of it, so the forms
  * agree on every field by construction. `vidfeeds serve` calls the same functions for requests
  * with `maxwidth`/`maxheight`.
@@ -164,21 +165,13 @@ export function oembedXml(response: OembedResponse): string {
   });
 }
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
-const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => HTML_ESCAPES[c]!);
-
 /**
- * The HTML form: a complete HTML document whose body is the markup of the `html` field and
- * nothing else. It is served as text/html at its own URL, to be opened or put in an `iframe`: a
- * bare fragment would be read in quirks mode and is not a valid document (the Nu HTML checker
- * refuses it). The margin goes so that the player fills an iframe of the oEmbed size.
+ * The HTML form: the bare markup, byte for byte the `html` field of the JSON and XML forms (the
+ * seed: "the bare markup only, with no wrapper"). A consumer pastes it into its own page, so it
+ * carries no document, head or style sheet of its own that would nest or restyle that page.
  */
-export function oembedHtml(response: OembedResponse, language: string): string {
-  return (
-    `<!DOCTYPE html>\n<html lang="${escapeHtml(language)}">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
-    `<title>${escapeHtml(response.title)}</title>\n<style>body{margin:0}</style>\n</head>\n` +
-    `<body>\n${response.html}\n</body>\n</html>\n`
-  );
+export function oembedHtml(response: OembedResponse): string {
+  return response.html;
 }
 
 /**
@@ -241,6 +234,23 @@ export const oembedHtmlFormat: VideoFormat = {
   file: 'html',
   mediaType: 'text/html; charset=utf-8',
   inSitemap: false,
-  summary: 'the embeddable player of a public video as an HTML page',
-  render: ({ video }, site) => oembedHtml(defaultResponse(video, site), site.config.language),
+  summary: 'the embeddable player markup of a public video (the `html` field, bare)',
+  render: ({ video }, site) => oembedHtml(defaultResponse(video, site)),
 };
+
+const ATTRIBUTE_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+const attribute = (text: string) => text.replace(/[&<>"]/g, (c) => ATTRIBUTE_ESCAPES[c]!);
+
+/**
+ * The oEmbed discovery links of a video (oEmbed 1.0 section 4), for the `<head>` of the site's own
+ * page of that video: a consumer given the page's URL (php-embed, ruby-oembed, WordPress) reads
+ * them to find the endpoint. Each is the full request, with the page as `url` (the specification's
+ * form; consumers that add `maxwidth` send their request to `vidfeeds serve` through the host
+ * configuration's upstream). One line each, HTML-escaped, ending in a newline.
+ */
+export function oembedDiscoveryLinks(publicId: string, paths: SitePaths): string {
+  const query = `?url=${encodeURIComponent(paths.videoPage(publicId))}`;
+  const link = (type: string, form: VideoFormat) =>
+    `<link rel="alternate" type="${type}" href="${attribute(paths.url(form, publicId) + query)}">\n`;
+  return link('application/json+oembed', oembedJsonFormat) + link('text/xml+oembed', oembedXmlFormat);
+}

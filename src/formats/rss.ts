@@ -124,7 +124,9 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): st
     `<item>${xmlLeaf('title', video.title)}${xmlLeaf('link', page)}<description><![CDATA[${itemDescription(video, site, page, uploader, tags)}]]></description>` +
     uploader.creator +
     (video.category === null ? '' : categoryElement(video.category)) +
-    (fileSize === null ? '' : `<enclosure url="${fileUrl}" length="${fileSize}" type="${fileType}"/>`) +
+    // Every video's item has its enclosure: readers (XML::Feed, Ruby's rss, rss2email) show no file
+    // without one. RSS Best Practices Profile: `length="0"` when the size is unknown.
+    `<enclosure url="${fileUrl}" length="${fileSize ?? 0}" type="${fileType}"/>` +
     xmlLeaf('guid', page, ' isPermaLink="true"') +
     // A date made of letters, digits and punctuation XML leaves alone: not tested for escaping,
     // since testing a fresh concatenation makes V8 flatten it first.
@@ -181,6 +183,8 @@ export const rss: UserFormat = {
       xmlLeaf('copyright', site.config.copyright);
     if (uploads.length > 0) out += xmlLeaf('pubDate', rfc822(uploads[0]!.createdAt));
     out += `${xmlLeaf('generator', site.generator.name)}<atom:link rel="self" type="application/rss+xml" href="${xmlAttr(site.paths.url(rss, user.username))}"/>`;
+    // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
+    for (const hub of site.config.websub.hubs) out += `<atom:link rel="hub" href="${xmlAttr(hub)}"/>`;
     if (site.config.logoUrl !== '') out += `<image>${xmlLeaf('url', site.config.logoUrl)}${xmlLeaf('title', title)}${xmlLeaf('link', link)}</image>`;
     let uploader: UploaderMarkup | null = null;
     for (const video of uploads) {

@@ -1,5 +1,6 @@
 import type { SiteFormat } from './format.js';
 import { crossdomain } from './crossdomain.js';
+import { indexNowKey } from './indexnow-key.js';
 import { opensearch } from './opensearch.js';
 import { robots } from './robots.js';
 import { sitemap } from './sitemap.js';
@@ -9,4 +10,4 @@ import { sitemap } from './sitemap.js';
  * taken at the top of the tree, so no user or video may have them as a name: code that only needs
  * to know those names (storing a recommendation) imports this and not the whole table.
  */
-export const SITE_FORMATS: readonly SiteFormat[] = [sitemap, robots, opensearch, crossdomain];
+export const SITE_FORMATS: readonly SiteFormat[] = [sitemap, robots, opensearch, crossdomain, indexNowKey];

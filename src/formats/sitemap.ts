@@ -1,5 +1,6 @@
 import type { Format, RenderedSiteFile, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from './format.js';
 import type { IdBounds, KeyedRow, SiteIndex } from '../model/views.js';
+import { rfc3339 } from '../render/dates.js';
 import { FlatXmlDocument } from '../render/flat-xml-document.js';
 import { NS } from '../render/xml.js';
 
@@ -16,6 +17,10 @@ import { NS } from '../render/xml.js';
  * and `sitemap.xml` is the index of the parts that list something. A part depends only on the
  * owners in its range, so a build that changed a few owners rewrites the parts that hold them
  * and keeps the others (`index.changes`): what a change costs does not grow with the site.
+ *
+ * Each URL carries its `<lastmod>` when the build knows it (`index.lastModified`, from the build
+ * state): the time the document's bytes last changed, never the time of the build, so a crawler
+ * that trusts it re-reads exactly what changed.
  */
 
 export const MAX_URLS_PER_SITEMAP = 50_000;
@@ -37,29 +42,66 @@ export interface SitemapLimits {
 
 export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, maxBytes: MAX_BYTES_PER_SITEMAP, partUrls: 2_000 };
 
+/** One `<url>`: its location, and when its document last changed when that is known. */
+export interface SitemapEntry {
+  loc: string;
+  lastmod: string | null;
+}
+
 /** Every URL the sitemap lists, in a stable order: users by name, then videos by id; never a document that failed. */
-export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<string> {
+export function* sitemapEntries(index: SiteIndex, site: SiteContext): Generator<SitemapEntry> {
   for (const name of index.usernames()) yield* ownerUrls(index, site, 'users', name);
   for (const id of index.videoIds()) yield* ownerUrls(index, site, 'videos', id);
+}
+
+/** Every URL the sitemap lists, in its order. */
+export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<string> {
+  for (const entry of sitemapEntries(index, site)) yield entry.loc;
 }
 
 /**
  * Bytes one `<url>` entry takes once escaped: `&` becomes `&amp;`, `<`/`>` `&lt;`/`&gt;` (a URL
  * from site-paths holds none of them but `&`, from a configured page template). An upper bound.
  */
-function entryBytes(url: string): number {
+function entryBytes(entry: SitemapEntry): number {
+  const url = entry.loc;
   let escaped = 0;
   for (let i = url.indexOf('&'); i >= 0; i = url.indexOf('&', i + 1)) escaped += 4;
   for (const c of ['<', '>']) for (let i = url.indexOf(c); i >= 0; i = url.indexOf(c, i + 1)) escaped += 3;
-  return Buffer.byteLength(url) + escaped + '<url><loc></loc></url>'.length;
+  const lastmod = entry.lastmod === null ? 0 : entry.lastmod.length + '<lastmod></lastmod>'.length;
+  return Buffer.byteLength(url) + escaped + lastmod + '<url><loc></loc></url>'.length;
 }
 
 /** Bytes of a urlset besides its entries: the declaration, the root element, the final newline. */
-const URLSET_WRAPPER_BYTES = Buffer.byteLength(urlset().entry('x').end()) - entryBytes('x');
+const URLSET_WRAPPER_BYTES = Buffer.byteLength(new FlatXmlDocument('urlset', { xmlns: NS.sitemap }, 'url', ['loc']).entry('x').end()) - entryBytes({ loc: 'x', lastmod: null });
 
-/** An empty urlset: entries are written as they are added, so a part is never held as a tree. */
-function urlset(): FlatXmlDocument {
-  return new FlatXmlDocument('urlset', { xmlns: NS.sitemap }, 'url', ['loc']);
+/**
+ * An empty urlset whose entries are written as they are added, so a part is never held as a tree:
+ * every entry with its `lastmod` when the build knows when documents changed, else none has one.
+ */
+class Urlset {
+  private readonly withDates = new FlatXmlDocument('urlset', { xmlns: NS.sitemap }, 'url', ['loc', 'lastmod']);
+  private readonly plain = new FlatXmlDocument('urlset', { xmlns: NS.sitemap }, 'url', ['loc']);
+  private dated: boolean | null = null;
+
+  get length(): number {
+    return this.dated === true ? this.withDates.length : this.plain.length;
+  }
+
+  entry(entry: SitemapEntry): this {
+    this.dated ??= entry.lastmod !== null;
+    if (this.dated) this.withDates.entry(entry.loc, entry.lastmod ?? '');
+    else this.plain.entry(entry.loc);
+    return this;
+  }
+
+  end(): string {
+    return this.dated === true ? this.withDates.end() : this.plain.end();
+  }
+}
+
+function urlset(): Urlset {
+  return new Urlset();
 }
 
 /**
@@ -67,11 +109,12 @@ function urlset(): FlatXmlDocument {
  * `maxBytes` bytes each and `sitemap.xml` as their index. Parts are yielded as they fill, the index
  * last, so no more than one part is in memory, and that one as text.
  */
-export function* renderSitemaps(urls: Iterable<string>, site: SiteContext, maxUrls = MAX_URLS_PER_SITEMAP, maxBytes = MAX_BYTES_PER_SITEMAP): Generator<RenderedSiteFile> {
+export function* renderSitemaps(urls: Iterable<SitemapEntry | string>, site: SiteContext, maxUrls = MAX_URLS_PER_SITEMAP, maxBytes = MAX_BYTES_PER_SITEMAP): Generator<RenderedSiteFile> {
   let parts = 0;
   let part = urlset();
   let bytes = URLSET_WRAPPER_BYTES;
-  for (const url of urls) {
+  for (const given of urls) {
+    const url = typeof given === 'string' ? { loc: given, lastmod: null } : given;
     const size = entryBytes(url);
     if (part.length === maxUrls || (part.length > 0 && bytes + size > maxBytes)) {
       // More than one part: this one becomes a numbered sitemap, written now to keep memory flat.
@@ -140,14 +183,22 @@ function rangeFile(kind: OwnerKind, k: number): string {
 
 const RANGE_FILE = /^sitemap-(users|videos)-(-?\d+)\.xml$/;
 
-/** The URLs of one owner's listed documents, leaving out those that failed in this build. */
-function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: string): string[] {
+/** The URLs of one owner's listed documents, leaving out those that failed in this build, with their lastmod where known. */
+function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: string): SitemapEntry[] {
   const failed = (format: string) => index.documentFailed?.(format, key) ?? false;
-  return listedFormats(site.formats, kind === 'users' ? 'user' : 'video').filter((f) => !failed(f.name)).map((f) => site.paths.url(f, key));
+  const changed = (format: UserFormat | VideoFormat): string | null => {
+    if (index.lastModified === undefined) return null;
+    // A listed document is recorded before the site files are rendered; the build's clock stands
+    // in only for a record that has no time.
+    return rfc3339(index.lastModified(site.paths.file(format, key)) ?? site.now);
+  };
+  return listedFormats(site.formats, kind === 'users' ? 'user' : 'video')
+    .filter((f) => !failed(f.name))
+    .map((f) => ({ loc: site.paths.url(f, key), lastmod: changed(f) }));
 }
 
 /** One part of a site split by id, or null when its rows list nothing. */
-function rangePart(file: string, urls: Iterable<string>, limits: SitemapLimits): RenderedSiteFile | null {
+function rangePart(file: string, urls: Iterable<SitemapEntry>, limits: SitemapLimits): RenderedSiteFile | null {
   const part = urlset();
   let bytes = URLSET_WRAPPER_BYTES;
   for (const url of urls) {
@@ -246,7 +297,7 @@ export function sitemapFormat(limits: SitemapLimits = SITEMAP_LIMITS): SiteForma
     render(index, site) {
       const widths = idRanges(index, site, limits);
       return widths === null
-        ? renderSitemaps(sitemapUrls(index, site), site, limits.maxUrls, limits.maxBytes)
+        ? renderSitemaps(sitemapEntries(index, site), site, limits.maxUrls, limits.maxBytes)
         : renderByIdRange(index, site, limits, widths);
     },
   };

@@ -23,6 +23,13 @@ export interface ManifestEntry {
   size: number;
   /** SHA-256 of the file's bytes, hex. */
   sha256: string;
+  /** MD5 of the file's bytes, hex: what an object store shows as the ETag of a single upload. */
+  md5: string;
+  /**
+   * The `Link` header the file is sent with, when it has one: a feed's WebSub hubs and its own URL
+   * (`<hub>; rel="hub", <url>; rel="self"`).
+   */
+  link?: string;
   /** Object keys below the base path that must answer with this file (decoded, no leading `/`). */
   keys: string[];
   /** Its pre-compressed forms (`compress` in the configuration): same Content-Type and Cache-Control. */
@@ -36,6 +43,7 @@ export interface CompressedEntry {
   contentEncoding: Encoding;
   size: number;
   sha256: string;
+  md5: string;
 }
 
 export interface Manifest {
@@ -67,9 +75,14 @@ export function keysOf(match: RouteMatch): string[] {
   return keyedUrlPaths(match.format, match.key);
 }
 
-function fingerprint(root: string, file: string): { size: number; sha256: string } {
+function fingerprint(root: string, file: string): { size: number; sha256: string; md5: string } {
   const body = readFileSync(join(root, ...file.split('/')));
-  return { size: body.length, sha256: createHash('sha256').update(body).digest('hex') };
+  return { size: body.length, sha256: createHash('sha256').update(body).digest('hex'), md5: createHash('md5').update(body).digest('hex') };
+}
+
+/** The `Link` header of a WebSub topic: each hub, then the feed's own URL. */
+export function websubLink(hubs: readonly string[], self: string): string {
+  return [...hubs.map((hub) => `<${hub}>; rel="hub"`), `<${self}>; rel="self"`].join(', ');
 }
 
 export function buildManifest(
@@ -78,6 +91,8 @@ export function buildManifest(
   basePath: string,
   generator: string,
   cacheControl: (format: Format) => string,
+  /** The `Link` header of a document, if it has one (a WebSub feed's). */
+  linkOf: (match: RouteMatch) => string | undefined = () => undefined,
 ): { manifest: Manifest; ignored: string[] } {
   const files: ManifestEntry[] = [];
   const byFile = new Map<string, ManifestEntry>();
@@ -99,6 +114,8 @@ export function buildManifest(
       keys: keysOf(match),
       compressed: [],
     };
+    const link = linkOf(match);
+    if (link !== undefined) entry.link = link;
     files.push(entry);
     byFile.set(file, entry);
   }

@@ -9,6 +9,7 @@ import {
 } from './routes.js';
 import { bareMediaType, isCompressible } from '../paths/compression.js';
 import { keyedFile, urlPattern } from '../paths/url-scheme.js';
+import { isWebSubTopic } from './websub-links.js';
 
 /**
  * The nginx configuration of a tree: a `server` block (and, when rate limiting is on, the two
@@ -63,6 +64,8 @@ export interface NginxOptions {
   brotliStatic?: boolean;
   /** One line naming the generator, for the header comment. */
   generator: string;
+  /** WebSub: the hubs the feeds name, and the scheme and host of the base URL, for their `Link` headers. */
+  websub?: { hubs: readonly string[]; origin: string };
 }
 
 /** nginx's limit on recommendation POSTs per client address: `limit_req` in whole requests per minute. */
@@ -129,17 +132,29 @@ function plainName(value: string, what: string): string {
 
 /**
  * How a location sends its format's file: the format's Content-Type whatever the file's name, its
- * Cache-Control, and (add_header in a location drops the server's) nosniff again.
+ * Cache-Control, and (add_header in a location drops the server's) nosniff again, `always`: on
+ * errors too (404, 412, 501), whose bodies a browser must not sniff either.
  */
 function typeLines(format: Format, indent: string, options: NginxOptions): string[] {
   const lines = [
     `${indent}types { }`,
     `${indent}default_type ${nginxQuote(format.mediaType, 'media type')};`,
     `${indent}add_header Cache-Control ${nginxQuote(options.cacheControl(format), 'Cache-Control')};`,
-    `${indent}add_header X-Content-Type-Options nosniff;`,
+    `${indent}add_header X-Content-Type-Options nosniff always;`,
   ];
   if (!isCompressible(format.mediaType)) lines.push(`${indent}gzip off;`);
+  if (options.websub !== undefined && options.websub.hubs.length > 0 && isWebSubTopic(format)) {
+    // The feed's own URL is the request's path (as sent, still percent-encoded) with its final slash.
+    const self = `$${options.name}_websub_self`;
+    lines.push(`${indent}add_header Link ${nginxQuote(`${options.websub.hubs.map((hub) => `<${literalText(hub, 'websub hub')}>; rel="hub"`).join(', ')}, <${self}>; rel="self"`, 'Link')};`);
+  }
   return lines;
+}
+
+/** Text nginx must not read variables in: a literal `$` cannot be written in a quoted value. */
+function literalText(value: string, what: string): string {
+  if (value.includes('$')) throw new Error(`${what} contains "$", which nginx reads as a variable: ${JSON.stringify(value)}`);
+  return value;
 }
 
 /**
@@ -184,6 +199,16 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
       '',
     );
   }
+  if (options.websub !== undefined && options.websub.hubs.length > 0) {
+    out(
+      '# WebSub: the URL of the feed requested, for its Link header: the path as sent, with its final',
+      '# slash, on the base URL\'s scheme and host.',
+      `map $request_uri $${name}_websub_self {`,
+      `    ${nginxQuote('~^(?<websubpath>[^?]*?)/?(\\?.*)?$', 'pattern')} ${nginxQuote(`${literalText(options.websub.origin, 'base URL')}$websubpath/`, 'URL')};`,
+      '}',
+      '',
+    );
+  }
   const postLimit = upstream === undefined ? undefined : (options.postLimit ?? postLimitOf(DEFAULT_CONFIG.recommendationSubmit.perClient));
   if (postLimit !== undefined) {
     out(
@@ -209,7 +234,7 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
     '    autoindex off;',
     '    merge_slashes off;    # `//user/rss/` is not `/user/rss/`: it gets 404',
     ...symlinkLines(options),
-    '    add_header X-Content-Type-Options nosniff;',
+    '    add_header X-Content-Type-Options nosniff always;   # errors too: a 404 may echo the request',
     '    etag on;',
     '',
     '    gzip on;',
@@ -272,7 +297,10 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
       '        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
       '        proxy_set_header X-Forwarded-Proto $scheme;',
       '        proxy_intercept_errors off;',
-      '        proxy_hide_header X-Content-Type-Options;   # the server block adds it once',
+      '        proxy_hide_header X-Content-Type-Options;   # the server block adds it once, always',
+      // vidfeeds serve sends Vary itself and compresses for clients that take it; nginx's gzip_vary
+      // would add a second Vary to the same answer.
+      '        gzip_vary off;',
       // Checked here too: a chunked body is measured only while it is read, in this location.
       `        client_max_body_size ${RECOMMENDATION_POST_MAX_BYTES};`,
       '    }',

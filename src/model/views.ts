@@ -203,6 +203,11 @@ export interface SiteIndex {
   usernames(): Iterable<string>;
   /** Published video ids in a stable order. */
   videoIds(): Iterable<string>;
+  /**
+   * When the bytes of the document at this file (under out/) last changed, as the build state
+   * recorded it; null when unknown. The sitemap's `lastmod`; absent: no `lastmod` is written.
+   */
+  lastModified?(file: string): Date | null;
   /** Whether the document of `format` for this key failed to render in this build (lists leave it out). */
   documentFailed?(format: string, key: string): boolean;
   /** Lowest and highest id of any user and any video row, published or not (null: no rows). */

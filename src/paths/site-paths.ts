@@ -103,36 +103,43 @@ export class SitePaths {
 
   /**
    * The video id of one of the site's video pages: the inverse of `videoPage`, for oEmbed's `url`
-   * parameter. The scheme may differ (sites answer on http and https), a fragment is ignored, and
-   * so is a query when the page template has none. Anything else gives null.
+   * parameter. A consumer may send the page URL in any form that names the same page: http or
+   * https (sites answer on both), with or without the final slash, any percent-encoding of the same
+   * characters (`%7e` or `~`, `%C3%A9` or `é`), any letter case of the host, a default port, a
+   * fragment, and query parameters the page template does not name. Anything else gives null.
    */
   videoIdOfPage(pageUrl: string): string | null {
     let url: URL;
     try {
-      url = new URL(pageUrl);
+      url = new URL(pageUrl.trim());
     } catch {
       return null;
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
-    const template = this.pages.video.replaceAll('{base}', this.base);
-    const at = template.indexOf('{video}');
-    const templateUrl = new URL(template.replaceAll('{video}', 'x'));
-    url.hash = '';
-    if (templateUrl.search === '') url.search = '';
-    url.protocol = templateUrl.protocol;
-    const normal = url.href;
-    const prefix = new URL(template.slice(0, at) + 'x').href.slice(0, -1);
-    const suffix = template.slice(at + '{video}'.length).replaceAll('{video}', '');
-    if (!normal.startsWith(prefix) || !normal.endsWith(suffix) || normal.length < prefix.length + suffix.length + 1) return null;
-    const raw = normal.slice(prefix.length, normal.length - suffix.length);
-    // The id is one segment: a raw `/`, `?` or `#` means another page of the site.
-    if (/[/?#]/.test(raw)) return null;
-    try {
-      return decodeURIComponent(raw);
-    } catch {
-      return null;
+    const page = this.videoPageTemplate;
+    if (page === null || url.host !== page.host) return null;
+    const found: string[] = [];
+    const given = pathSegments(url.pathname);
+    if (given === null || given.length !== page.segments.length) return null;
+    for (const [i, segment] of page.segments.entries()) {
+      if (!matchPart(segment, given[i]!, found)) return null;
     }
+    for (const [name, value] of page.query) {
+      const values = url.searchParams.getAll(name);
+      if (values.length !== 1 || !matchPart(value, values[0]!, found)) return null;
+    }
+    // The id is one value, however many times the template names it.
+    if (found.length === 0 || found.some((id) => id !== found[0] || id === '')) return null;
+    return found[0]!;
   }
+
+  /** The video page template as parts to match a URL against (see `videoIdOfPage`), or null if it cannot be inverted. */
+  private get videoPageTemplate(): VideoPageTemplate | null {
+    if (this.parsedVideoPage === undefined) this.parsedVideoPage = parseVideoPageTemplate(this.pages.video.replaceAll('{base}', this.base));
+    return this.parsedVideoPage;
+  }
+
+  private parsedVideoPage: VideoPageTemplate | null | undefined;
 
   groupPage(slug: string): string {
     return this.pageParts.group.join(encodeURIComponent(slug));
@@ -155,4 +162,58 @@ export class SitePaths {
   searchTemplate(): string {
     return this.pages.search.replaceAll('{base}', this.base);
   }
+}
+
+/** The placeholder of a video page template, as it stands after URL parsing (letters only, so nothing encodes it). */
+const VIDEO_SLOT = 'VIDFEEDSVIDEOSLOT';
+
+/** A decoded part of a video page template: literal text, or text around the video id. */
+type TemplatePart = { literal: string } | { before: string; after: string };
+
+interface VideoPageTemplate {
+  /** host[:port], as URL gives it (lower case, no default port). */
+  host: string;
+  /** Decoded path segments, the final empty one (a final slash) left out. */
+  segments: TemplatePart[];
+  /** Query parameters the template names, by name. */
+  query: Array<[string, TemplatePart]>;
+}
+
+function templatePart(decoded: string): TemplatePart {
+  const at = decoded.indexOf(VIDEO_SLOT);
+  if (at === -1) return { literal: decoded };
+  return { before: decoded.slice(0, at), after: decoded.slice(at + VIDEO_SLOT.length).replaceAll(VIDEO_SLOT, '') };
+}
+
+function parseVideoPageTemplate(template: string): VideoPageTemplate | null {
+  let url: URL;
+  try {
+    url = new URL(template.replaceAll('{video}', VIDEO_SLOT));
+  } catch {
+    return null;
+  }
+  // A template with the id in its host cannot be matched segment by segment.
+  if (url.host.toUpperCase().includes(VIDEO_SLOT)) return null;
+  const segments = pathSegments(url.pathname);
+  if (segments === null) return null;
+  return { host: url.host, segments: segments.map(templatePart), query: [...url.searchParams].map(([name, value]) => [name, templatePart(value)]) };
+}
+
+/** A URL path as decoded segments, without the final empty one; null when a segment does not decode. */
+function pathSegments(pathname: string): string[] | null {
+  const raw = pathname.split('/').slice(1);
+  if (raw.length > 1 && raw[raw.length - 1] === '') raw.pop();
+  try {
+    return raw.map((segment) => decodeURIComponent(segment));
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a decoded value matches a template part; the id it holds goes into `found`. */
+function matchPart(part: TemplatePart, value: string, found: string[]): boolean {
+  if ('literal' in part) return part.literal === value;
+  if (value.length < part.before.length + part.after.length || !value.startsWith(part.before) || !value.endsWith(part.after)) return false;
+  found.push(value.slice(part.before.length, value.length - part.after.length));
+  return true;
 }

@@ -27,6 +27,8 @@ export class BuildRun {
   readonly failedDocuments = new Set<string>();
   /** An owner gained a document: the published names may have changed. */
   newPaths = false;
+  /** A document the sitemap lists changed its bytes: its `lastmod` moved. */
+  lastmodMoved = false;
   /** Paths pruned so far: an owner lost a document. */
   pruned = 0;
   /**
@@ -78,7 +80,7 @@ export class BuildRun {
    */
   *siteFiles(changes?: { users: ReadonlySet<number> | 'all'; videos: ReadonlySet<number> | 'all' }): Generator<void> {
     const onDisk = changes === undefined ? undefined : { ...changes, siteFilesOnDisk: this.state.siteFiles() };
-    const index = siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk);
+    const index = siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk, (file) => this.state.lastChanged(file));
     for (const format of this.formats.site) {
       for (const result of renderSiteFormat(format, index, this.site)) {
         if ('kept' in result) this.state.keep(result.kept);
@@ -111,6 +113,10 @@ export class BuildRun {
       if (outcome.isNew) {
         this.newPaths = true;
         this.relist(document.owner, outcome.movedFrom);
+      } else if (outcome.written && document.format.inSitemap) {
+        // Its sitemap `lastmod` moves: the sitemap (the part that lists it) is rendered again.
+        this.lastmodMoved = true;
+        this.relist(document.owner);
       }
       this.tally.document(document.path, document.format.name, outcome.written, outcome.bytes);
     } else {

@@ -4,6 +4,7 @@ import type { AffectedOwners } from './plan/changes.js';
 import type { BuildPlan } from './plan/incremental.js';
 import { ownsSiteFiles, type ShardSpec } from './plan/shard.js';
 import { describeCollision, nameCollisions } from './read/name-collisions.js';
+import { checkRemovals, type RemovalGuard } from './prune/removal-guard.js';
 import { publishedNames, type OwnerSelection } from './read/read-owners.js';
 
 /**
@@ -21,6 +22,20 @@ export interface ScopeOptions {
   siteFilesStale: boolean;
   /** The encodings configured: recorded once a full build has seen every document. */
   compression: readonly Encoding[];
+  /** Stop before the first removal when the build would remove too much (prune/removal-guard.ts). */
+  removalGuard?: RemovalGuard;
+}
+
+/**
+ * The removal guard, before the first removal and before the site files are rendered (a sitemap
+ * that no longer lists the site is as bad as the removal): counts the owners' documents this build
+ * is about to remove (site files are rendered again, not removed wholesale).
+ */
+function guardRemovals(run: BuildRun, options: ScopeOptions, ...stale: Array<() => Iterable<string>>): void {
+  if (options.removalGuard === undefined) return;
+  let removing = 0;
+  for (const paths of stale) for (const path of paths()) if ((run.state.previous(path)?.ownerId ?? null) !== null) removing++;
+  checkRemovals(removing, () => run.state.count(), options.removalGuard);
 }
 
 /** Every owner in the build's scope, the site files, and what an earlier build wrote in that scope that this one did not. */
@@ -32,13 +47,15 @@ export function* buildEverything(run: BuildRun, plan: BuildPlan, options: ScopeO
   const every: OwnerSelection = { every: true, ofUser: options.user };
   yield* run.users(formats.user.length > 0 ? every : 'none');
   yield* run.videos(formats.video.length > 0 ? every : 'none');
+  const staleScope = { formats: options.formats, user: options.user };
+  guardRemovals(run, options, () => state.stale(staleScope));
   // After the documents, so the sitemap lists none that failed.
   yield* run.siteFiles();
   // Names that would be one directory on macOS or Windows, every published row of them named.
   if (whole && ownsSiteFiles(options.shard)) {
     for (const group of nameCollisions(() => publishedNames(reader, run.site.paths))) run.tally.nameCollision(describeCollision(group));
   }
-  run.prune(state.stale({ formats: options.formats, user: options.user }));
+  run.prune(state.stale(staleScope));
   if (plan.mode === 'full') {
     state.setSiteFilesStale(false);
     // Every document was seen: the forms beside them are now the configured ones (unless one
@@ -60,6 +77,9 @@ export function* buildAffected(run: BuildRun, affected: AffectedOwners, options:
     owners !== 'all' ? { ids: owners } : formatCount > 0 ? { every: true } : 'none';
   yield* run.users(selection(affected.users, formats.user.length));
   yield* run.videos(selection(affected.videos, formats.video.length));
+  const staleOf = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') =>
+    owners === 'all' ? [() => state.staleOwned(kind)] : [...owners].map((id) => () => state.staleOwned(kind, id));
+  guardRemovals(run, options, ...staleOf('user', affected.users), ...staleOf('video', affected.videos));
   const pruneOwned = (kind: 'user' | 'video', owners: ReadonlySet<number> | 'all') => {
     if (owners === 'all') run.prune(state.staleOwned(kind));
     else for (const id of owners) if (run.prune(state.staleOwned(kind, id)) > 0) run.relist({ kind, id });
@@ -72,7 +92,7 @@ export function* buildAffected(run: BuildRun, affected: AffectedOwners, options:
   // rewritten).
   const sharded = options.shard !== undefined && options.shard.count > 1 && formats.site.length > 0;
   const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
-  const siteFiles = affected.siteFiles || run.newPaths || run.pruned > 0 || options.siteFilesStale || (sharded && anyOwner);
+  const siteFiles = affected.siteFiles || run.newPaths || run.lastmodMoved || run.pruned > 0 || options.siteFilesStale || (sharded && anyOwner);
   if (!siteFiles) return false;
   // The owners this build relisted are the only ones whose listing may have changed, unless
   // earlier builds left the site files behind (stale, another shard's owners, unknown tables).

@@ -14,10 +14,14 @@ import { DOCUMENT_HASH } from './document-hash.js';
  * format table and templates, database identity, change log position): an incremental build may
  * follow only from the same basis (src/pipeline/incremental.ts).
  *
+ * Each output also keeps when its bytes last changed (`changed`, Unix seconds of the build that
+ * wrote different bytes): the sitemap's `<lastmod>`, which a rebuild that changes nothing leaves as
+ * it was.
+ *
  * It is a small SQLite file kept outside the served tree (by default `.vidfeeds/<out>.state.sqlite`
  * beside the output directory), queried per path so memory stays flat in site size.
  */
-export const STATE_VERSION = 3;
+export const STATE_VERSION = 4;
 
 /** Stale outputs are read this many at a time. */
 const STALE_PAGE = 1000;
@@ -62,6 +66,8 @@ export class BuildState {
   private readonly stmt;
   private pending = 0;
   buildId = 0;
+  /** When this build runs (Unix seconds): the change time of every output whose bytes it changes. */
+  changeTime = Math.floor(Date.now() / 1000);
   /** The version of the state file found when it was another one (its basis is dropped), else null. */
   readonly replacedVersion: number | null = null;
 
@@ -86,7 +92,8 @@ export class BuildState {
         user        TEXT,
         hash        BLOB NOT NULL,
         size        INTEGER NOT NULL,
-        build       INTEGER NOT NULL
+        build       INTEGER NOT NULL,
+        changed     INTEGER
       );
       CREATE INDEX IF NOT EXISTS outputs_user ON outputs(user);
       CREATE INDEX IF NOT EXISTS outputs_owner ON outputs(owner_kind, owner_id);
@@ -96,10 +103,12 @@ export class BuildState {
     this.stmt = {
       get: this.db.prepare<[string], PreviousOutput>('SELECT hash, size, owner_id AS ownerId FROM outputs WHERE path = ?'),
       put: this.db.prepare(
-        `INSERT INTO outputs (path, format, owner_kind, owner_id, user, hash, size, build) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO outputs (path, format, owner_kind, owner_id, user, hash, size, build, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(path) DO UPDATE SET format = excluded.format, owner_kind = excluded.owner_kind, owner_id = excluded.owner_id,
-           user = excluded.user, hash = excluded.hash, size = excluded.size, build = excluded.build`,
+           user = excluded.user, hash = excluded.hash, size = excluded.size, build = excluded.build,
+           changed = CASE WHEN outputs.hash = excluded.hash AND outputs.changed IS NOT NULL THEN outputs.changed ELSE excluded.changed END`,
       ),
+      changed: this.db.prepare<[string], number | null>('SELECT changed FROM outputs WHERE path = ?').pluck(),
       touch: this.db.prepare('UPDATE outputs SET build = ? WHERE path = ?'),
       forget: this.db.prepare('DELETE FROM outputs WHERE path = ?'),
       // Read in pages after the last path seen, so a prune holds one page in memory, and the
@@ -140,7 +149,7 @@ export class BuildState {
       this.db.exec(`DELETE FROM meta; DROP INDEX IF EXISTS outputs_user; DROP INDEX IF EXISTS outputs_owner;`);
       this.db.exec(`CREATE TABLE outputs (
         path TEXT PRIMARY KEY, format TEXT NOT NULL, owner_kind TEXT, owner_id INTEGER, user TEXT,
-        hash BLOB NOT NULL, size INTEGER NOT NULL, build INTEGER NOT NULL)`);
+        hash BLOB NOT NULL, size INTEGER NOT NULL, build INTEGER NOT NULL, changed INTEGER)`);
       if (hasOutputs) {
         const kept = sameHashes ? 'hash, size' : `x'', -1`;
         try {
@@ -225,7 +234,7 @@ export class BuildState {
   }
 
   record(path: string, format: string, owner: Owner, user: string | null, hash: Buffer, size: number): void {
-    this.stmt.put.run(path, format, owner.kind, owner.kind === 'site' ? null : owner.id, user, hash, size, this.buildId);
+    this.stmt.put.run(path, format, owner.kind, owner.kind === 'site' ? null : owner.id, user, hash, size, this.buildId, this.changeTime);
     this.tick();
   }
 
@@ -233,6 +242,12 @@ export class BuildState {
   keep(path: string): void {
     this.stmt.touch.run(this.buildId, path);
     this.tick();
+  }
+
+  /** When the bytes of an output last changed, or null when no build recorded it. */
+  lastChanged(path: string): Date | null {
+    const seconds = this.stmt.changed.get(path);
+    return seconds === undefined || seconds === null ? null : new Date(seconds * 1000);
   }
 
   /** The site-wide files recorded (sitemap parts among them), as paths under out/. */

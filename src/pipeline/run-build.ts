@@ -11,7 +11,8 @@ import type { BuildState } from './build-state.js';
 import { runSteps } from './build-steps.js';
 import { BuildInterrupted } from './interrupt.js';
 import { affectedOwners, countOwners } from './plan/changes.js';
-import { planBuild, type BuildFingerprint } from './plan/incremental.js';
+import { planBuild, type BuildFingerprint, type BuildPlan } from './plan/incremental.js';
+import { RemovalGuardError, type RemovalGuard } from './prune/removal-guard.js';
 import { ownsSiteFiles, type ShardSpec } from './plan/shard.js';
 import { commitState } from './record/commit-state.js';
 import type { OutputWriter } from './write/output-writer.js';
@@ -46,6 +47,11 @@ export interface BuildOptions {
   full?: boolean;
   /** Build only this shard's part of the site (plan/shard.ts); site-wide files only in shard 1. */
   shard?: ShardSpec;
+  /**
+   * Stop before removing anything when the build would remove more of the published documents
+   * than this allows (prune/removal-guard.ts); no guard when absent (`--allow-removals`).
+   */
+  removalGuard?: RemovalGuard;
 }
 
 export interface BuildDeps {
@@ -109,6 +115,8 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
   });
   const scope = { ...options, formats: new Set(formats.map((f) => f.name)), siteFilesStale: saved.siteFilesStale, compression };
   let log: ChangeLogPosition | undefined;
+  // Documents whose bytes this build changes are dated by its clock (the sitemap's lastmod).
+  state.changeTime = Math.floor(deps.site.now.getTime() / 1000);
   state.begin();
   try {
     const endSnapshot = reader.beginSnapshot();
@@ -118,8 +126,7 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
       report.mode = plan.mode;
       report.reason = plan.reason;
       target.verify = plan.verify;
-      // A full build renders about what the last one recorded; other builds cannot tell beforehand.
-      deps.reporter?.started?.({ mode: plan.mode, reason: plan.reason, expected: plan.mode === 'full' && !saved.empty ? state.count() : undefined });
+      deps.reporter?.started?.({ mode: plan.mode, reason: plan.reason, expected: expectedDocuments(deps, plan, saved.empty, options) });
       if (plan.mode !== 'incremental') yield* buildEverything(run, plan, scope);
       else {
         const { changeLog } = deps.incremental!;
@@ -134,7 +141,9 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
     report.snapshot = log;
     commitState({ writer, state }, report, deps.incremental?.fingerprint, log);
   } catch (error) {
-    if (error instanceof BuildInterrupted) keepInterrupted(writer, state, saved.interrupted);
+    // Stopped by a signal or by the removal guard, the build keeps what it wrote (documents of
+    // owners still published) and removed nothing: the next build goes on from there.
+    if (error instanceof BuildInterrupted || error instanceof RemovalGuardError) keepInterrupted(writer, state, saved.interrupted);
     else state.rollback();
     throw error;
   }
@@ -199,4 +208,18 @@ export function formsPlan(
     unknown: !startedEmpty && !same,
     onDisk: saved === null ? (startedEmpty ? configured : ALL_ENCODINGS) : [...new Set([...saved, ...configured])],
   };
+}
+
+/**
+ * A full build renders about what the last one recorded; a first one, a document per format of
+ * each published user and video (counted in the build's snapshot). Other builds cannot tell.
+ */
+function expectedDocuments(deps: BuildDeps, plan: BuildPlan, stateEmpty: boolean, options: BuildOptions): number | undefined {
+  if (plan.mode !== 'full' || deps.reporter?.started === undefined) return undefined;
+  if (!stateEmpty) return deps.state.count();
+  if (options.shard !== undefined && options.shard.count > 1) return undefined;
+  const { users, videos } = deps.reader.publishedCounts();
+  const formats = selectFormats(deps.formats, options.only);
+  const count = (scope: string) => formats.filter((f) => f.scope === scope).length;
+  return users * count('user') + videos * count('video') + (options.user === undefined ? count('site') : 0);
 }

@@ -1,4 +1,7 @@
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { SiteConfig } from '../config/site-config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { openForReading } from '../db/open-database.js';
@@ -6,7 +9,7 @@ import { SiteReader } from '../db/site-reader.js';
 import { readLimits } from '../formats/read-limits.js';
 import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
-import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './record/build-record.js';
+import { buildRecordName, buildRecordOf, removeBuildRecord, writeBuildRecord } from './record/build-record.js';
 import { BuildState, defaultStateFile } from './build-state.js';
 import type { BuildReport, BuildReporter } from './build-report.js';
 import { buildSteps } from './run-build.js';
@@ -17,6 +20,10 @@ import { createDirectoryWriter } from './threads/write-pool.js';
 import { checkStateShard, type ShardSpec } from './plan/shard.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { createSiteContext } from './render/site-context.js';
+import { RemovalGuardError, type RemovalGuard } from './prune/removal-guard.js';
+import { strayFiles } from './prune/stray-files.js';
+import { DryRunWriter } from './write/dry-run-writer.js';
+import type { OutputWriter } from './write/output-writer.js';
 
 /**
  * One build of a database into an output directory, with its edges: the lock, the database, the
@@ -63,6 +70,15 @@ export interface SiteBuildRequest {
    * and left open. Without it, the build opens the database and the state and closes them.
    */
   held?: HeldInputs;
+  /**
+   * Read and render everything as the build would, and write, remove and record nothing: the
+   * build runs against a copy of the state (dropped afterwards) and a writer that only remembers
+   * (write/dry-run-writer.ts). It takes no lock: the state is copied in one read, and nothing else
+   * it does keeps a real build waiting.
+   */
+  dryRun?: boolean;
+  /** Stop before removing too much of the site (prune/removal-guard.ts); none when absent. */
+  removalGuard?: RemovalGuard;
 }
 
 /** An open database with its prepared statements, an open state, and the fingerprint of the loaded configuration and templates. */
@@ -89,18 +105,26 @@ function* siteBuildSteps(request: SiteBuildRequest): Generator<void, BuildReport
   const site = request.site ?? createSiteContext(config, formats);
   const { held } = request;
   const fingerprint = held?.fingerprint ?? buildFingerprint(config, formats, VIDFEEDS_VERSION);
-  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds });
+  const dry = request.dryRun === true;
+  const lock = dry ? null : (request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds }));
+  const scratch = dry ? mkdtempSync(join(tmpdir(), 'vidfeeds-dry-run-')) : null;
   try {
     const db = held?.db ?? openForReading(request.db);
     try {
       const stateFile = request.stateFile ?? defaultStateFile(request.out);
-      const state = held?.state ?? new BuildState(stateFile);
+      const state = held?.state ?? new BuildState(scratch === null ? stateFile : copiedState(stateFile, scratch));
       try {
         checkStateShard(state, stateFile, request.shard);
-        const writer = createDirectoryWriter(request.out, request.writeThread);
+        const writer: OutputWriter & { close(): void } = dry ? new DryRunWriter(request.out) : createDirectoryWriter(request.out, request.writeThread);
         try {
-          removeBuildRecord(request.out, request.shard);
-          const report = yield* buildSteps(
+          // The last record is put back when the removal guard stops the build: the tree is still that build's.
+          const recordFile = join(request.out, buildRecordName(request.shard));
+          const lastRecord = existsSync(recordFile) ? readFileSync(recordFile) : null;
+          if (!dry) removeBuildRecord(request.out, request.shard);
+          const restoreRecord = (error: unknown) => {
+            if (error instanceof RemovalGuardError && !dry && lastRecord !== null) writeFileSync(recordFile, lastRecord);
+          };
+          const report = yield* guarded(restoreRecord, buildSteps(
             {
               reader: held?.reader ?? new SiteReader(db, readLimits(config.recommendationsCount)),
               writer,
@@ -112,8 +136,17 @@ function* siteBuildSteps(request: SiteBuildRequest): Generator<void, BuildReport
               stopRequested: request.stopRequested,
               compression: config.compress,
             },
-            { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
-          );
+            { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard, removalGuard: request.removalGuard },
+          ));
+          // The repair: a whole full build leaves nothing where vidfeeds writes that it did not write.
+          if (request.full === true && request.only === undefined && request.user === undefined) {
+            for (const path of strayFiles(request.out, state, site.paths, request.shard)) {
+              if (!writer.remove(path)) continue;
+              report.removed++;
+              request.reporter?.removed?.(path);
+            }
+          }
+          if (dry) return report;
           // Every document is on disk (the build flushed the writer): the record may now say so.
           const record = buildRecordOf({ report, fingerprint, shard: request.shard, only: request.only, user: request.user, finishedAt: new Date() });
           if (record !== null) writeBuildRecord(request.out, record);
@@ -128,6 +161,34 @@ function* siteBuildSteps(request: SiteBuildRequest): Generator<void, BuildReport
       if (held === undefined) db.close();
     }
   } finally {
-    if (request.lock === undefined) lock.release();
+    if (request.lock === undefined) lock?.release();
+    if (scratch !== null) rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** Runs `steps`, telling `onError` of an error before it goes on up. */
+function* guarded<T>(onError: (error: unknown) => void, steps: Generator<void, T>): Generator<void, T> {
+  try {
+    return yield* steps;
+  } catch (error) {
+    onError(error);
+    throw error;
+  }
+}
+
+/**
+ * A copy of the state for a dry run, in `dir`: one read of the state (`VACUUM INTO`, on a
+ * read-only connection, so it waits for no writer and keeps none waiting); a fresh state when
+ * there is none yet.
+ */
+function copiedState(stateFile: string, dir: string): string {
+  const copy = join(dir, 'state.sqlite');
+  if (!existsSync(stateFile)) return copy;
+  const source = new Database(stateFile, { readonly: true, fileMustExist: true });
+  try {
+    source.prepare('VACUUM INTO ?').run(copy);
+  } finally {
+    source.close();
+  }
+  return copy;
 }

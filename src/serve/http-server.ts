@@ -17,11 +17,27 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** One request as the access log tells it. */
+export interface AccessEntry {
+  /** The client's address as the server determined it (SiteServer.clientAddress). */
+  client: string;
+  method: string;
+  /** The request target as sent, query included. */
+  path: string;
+  status: number;
+  /** Bytes of the body sent (0 for HEAD). */
+  bytes: number;
+  /** From the request's arrival to the last byte handed to the socket, in milliseconds. */
+  ms: number;
+}
+
 export interface ListenOptions {
   host: string;
   port: number;
-  /** One line per request (method, target, status), e.g. to stderr; none when absent. */
-  log?: (line: string) => void;
+  /** Each request once answered; none when absent (the access log turned off). */
+  access?: (entry: AccessEntry) => void;
+  /** A request the core failed on (answered 500), with the error. */
+  error?: (message: string) => void;
 }
 
 function send(res: ServerResponse, response: ServeResponse): void {
@@ -58,10 +74,16 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-la
 
 export function listen(core: SiteServer, options: ListenOptions): Promise<RunningServer> {
   const server = createServer((req, res) => {
+    const started = process.hrtime.bigint();
     const method = req.method ?? 'GET';
     const target = req.url ?? '/';
     const done = (response: ServeResponse) => {
-      options.log?.(`${method} ${target} ${response.status}`);
+      if (options.access !== undefined) {
+        const access = options.access;
+        const client = core.clientAddress({ remoteAddress: req.socket.remoteAddress, headers: req.headers });
+        const bytes = method === 'HEAD' ? 0 : response.body.length;
+        res.once('finish', () => access({ client, method, path: target, status: response.status, bytes, ms: Number(process.hrtime.bigint() - started) / 1e6 }));
+      }
       send(res, response);
     };
     const hasBody = method === 'POST' || method === 'PUT' || method === 'PATCH';
@@ -76,7 +98,7 @@ export function listen(core: SiteServer, options: ListenOptions): Promise<Runnin
         try {
           done(core.handle({ method, target, headers: req.headers, body: bytes, remoteAddress: req.socket.remoteAddress }));
         } catch (error) {
-          options.log?.(`error: ${(error as Error).stack ?? String(error)}`);
+          options.error?.(`${method} ${target}: ${(error as Error).stack ?? String(error)}`);
           done(textResponse(500, 'internal error'));
         }
       },

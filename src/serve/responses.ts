@@ -52,20 +52,54 @@ export function acceptsGzip(acceptEncoding: string | undefined): boolean {
   return acceptedEncodings(acceptEncoding).includes('gzip');
 }
 
-/** Whether an If-None-Match header matches `etag` (weak comparison, RFC 9110 section 13.1.2). */
-export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (ifNoneMatch === undefined) return false;
-  if (ifNoneMatch.trim() === '*') return true;
-  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
-  return ifNoneMatch.split(',').some((tag) => opaque(tag) === opaque(etag));
+/**
+ * Whether an entity-tag list (If-Match, If-None-Match) names `etag`, compared as nginx compares
+ * them (ngx_http_test_if_match): `*` matches anything; `weak` drops a `W/` on either side first.
+ */
+export function etagMatches(list: string | undefined, etag: string, weak = true): boolean {
+  if (list === undefined) return false;
+  if (list.trim() === '*') return true;
+  const strip = (tag: string) => (weak ? tag.trim().replace(/^W\//, '') : tag.trim());
+  return list.split(',').some((tag) => strip(tag) === strip(etag));
+}
+
+/** An HTTP date as whole seconds, or null for anything that is not a date (nginx: -1). */
+function httpTime(value: string | undefined): number | null {
+  if (value === undefined) return null;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? null : Math.floor(ms / 1000);
 }
 
 /**
- * What every 200 goes through, as a web server would: an ETag from the bytes, 304 when the client
- * has them, gzip when the client takes it (the ETag then names the gzip bytes), Vary on
- * compressible types, and HEAD without a body but with the length GET would have. A body that
- * comes compressed already (a pre-compressed file: Content-Encoding set) is sent as it is, its
- * ETag naming its encoding.
+ * The status a 200 becomes under the request's conditions, decided as nginx's not-modified
+ * filter decides it, so that `vidfeeds serve` and the generated nginx configuration answer a
+ * revalidating client alike: If-Unmodified-Since (412 unless the file is not newer; also 412 when
+ * either date is unknown) and If-Match (412 unless it names the ETag, strongly); then 304 when
+ * If-Modified-Since equals Last-Modified exactly (nginx's `if_modified_since exact`) and
+ * If-None-Match names the ETag (weakly), each where sent.
+ */
+export function conditionalStatus(
+  request: { ifModifiedSince?: string; ifUnmodifiedSince?: string; ifMatch?: string; ifNoneMatch?: string },
+  response: { etag: string; lastModified: number | null },
+): 200 | 304 | 412 {
+  const { ifModifiedSince, ifUnmodifiedSince, ifMatch, ifNoneMatch } = request;
+  if (ifUnmodifiedSince !== undefined) {
+    const since = httpTime(ifUnmodifiedSince);
+    if (response.lastModified === null || since === null || since < response.lastModified) return 412;
+  }
+  if (ifMatch !== undefined && !etagMatches(ifMatch, response.etag, false)) return 412;
+  if (ifModifiedSince === undefined && ifNoneMatch === undefined) return 200;
+  if (ifModifiedSince !== undefined && (response.lastModified === null || httpTime(ifModifiedSince) !== response.lastModified)) return 200;
+  if (ifNoneMatch !== undefined && !etagMatches(ifNoneMatch, response.etag)) return 200;
+  return 304;
+}
+
+/**
+ * What every 200 goes through, as a web server would: an ETag from the bytes, the conditions of
+ * the request (`conditionalStatus`: 304, 412), gzip when the client takes it (the ETag then names
+ * the gzip bytes), Vary on compressible types, and HEAD without a body but with the length GET
+ * would have. A body that comes compressed already (a pre-compressed file: Content-Encoding set)
+ * is sent as it is, its ETag naming its encoding. A file's answer carries its Last-Modified.
  */
 export function finish(response: ServeResponse, request: { method: string; headers: Record<string, string | string[] | undefined> }): ServeResponse {
   const headers: Record<string, string> = { 'X-Content-Type-Options': 'nosniff', ...response.headers };
@@ -89,11 +123,15 @@ export function finish(response: ServeResponse, request: { method: string; heade
     } else {
       headers.ETag = `"${hash}"`;
     }
-    if (etagMatches(header('if-none-match'), headers.ETag)) {
+    const status = conditionalStatus(
+      { ifModifiedSince: header('if-modified-since'), ifUnmodifiedSince: header('if-unmodified-since'), ifMatch: header('if-match'), ifNoneMatch: header('if-none-match') },
+      { etag: headers.ETag, lastModified: httpTime(headers['Last-Modified']) },
+    );
+    if (status === 412) return finish(textResponse(412, 'a precondition of the request does not hold'), request);
+    if (status === 304) {
       // RFC 9110 section 15.4.5: what a 200 would have said about caching.
-      const kept: Record<string, string> = { ETag: headers.ETag };
-      if (headers.Vary !== undefined) kept.Vary = headers.Vary;
-      if (headers['Cache-Control'] !== undefined) kept['Cache-Control'] = headers['Cache-Control'];
+      const kept: Record<string, string> = { 'X-Content-Type-Options': 'nosniff', ETag: headers.ETag };
+      for (const name of ['Last-Modified', 'Vary', 'Cache-Control']) if (headers[name] !== undefined) kept[name] = headers[name];
       return { status: 304, headers: kept, body: Buffer.alloc(0) };
     }
   }

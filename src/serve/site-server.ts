@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { readFileSync, realpathSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { SiteReader } from '../db/site-reader.js';
 import { readLimits } from '../formats/read-limits.js';
@@ -73,6 +73,16 @@ export class SiteServer {
     return finish(this.route(request), request);
   }
 
+  /**
+   * The address a request comes from as this server determines it (X-Forwarded-For only from a
+   * trusted proxy): the one its limits count and its access log names. A trusted proxy's entry that
+   * is no address leaves the connection's own address.
+   */
+  clientAddress(request: Pick<ServeRequest, 'remoteAddress' | 'headers'>): string {
+    const peer = request.remoteAddress ?? '';
+    return this.clients.of(peer, request.headers['x-forwarded-for']) ?? this.clients.of(peer, undefined)!;
+  }
+
   close(): void {
     this.writer?.close();
     this.writer = null;
@@ -115,19 +125,30 @@ export class SiteServer {
     const cache = { 'Cache-Control': cacheControlOf(this.deps.site.config.cacheControl, match.format) };
     const accepted = acceptedEncodings(headerText(request.headers['accept-encoding']));
     for (const encoding of accepted) {
-      const body = this.read(`${full}${ENCODINGS[encoding].suffix}`);
-      if (body !== null) return documentResponse(200, match.format.mediaType, body, { ...cache, 'Content-Encoding': encoding });
+      const found = this.read(`${full}${ENCODINGS[encoding].suffix}`);
+      if (found !== null) {
+        return documentResponse(200, match.format.mediaType, found.body, { ...cache, 'Last-Modified': found.lastModified, 'Content-Encoding': encoding });
+      }
     }
-    const body = this.read(full);
-    return body === null ? notFound() : documentResponse(200, match.format.mediaType, body, cache);
+    const found = this.read(full);
+    return found === null ? notFound() : documentResponse(200, match.format.mediaType, found.body, { ...cache, 'Last-Modified': found.lastModified });
   }
 
-  /** A file's bytes; null when it is absent or a link out of the tree (nginx: disable_symlinks). */
-  private read(full: string): Buffer | null {
+  /**
+   * A file's bytes and modification time (as Last-Modified: the file sent, as nginx dates it);
+   * null when it is absent or a link out of the tree (nginx: disable_symlinks).
+   */
+  private read(full: string): { body: Buffer; lastModified: string } | null {
     try {
       const real = realpathSync(full);
       if (!real.startsWith(this.realRoot + sep)) return null;
-      return readFileSync(real);
+      // One open file for both, so that a file the build renames into place meanwhile is not dated by the other.
+      const fd = openSync(real, 'r');
+      try {
+        return { body: readFileSync(fd), lastModified: fstatSync(fd).mtime.toUTCString() };
+      } finally {
+        closeSync(fd);
+      }
     } catch {
       return null;
     }
@@ -186,7 +207,7 @@ export class SiteServer {
     });
     const cache = { 'Cache-Control': cacheControlOf(site.config.cacheControl, form) };
     if (callback !== null) return documentResponse(200, 'application/javascript; charset=utf-8', jsonpBody(callback, oembedJson(response)), cache);
-    const body = isJson ? oembedJson(response) : kind === 'text/html' ? oembedHtml(response, site.config.language) : oembedXml(response);
+    const body = isJson ? oembedJson(response) : kind === 'text/html' ? oembedHtml(response) : oembedXml(response);
     return documentResponse(200, form.mediaType, body, cache);
   }
 

@@ -3,6 +3,7 @@ import type { BuildReport } from '../pipeline/build-report.js';
 import { BuildState } from '../pipeline/build-state.js';
 import { buildFingerprint, templateDirs, type BuildFingerprint } from '../pipeline/plan/incremental.js';
 import { acquireBuildLock, LockHeldError, type BuildLock } from '../pipeline/lock.js';
+import type { RemovalGuard } from '../pipeline/prune/removal-guard.js';
 import { buildSite } from '../pipeline/site-build.js';
 import { createSiteContext } from '../pipeline/render/site-context.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
@@ -57,8 +58,17 @@ export interface WatchSessionOptions {
   onProblem: (message: string) => void;
   /** Each skipped row, bad value and failed document of a build, as `build` names them on stderr. */
   onWarning?: (message: string) => void;
+  /** Each file a build wrote (bytes changed) or removed, under the output directory: for announcing changes. */
+  onWrote?: (path: string) => void;
+  onRemoved?: (path: string) => void;
   /** The build's clock for documents (tests pin it). */
   now?: () => Date;
+  /**
+   * The removal guard of every build (src/pipeline/prune/removal-guard.ts): a build that would
+   * remove too much stops before removing anything, is reported, and is retried like a failed
+   * one, so the served tree stays the last good one until the database is right again.
+   */
+  removalGuard?: RemovalGuard;
 }
 
 export const DEFAULT_POLL_MS = 2000;
@@ -241,7 +251,8 @@ export class WatchSession {
         formats: this.formats,
         lock,
         held: { ...connection, state: this.state, fingerprint: this.fingerprint },
-        reporter: this.options.onWarning === undefined ? undefined : { warn: this.options.onWarning },
+        reporter: { warn: this.options.onWarning, wrote: this.options.onWrote, removed: this.options.onRemoved },
+        removalGuard: this.options.removalGuard,
       });
       this.builtVersion = version;
       this.owed = false;

@@ -28,7 +28,7 @@ describe('vidfeeds init', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(
       `vidfeeds: ${file} is not a vidfeeds database: it has other tables (comments, posts) and no vidfeeds schema version. ` +
-        "Point --db at a new file, or pass --force to add vidfeeds's tables to this one\n",
+        "Point --db at a new file and fill it from this one with `vidfeeds sync` (docs/adopting.md), or pass --force to add vidfeeds's tables to this one\n",
     );
     expect(readFileSync(file).equals(before)).toBe(true);
     expect(existsSync(`${file}-wal`)).toBe(false);
@@ -40,7 +40,7 @@ describe('vidfeeds init', () => {
     foreignDatabase(file, ['posts']);
     const result = cli(['init', '--db', file, '--force']);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toBe(`vidfeeds: added vidfeeds's tables (schema version ${SCHEMA_VERSION}) to ${file}\n`);
+    expect(result.stderr.startsWith(`vidfeeds: added vidfeeds's tables (schema version ${SCHEMA_VERSION}) to ${file}\nvidfeeds: next:\n`)).toBe(true);
     const db = new Database(file, { readonly: true });
     expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     expect(db.prepare('SELECT name FROM posts').pluck().all()).toEqual(['kept']);
@@ -82,9 +82,17 @@ describe('vidfeeds init', () => {
     const { dir } = tempDir('vidfeeds-init-');
     const made = cli(['init', '--db', 'site.sqlite', '--write-config', '--base-url', 'https://videos.example.org', '--site-name', 'Example Videos'], { cwd: dir });
     expect(made.code, made.stderr).toBe(0);
-    expect(made.stderr).toBe(`vidfeeds: created ${join(dir, 'site.sqlite')} at schema version ${SCHEMA_VERSION}\nvidfeeds: wrote ${join(dir, 'vidfeeds.config.json')}\n`);
+    // Then the next steps: the database is in the configuration now, so they need no --db.
+    expect(made.stderr).toBe(
+      `vidfeeds: created ${join(dir, 'site.sqlite')} at schema version ${SCHEMA_VERSION}\nvidfeeds: wrote ${join(dir, 'vidfeeds.config.json')}\n` +
+        'vidfeeds: next:\n  1. build the tree: vidfeeds build --out out\n  2. look at it: vidfeeds serve --out out, then open http://127.0.0.1:8080/sitemap.xml\n' +
+        '  3. serve it in production: vidfeeds hosting nginx --root out (docs/deploy.md)\n',
+    );
     const config = JSON.parse(readFileSync(join(dir, 'vidfeeds.config.json'), 'utf8')) as Record<string, unknown>;
-    expect(config).toMatchObject({ baseUrl: 'https://videos.example.org', siteName: 'Example Videos', recommendationsCount: 8 });
+    expect(config).toMatchObject({ baseUrl: 'https://videos.example.org', siteName: 'Example Videos', recommendationsCount: 8, db: 'site.sqlite', out: null });
+    const configured = cli(['build'], { cwd: dir });
+    expect(configured.code, configured.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'out', 'robots.txt'), 'utf8')).toContain('Sitemap: https://videos.example.org/sitemap.xml');
     // $schema points at the schema file shipped with vidfeeds, for an editor.
     expect(config.$schema).toMatch(/^file:\/\/.*\/schemas\/vidfeeds\.config\.schema\.json$/);
     expect(readFileSync(new URL(config.$schema as string), 'utf8')).toContain('"additionalProperties": false');
@@ -163,7 +171,7 @@ describe('vidfeeds build: the default base URL and --user', () => {
       child.kill('SIGINT');
     }
     expect(await exited).toBe(0);
-    expect(stderr.split('\n').filter((l) => l.includes(WARNING))).toEqual([
+    expect(stderr.split('\n').filter((l) => l.includes(WARNING)).map((l) => l.replace(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z /, ''))).toEqual([
       'vidfeeds: warning: baseUrl, logoUrl, player.playerUrl still at the default http://localhost:8080: the documents will link there; set them in vidfeeds.config.json (or pass --base-url)',
     ]);
   });

@@ -7,18 +7,22 @@ import { tempDir } from '../helpers/temp-dir.js';
 
 
 const DOCS = join(import.meta.dirname, '../../docs');
-const UNITS = ['vidfeeds-build.service', 'vidfeeds-build.timer'];
+const UNITS = ['vidfeeds-build.service', 'vidfeeds-build.timer', 'vidfeeds-watch.service', 'vidfeeds-serve.service'];
+const SERVICES = UNITS.filter((unit) => unit.endsWith('.service'));
 
 const analyzer = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
 const hasAnalyzer = analyzer.error === undefined && analyzer.status === 0;
 if (!hasAnalyzer) console.warn('skipped: systemd-analyze is not installed (Debian package systemd; .ci/run installs it)');
 
 /** `systemd-analyze verify` on copies of the units, with ExecStart pointing at the built vidfeeds (verify checks that it exists). */
-function verify(edit: (service: string) => string = (s) => s): { status: number | null; output: string } {
+function verify(edit: (service: string) => string = (s) => s, unit = 'vidfeeds-build.service'): { status: number | null; output: string } {
   const { dir } = tempDir('vidfeeds-systemd-');
   for (const unit of UNITS) copyFileSync(join(DOCS, 'systemd', unit), join(dir, unit));
-  const service = join(dir, 'vidfeeds-build.service');
-  writeFileSync(service, edit(readFileSync(service, 'utf8').replaceAll('/usr/local/bin/vidfeeds ', `${BIN} `)));
+  for (const name of SERVICES) {
+    const service = join(dir, name);
+    const text = readFileSync(service, 'utf8').replaceAll('/usr/local/bin/vidfeeds ', `${BIN} `);
+    writeFileSync(service, name === unit ? edit(text) : text);
+  }
   const result = spawnSync('systemd-analyze', ['verify', ...UNITS.map((u) => join(dir, u))], { encoding: 'utf8', env: { ...process.env, SYSTEMD_LOG_COLOR: '0' } });
   return { status: result.status, output: `${result.stdout}${result.stderr}`.trim() };
 }
@@ -30,11 +34,43 @@ describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md',
     expect(result.status).toBe(0);
   });
 
+  it('pass with the drop-in that syncs before the build', () => {
+    const dropIn = readFileSync(join(DOCS, 'systemd', 'vidfeeds-build.service.d', 'sync.conf'), 'utf8').replaceAll('/usr/local/bin/vidfeeds ', `${BIN} `);
+    const result = verify((service) => {
+      // The drop-in's settings, applied as systemd applies them: an empty ExecStart= clears the list.
+      const kept = service.split('\n').filter((line) => !/^(ExecStart|PrivateNetwork|ReadWritePaths)=/.test(line));
+      const added = dropIn.split('\n').filter((line) => /^\w+=./.test(line));
+      return [...kept, ...added].join('\n');
+    });
+    expect(result.output).toBe('');
+    expect(result.status).toBe(0);
+    expect(dropIn).toMatch(/^ExecStart=\n.*vidfeeds(\.js)? sync .*\n.*vidfeeds(\.js)? build /m);
+  });
+
   it('would be caught if broken (the check can fail)', () => {
     const misspelt = verify((s) => s.replace('SuccessExitStatus=', 'SucessExitStatus='));
     expect(misspelt.output).toContain("Unknown key 'SucessExitStatus'");
-    const missing = verify((s) => s.replace(`${BIN} `, '/nonexistent/vidfeeds '));
-    expect(missing.status).not.toBe(0);
+    for (const unit of SERVICES) {
+      const missing = verify((s) => s.replace(`${BIN} `, '/nonexistent/vidfeeds '), unit);
+      expect(missing.status, unit).not.toBe(0);
+    }
+    for (const unit of ['vidfeeds-watch.service', 'vidfeeds-serve.service']) {
+      expect(verify((s) => s.replace('RestartPreventExitStatus=', 'RestartPreventExitStatu='), unit).output, unit).toContain("Unknown key 'RestartPreventExitStatu'");
+    }
+  });
+
+  it('run watch and serve as daemons: the installed binary, sandboxed, as a dedicated user, never restarted over a bad configuration', () => {
+    for (const unit of ['vidfeeds-watch.service', 'vidfeeds-serve.service']) {
+      const text = readFileSync(join(DOCS, 'systemd', unit), 'utf8');
+      const command = unit.includes('watch') ? 'watch' : 'serve';
+      expect(text, unit).toMatch(new RegExp(`^ExecStart=/usr/local/bin/vidfeeds ${command} `, 'm'));
+      for (const line of [/^User=vidfeeds$/m, /^NoNewPrivileges=yes$/m, /^ProtectSystem=strict$/m, /^ReadWritePaths=\/srv\//m, /^Restart=on-failure$/m, /^RestartPreventExitStatus=2$/m]) {
+        expect(text, unit).toMatch(line);
+      }
+    }
+    // serve listens (nginx's upstream); watch needs no network at all.
+    expect(readFileSync(join(DOCS, 'systemd', 'vidfeeds-watch.service'), 'utf8')).toMatch(/^PrivateNetwork=yes$/m);
+    expect(readFileSync(join(DOCS, 'systemd', 'vidfeeds-serve.service'), 'utf8')).toMatch(/^ExecStart=.* --host 127\.0\.0\.1 /m);
   });
 
   it('run a build a wrapper can act on: exit 75 is no failure, SIGTERM has time to finish cleanly', () => {
@@ -50,15 +86,15 @@ describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md',
  * The cron wrapper of docs/deploy.md, run against a stand-in for `vidfeeds build --json` that
  * prints a report of the documented shape (docs/schemas/report.schema.json) and exits with a code.
  */
-function nightly(exitCode: number, report: object): { status: number | null; stdout: string; log: string; purge: string | null; args: string } {
+function nightly(exitCode: number, report: object, env: Record<string, string> = {}): { status: number | null; stdout: string; log: string; purge: string | null; args: string } {
   const { dir } = tempDir('vidfeeds-cron-');
   const stub = join(dir, 'vidfeeds');
   writeFileSync(join(dir, 'report.json'), JSON.stringify(report));
-  writeFileSync(stub, `#!/bin/sh\necho "$@" > "${dir}/args"\ncat "${dir}/report.json"\necho "vidfeeds: a line on stderr" >&2\nexit ${exitCode}\n`);
+  writeFileSync(stub, `#!/bin/sh\necho "$@" >> "${dir}/args"\ncat "${dir}/report.json"\necho "vidfeeds: a line on stderr" >&2\nexit ${exitCode}\n`);
   chmodSync(stub, 0o755);
   const result = spawnSync(join(DOCS, 'cron', 'vidfeeds-nightly'), [], {
     encoding: 'utf8',
-    env: { PATH: process.env.PATH, VIDFEEDS: stub, VIDFEEDS_LOG: dir, VIDFEEDS_DB: '/d/site.sqlite', VIDFEEDS_OUT: '/d/out', VIDFEEDS_CONFIG: '/d/c.json' },
+    env: { PATH: process.env.PATH, VIDFEEDS: stub, VIDFEEDS_LOG: dir, VIDFEEDS_DB: '/d/site.sqlite', VIDFEEDS_OUT: '/d/out', VIDFEEDS_CONFIG: '/d/c.json', ...env },
   });
   expect(result.stderr).toBe('');
   const purge = join(dir, 'purge.txt');
@@ -116,5 +152,18 @@ describe.skipIf(!hasJq)('the cron wrapper of docs/deploy.md', () => {
     const stopped = nightly(143, { report: 1, command: 'build', ok: false, exitCode: 143, error: 'stopped by SIGTERM' });
     expect(stopped.status).toBe(143);
     expect(stopped.stdout).toContain('stopped with exit code 143');
+  });
+
+  it('with VIDFEEDS_SYNC=1, syncs before the build and stops before it when the sync fails', () => {
+    const ok = nightly(0, { report: 1, command: 'build', ok: true, exitCode: 0, urls: { written: [], removed: [] } }, { VIDFEEDS_SYNC: '1' });
+    expect(ok.status).toBe(0);
+    expect(ok.args.split('\n')).toEqual([
+      'sync --quiet --wait 600 --db /d/site.sqlite --config /d/c.json',
+      'build --json --wait 600 --db /d/site.sqlite --out /d/out --config /d/c.json',
+    ]);
+    const bad = nightly(2, { report: 1, command: 'sync', ok: false, exitCode: 2, error: 'sync.tables.users: …' }, { VIDFEEDS_SYNC: '1' });
+    expect(bad.status).toBe(2);
+    expect(bad.stdout).toContain('the sync failed with exit code 2 (nothing was written)');
+    expect(bad.args).toBe('sync --quiet --wait 600 --db /d/site.sqlite --config /d/c.json');
   });
 });

@@ -81,5 +81,14 @@ describe('Atom feed of groups', () => {
     expect(parsed['alice/atom/index.atom']!.entries).toHaveLength(20);
     const hostile = Object.values(parsed).flatMap((feed) => feed.entries.map((e) => e.title as string)).find((t) => t.includes(']]>'));
     expect(hostile).toContain('<script>alert("x")</script>');
+    // Entry ids are unique across every feed (readers key entries by id across feeds), valid tag
+    // URIs (RFC 4151), and the same on the next build.
+    const ids = Object.values(parsed).flatMap((feed) => feed.entries.map((e) => e.id as string));
+    const groups = Object.values(parsed).flatMap((feed) => feed.entries.map((e) => e.link as string));
+    expect(new Set(groups).size).toBeLessThan(groups.length);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^tag:videos\.example\.org,\d{4}:\/users\/[^/]+\/groups\/[^/]+$/);
+    const again = buildInMemory(f.file, { only: new Set(['atom']) }).writer;
+    for (const [path, body] of Object.entries(feeds)) expect(again.text(path)).toBe(body);
   });
 });

@@ -46,6 +46,9 @@ describe('FOAF profile (/<user>/foaf/)', () => {
     expect(one(me, `${FOAF}title`)).toEqual(['Dr']);
     expect(one(me, `${FOAF}givenname`)).toEqual(['Alice']);
     expect(one(me, `${FOAF}family_name`)).toEqual(['Liddell']);
+    // Today's FOAF names beside the seed's, with the same values.
+    expect(one(me, `${FOAF}givenName`)).toEqual(['Alice']);
+    expect(one(me, `${FOAF}familyName`)).toEqual(['Liddell']);
     expect(one(me, `${FOAF}nick`)).toEqual(['alice']);
     // The hash is SHA-1 of "mailto:" + the address; the address itself never appears.
     expect(one(me, `${FOAF}mbox_sha1sum`)).toEqual([sha1(`mailto:${ALICE.email}`)]);

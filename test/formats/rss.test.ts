@@ -24,7 +24,7 @@ describe('RSS 2.0 feed of latest uploads', () => {
     expect(feed.version).toBe('rss20');
     expect(feed.entries.map((e) => e.title)).toEqual(Array.from({ length: 20 }, (_, i) => `Clip ${24 - i}`));
     expect(body).not.toContain('Secret clip');
-    expect(feed.entries[0]!.link).toBe('https://videos.example.org/clip24/');
+    expect(feed.entries[0]!.link).toBe('https://videos.example.org/clip24/oembed/html');
     expect(feed.entries[0]!.author).toBe('uploader');
     expect(feed.feed.link).toBe('https://videos.example.org/uploader/');
   });
@@ -48,6 +48,20 @@ describe('RSS 2.0 feed of latest uploads', () => {
     expect((entry.media_thumbnail as Array<Record<string, string>>)[0]!.url).toBe(`https://cdn.example.org/t/${v.id}.jpg`);
     const enclosure = (entry.links as Array<Record<string, string>>).find((l) => l.rel === 'enclosure');
     expect(enclosure).toMatchObject({ length: '123456', type: 'video/x-flv', href: `https://cdn.example.org/v/${v.id}.flv` });
+  });
+
+  it('gives every item its enclosure, length="0" where the size is unknown (RSS Best Practices Profile)', () => {
+    const { db, file } = createTestDb();
+    const u = insertUser(db, { username: 'sizes' });
+    const known = insertVideo(db, u.id, { public_id: 'known', created_at: T0 + 2 });
+    const unknown = insertVideo(db, u.id, { public_id: 'unknown', file_size: null, created_at: T0 + 1 });
+    const { writer } = buildInMemory(file, { only: new Set(['rss']) });
+    const entries = feedparser({ rss: writer.text('sizes/rss/index.rss') }).rss!.entries;
+    const enclosures = entries.map((e) => (e.links as Array<Record<string, string>>).find((l) => l.rel === 'enclosure'));
+    expect(enclosures).toEqual([
+      expect.objectContaining({ length: '123456', href: `https://cdn.example.org/v/${known.id}.flv` }),
+      expect.objectContaining({ length: '0', href: `https://cdn.example.org/v/${unknown.id}.flv` }),
+    ]);
   });
 
   it('keeps hostile text readable and well-formed in every demo feed', () => {
@@ -91,7 +105,7 @@ function oracle({ user, uploads }: UserBundle, site: SiteContext): string {
       item.leaf('title', video.title).leaf('link', page).cdata('description', itemDescription(video, site, page));
       item.leaf('dc:creator', video.uploader.username);
       if (video.category !== null) item.leaf('category', video.category);
-      if (video.fileSize !== null) item.el('enclosure', { url: video.fileUrl, length: video.fileSize, type: video.fileType });
+      item.el('enclosure', { url: video.fileUrl, length: video.fileSize ?? 0, type: video.fileType });
       item.leaf('guid', page, { isPermaLink: 'true' }).leaf('pubDate', rfc822(video.createdAt));
       item.el('media:content', {
         url: video.fileUrl,

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
  * The URL table of the product decisions (PRODUCT.md), written out here on purpose: the servers are generated
  * from the format table in src/, and this independent copy is what they are checked against.
  */
-export const PRODUCT_TABLE: ReadonlyArray<{ url: string; file: string; type: string }> = [
+export const PRODUCT_TABLE: ReadonlyArray<{ url: string; file: string; type: string; optional?: true }> = [
   { url: '/<user>/openrecommender/', file: '<user>/openrecommender/index.xml', type: 'application/xml; charset=utf-8' },
   { url: '/<user>/foaf/', file: '<user>/foaf/index.rdf', type: 'application/rdf+xml; charset=utf-8' },
   { url: '/<user>/hcard/', file: '<user>/hcard/index.html', type: 'text/html; charset=utf-8' },
@@ -26,6 +26,8 @@ export const PRODUCT_TABLE: ReadonlyArray<{ url: string; file: string; type: str
   { url: '/sitemap.xml', file: 'sitemap.xml', type: 'application/xml; charset=utf-8' },
   { url: '/robots.txt', file: 'robots.txt', type: 'text/plain; charset=utf-8' },
   { url: '/crossdomain.xml', file: 'crossdomain.xml', type: 'text/x-cross-domain-policy' },
+  // Written only when the configuration has an IndexNow key.
+  { url: '/indexnow-key.txt', file: 'indexnow-key.txt', type: 'text/plain; charset=utf-8', optional: true },
 ];
 
 export interface ServedUrl {
@@ -43,6 +45,7 @@ export interface ServedUrl {
 export function servedUrls(users: readonly string[], videos: readonly string[]): ServedUrl[] {
   const out: ServedUrl[] = [];
   for (const row of PRODUCT_TABLE) {
+    if (row.optional) continue;
     const keys = row.url.includes('<user>') ? users : row.url.includes('<video>') ? videos : [''];
     for (const key of keys) {
       const fill = (text: string, encode: boolean) => text.replace(/<user>|<video>/, encode ? encodeURIComponent(key) : key);

@@ -33,7 +33,7 @@ describe('cache classes', () => {
     expect(classes).toEqual({
       rss: 'feeds', atom: 'feeds', recommendations: 'feeds', xspf: 'feeds', apml: 'feeds', opml: 'feeds',
       foaf: 'profiles', hcard: 'profiles', oembed: 'profiles', 'oembed-json': 'profiles', 'oembed-xml': 'profiles', 'oembed-html': 'profiles',
-      sitemap: 'site', robots: 'site', opensearch: 'site', crossdomain: 'site',
+      sitemap: 'site', robots: 'site', opensearch: 'site', crossdomain: 'site', 'indexnow-key': 'site',
     });
   });
 });
@@ -80,7 +80,7 @@ describe('host configurations', () => {
     expect(text).toMatch(/location = "\/robots\.txt" \{\n(?: {8}.*\n)*? {8}add_header Cache-Control "public, max-age=600";/);
     expect(text).toMatch(/\/atom\/\?\$" \{\n(?: {8}.*\n)*? {8}add_header Cache-Control "no-cache";/);
     // A location's add_header drops the server's: every location with one repeats nosniff.
-    expect(text.match(/add_header Cache-Control/g)!.length).toBe(text.match(/ {8}add_header X-Content-Type-Options nosniff;/g)!.length);
+    expect(text.match(/add_header Cache-Control/g)!.length).toBe(text.match(/ {8}add_header X-Content-Type-Options nosniff always;/g)!.length);
     const brotli = cli(['hosting', 'nginx', '--root', dir, '--config', file, '--brotli-static']).stdout;
     expect(brotli).toContain('brotli_static on;');
     const plain = cli(['hosting', 'nginx', '--root', dir]).stdout;

@@ -168,6 +168,7 @@ describe('vidfeeds hosting manifest', () => {
       cacheControl: 'public, max-age=900',
       size: rssBody.length,
       sha256: createHash('sha256').update(rssBody).digest('hex'),
+      md5: createHash('md5').update(rssBody).digest('hex'),
       keys: ['alice/rss/', 'alice/rss'],
       compressed: [],
     });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { REPORT_KEEPS } from '../../src/pipeline/build-report.js';
-import { summary } from '../../src/cli/commands/build.js';
+import { summaryText } from '../../src/cli/commands/build.js';
 import { join } from 'node:path';
 import { cli } from '../helpers/cli.js';
 import { buildInMemory, createTestDb, insertUser } from '../helpers/site-fixture.js';
@@ -21,7 +21,7 @@ describe('build report', () => {
     expect(report.skipped).toHaveLength(REPORT_KEEPS);
     expect(report.skippedCount).toBe(bad);
     expect(report.skipped[0]).toMatchObject({ kind: 'user', reason: 'contains "/"', isName: true });
-    expect(summary(report)).toContain(`${bad} skipped`);
+    expect(summaryText(report)).toContain(`${bad} skipped`);
     expect([...writer.files.keys()]).toEqual(['fine/rss/index.rss']);
   });
 

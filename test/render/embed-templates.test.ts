@@ -7,7 +7,7 @@ import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { TemplateError } from '../../src/render/templates.js';
 import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
-import { allElements, isElement, parseHtmlPage, type HtmlElement } from '../helpers/oembed-consumers.js';
+import { allElements, isElement, parseHtml, type HtmlElement } from '../helpers/oembed-consumers.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 function config(player: Partial<SiteConfig['player']>): SiteConfig {
@@ -52,7 +52,7 @@ describe('embed templates', () => {
       }
     }
     const html = [...own.writer.files].find(([p]) => p.endsWith('/oembed/html'))![1].toString('utf8');
-    expect(allElements(parseHtmlPage(html).body).map((e) => e.tag)).toEqual(['iframe']);
+    expect(allElements(parseHtml(html)).map((e) => e.tag)).toEqual(['iframe']);
   });
 
   it('renders the HTML5 video (the default) with its poster, typed source, captions track and link', () => {
@@ -63,7 +63,7 @@ describe('embed templates', () => {
     // Nothing names the template: HTML5 is the default.
     const { writer } = buildInMemory(file, { config: config({ width: 640, height: 360, linkTarget: '_top' }), only: new Set(['oembed-html']) });
 
-    const [video, ...rest] = parseHtmlPage(writer.text('with/oembed/html')).body;
+    const [video, ...rest] = parseHtml(writer.text('with/oembed/html'));
     expect(rest).toEqual([]);
     expect(video).toMatchObject({
       tag: 'video',
@@ -73,10 +73,10 @@ describe('embed templates', () => {
     expect(children.map((c) => c.tag)).toEqual(['source', 'track', 'a']);
     expect(children[0]!.attrs).toEqual({ src: 'https://cdn.example.org/v/with.mp4', type: 'video/mp4' });
     expect(children[1]!.attrs).toEqual({ kind: 'captions', src: 'https://cdn.example.org/c/with.vtt', label: 'Captions', default: '' });
-    expect(children[2]!.attrs).toEqual({ href: 'https://videos.example.org/with/', target: '_top' });
+    expect(children[2]!.attrs).toEqual({ href: 'https://videos.example.org/with/oembed/html', target: '_top' });
     expect(children[2]!.children).toEqual([{ text: 'With captions' }]);
 
-    const without = allElements(parseHtmlPage(writer.text('without/oembed/html')).body);
+    const without = allElements(parseHtml(writer.text('without/oembed/html')));
     expect(without.map((e) => e.tag)).toEqual(['video', 'source', 'a']);
     expect(without[1]!.attrs.type).toBe('video/webm');
   });
@@ -87,7 +87,7 @@ describe('embed templates', () => {
     const types = { plain: 'video/mp4', codecs: 'video/webm; codecs="vp8, vorbis"', bare: 'flv', spaced: 'video/mp4 extra', markup: 'video/<b>' };
     for (const [id, type] of Object.entries(types)) insertVideo(db, user.id, { public_id: id, file_type: type });
     const { writer } = buildInMemory(file, { config: config({}), only: new Set(['oembed-html']) });
-    const sourceOf = (id: string) => allElements(parseHtmlPage(writer.text(`${id}/oembed/html`)).body).find((e) => e.tag === 'source')!.attrs;
+    const sourceOf = (id: string) => allElements(parseHtml(writer.text(`${id}/oembed/html`))).find((e) => e.tag === 'source')!.attrs;
     expect(sourceOf('plain').type).toBe('video/mp4');
     expect(sourceOf('codecs').type).toBe('video/webm; codecs="vp8, vorbis"');
     // A browser skips a source whose type it cannot parse, and sniffs one without a type.
@@ -103,7 +103,7 @@ describe('embed templates', () => {
     insertVideo(db, user.id, { public_id: 'clip', captions_url: 'https://cdn.example.org/c/clip.vtt' });
     const videoOf = (crossOrigin: boolean) => {
       const { writer } = buildInMemory(file, { config: config({ crossOrigin }), only: new Set(['oembed-html']) });
-      return allElements(parseHtmlPage(writer.text('clip/oembed/html')).body)[0]!;
+      return allElements(parseHtml(writer.text('clip/oembed/html')))[0]!;
     };
     expect(videoOf(false).attrs.crossorigin).toBeUndefined();
     expect(videoOf(true).attrs.crossorigin).toBe('anonymous');

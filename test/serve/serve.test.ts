@@ -80,7 +80,7 @@ function lower(headers: Record<string, string>): Record<string, string> {
 }
 
 const text = (r: { body: Buffer }) => r.body.toString('utf8');
-const PAGE = 'https://videos.example.org/pub/';
+const PAGE = 'https://videos.example.org/pub/oembed/html';
 
 describe('oEmbed parameters', () => {
   it('answers url, maxwidth/maxheight and the seed width/height from the database, within bounds', () => {
@@ -102,8 +102,9 @@ describe('oEmbed parameters', () => {
     expect(jing(join(SCHEMAS, 'oembed-1.0-response.rng'), { xml: text(xml) }).output).toBe('');
     const html = s.get('/pub/oembed/html?maxwidth=120');
     expect(html.headers['Content-Type']).toBe('text/html; charset=utf-8');
-    // The HTML form is the same page as the file, around the fitted markup.
-    expect(text(html)).toMatch(/^<!DOCTYPE html>\n[\s\S]*<body>\n<video width="120" height="90" /);
+    // The HTML form is the bare markup, fitted: byte for byte the JSON's html at the same size.
+    expect(text(html)).toMatch(/^<video width="120" height="90" /);
+    expect(text(html)).toBe(JSON.parse(text(s.get('/pub/oembed/?maxwidth=120'))).html);
   });
 
   it('gives oEmbed 1.0 status codes: 404 unknown video or foreign url, 401 private, 501 format', () => {
@@ -112,16 +113,50 @@ describe('oEmbed parameters', () => {
     expect(s.get('/priv/oembed/?maxwidth=100').status).toBe(401);
     expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://elsewhere.example/pub/')}`).status).toBe(404);
     expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://videos.example.org/uploader/rss/')}`).status).toBe(404);
-    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://videos.example.org/priv/')}`).status).toBe(404);
+    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://videos.example.org/priv/oembed/html')}`).status).toBe(404);
     expect(s.get(`/pub/oembed/?url=not-a-url`).status).toBe(404);
     expect(s.get('/pub/oembed/?format=yaml&maxwidth=5').status).toBe(501);
     // The page URL on http instead of https, with a fragment, still names the video.
-    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('http://VIDEOS.example.org/pub/#t=3')}`).status).toBe(200);
+    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('http://VIDEOS.example.org/pub/oembed/html#t=3')}`).status).toBe(200);
     for (const bad of ['maxwidth=0', 'maxwidth=-1', 'maxwidth=abc', 'width=1e3', 'height=99999']) {
       const r = s.get(`/pub/oembed/?${bad}`);
       expect(r.status, bad).toBe(400);
       expect(text(r)).toMatch(/^(max)?(width|height) must be/);
     }
+  });
+
+  it('takes the page URL in every form that names the same page, and no other page', () => {
+    const pages = { ...testConfig().pages, video: '{base}/watch/{video}/' };
+    const s = site(testConfig({ baseUrl: 'https://videos.example.org/v%C3%ADdeos', pages }));
+    const endpoint = (url: string) => s.get(`/v%C3%ADdeos/pub/oembed/?url=${encodeURIComponent(url)}`).status;
+    const named = [
+      'https://videos.example.org/v%C3%ADdeos/watch/pub/',
+      'https://videos.example.org/v%C3%ADdeos/watch/pub',
+      'http://videos.example.org/v%C3%ADdeos/watch/pub/',
+      'https://VIDEOS.example.org:443/v%C3%ADdeos/watch/pub',
+      'https://videos.example.org/v%c3%addeos/watch/%70ub/',
+      'https://videos.example.org/vídeos/watch/pub/?utm_source=feed#t=3',
+      '  https://videos.example.org/v%C3%ADdeos/watch/pub/ ',
+    ];
+    for (const url of named) expect(endpoint(url), url).toBe(200);
+    const others = [
+      'https://videos.example.org/v%C3%ADdeos/watch/priv/',
+      'https://videos.example.org/v%C3%ADdeos/watch/pub/more',
+      'https://videos.example.org/v%C3%ADdeos/watch/',
+      'https://videos.example.org/videos/watch/pub/',
+      'https://videos.example.org:8443/v%C3%ADdeos/watch/pub/',
+      'ftp://videos.example.org/v%C3%ADdeos/watch/pub/',
+      'https://videos.example.org/v%C3%ADdeos/watch/p%ZZub/',
+    ];
+    for (const url of others) expect(endpoint(url), url).toBe(404);
+    // A template whose id is a query parameter: other parameters may come along, in any order.
+    const query = site(testConfig({ pages: { ...testConfig().pages, video: '{base}/watch?v={video}' } }));
+    const q = (url: string) => query.get(`/pub/oembed/?url=${encodeURIComponent(url)}`).status;
+    expect(q('https://videos.example.org/watch?v=pub')).toBe(200);
+    expect(q('http://videos.example.org/watch?list=x&v=%70ub')).toBe(200);
+    expect(q('https://videos.example.org/watch?v=priv')).toBe(404);
+    expect(q('https://videos.example.org/watch')).toBe(404);
+    expect(q('https://videos.example.org/watch?v=pub&v=pub')).toBe(404);
   });
 
   it('wraps JSON in a strictly named callback, as JavaScript that calls it', () => {
@@ -309,6 +344,50 @@ describe('as a web server', () => {
     const dynamic = s.get('/pub/oembed/?maxwidth=80');
     expect(s.get('/pub/oembed/?maxwidth=80', { 'If-None-Match': dynamic.headers.ETag! }).status).toBe(304);
   });
+
+  it('dates every file with Last-Modified and answers the conditions of a request as nginx does', () => {
+    const s = site();
+    const plain = s.get('/uploader/rss/');
+    const lastModified = plain.headers['Last-Modified']!;
+    expect(new Date(lastModified).toUTCString()).toBe(lastModified);
+    const etag = plain.headers.ETag!;
+    const status = (headers: Record<string, string>) => s.get('/uploader/rss/', headers).status;
+    const earlier = new Date(Date.parse(lastModified) - 1000).toUTCString();
+    const later = new Date(Date.parse(lastModified) + 1000).toUTCString();
+    expect(status({ 'If-Modified-Since': lastModified })).toBe(304);
+    // nginx's `if_modified_since exact`: another date, earlier or later, gets the document.
+    expect(status({ 'If-Modified-Since': earlier })).toBe(200);
+    expect(status({ 'If-Modified-Since': later })).toBe(200);
+    expect(status({ 'If-Modified-Since': 'yesterday' })).toBe(200);
+    // Both sent: both must hold.
+    expect(status({ 'If-Modified-Since': lastModified, 'If-None-Match': etag })).toBe(304);
+    expect(status({ 'If-Modified-Since': earlier, 'If-None-Match': etag })).toBe(200);
+    expect(status({ 'If-Modified-Since': lastModified, 'If-None-Match': '"other"' })).toBe(200);
+    expect(status({ 'If-Unmodified-Since': lastModified })).toBe(200);
+    expect(status({ 'If-Unmodified-Since': earlier })).toBe(412);
+    expect(status({ 'If-Unmodified-Since': 'not a date' })).toBe(412);
+    expect(status({ 'If-Match': etag })).toBe(200);
+    expect(status({ 'If-Match': '"other"' })).toBe(412);
+    const notModified = s.get('/uploader/rss/', { 'If-Modified-Since': lastModified });
+    expect(notModified.headers).toMatchObject({ 'Last-Modified': lastModified, ETag: etag, 'X-Content-Type-Options': 'nosniff' });
+    expect(notModified.body.length).toBe(0);
+    expect(s.get('/uploader/rss/', { 'If-Match': '"other"' }).headers['X-Content-Type-Options']).toBe('nosniff');
+    // An answer made from the database has no file to date: no Last-Modified, and If-Modified-Since never matches.
+    const dynamic = s.get('/pub/oembed/?maxwidth=80');
+    expect(dynamic.headers['Last-Modified']).toBeUndefined();
+    expect(s.get('/pub/oembed/?maxwidth=80', { 'If-Modified-Since': lastModified }).status).toBe(200);
+  });
+
+  it('sends nosniff with every error', () => {
+    const s = site();
+    for (const target of ['/nope/', '/pub/oembed/?format=yaml', '/pub/oembed/?url=%3Cscript%3E', '/priv/oembed/?maxwidth=9', '/uploader/rss/?x', '/uploader/openrecommender/?recommendations=0']) {
+      const r = s.get(target);
+      if (r.status < 400) continue;
+      expect(r.headers['X-Content-Type-Options'], target).toBe('nosniff');
+      expect(r.headers['Content-Type'], target).toBe('text/plain; charset=utf-8');
+    }
+    expect(s.post('/uploader/openrecommender/', 'title=', { 'Content-Type': 'text/html' }).headers['X-Content-Type-Options']).toBe('nosniff');
+  });
 });
 
 describe('vidfeeds serve, the command', () => {
@@ -355,7 +434,10 @@ describe('vidfeeds serve, the command', () => {
       clearTimeout(watchdog);
     }
     expect(stderr).toContain(`serving ${out} at http://127.0.0.1:${port}/base/`);
-    expect(stderr).toContain('GET /base/uploader/atom/ 200');
+    // The access log: ISO 8601 time, client, method and path, status, bytes, duration.
+    expect(stderr).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z vidfeeds: 127\.0\.0\.1 "GET \/base\/uploader\/atom\/" 200 \d+ \d+\.\dms$/m);
+    expect(stderr).toMatch(/ vidfeeds: 127\.0\.0\.1 "HEAD \/base\/uploader\/atom" 200 0 /);
+    expect(stderr).toMatch(/ vidfeeds: 127\.0\.0\.1 "POST \/base\/uploader\/openrecommender\/" 413 /);
   });
 
   it('refuses a port in use with exit code 2 and a hint', async () => {

@@ -5,7 +5,8 @@ import { describeSkip, type BuildReport } from '../../pipeline/build-report.js';
 import { loadConfig } from '../../config/load-config.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { createSiteContext } from '../../pipeline/render/site-context.js';
-import { checkUserExists } from '../../db/user-lookup.js';
+import { checkDatabaseFile } from '../../db/open-database.js';
+import { checkUserExists, publishedUserCount } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { buildSiteYielding } from '../../pipeline/site-build.js';
 import { EXIT, exitCodeOf, UsageError } from '../errors.js';
@@ -13,11 +14,14 @@ import { BuildJson, ReportedError, withJsonErrors } from '../json-report.js';
 import { previewUrlWarning } from '../preview-warning.js';
 import { ProgressLine } from '../progress.js';
 import type { Console } from '../output.js';
-import { configOptions, configOverrides, type ConfigFlags } from './shared-options.js';
+import { requireOption } from '../check-command-line.js';
+import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
+import { announceBuild, buildNotifySettings, type AnnounceFlags } from '../announce.js';
+import { routesOf } from '../../hosting/routes.js';
 
-interface BuildFlags extends ConfigFlags {
-  db: string;
-  out: string;
+interface BuildFlags extends ConfigFlags, AnnounceFlags {
+  db?: string;
+  out?: string;
   state?: string;
   only?: string;
   user?: string;
@@ -26,6 +30,8 @@ interface BuildFlags extends ConfigFlags {
   wait?: number;
   json?: boolean;
   quiet?: boolean;
+  dryRun?: boolean;
+  allowRemovals?: boolean;
 }
 
 /** The typed options of one build, from raw flags. Everything is checked before a file is touched. */
@@ -39,7 +45,10 @@ export interface BuildRequest {
   shard?: ShardSpec;
 }
 
-/** The typed request of a build from its flags; refuses a state file inside the served tree. */
+/**
+ * The typed request of a build from its flags, paths already resolved (the flag, else the
+ * configuration); refuses a state file inside the served tree.
+ */
 export function buildRequest(flags: { db: string; out: string; state?: string; only?: string; user?: string; full?: boolean; shard?: string }): BuildRequest {
   const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
   const request: BuildRequest = {
@@ -78,74 +87,121 @@ export function parseFormatList(list: string): Set<string> {
 }
 
 export function registerBuild(program: Command, io: Console, setExit: (code: number) => void): void {
-  configOptions(
-    program
-      .command('build')
-      .description('render every public document of the site database into the output directory')
-      .requiredOption('--db <file>', 'site database (SQLite)')
-      .option('--out <dir>', 'output directory', 'out')
-      .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
+  const command = program.command('build').description('render every public document of the site database into the output directory');
+  requireOption(command, '--db <file>', 'site database (SQLite)', 'db');
+  exitCodesHelp(strictOption(configOptions(
+    command
+      .option('--out <dir>', 'output directory (default: out, or `out` in the configuration)')
+      .option('--state <file>', 'build state file (default: `state` in the configuration, else .vidfeeds/<out>.state.sqlite beside the output directory)')
       .option('--only <formats>', 'comma-separated format names to build (see `vidfeeds formats`)')
       .option('--user <name>', "build only this user's documents and their videos'")
-      .option('--full', 'render everything, even when an incremental build is possible')
+      .option('--full', 'render everything and repair the tree: read back every file and rewrite what differs or is missing, remove stray files where vidfeeds writes')
+      .option('--dry-run', 'read and render everything, write, remove and record nothing; report what the build would write and remove (URLs with --json)')
+      .option('--allow-removals', 'let the build remove more than maxRemovalShare of the published documents (an emptied table stops the build otherwise)')
       .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md')
       .option('--wait <seconds>', 'when another build holds the lock, wait up to this long for it (default 0: exit 75 at once)', nonNegativeSeconds)
       .option('--json', 'print one JSON report on stdout (docs/report.md): mode, counts, skipped rows, failures, URLs written and removed')
-      .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress'),
-  ).action(async (flags: BuildFlags) => {
-    let json: BuildJson | undefined;
-    // With --json, an error before the build (flags, configuration) prints the error alone; one
-    // during it (interrupted, locked, a bad database) prints what the build did up to then.
-    await withJsonErrors('build', flags.json, io.out, async () => {
-      const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-      const request = buildRequest(flags);
-      // Templates are loaded here, so a broken one stops the build before any file is touched.
-      const site = createSiteContext(config, FORMATS);
-      if (request.user !== undefined) checkUserExists(request.db, request.user);
-      const warning = previewUrlWarning(config, request.db);
-      if (warning !== null) io.err(warning);
-      json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
-      const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
-      const clear = progress ? '\r\x1b[K' : '';
-      const stop = stopOnSignal((signal) => io.err(`${clear}vidfeeds: ${signal}: stopping the build after the current document…`));
-      let report: BuildReport;
-      try {
-        report = await buildSiteYielding({
-          ...request,
-          config,
-          site,
-          waitSeconds: flags.wait ?? 0,
-          command: 'vidfeeds build',
-          writeThread: writeThreadSetting(process.env.VIDFEEDS_WRITE_THREAD),
-          stopRequested: stop.requested,
-          reporter: {
-            progress: progress === undefined ? undefined : (done) => progress.update(done),
-            started: (plan) => progress?.expect(plan.expected),
-            // Every one, however many: the operator must be able to find each row it left out.
-            warn: (message) => io.err(`${clear}vidfeeds: ${message}`),
-            skipped: (skipped) => json?.skipped.push({ ...skipped, reason: describeSkip(skipped) }),
-            failed: (failure) => json?.failed.push(failure),
-            wrote: json === undefined ? undefined : (path) => json!.wrote([path]),
-            removed: json === undefined ? undefined : (path) => json!.removed([path]),
+      .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress (as --log-level warn)')
+      .option('--on-change <command>', 'after the build, run COMMAND (through sh) with every changed or removed URL on its standard input, one per line (a CDN purge)')
+      .option('--no-notify', 'do not notify the WebSub hubs and IndexNow of the configuration after this build'),
+  )), {
+    0: 'built',
+    1: 'documents failed (the others were written), --strict met a row that cannot be published, or the removal guard stopped the build (nothing removed)',
+    2: 'bad flags, configuration, template or database: nothing was touched',
+    75: 'another build holds the lock (try again later, or --wait SECONDS)',
+    130: 'stopped by SIGINT (143: SIGTERM); what was written is recorded, the next build goes on',
+  }).action((flags: BuildFlags) => buildCommand(flags, io, setExit));
+}
+
+/** `vidfeeds build`, once its flags are parsed. */
+async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: number) => void): Promise<void> {
+  let json: BuildJson | undefined;
+  // With --json, an error before the build (flags, configuration) prints the error alone; one
+  // during it (interrupted, locked, a bad database) prints what the build did up to then.
+  await withJsonErrors('build', flags.json, io.out, async () => {
+    if (flags.quiet) io.log.useFlags({ level: 'warn' });
+    const { site: config, run } = readSettings(flags, io);
+    const request = buildRequest({ ...flags, db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
+    // Templates are loaded here, so a broken one stops the build before any file is touched.
+    const site = createSiteContext(config, FORMATS);
+    // Before the state's folder is made: a missing database leaves nothing behind.
+    checkDatabaseFile(request.db);
+    if (request.user !== undefined) checkUserExists(request.db, request.user);
+    const warning = previewUrlWarning(config, request.db);
+    if (warning !== null) io.log.warn(warning);
+    json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
+    const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
+    // A dry run publishes nothing, so nobody hears of it.
+    const notify = flags.dryRun ? null : buildNotifySettings(config, site.paths, flags);
+    const files = { written: [] as string[], removed: [] as string[] };
+    const progress = io.interactive && io.log.enabled('info') && !io.log.json ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
+    const stop = stopOnSignal((signal) => {
+      progress?.clear();
+      io.log.warn(`${signal}: stopping the build after the current document…`);
+    });
+    let report: BuildReport;
+    try {
+      report = await buildSiteYielding({
+        ...request,
+        config,
+        site,
+        waitSeconds: flags.wait ?? 0,
+        command: 'vidfeeds build',
+        dryRun: flags.dryRun === true,
+        removalGuard,
+        writeThread: writeThreadSetting(process.env.VIDFEEDS_WRITE_THREAD),
+        stopRequested: stop.requested,
+        reporter: {
+          progress: progress === undefined ? undefined : (done) => progress.update(done),
+          started: (plan) => progress?.expect(plan.expected),
+          // Every one, however many: the operator must be able to find each row it left out.
+          warn: (message) => {
+            progress?.clear();
+            io.log.warn(message);
           },
-        });
-      } catch (error) {
-        stop.release();
-        progress?.clear();
-        if (json) {
-          io.out(json.text({ error, exitCode: exitCodeOf(error) }));
-          throw new ReportedError(error);
-        }
-        throw error;
-      }
+          skipped: (skipped) => json?.skipped.push({ ...skipped, reason: describeSkip(skipped) }),
+          failed: (failure) => json?.failed.push(failure),
+          wrote: json === undefined && notify === null ? undefined : (path) => {
+            json?.wrote([path]);
+            if (notify !== null) files.written.push(path);
+          },
+          removed: json === undefined && notify === null ? undefined : (path) => {
+            json?.removed([path]);
+            if (notify !== null) files.removed.push(path);
+          },
+        },
+      });
+    } catch (error) {
       stop.release();
       progress?.clear();
-      const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
-      if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
-      if (json) io.out(json.text({ report, exitCode }));
-      setExit(exitCode);
-    });
+      if (json) {
+        io.out(json.text({ error, exitCode: exitCodeOf(error) }));
+        throw new ReportedError(error);
+      }
+      throw error;
+    }
+    stop.release();
+    progress?.clear();
+    // What was written is live once the build is done: hubs, IndexNow and the hook hear of it now.
+    const deliveries = notify === null ? [] : await announceBuild(notify, files, site.paths, routesOf(FORMATS), io);
+    const exitCode = report.failedCount > 0 || deliveries.some((d) => !d.ok) ? EXIT.failed : EXIT.ok;
+    const text = flags.dryRun ? `dry run, nothing written or removed: ${summaryText(report).replace(/(\d+) written, (\d+) unchanged, (\d+) removed/, '$1 to write, $2 unchanged, $3 to remove')}` : summaryText(report);
+    const fields = { ...summaryFields(report), ...(flags.dryRun ? { dryRun: true } : {}) };
+    if (exitCode === EXIT.ok) io.log.info(text, fields);
+    else io.log.error(text, fields);
+    const users = report.mode === 'partial' || flags.dryRun ? undefined : publishedUserCount(request.db);
+    if (users !== undefined && users.published === 0) io.log.warn(noUsersPublished(request.db, users.rows));
+    if (json) io.out(json.text({ report, exitCode, usersPublished: users?.published }));
+    setExit(exitCode);
   });
+
+}
+
+/** Why a site can publish nobody, for the warning of a build that published no user. */
+export function noUsersPublished(db: string, rows: number): string {
+  return rows === 0
+    ? `0 users published: ${db} holds no users. If the site's data is in another database (or in other tables of this one), fill vidfeeds's tables from it with \`vidfeeds sync\` (docs/adopting.md)`
+    : `0 users published: none of the ${rows} rows of users is active with a valid username and created_at (docs/database.md)`;
 }
 
 /**
@@ -179,8 +235,18 @@ function nonNegativeSeconds(value: string): number {
   return Number(value);
 }
 
-export function summary(report: BuildReport): string {
-  return `vidfeeds: ${summaryText(report)}`;
+/** The summary's figures, as fields of a JSON log line. */
+export function summaryFields(report: BuildReport): Record<string, unknown> {
+  return {
+    mode: report.mode,
+    documents: report.documents,
+    seconds: Number(report.seconds.toFixed(3)),
+    written: report.written,
+    unchanged: report.unchanged,
+    removed: report.removed,
+    skipped: report.skippedCount,
+    failed: report.failedCount,
+  };
 }
 
 /** What kind of build, why, and what it did, in one line. */

@@ -7,7 +7,7 @@ import { defaultLockFile, LockHeldError, processIsAlive, readLock } from '../../
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import type { CheckProblem, TreeCheckResult } from '../../check/tree-check.js';
 import { loadConfig } from '../../config/load-config.js';
-import { openForReading } from '../../db/open-database.js';
+import { checkDatabaseFile, openForReading } from '../../db/open-database.js';
 import { SiteReader } from '../../db/site-reader.js';
 import { readLimits } from '../../formats/read-limits.js';
 import { FORMATS } from '../../formats/registry.js';
@@ -15,6 +15,7 @@ import { SitePaths } from '../../paths/site-paths.js';
 import { EXIT, UsageError } from '../errors.js';
 import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
+import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, stateOf } from './shared-options.js';
 
 /**
  * `vidfeeds check --out DIR [--db FILE]`: is the tree a server serves the tree the last build made
@@ -24,7 +25,7 @@ import type { Console } from '../output.js';
  */
 
 interface CheckFlags {
-  out: string;
+  out?: string;
   db?: string;
   state?: string;
   shard?: string;
@@ -34,30 +35,36 @@ interface CheckFlags {
 }
 
 export function registerCheck(program: Command, io: Console, setExit: (code: number) => void): void {
-  program
+  const command = program
     .command('check')
     .description('verify a built tree against its last build: recorded bytes, nothing missing or stray, documents valid; with --db, the published users and videos')
-    .option('--out <dir>', 'output directory to check', 'out')
-    .option('--db <file>', "site database: the tree's users and videos must be exactly its published ones")
-    .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
+    .option('--out <dir>', 'output directory to check (default: out, or `out` in the configuration)')
+    .option('--db <file>', "site database: the tree's users and videos must be exactly its published ones (default: `db` in the configuration, if set)")
+    .option('--state <file>', 'build state file (default: `state` in the configuration, else .vidfeeds/<out>.state.sqlite beside the output directory)')
     .option('--shard <K/N>', 'the tree holds part K of N (its state, its users and videos)')
-    .option('--config <file>', 'configuration file (default: vidfeeds.config.json if present)')
     .option('--json', 'print one JSON report on stdout (docs/report.md)')
-    .option('--quiet', 'print only problems')
-    .addHelpText('after', '\nExit codes: 0 the tree is as built, 1 problems (one line each on stdout, naming the file), 2 usage,\n75 a build of the directory is running.')
-    .action((flags: CheckFlags) => withJsonErrors('check', flags.json, io.out, async () => {
+    .option('--quiet', 'print only problems');
+  exitCodesHelp(configOptions(command, { baseUrl: false, siteName: false }), {
+    0: 'the tree is as built',
+    1: 'problems (one line each on stdout, naming the file; the last line names the command that repairs them)',
+    2: 'bad flags or configuration, no such directory, no build state, a bad database',
+    75: 'a build of the directory is running',
+  }).action((flags: CheckFlags) => withJsonErrors('check', flags.json, io.out, async () => {
       const started = process.hrtime.bigint();
-      const out = resolve(flags.out);
-      if (!statSync(out, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--out ${flags.out} is not a directory`);
+      if (flags.quiet) io.log.useFlags({ level: 'warn' });
+      const { site: config, run } = readSettings(flags, io);
+      const out = outOf(flags.out, run);
+      if (!statSync(out, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--out ${out} is not a directory`);
       const shard = flags.shard === undefined ? undefined : checkedShard(flags.shard);
-      const stateFile = resolve(flags.state ?? shardStateFile(defaultStateFile(out), shard));
+      const stateFile = resolve(stateOf(flags.state, run) ?? shardStateFile(defaultStateFile(out), shard));
       if (!existsSync(stateFile)) {
         throw new UsageError(`no build state at ${stateFile}: check compares the tree with the record of the build that made it; build first, or name the state with --state`);
       }
-      const config = loadConfig({ configFile: flags.config, overrides: {} });
+      const dbFile = flags.db !== undefined || run.db !== null ? databaseOf(flags.db, run) : undefined;
+      if (dbFile !== undefined) checkDatabaseFile(dbFile);
       refuseWhileBuilding(out);
       const state = openState(stateFile);
-      const db = flags.db === undefined ? undefined : openForReading(resolve(flags.db));
+      const db = dbFile === undefined ? undefined : openForReading(dbFile);
       let result: TreeCheckResult;
       try {
         // Loaded here, not with the command line: libxml2's WebAssembly and the schemas would
@@ -76,11 +83,17 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
         db?.close();
       }
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      for (const schema of result.missingSchemas) io.err(`vidfeeds: schema ${schema} not found: those documents were only parsed`);
+      for (const schema of result.missingSchemas) io.log.warn(`schema ${schema} not found: those documents were only parsed`);
       const exitCode = result.problems.length === 0 ? EXIT.ok : EXIT.failed;
       if (flags.json) io.out(checkJson(out, stateFile, result, seconds, exitCode));
       else for (const problem of result.problems) io.out(problemLine(problem));
-      if (!flags.quiet || exitCode !== EXIT.ok) io.err(`vidfeeds: ${checkSummary(result, seconds)}`);
+      if (exitCode === EXIT.ok) io.log.info(checkSummary(result, seconds), { ...result.counts, problems: 0 });
+      else {
+        io.log.error(checkSummary(result, seconds), { ...result.counts, problems: result.problems.length });
+        // The one command that makes the tree what the database renders (a full build reads every file back).
+        const repair = ['vidfeeds build --full', flags.config && `--config ${flags.config}`, flags.db === undefined && run.db !== null ? '' : `--db ${dbFile ?? 'SITE.sqlite'}`, `--out ${out}`, flags.state && `--state ${stateFile}`, flags.shard && `--shard ${flags.shard}`];
+        io.log.error(`to repair: ${repair.filter(Boolean).join(' ')} (rewrites what differs or is missing, removes stray files; then check again)`, { repair: repair.filter(Boolean).join(' ') });
+      }
       setExit(exitCode);
     }));
 }

@@ -5,7 +5,7 @@ import { DEMO_DEFAULTS, DEMO_SHAPES, generateDemo, type DemoShape } from '../../
 import { openForWriting } from '../../db/open-database.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
-import { positiveInteger } from './shared-options.js';
+import { exitCodesHelp, positiveInteger } from './shared-options.js';
 
 interface DemoFlags {
   db: string;
@@ -17,8 +17,9 @@ interface DemoFlags {
 }
 
 export function registerDemo(program: Command, io: Console, setExit: (code: number) => void): void {
-  program
-    .command('demo')
+  const command = program.command('demo');
+  exitCodesHelp(command, { 0: 'written (or, with --if-missing, already there)', 2: 'bad flags, or the file exists without --force or --if-missing' });
+  command
     .description('write a deterministic demo site database (same --users and --seed, same database)')
     .requiredOption('--db <file>', 'database file to create')
     .option('--users <n>', 'number of users in all, the nine fixed characters first', positiveInteger('--users', 10_000_000), DEMO_DEFAULTS.users)
@@ -30,7 +31,8 @@ export function registerDemo(program: Command, io: Console, setExit: (code: numb
       const file = resolve(flags.db);
       if (existsSync(file)) {
         if (flags.ifMissing) {
-          io.err(`vidfeeds: ${file} exists; left as it is`);
+          io.log.info(`${file} exists; left as it is`);
+          io.log.info(lookAtIt(flags.db));
           setExit(EXIT.ok);
           return;
         }
@@ -57,9 +59,22 @@ export function registerDemo(program: Command, io: Console, setExit: (code: numb
       rmSync(`${temp}-wal`, { force: true });
       rmSync(`${temp}-shm`, { force: true });
       renameSync(temp, file);
-      io.err(`vidfeeds: wrote ${file}: ${counts.users} users, ${counts.videos} videos in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+      io.log.info(`wrote ${file}: ${counts.users} users, ${counts.videos} videos in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+      io.log.info(lookAtIt(flags.db));
       setExit(EXIT.ok);
     });
+}
+
+/** How to see the demo site: build it, serve it, and a few URLs to open. */
+function lookAtIt(db: string): string {
+  const quoted = /^[\w./-]+$/.test(db) ? db : JSON.stringify(db);
+  return [
+    'to look at it:',
+    `  vidfeeds build --db ${quoted} --out out`,
+    `  vidfeeds serve --db ${quoted} --out out`,
+    '  then open http://127.0.0.1:8080/alice/rss/, http://127.0.0.1:8080/alice/foaf/ or http://127.0.0.1:8080/sitemap.xml',
+    '  (vidfeeds formats lists every URL; the files are under out/)',
+  ].join('\n');
 }
 
 function demoShape(value: string): DemoShape {

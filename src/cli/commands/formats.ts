@@ -2,11 +2,13 @@ import type { Command } from 'commander';
 import { FORMATS } from '../../formats/registry.js';
 import { EXIT } from '../errors.js';
 import type { Console } from '../output.js';
+import { exitCodesHelp } from './shared-options.js';
 import { filePattern, urlPattern } from '../../paths/url-scheme.js';
 
 export function registerFormats(program: Command, io: Console, setExit: (code: number) => void): void {
-  program
-    .command('formats')
+  const command = program.command('formats');
+  exitCodesHelp(command, { 0: 'listed', 2: 'bad flags' });
+  command
     .description('list the documents vidfeeds publishes: name, URL, file and content type')
     .option('--json', 'print JSON')
     .action((flags: { json?: boolean }) => {

@@ -2,12 +2,14 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { VIDFEEDS_VERSION } from '../../config/version.js';
-import { loadConfig } from '../../config/load-config.js';
 import type { SiteConfig } from '../../config/site-config.js';
+import type { RunSettings } from '../../config/run-settings.js';
+import { requireOption } from '../check-command-line.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
 import { FORMATS } from '../../formats/registry.js';
 import { htaccess } from '../../hosting/apache.js';
 import { buildManifest } from '../../hosting/manifest.js';
+import { websubLinkOfMatch } from '../../hosting/websub-links.js';
 import { nginxConfig, postLimitOf } from '../../hosting/nginx.js';
 import { headersFile, redirectsFile, type PagesHost } from '../../hosting/pages.js';
 import { routesOf } from '../../hosting/routes.js';
@@ -15,7 +17,7 @@ import { SitePaths } from '../../paths/site-paths.js';
 import { checkPlaces } from '../../paths/url-scheme.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
-import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
+import { configOptions, exitCodesHelp, positiveInteger, readSettings, type ConfigFlags } from './shared-options.js';
 
 /**
  * `vidfeeds hosting nginx|apache|headers|redirects|manifest`: host configurations printed to
@@ -25,7 +27,7 @@ import { configOptions, configOverrides, positiveInteger, type ConfigFlags } fro
 const GENERATOR = `vidfeeds ${VIDFEEDS_VERSION}`;
 
 interface NginxFlags extends ConfigFlags {
-  root: string;
+  root?: string;
   listen: string;
   serverName?: string;
   upstream?: string;
@@ -40,15 +42,20 @@ interface NginxFlags extends ConfigFlags {
 }
 
 /** The configuration, and the site's paths from it. */
-function siteOf(flags: ConfigFlags): { config: SiteConfig; paths: SitePaths } {
-  const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
+function siteOf(flags: ConfigFlags, io: Console): { config: SiteConfig; run: RunSettings; paths: SitePaths } {
+  const { site: config, run } = readSettings(flags, io);
   checkPlaces(FORMATS);
-  return { config, paths: new SitePaths(config.baseUrl, config.pages, FORMATS) };
+  return { config, run, paths: new SitePaths(config.baseUrl, config.pages, FORMATS) };
 }
 
-function sitePaths(flags: ConfigFlags): SitePaths {
-  return siteOf(flags).paths;
+/** The built tree: --root, else the configuration's `out`. */
+function rootOf(flag: string | undefined, run: RunSettings): string {
+  const root = flag ?? run.out;
+  if (root === null) throw new UsageError('--root is required (or set out in the configuration)');
+  return root;
 }
+
+const EXIT_CODES = { 0: 'printed', 2: 'bad flags or configuration: nothing printed' };
 
 function decodedBasePath(paths: SitePaths): string {
   return decodeURIComponent(paths.basePath);
@@ -89,7 +96,7 @@ function collect(value: string, previous: string[]): string[] {
 
 function existingDir(root: string, flag: string, io: Console): string {
   const full = resolve(root);
-  if (!existsSync(full)) io.err(`vidfeeds: warning: ${flag} ${full} does not exist here (fine if the configuration is for another machine)`);
+  if (!existsSync(full)) io.log.warn(`warning: ${flag} ${full} does not exist here (fine if the configuration is for another machine)`);
   else if (!statSync(full).isDirectory()) throw new UsageError(`${flag} ${full} is not a directory`);
   return full;
 }
@@ -106,11 +113,10 @@ function asUsage<T>(work: () => T): T {
 
 /** `vidfeeds hosting nginx`: an nginx server block for the tree. */
 function registerNginx(hosting: Command, io: Console, setExit: (code: number) => void): void {
-  configOptions(
-    hosting
-      .command('nginx')
-      .description('print an nginx server block that serves every URL of the tree with its content type')
-      .requiredOption('--root <dir>', 'the built tree (the --out of `vidfeeds build`)')
+  const nginx = hosting.command('nginx').description('print an nginx server block that serves every URL of the tree with its content type');
+  requireOption(nginx, '--root <dir>', 'the built tree (the --out of `vidfeeds build`)', 'out');
+  exitCodesHelp(configOptions(
+    nginx
       .option('--listen <port>', 'PORT, ADDRESS:PORT or [IPv6]:PORT to listen on', parseListen, '80')
       .option('--server-name <names>', 'server_name (default: the host of the base URL)')
       .option('--upstream <host:port>', '`vidfeeds serve` for parametrised requests and the recommendation POST', parseHostPort)
@@ -122,13 +128,14 @@ function registerNginx(hosting: Command, io: Console, setExit: (code: number) =>
       .option('--allow-referer <host>', 'another host whose pages may link to the video files (repeatable)', collect, [])
       .option('--name <name>', 'prefix of the names added to nginx (zones, maps, locations)', parseName, 'vidfeeds')
       .option('--brotli-static', 'send the build\'s .br files (needs ngx_brotli\'s static module; see docs/deploy.md)'),
-  ).action((flags: NginxFlags) => {
-    const { config, paths } = siteOf(flags);
+    { siteName: false },
+  ), EXIT_CODES).action((flags: NginxFlags) => {
+    const { config, run, paths } = siteOf(flags, io);
     if (flags.brotliStatic && !config.compress.includes('br')) {
       throw new UsageError('--brotli-static sends the build\'s .br files, but the configuration\'s compress does not write them: add "br" to compress');
     }
     checkNginxFlags(flags);
-    const root = existingDir(flags.root, '--root', io);
+    const root = existingDir(rootOf(flags.root, run), '--root', io);
     const text = asUsage(() =>
       nginxConfig(routesOf(FORMATS), {
         root,
@@ -148,6 +155,7 @@ function registerNginx(hosting: Command, io: Console, setExit: (code: number) =>
         cacheControl: (format) => cacheControlOf(config.cacheControl, format),
         gzipStatic: config.compress.includes('gzip'),
         brotliStatic: flags.brotliStatic ?? false,
+        websub: { hubs: config.websub.hubs, origin: new URL(paths.base).origin },
       }),
     );
     io.out(text);
@@ -173,13 +181,14 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
 
   registerNginx(hosting, io, setExit);
 
-  configOptions(
+  exitCodesHelp(configOptions(
     hosting
       .command('apache')
       .description('print an .htaccess for the root of the tree (Apache 2.4, mod_rewrite)')
       .option('--upstream <host:port>', '`vidfeeds serve` for parametrised requests and the POST (mod_proxy_http)', parseHostPort),
-  ).action((flags: ConfigFlags & { upstream?: string }) => {
-    const { config, paths } = siteOf(flags);
+    { siteName: false },
+  ), EXIT_CODES).action((flags: ConfigFlags & { upstream?: string }) => {
+    const { config, paths } = siteOf(flags, io);
     io.out(
       asUsage(() =>
         htaccess(routesOf(FORMATS), {
@@ -194,41 +203,43 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
     setExit(EXIT.ok);
   });
 
-  configOptions(hosting.command('headers').description('print a _headers file for Netlify and Cloudflare Pages')).action((flags: ConfigFlags) => {
-    const { config, paths } = siteOf(flags);
+  exitCodesHelp(configOptions(hosting.command('headers').description('print a _headers file for Netlify and Cloudflare Pages'), { siteName: false }), EXIT_CODES).action((flags: ConfigFlags) => {
+    const { config, paths } = siteOf(flags, io);
     io.out(headersFile(routesOf(FORMATS), paths.basePath, GENERATOR, (format) => cacheControlOf(config.cacheControl, format)));
     setExit(EXIT.ok);
   });
 
-  configOptions(
-    hosting
-      .command('redirects')
-      .description('print a _redirects file (rewrites, status 200) for Netlify or Cloudflare Pages')
-      .requiredOption('--for <host>', 'netlify or cloudflare', (value: string) => {
-        if (value !== 'netlify' && value !== 'cloudflare') throw new InvalidArgumentError('must be netlify or cloudflare');
-        return value;
-      }),
-  ).action((flags: ConfigFlags & { for: PagesHost }) => {
-    const paths = sitePaths(flags);
+  const redirects = hosting.command('redirects').description('print a _redirects file (rewrites, status 200) for Netlify or Cloudflare Pages');
+  requireOption(redirects, '--for <host>', 'netlify or cloudflare');
+  redirects.options.at(-1)!.argParser((value: string) => {
+    if (value !== 'netlify' && value !== 'cloudflare') throw new InvalidArgumentError('must be netlify or cloudflare');
+    return value;
+  });
+  exitCodesHelp(configOptions(redirects, { siteName: false }), EXIT_CODES).action((flags: ConfigFlags & { for: PagesHost }) => {
+    const { paths } = siteOf(flags, io);
     io.out(redirectsFile(routesOf(FORMATS), paths.basePath, flags.for, GENERATOR));
     setExit(EXIT.ok);
   });
 
-  configOptions(
-    hosting
-      .command('manifest')
-      .description('print a JSON manifest of the built tree: each file, its headers, size, SHA-256, keys and compressed forms')
-      .requiredOption('--root <dir>', 'the built tree (the --out of `vidfeeds build`)'),
-  ).action((flags: ConfigFlags & { root: string }) => {
-    const { config, paths } = siteOf(flags);
-    const root = resolve(flags.root);
+  const manifest = hosting.command('manifest').description('print a JSON manifest of the built tree: each file, its headers, size, SHA-256, keys and compressed forms');
+  requireOption(manifest, '--root <dir>', 'the built tree (the --out of `vidfeeds build`)', 'out');
+  exitCodesHelp(configOptions(manifest, { siteName: false }), EXIT_CODES).action((flags: ConfigFlags & { root?: string }) => {
+    const { config, run, paths } = siteOf(flags, io);
+    const root = resolve(rootOf(flags.root, run));
     if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`--root ${root} is not a directory: build the tree first`);
-    const { manifest, ignored } = buildManifest(routesOf(FORMATS), root, decodedBasePath(paths), GENERATOR, (format) => cacheControlOf(config.cacheControl, format));
-    io.out(JSON.stringify(manifest, null, 2));
+    const { manifest: built, ignored } = buildManifest(
+      routesOf(FORMATS),
+      root,
+      decodedBasePath(paths),
+      GENERATOR,
+      (format) => cacheControlOf(config.cacheControl, format),
+      (match) => websubLinkOfMatch(config.websub.hubs, paths, match),
+    );
+    io.out(JSON.stringify(built, null, 2));
     if (ignored.length > 0) {
-      io.err(`vidfeeds: ${ignored.length} files under ${root} are not documents of the format table and are left out (e.g. ${ignored.slice(0, 3).join(', ')})`);
+      io.log.warn(`${ignored.length} files under ${root} are not documents of the format table and are left out (e.g. ${ignored.slice(0, 3).join(', ')})`);
     }
-    io.err(`vidfeeds: ${manifest.files.length} files in the manifest`);
+    io.log.info(`${built.files.length} files in the manifest`);
     setExit(EXIT.ok);
   });
 }

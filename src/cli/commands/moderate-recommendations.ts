@@ -1,10 +1,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { resolve } from 'node:path';
 import { openForUpdate, openForReading } from '../../db/open-database.js';
 import { listForReview, review, REVIEW_STATUSES, type ReviewRow, type ReviewStatus, type Selection } from '../../db/moderation.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
-import { positiveInteger } from './shared-options.js';
+import { requireOption } from '../check-command-line.js';
+import { configOptions, databaseOf, exitCodesHelp, positiveInteger, readSettings } from './shared-options.js';
 
 /**
  * `vidfeeds recommendations list|approve|reject`: moderation of submitted recommendations
@@ -13,7 +13,8 @@ import { positiveInteger } from './shared-options.js';
  */
 
 interface SelectFlags {
-  db: string;
+  config?: string;
+  db?: string;
   user?: string;
   from?: string;
 }
@@ -55,17 +56,16 @@ export function registerRecommendations(program: Command, io: Console, setExit: 
     .command('recommendations')
     .description('moderate submitted recommendations: list, approve, reject (per user, per submitter address, or in bulk)');
 
-  group
-    .command('list')
-    .description('list recommendations, newest first: id, status, user, received, from, link, title (tab-separated)')
-    .requiredOption('--db <file>', 'site database (SQLite)')
+  const list = group.command('list').description('list recommendations, newest first: id, status, user, received, from, link, title (tab-separated)');
+  requireOption(list, '--db <file>', 'site database (SQLite)', 'db');
+  exitCodesHelp(configOptions(list, { baseUrl: false, siteName: false }), { 0: 'listed', 2: 'bad flags, configuration or database' })
     .option('--user <name>', 'only those for this user')
     .option('--from <address>', 'only those sent from this client address')
     .option('--status <status>', 'pending, approved, rejected or all', parseStatus, 'pending')
     .option('--limit <n>', 'at most this many', positiveInteger('--limit'))
     .option('--json', 'one JSON object per line instead of tab-separated text')
     .action((flags: ListFlags) => {
-      const db = openForReading(resolve(flags.db));
+      const db = openForReading(databaseOf(flags.db, readSettings(flags, io).run));
       let rows: ReviewRow[];
       try {
         rows = listForReview(db, { username: flags.user, submitter: flags.from, status: flags.status, limit: flags.limit });
@@ -73,7 +73,7 @@ export function registerRecommendations(program: Command, io: Console, setExit: 
         db.close();
       }
       for (const row of rows) io.out(flags.json ? JSON.stringify(row) : line(row));
-      io.err(`vidfeeds: ${rows.length} ${flags.status === 'all' ? '' : `${flags.status} `}recommendation${rows.length === 1 ? '' : 's'}`);
+      io.log.info(`${rows.length} ${flags.status === 'all' ? '' : `${flags.status} `}recommendation${rows.length === 1 ? '' : 's'}`);
       setExit(EXIT.ok);
     });
 
@@ -81,14 +81,15 @@ export function registerRecommendations(program: Command, io: Console, setExit: 
     ['approve', 'approved'],
     ['reject', 'rejected'],
   ] as const) {
-    group
+    const command = group
       .command(verb)
       .description(
         `${verb} recommendations by id (any status), or every pending one of --user, of --from, or --all; ` +
           'the next build or watch follows',
       )
-      .argument('[ids...]', 'recommendation ids, as `list` shows them')
-      .requiredOption('--db <file>', 'site database (SQLite)')
+      .argument('[ids...]', 'recommendation ids, as `list` shows them');
+    requireOption(command, '--db <file>', 'site database (SQLite)', 'db');
+    exitCodesHelp(configOptions(command, { baseUrl: false, siteName: false }), { 0: `${status} them all`, 1: 'an id names no recommendation (the others were changed)', 2: 'bad flags, configuration or database: nothing was changed' })
       .option('--user <name>', 'the pending ones for this user')
       .option('--from <address>', 'the pending ones sent from this client address')
       .option('--all', 'every pending one')
@@ -101,7 +102,7 @@ export function registerRecommendations(program: Command, io: Console, setExit: 
           throw new UsageError('--all takes no ids, --user or --from: nothing was changed');
         }
         const selection: Selection = { ids: ids.length > 0 ? ids : undefined, username: flags.user, submitter: flags.from };
-        const db = openForUpdate(resolve(flags.db));
+        const db = openForUpdate(databaseOf(flags.db, readSettings(flags, io).run));
         let outcome;
         try {
           outcome = review(db, selection, status, new Date());
@@ -109,9 +110,9 @@ export function registerRecommendations(program: Command, io: Console, setExit: 
           db.close();
         }
         if (outcome.changed.length > 0) io.out(outcome.changed.join('\n'));
-        io.err(`vidfeeds: ${status} ${outcome.changed.length} recommendation${outcome.changed.length === 1 ? '' : 's'}; the next build or watch publishes the change`);
+        io.log.info(`${status} ${outcome.changed.length} recommendation${outcome.changed.length === 1 ? '' : 's'}; the next build or watch publishes the change`);
         if (outcome.missing.length > 0) {
-          io.err(`vidfeeds: no recommendation ${outcome.missing.join(', ')}`);
+          io.log.error(`no recommendation ${outcome.missing.join(', ')}`);
           setExit(EXIT.failed);
           return;
         }

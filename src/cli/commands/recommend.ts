@@ -7,10 +7,11 @@ import { submitRecommendation, validateRecommendation, type RecommendationInput 
 import { showName } from '../../paths/names.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
-import { configOptions, configOverrides, type ConfigFlags } from './shared-options.js';
+import { requireOption } from '../check-command-line.js';
+import { configOptions, databaseOf, exitCodesHelp, readSettings, type ConfigFlags } from './shared-options.js';
 
 interface RecommendFlags extends ConfigFlags {
-  db: string;
+  db?: string;
   title?: string;
   image?: string;
   link?: string;
@@ -26,33 +27,40 @@ export interface RecommendRequest {
   config: SiteConfig;
 }
 
-export function parseRecommendRequest(username: string, flags: RecommendFlags): RecommendRequest {
+export function parseRecommendRequest(username: string, flags: RecommendFlags, io: Console): RecommendRequest {
   if (username === '') throw new UsageError('recommend needs a user name');
-  const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
+  const { site: config, run } = readSettings(flags, io);
+  const db = databaseOf(flags.db, run);
   const input = { title: flags.title, image: flags.image, link: flags.link, description: flags.description, duration: flags.duration };
   // The same check runs again in submitRecommendation; here it stops before the database is opened.
   const checked = validateRecommendation(input, { allowedHosts: config.recommendationSubmit.allowedHosts });
   if (!checked.ok) throw new UsageError(`--${checked.field}: ${checked.message}; nothing stored`);
-  return { db: resolve(flags.db), username, input, config };
+  return { db, username, input, config };
 }
 
 export function registerRecommend(program: Command, io: Console, setExit: (code: number) => void): void {
-  configOptions(
-    program
-      .command('recommend')
-      .description(
-        "submit a recommendation for a user, as the POST to /<user>/openrecommender/ does: held for moderation unless " +
-          'the configuration publishes at once, within the same limits per user as the POST',
-      )
-      .argument('<user>', 'username of the published user it is for')
-      .requiredOption('--db <file>', 'site database (SQLite) to write to')
-      .option('--title <text>', 'title of the recommended video (required)')
-      .option('--image <url>', 'absolute http(s) URL of its thumbnail, poster or still (required)')
-      .option('--link <url>', 'absolute http(s) URL of the video (required)')
+  const command = program
+    .command('recommend')
+    .description(
+      "submit a recommendation for a user, as the POST to /<user>/openrecommender/ does: held for moderation unless " +
+        'the configuration publishes at once, within the same limits per user as the POST',
+    )
+    .argument('<user>', 'username of the published user it is for');
+  requireOption(command, '--db <file>', 'site database (SQLite) to write to', 'db');
+  requireOption(command, '--title <text>', 'title of the recommended video');
+  requireOption(command, '--image <url>', 'absolute http(s) URL of its thumbnail, poster or still');
+  requireOption(command, '--link <url>', 'absolute http(s) URL of the video');
+  exitCodesHelp(configOptions(
+    command
       .option('--description <text>', 'text description of the video')
       .option('--duration <time>', 'length of the video, as mm:ss or whole seconds'),
-  ).action((username: string, flags: RecommendFlags) => {
-    const request = parseRecommendRequest(username, flags);
+    { baseUrl: false, siteName: false },
+  ), {
+    0: 'stored',
+    1: 'the user already has this link, or a limit is reached: nothing stored',
+    2: 'bad input or configuration, an unknown, suspended or deleted user, or a missing database: nothing stored',
+  }).action((username: string, flags: RecommendFlags) => {
+    const request = parseRecommendRequest(username, flags, io);
     const db = openForUpdate(request.db);
     let result;
     try {
@@ -73,20 +81,20 @@ export function registerRecommend(program: Command, io: Console, setExit: (code:
             `(no such user, suspended or deleted, or a name that cannot be a path); nothing stored`,
         );
       case 'duplicate':
-        io.err(`vidfeeds: ${showName(request.username)} already has this link (recommendation ${result.id}); nothing stored`);
+        io.log.error(`${showName(request.username)} already has this link (recommendation ${result.id}); nothing stored`);
         setExit(EXIT.failed);
         return;
       case 'limited':
-        io.err(`vidfeeds: ${result.message} (try again in ${result.retryAfterSeconds} seconds); nothing stored`);
+        io.log.error(`${result.message} (try again in ${result.retryAfterSeconds} seconds); nothing stored`);
         setExit(EXIT.failed);
         return;
       case 'stored':
         if (result.published) {
           io.out(`stored recommendation ${result.id} for ${request.username}, published`);
-          io.err(`vidfeeds: run \`vidfeeds build --user ${request.username}\` (or let watch pick it up) to publish it`);
+          io.log.info(`run \`vidfeeds build --user ${request.username}\` (or let watch pick it up) to publish it`);
         } else {
           io.out(`stored recommendation ${result.id} for ${request.username}, pending moderation`);
-          io.err(`vidfeeds: approve it with \`vidfeeds recommendations approve ${result.id} --db ${request.db}\`; the next build publishes it`);
+          io.log.info(`approve it with \`vidfeeds recommendations approve ${result.id} --db ${request.db}\`; the next build publishes it`);
         }
         setExit(EXIT.ok);
     }

@@ -3,22 +3,24 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from '../../config/load-config.js';
 import { createSiteContext } from '../../pipeline/render/site-context.js';
-import { openForReading, openForUpdate } from '../../db/open-database.js';
+import { checkDatabaseFile, openForReading, openForUpdate } from '../../db/open-database.js';
 import { FORMATS } from '../../formats/registry.js';
 import { routesOf } from '../../hosting/routes.js';
-import { listen } from '../../serve/http-server.js';
+import { listen, type AccessEntry } from '../../serve/http-server.js';
 import { SiteServer } from '../../serve/site-server.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
-import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
+import { requireOption } from '../check-command-line.js';
+import { configOptions, databaseOf, exitCodesHelp, nonNegativeInteger, outOf, readSettings, type ConfigFlags } from './shared-options.js';
 import { parseListenHost } from './hosting.js';
 
 interface ServeFlags extends ConfigFlags {
-  db: string;
-  out: string;
+  db?: string;
+  out?: string;
   port: number;
   host: string;
-  quiet?: boolean;
+  /** --no-access-log */
+  accessLog?: boolean;
 }
 
 /**
@@ -27,22 +29,28 @@ interface ServeFlags extends ConfigFlags {
  * recommendation POST). Runs until SIGINT or SIGTERM.
  */
 export function registerServe(program: Command, io: Console, setExit: (code: number) => void): void {
-  configOptions(
-    program
-      .command('serve')
-      .description('serve the built tree like the generated nginx configuration, plus what only the database can answer')
-      .requiredOption('--db <file>', 'site database (SQLite)')
-      .option('--out <dir>', 'the built tree', 'out')
-      .option('--port <n>', 'port to listen on', positiveInteger('--port', 65535), 8080)
+  const command = program
+    .command('serve')
+    .description('serve the built tree like the generated nginx configuration, plus what only the database can answer');
+  requireOption(command, '--db <file>', 'site database (SQLite)', 'db');
+  exitCodesHelp(configOptions(
+    command
+      .option('--out <dir>', 'the built tree (default: out, or `out` in the configuration)')
+      .option('--port <n>', 'port to listen on (0: any free port, named in the first line)', nonNegativeInteger('--port', 65535), 8080)
       .option('--host <address>', 'address to listen on (loopback by default; use 0.0.0.0 behind a firewall only)', parseListenHost, '127.0.0.1')
-      .option('--quiet', 'do not log each request to stderr'),
-  ).action(async (flags: ServeFlags) => {
-    const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-    const root = resolve(flags.out);
+      .option('--no-access-log', 'do not log each request (as accessLog: false in the configuration)'),
+  ), {
+    0: 'stopped by SIGINT or SIGTERM',
+    2: 'bad flags, configuration or database, no tree, or the address cannot be listened on',
+  }).action(async (flags: ServeFlags) => {
+    io.log.withTimes();
+    const { site: config, run } = readSettings(flags, io);
+    const root = outOf(flags.out, run);
+    const dbFile = databaseOf(flags.db, run);
+    checkDatabaseFile(dbFile);
     if (!existsSync(root) || !statSync(root).isDirectory()) {
-      throw new UsageError(`--out ${root} is not a directory: build the tree first (\`vidfeeds build --db ${flags.db} --out ${flags.out}\`)`);
+      throw new UsageError(`--out ${root} is not a directory: build the tree first (\`vidfeeds build --db ${dbFile} --out ${root}\`)`);
     }
-    const dbFile = resolve(flags.db);
     const site = createSiteContext(config, FORMATS);
     const db = openForReading(dbFile);
     const core = new SiteServer({
@@ -54,7 +62,14 @@ export function registerServe(program: Command, io: Console, setExit: (code: num
     });
     let running;
     try {
-      running = await listen(core, { host: flags.host, port: flags.port, log: flags.quiet ? undefined : (line) => io.err(line) });
+      // Off by the flag or the configuration; below the level, not even formatted.
+      const logged = flags.accessLog !== false && run.accessLog && io.log.enabled('info');
+      running = await listen(core, {
+        host: flags.host,
+        port: flags.port,
+        access: logged ? (entry) => io.log.info(accessLine(entry), { ...entry, ms: Number(entry.ms.toFixed(3)) }) : undefined,
+        error: (message) => io.log.error(message),
+      });
     } catch (error) {
       core.close();
       db.close();
@@ -64,7 +79,7 @@ export function registerServe(program: Command, io: Console, setExit: (code: num
       if (code === 'EADDRNOTAVAIL') throw new UsageError(`--host ${flags.host} is not an address of this machine`);
       throw error;
     }
-    io.err(`vidfeeds: serving ${root} at ${running.url}${site.paths.basePath}/ (base URL ${site.paths.base}/); Ctrl-C stops`);
+    io.log.info(`serving ${root} at ${running.url}${site.paths.basePath}/ (base URL ${site.paths.base}/); Ctrl-C stops`, { url: `${running.url}${site.paths.basePath}/` });
     await new Promise<void>((done) => {
       const stop = () => {
         process.off('SIGINT', stop);
@@ -77,7 +92,12 @@ export function registerServe(program: Command, io: Console, setExit: (code: num
     await running.close();
     core.close();
     db.close();
-    io.err('vidfeeds: stopped');
+    io.log.info('stopped');
     setExit(EXIT.ok);
   });
+}
+
+/** `192.0.2.7 "GET /alice/rss/" 200 5120 1.8ms`: an access line as text. */
+export function accessLine(entry: AccessEntry): string {
+  return `${entry.client} "${entry.method} ${entry.path}" ${entry.status} ${entry.bytes} ${entry.ms.toFixed(1)}ms`;
 }

@@ -6,6 +6,7 @@ import { checkShards } from '../../pipeline/record/shard-check.js';
 import { EXIT, UsageError } from '../errors.js';
 import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
+import { exitCodesHelp } from './shared-options.js';
 
 /**
  * `vidfeeds shards check <dir>...`: before the parts of a sharded build are merged, checks from
@@ -18,8 +19,9 @@ import type { Console } from '../output.js';
 export function registerShards(program: Command, io: Console, setExit: (code: number) => void): void {
   const shards = program.command('shards').description('work with the parts of a sharded build (`vidfeeds build --shard K/N`, docs/scale.md)');
 
-  shards
-    .command('check')
+  const check = shards.command('check');
+  exitCodesHelp(check, { 0: 'the parts agree', 1: 'they do not (each problem on stdout)', 2: 'a directory or a record cannot be read' });
+  check
     .description('check that the parts in these output directories can be merged: all N parts, one database snapshot, one configuration')
     .argument('<dir...>', 'output directories of the parts (one holding every part, or one per part)')
     .option('--json', 'print one JSON report on stdout (docs/report.md)')
@@ -27,8 +29,7 @@ export function registerShards(program: Command, io: Console, setExit: (code: nu
     .addHelpText(
       'after',
       '\nEach build leaves .vidfeeds-build.json (a part: .vidfeeds-build.shard-K-of-N.json) in its output directory;\n' +
-        'this compares them. Exit codes: 0 the parts agree, 1 they do not (each problem on stdout), 2 a directory or a\n' +
-        'record cannot be read.',
+        'this compares them.',
     )
     .action((dirs: string[], flags: { json?: boolean; quiet?: boolean }) => withJsonErrors('shards check', flags.json, io.out, () => {
       const started = process.hrtime.bigint();
@@ -64,7 +65,9 @@ export function registerShards(program: Command, io: Console, setExit: (code: nu
       } else {
         for (const problem of result.problems) io.out(problem);
       }
-      if (!flags.quiet || exitCode !== EXIT.ok) io.err(`vidfeeds: ${result.summary}`);
+      if (exitCode === EXIT.ok) {
+        if (!flags.quiet) io.log.info(result.summary);
+      } else io.log.error(result.summary);
       setExit(exitCode);
     }));
 }

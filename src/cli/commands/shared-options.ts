@@ -1,5 +1,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import type { ConfigOverride } from '../../config/load-config.js';
+import { resolve } from 'node:path';
+import { loadSettings, type ConfigOverride } from '../../config/load-config.js';
+import type { SiteConfig } from '../../config/site-config.js';
+import type { RunSettings } from '../../config/run-settings.js';
+import { UsageError } from '../errors.js';
+import type { Console } from '../output.js';
 
 /** Flags every command that reads the configuration accepts; flags win over the file. */
 export interface ConfigFlags {
@@ -9,12 +14,50 @@ export interface ConfigFlags {
   strict?: boolean;
 }
 
-export function configOptions(command: Command): Command {
-  return command
-    .option('--config <file>', 'configuration file (default: vidfeeds.config.json if present)')
-    .option('--base-url <url>', 'base URL the tree is served under (overrides baseUrl)')
-    .option('--site-name <name>', 'name of the site (overrides siteName)')
-    .option('--strict', 'stop on a row that cannot be published instead of skipping it (overrides strict)');
+/** `--config`, and the site settings that shape URLs and names: on the commands that read them. */
+export function configOptions(command: Command, { baseUrl = true, siteName = true }: { baseUrl?: boolean; siteName?: boolean } = {}): Command {
+  command.option('--config <file>', 'configuration file (default: vidfeeds.config.json if present)');
+  if (baseUrl) command.option('--base-url <url>', 'base URL the tree is served under (overrides baseUrl)');
+  if (siteName) command.option('--site-name <name>', 'name of the site (overrides siteName)');
+  return command;
+}
+
+/** `--strict`: only where rows are published (build, watch). */
+export function strictOption(command: Command): Command {
+  return command.option('--strict', 'stop on a row that cannot be published instead of skipping it (overrides strict)');
+}
+
+/** The exit codes a command's help lists, one per line. */
+export function exitCodesHelp(command: Command, codes: Record<number, string>): Command {
+  const lines = Object.entries(codes).map(([code, meaning]) => `  ${code.padEnd(4)}${meaning}`);
+  return command.addHelpText('after', `\nExit codes:\n${lines.join('\n')}`);
+}
+
+/**
+ * The configuration for a command: the site's settings and the run settings, with the file's
+ * logging settings applied where no flag set them.
+ */
+export function readSettings(flags: ConfigFlags, io: Console): { site: SiteConfig; run: RunSettings } {
+  const { site, run } = loadSettings({ configFile: flags.config, overrides: configOverrides(flags) });
+  io.log.useConfig({ level: run.logLevel, format: run.logFormat });
+  return { site, run };
+}
+
+/** The database a command reads: the flag (relative to the working directory), else the configuration's `db`. */
+export function databaseOf(flag: string | undefined, run: RunSettings): string {
+  if (flag !== undefined) return resolve(flag);
+  if (run.db !== null) return run.db;
+  throw new UsageError('--db is required (or set db in the configuration)');
+}
+
+/** The output directory: the flag, else the configuration's `out`, else out in the working directory. */
+export function outOf(flag: string | undefined, run: RunSettings): string {
+  return resolve(flag ?? run.out ?? 'out');
+}
+
+/** The state file if one is named: the flag, else the configuration's `state`. */
+export function stateOf(flag: string | undefined, run: RunSettings): string | undefined {
+  return flag !== undefined ? resolve(flag) : (run.state ?? undefined);
 }
 
 /** The settings flags give, each with its flag, so that a bad value is blamed on the flag and not on the file. */

@@ -1,21 +1,38 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { BuildReport } from '../../pipeline/build-report.js';
-import { DEFAULT_CONFIG_FILE, loadConfig } from '../../config/load-config.js';
+import { describeIssue } from '../../db/decode.js';
+import { DEFAULT_CONFIG_FILE, loadSettings } from '../../config/load-config.js';
+import { checkDatabaseFile } from '../../db/open-database.js';
+import { requireOption } from '../check-command-line.js';
 import { previewUrlWarning } from '../preview-warning.js';
 import { shortName, watchInputs } from '../../watch/file-watcher.js';
 import { DEFAULT_POLL_MS, WatchSession } from '../../watch/watch-session.js';
 import { EXIT } from '../errors.js';
 import type { Console } from '../output.js';
-import { buildRequest, summaryText } from './build.js';
-import { configOptions, configOverrides, nonNegativeInteger, type ConfigFlags } from './shared-options.js';
+import { buildRequest, summaryFields, summaryText } from './build.js';
+import { configOptions, configOverrides, databaseOf, exitCodesHelp, nonNegativeInteger, outOf, positiveInteger, readSettings, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
+import { VIDFEEDS_VERSION } from '../../config/version.js';
+import { FORMATS } from '../../formats/registry.js';
+import { SitePaths } from '../../paths/site-paths.js';
+import { routesOf } from '../../hosting/routes.js';
+import { changesOfFiles } from '../../deploy/change-set.js';
+import { NotifyBatcher } from '../../deploy/notify-batch.js';
+import { buildNotifySettings, type AnnounceFlags } from '../announce.js';
+import { reportDeliveries } from '../notify-report.js';
+import { SyncInterval } from '../../watch/sync-interval.js';
+import { runSync } from '../../sync/run-sync.js';
+import { syncRequest, syncSummary } from './sync.js';
 
-interface WatchFlags extends ConfigFlags {
-  db: string;
-  out: string;
+interface WatchFlags extends ConfigFlags, AnnounceFlags {
+  notifyDelay: number;
+  db?: string;
+  out?: string;
+  syncEvery?: number;
   state?: string;
   debounce: number;
   poll: number;
+  allowRemovals?: boolean;
 }
 
 /**
@@ -25,58 +42,111 @@ interface WatchFlags extends ConfigFlags {
  * database that is unusable at start stops it with exit 2, as `build` does.
  */
 export function registerWatch(program: Command, io: Console, setExit: (code: number) => void): void {
-  configOptions(
-    program
-      .command('watch')
-      .description('build, then rebuild what changed as soon as the database, the configuration or a template changes (Ctrl-C stops)')
-      .requiredOption('--db <file>', 'site database (SQLite); its -wal file is watched too')
-      .option('--out <dir>', 'output directory', 'out')
-      .option('--state <file>', 'build state file (default: .vidfeeds/<out>.state.sqlite beside the output directory)')
+  const command = program
+    .command('watch')
+    .description('build, then rebuild what changed as soon as the database, the configuration or a template changes (Ctrl-C stops)');
+  requireOption(command, '--db <file>', 'site database (SQLite); its -wal file is watched too', 'db');
+  exitCodesHelp(strictOption(configOptions(
+    command
+      .option('--out <dir>', 'output directory (default: out, or `out` in the configuration)')
+      .option('--state <file>', 'build state file (default: `state` in the configuration, else .vidfeeds/<out>.state.sqlite beside the output directory)')
+      .option('--allow-removals', 'let builds remove more than maxRemovalShare of the published documents (otherwise such a build is reported and the tree kept)')
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
-      .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS),
-  ).action(async (flags: WatchFlags) => {
-    const request = buildRequest({ db: flags.db, out: flags.out, state: flags.state });
-    const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
-    const load = () => loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
+      .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS)
+      .option('--sync-every <seconds>', "also run `vidfeeds sync` (the configuration's sync section) at start and then every SECONDS; a sync that changed something is built", positiveInteger('--sync-every', 86_400))
+      .option('--on-change <command>', 'run COMMAND (through sh) with the changed and removed URLs on its standard input, one per line, batched like the notifications')
+      .option('--no-notify', 'do not notify the WebSub hubs and IndexNow of the configuration')
+      .option('--notify-delay <ms>', 'send the changes of every build within this long of the first together: one request per hub for a burst of edits', nonNegativeInteger('--notify-delay', 600_000), 2000),
+  )), {
+    0: 'stopped by SIGINT or SIGTERM after the running build',
+    2: 'bad flags, configuration, template or database at start: nothing was touched',
+  }).action((flags: WatchFlags) => watchAction(flags, io, setExit));
+}
 
-    const clock = () => new Date().toISOString().slice(11, 19);
-    let watcher: ReturnType<typeof watchInputs> | undefined;
-    // A bad configuration, template or database stops here, before a file is touched (exit 2).
-    const session = new WatchSession({
-      db: request.db,
-      out: request.out,
-      stateFile: request.stateFile,
-      loadConfig: load,
-      delayMs: flags.debounce,
-      pollMs: flags.poll,
-      onBuild: (report: BuildReport, changes) => {
-        io.err(`vidfeeds: ${clock()} ${describeChanges(changes)}: ${summaryText(report)}`);
-        watcher?.setTemplateDirs(session.templateDirs());
-      },
-      onProblem: (message) => io.err(`vidfeeds: ${clock()} ${message}`),
-      // Every one, however many, as build names them: the operator must find each row left out.
-      onWarning: (message) => io.err(`vidfeeds: ${message}`),
-    });
-    const warning = previewUrlWarning(load(), request.db);
-    if (warning !== null) io.err(warning);
-    try {
-      watcher = watchInputs(
-        { db: request.db, config: configFile, templateDirs: session.templateDirs() },
-        (kind, path) => session.changed(kind, path),
-        (message) => io.err(`vidfeeds: ${message}`),
-      );
-      await watcher.ready();
-      io.err(`vidfeeds: watching ${request.db} (and its -wal), ${configFile} and templates in ${session.templateDirs().join(', ')}; Ctrl-C stops`);
-      session.start();
-      const signal = await nextSignal();
-      io.err(`vidfeeds: ${signal}: stopping${session.queue.busy ? ' after the running build' : ''}`);
-    } finally {
-      await session.stop();
-      await watcher?.close();
-    }
-    io.err('vidfeeds: stopped');
-    setExit(EXIT.ok);
+/** The watch itself: a session of builds, the inputs' watcher, the notifications and the syncs, until a signal. */
+async function watchAction(flags: WatchFlags, io: Console, setExit: (code: number) => void): Promise<void> {
+  io.log.withTimes();
+  const { run } = readSettings(flags, io);
+  const request = buildRequest({ db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
+  checkDatabaseFile(request.db);
+  const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
+  // The run settings (paths, logging) are read once, at start; the site's are read again on each change.
+  const load = () => loadSettings({ configFile: flags.config, overrides: configOverrides(flags) }).site;
+
+  // The settings at start decide who hears of changes; the files of builds that failed part-way
+  // are live too, so they wait for the next build that finishes.
+  const startConfig = load();
+  const paths = new SitePaths(startConfig.baseUrl, startConfig.pages, FORMATS);
+  const notify = buildNotifySettings(startConfig, paths, flags);
+  const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
+  const files = { written: [] as string[], removed: [] as string[] };
+  let watcher: ReturnType<typeof watchInputs> | undefined;
+  // A bad configuration, template or database stops here, before a file is touched (exit 2).
+  const session = new WatchSession({
+    db: request.db,
+    out: request.out,
+    stateFile: request.stateFile,
+    loadConfig: load,
+    delayMs: flags.debounce,
+    removalGuard: flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum },
+    pollMs: flags.poll,
+    onWrote: batcher === null ? undefined : (path) => files.written.push(path),
+    onRemoved: batcher === null ? undefined : (path) => files.removed.push(path),
+    onBuild: (report: BuildReport, changes) => {
+      const line = `${describeChanges(changes)}: ${summaryText(report)}`;
+      if (report.failedCount > 0) io.log.error(line, { changes, ...summaryFields(report) });
+      else io.log.info(line, { changes, ...summaryFields(report) });
+      if (batcher !== null) {
+        batcher.add(changesOfFiles(files.written.splice(0), files.removed.splice(0), paths, routesOf(FORMATS)));
+      }
+      watcher?.setTemplateDirs(session.templateDirs());
+    },
+    onProblem: (message) => io.log.error(message),
+    // Every one, however many, as build names them: the operator must find each row left out.
+    onWarning: (message) => io.log.warn(message),
   });
+  const warning = previewUrlWarning(load(), request.db);
+  if (warning !== null) io.log.warn(warning);
+  // The sync's settings are checked at start (exit 2 when there is no source or no mapping),
+  // then read again before each sync, so an edited mapping applies to the next one.
+  if (flags.syncEvery !== undefined) syncRequest(load(), { db: request.db }, process.env);
+  const syncs =
+    flags.syncEvery === undefined
+      ? undefined
+      : new SyncInterval({
+          everyMs: flags.syncEvery * 1000,
+          run: (stopping) =>
+            runSync(syncRequest(load(), { db: request.db, command: 'vidfeeds watch --sync-every' }, process.env), {
+              skipped: (row) => io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`),
+              issue: (issue) => io.log.warn(`sync: ${describeIssue(issue)}`),
+              stopRequested: () => (stopping() ? 'SIGTERM' : null),
+            }),
+          onSynced: (report) => io.log.info(syncSummary(report)),
+          onProblem: (error) => io.log.error(`sync failed, next in ${flags.syncEvery} s: ${(error as Error).message ?? String(error)}`),
+        });
+  try {
+    watcher = watchInputs(
+      { db: request.db, config: configFile, templateDirs: session.templateDirs() },
+      (kind, path) => {
+        io.log.debug(`${kind} changed: ${path}`, { kind, path });
+        session.changed(kind, path);
+      },
+      (message) => io.log.warn(message),
+    );
+    await watcher.ready();
+    io.log.info(`watching ${request.db} (and its -wal), ${configFile} and templates in ${session.templateDirs().join(', ')}; Ctrl-C stops`);
+    session.start();
+    syncs?.start();
+    const signal = await nextSignal();
+    io.log.info(`${signal}: stopping${session.queue.busy ? ' after the running build' : ''}`);
+  } finally {
+    await syncs?.stop();
+    await session.stop();
+    await watcher?.close();
+    await batcher?.flush();
+  }
+  io.log.info('stopped');
+  setExit(EXIT.ok);
 }
 
 /** Resolves with the first SIGINT or SIGTERM; a second one gets the default (immediate exit). */

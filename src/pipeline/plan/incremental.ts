@@ -65,7 +65,14 @@ export function planBuild({ state, fingerprint, log, options }: PlanInput): Buil
     return { mode: 'partial', reason: `${what.join(' ')}; the change log position is kept for the next build`, verify };
   }
   const full = (reason: string): BuildPlan => ({ mode: 'full', reason, verify });
-  if (options.full) return full('--full');
+  const views = log?.views ?? [];
+  if (views.length > 0) {
+    const reason = `${views.join(', ')} ${views.length === 1 ? 'is a view' : 'are views'} in place of vidfeeds's tables: changes to their rows reach no change log, so every build renders everything; fill real tables with \`vidfeeds sync\` (docs/adopting.md)`;
+    return { mode: 'full', reason, verify: verify || options.full === true };
+  }
+  // An asked-for full build is also the repair: every file is read back and compared with its
+  // render, so a file changed or lost on disk is rewritten even where the record still matches.
+  if (options.full) return { mode: 'full', reason: '--full: every file is compared with its bytes on disk', verify: true };
   if (state.interrupted) return full('the last build did not finish: every file is checked against its bytes on disk');
   if (state.replacedVersion !== null) {
     return full(`the saved state is of version ${state.replacedVersion} (this vidfeeds keeps version ${STATE_VERSION})`);
@@ -102,9 +109,11 @@ export function templateDirs(config: SiteConfig): string[] {
 }
 
 export function buildFingerprint(config: SiteConfig, formats: readonly Format[], vidfeedsVersion: string): BuildFingerprint {
-  // `strict` decides only whether a bad row stops the build, and `cacheControl` only what the
-  // host configurations say: never a byte of a document.
-  const { strict: _strict, cacheControl: _cacheControl, ...shaping } = config;
+  // `strict` decides only whether a bad row stops the build, `cacheControl` only what the host
+  // configurations say, and where and when changes are announced only who hears of them: never a
+  // byte of a document (the IndexNow key is the key file's bytes, and stays).
+  const { strict: _strict, cacheControl: _cacheControl, notifyAfter: _notifyAfter, sync: _sync, indexNow, websub, ...rest } = config;
+  const shaping = { ...rest, hubs: websub.hubs, indexNowKey: indexNow.key };
   return {
     vidfeedsVersion,
     codeHash: codeHash(),

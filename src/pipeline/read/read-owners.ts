@@ -98,8 +98,15 @@ export function* readVideos(scope: ReadScope, selection: OwnerSelection): Genera
  * build (`failed` holds `format NUL key`). `changes` says which owners may differ from what the
  * site files on disk list (run-build.ts), for the documents split by id.
  */
-export function siteIndex(reader: SiteReader, paths: SitePaths, failed: ReadonlySet<string>, changes?: SiteIndex['changes']): SiteIndex {
+export function siteIndex(
+  reader: SiteReader,
+  paths: SitePaths,
+  failed: ReadonlySet<string>,
+  changes?: SiteIndex['changes'],
+  lastModified?: SiteIndex['lastModified'],
+): SiteIndex {
   return {
+    ...(lastModified === undefined ? {} : { lastModified }),
     documentFailed: (format, key) => failed.has(`${format}\u0000${key}`),
     *usernames() {
       for (const row of reader.users()) if (paths.problem(row.username) === null) yield row.username;

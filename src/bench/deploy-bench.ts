@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+
+/**
+ * `npm run bench -- --deploy [--users N]`: a built tree of N demo users deployed to a local
+ * S3-compatible store (s3rver in a process of its own) through `vidfeeds deploy`, as a user's
+ * S3 is reached (endpoint override, path-style): the first deploy (objects per second), a
+ * deploy with nothing changed (seconds, 0 uploads) and one after a one-video edit (uploads =
+ * the objects of the files whose bytes changed). s3rver stores each object as files of its own,
+ * so the rates measure it as much as vidfeeds; the counts are what the bench checks.
+ */
+
+export interface DeployBenchInput {
+  users: number;
+  demoDb: string;
+  runDir: string;
+  /** `dist/bench/s3rver-child.js`. */
+  storeScript: string;
+  /** Runs a vidfeeds command in a child process with extra environment; resolves with its time and output. */
+  runCli: (args: string[], env: Record<string, string>) => Promise<{ seconds: number; stdout: string; stderr: string }>;
+  lines: (line: string) => void;
+}
+
+const BUCKET = 'site';
+const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
+
+export async function benchDeploy(input: DeployBenchInput): Promise<void> {
+  const { runDir, lines } = input;
+  const db = join(runDir, 'site.sqlite');
+  const out = join(runDir, 'out');
+  copyFileSync(input.demoDb, db);
+  const build = await input.runCli(['build', '--db', db, '--out', out, '--json', '--no-notify'], {});
+  lines(`  build: ${build.seconds.toFixed(1)} s`);
+  const storeDir = join(runDir, 'store');
+  mkdirSync(storeDir, { recursive: true });
+  const { child, port } = await startStore(input.storeScript, storeDir);
+  try {
+    const deploy = async (what: string) => {
+      const result = await input.runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', `http://127.0.0.1:${port}`, '--json', '--no-notify'], CREDENTIALS);
+      const report = JSON.parse(result.stdout.split('\n').find((l) => l.startsWith('{'))!) as { counts: { objects: number; uploaded: number; deleted: number; unchanged: number } };
+      const { objects, uploaded, deleted } = report.counts;
+      lines(
+        `  ${what.padEnd(22)} ${result.seconds.toFixed(1).padStart(7)} s   ${String(objects).padStart(8)} objects   ${String(uploaded).padStart(8)} uploaded   ${String(deleted).padStart(5)} deleted` +
+          (uploaded > 0 ? `   ${(uploaded / result.seconds).toFixed(0)} objects/s` : ''),
+      );
+      return report.counts;
+    };
+    await deploy('first deploy');
+    const unchanged = await deploy('no-change deploy');
+    if (unchanged.uploaded !== 0 || unchanged.deleted !== 0) {
+      // s3rver pages its listing by walking its folders, not in key order, and drops a key now and
+      // then at a page boundary (1,000 keys): the deploy rightly writes what the listing lacks.
+      lines(`  !! the no-change deploy wrote ${unchanged.uploaded} and deleted ${unchanged.deleted} objects: keys s3rver's paged listing left out (S3, R2 and MinIO list in key order)`);
+    }
+    const site = new Database(db);
+    site.prepare(`UPDATE videos SET title = title || ' (edited)' WHERE id = (SELECT min(id) FROM videos WHERE visibility = 'public')`).run();
+    site.close();
+    const edit = await input.runCli(['build', '--db', db, '--out', out, '--json', '--no-notify'], {});
+    const written = (JSON.parse(edit.stdout.split('\n').find((l) => l.startsWith('{'))!) as { counts: { written: number } }).counts.written;
+    const counts = await deploy('one-edit deploy');
+    lines(`  the edit rewrote ${written} files; the deploy uploaded ${counts.uploaded} objects (each file under its keys: two for a directory URL)`);
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+function startStore(script: string, directory: string): Promise<{ child: ChildProcess; port: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--openssl-legacy-provider', script, directory, BUCKET], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      text += chunk;
+      const line = text.split('\n')[0]!;
+      if (text.includes('\n')) resolve({ child, port: (JSON.parse(line) as { port: number }).port });
+    });
+    child.on('exit', (code) => reject(new Error(`the local store stopped (exit code ${code})`)));
+  });
+}

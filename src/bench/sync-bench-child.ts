@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+import { openSource } from '../sync/open-source.js';
+import { runSync } from '../sync/run-sync.js';
+import { planTables, SYNC_ORDER, type TableMapping } from '../sync/table-plan.js';
+import { openForReading } from '../db/open-database.js';
+
+/**
+ * One timed run of the sync bench, in a process of its own so that its peak RSS is its own:
+ * `sync DB URL MAPPING` runs a sync; `read DB URL MAPPING` reads the same queries, in the same
+ * key order, through the driver alone and counts the rows: the floor a sync is compared with.
+ * Prints one `BENCH {...}` line.
+ */
+const [mode, db, from, mappingFile] = process.argv.slice(2) as [string, string, string, string];
+const tables = JSON.parse(readFileSync(mappingFile, 'utf8')) as Record<string, TableMapping>;
+const started = performance.now();
+let result: Record<string, unknown>;
+if (mode === 'sync') {
+  const report = await runSync({ db, from, tables, dryRun: false, waitSeconds: 0 });
+  result = { changes: report.changes, skipped: report.skipped, issues: report.issues };
+} else {
+  const source = await openSource(from);
+  const target = openForReading(db);
+  let rows = 0;
+  try {
+    for (const plan of await planTables(target, source, tables)) {
+      for await (const row of source.rows(plan.query, plan.keys)) if (row !== undefined) rows++;
+    }
+  } finally {
+    target.close();
+    await source.close();
+  }
+  result = { rows, tables: SYNC_ORDER.filter((t) => tables[t] !== undefined).length };
+}
+console.log(`BENCH ${JSON.stringify({ ...result, seconds: (performance.now() - started) / 1000, maxRssKb: process.resourceUsage().maxRSS })}`);

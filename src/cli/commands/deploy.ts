@@ -1,0 +1,255 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { constants } from 'node:os';
+import { loadConfig } from '../../config/load-config.js';
+import type { SiteConfig } from '../../config/site-config.js';
+import { VIDFEEDS_VERSION } from '../../config/version.js';
+import { FORMATS } from '../../formats/registry.js';
+import { SitePaths } from '../../paths/site-paths.js';
+import { checkPlaces } from '../../paths/url-scheme.js';
+import { defaultStateFile } from '../../pipeline/build-state.js';
+import { acquireBuildLock } from '../../pipeline/lock.js';
+import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
+import { cacheControlOf } from '../../hosting/cache-control.js';
+import { buildManifest } from '../../hosting/manifest.js';
+import { routesOf } from '../../hosting/routes.js';
+import { websubLinkOfMatch } from '../../hosting/websub-links.js';
+import { changesOfFiles, notifySettingsOf } from '../../deploy/change-set.js';
+import { DeployRecord } from '../../deploy/deploy-record.js';
+import { notifyChanges, type Delivery } from '../../deploy/notify.js';
+import { parseStoreTarget, showTarget, type StoreTarget } from '../../deploy/object-store.js';
+import type { DeployReport } from '../../deploy/run-deploy.js';
+import { EXIT, UsageError } from '../errors.js';
+import { VidfeedsError } from '../../config/vidfeeds-error.js';
+import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
+import type { Console } from '../output.js';
+import { reportDeliveries } from '../notify-report.js';
+import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
+
+interface DeployFlags extends ConfigFlags {
+  out: string;
+  to: string;
+  endpoint?: string;
+  shard?: string;
+  dryRun?: boolean;
+  json?: boolean;
+  quiet?: boolean;
+  concurrency: number;
+  tries: number;
+  onChange?: string;
+  notify: boolean;
+  record?: string;
+  wait: number;
+}
+
+interface DeployRequest {
+  out: string;
+  target: StoreTarget;
+  endpoint?: string;
+  shard?: ShardSpec;
+  recordFile: string;
+}
+
+/**
+ * `vidfeeds deploy`: publishes the built tree to an S3-compatible object store in the order of
+ * src/deploy/deploy-plan.ts, writing only what differs, then tells hubs, IndexNow and the
+ * `--on-change` command what changed (docs/deploy.md, "Deploying to an object store").
+ */
+export function registerDeploy(program: Command, io: Console, setExit: (code: number) => void): void {
+  configOptions(
+    program
+      .command('deploy')
+      .description('publish the built tree to an S3-compatible object store: only what changed, in an order no reader can catch half-done')
+      .option('--out <dir>', 'the built tree', 'out')
+      .requiredOption('--to <s3://bucket/prefix>', 'the bucket, and the prefix the tree goes under')
+      .option('--endpoint <url>', 'an S3-compatible endpoint other than AWS (R2, MinIO, Garage, Ceph): path-style requests')
+      .option('--shard <K/N>', 'deploy only part K of N (site-wide files from part 1); see docs/scale.md')
+      .option('--dry-run', 'compare and print what would be written and deleted; write nothing')
+      .option('--concurrency <n>', 'requests at once', positiveInteger('--concurrency', 256), 16)
+      .option('--tries <n>', 'tries per request on throttling and transient errors, with back-off', positiveInteger('--tries', 20), 6)
+      .option('--on-change <command>', 'run COMMAND (through sh) with every changed or removed URL on its standard input, one per line')
+      .option('--no-notify', 'do not notify WebSub hubs or IndexNow (configured with notifyAfter: "deploy")')
+      .option('--record <file>', 'what the last deploy published, per target (default: .vidfeeds/<out>.deploy.json beside the tree)')
+      .option('--wait <seconds>', 'when a build of the tree holds its lock, wait up to this long', nonNegative, 0)
+      .option('--json', 'print one JSON report on stdout')
+      .option('--quiet', 'print only problems'),
+  ).action(async (flags: DeployFlags) => {
+    await withJsonErrors('deploy', flags.json, io.out, async () => {
+      const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
+      const request = deployRequest(flags);
+      setExit(await deploy(config, request, flags, io));
+    });
+  });
+}
+
+function deployRequest(flags: DeployFlags): DeployRequest {
+  const out = resolve(flags.out);
+  if (!existsSync(out) || !statSync(out).isDirectory()) throw new UsageError(`--out ${out} is not a directory: build the tree first`);
+  const target = parseStoreTarget(flags.to);
+  if ('problem' in target) throw new UsageError(`--to: ${target.problem}`);
+  if (flags.endpoint !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(flags.endpoint);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new UsageError(`--endpoint must be an http(s) URL, not ${JSON.stringify(flags.endpoint)}`);
+  }
+  let shard: ShardSpec | undefined;
+  if (flags.shard !== undefined) {
+    const parsed = parseShard(flags.shard);
+    if ('problem' in parsed) throw new UsageError(`--shard: ${parsed.problem}`);
+    shard = parsed;
+  }
+  const recordFile = resolve(flags.record ?? shardStateFile(defaultStateFile(flags.out), shard).replace(/\.state\.sqlite$/, '.deploy.json'));
+  return { out, target, endpoint: flags.endpoint, shard, recordFile };
+}
+
+async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployFlags, io: Console): Promise<number> {
+  checkPlaces(FORMATS);
+  const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
+  const routes = routesOf(FORMATS);
+  // The tree stays as one build left it while it is published: a build waits, or this does.
+  const lock = acquireBuildLock(request.out, { command: 'vidfeeds deploy', waitSeconds: flags.wait });
+  let report: DeployReport;
+  const signal: { value: 'SIGINT' | 'SIGTERM' | null } = { value: null };
+  const onSignal = (name: 'SIGINT' | 'SIGTERM') => {
+    signal.value = name;
+    io.log.warn(`${name}: stopping the deploy after the requests under way…`);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  try {
+    const manifest = buildManifest(
+      routes,
+      request.out,
+      decodeURIComponent(paths.basePath),
+      `vidfeeds ${VIDFEEDS_VERSION}`,
+      (format) => cacheControlOf(config.cacheControl, format),
+      (match) => websubLinkOfMatch(config.websub.hubs, paths, match),
+    ).manifest;
+    // vidfeeds pins its SDK; the SDK's notice about its own future Node requirement is not the operator's to act on.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    const { S3Store } = await import('../../deploy/s3-store.js');
+    const { runDeploy } = await import('../../deploy/run-deploy.js');
+    const store = new S3Store({ target: request.target, endpoint: request.endpoint, maxAttempts: flags.tries });
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      report = await runDeploy({
+        out: request.out,
+        manifest,
+        routes,
+        target: request.target,
+        store,
+        shard: request.shard,
+        concurrency: flags.concurrency,
+        dryRun: flags.dryRun ?? false,
+        record: new DeployRecord(request.recordFile),
+        recordId: `${request.endpoint ?? 'aws'} ${showTarget(request.target)}${request.shard === undefined ? '' : ` part ${request.shard.index}/${request.shard.count}`}`,
+        stopRequested: () => signal.value,
+      });
+    } catch (error) {
+      throw storeError(error, request.target);
+    } finally {
+      store.close();
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    lock.release();
+  }
+  let deliveries: Delivery[] = [];
+  if (!report.dryRun) {
+    const changes = changesOfFiles(report.changedFiles, report.removedFiles, paths, routes);
+    const settings = notifySettingsOf(config, paths, flags.onChange);
+    if (!flags.notify || config.notifyAfter !== 'deploy') Object.assign(settings, { hubs: [], indexNow: null });
+    deliveries = await notifyChanges(changes, settings, { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
+  }
+  const exitCode =
+    report.stoppedBy !== null
+      ? 128 + constants.signals[report.stoppedBy]
+      : report.failed.length > 0 || report.notAttempted.length > 0 || deliveries.some((d) => !d.ok)
+        ? EXIT.failed
+        : EXIT.ok;
+  printReport(report, deliveries, exitCode, flags, io);
+  return exitCode;
+}
+
+function printReport(report: DeployReport, deliveries: readonly Delivery[], exitCode: number, flags: DeployFlags, io: Console): void {
+  for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
+  const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'an earlier step failed, and it would link to what is missing';
+  for (const key of report.notAttempted) io.log.error(`not written: ${key}: not attempted (${why})`);
+  reportDeliveries(deliveries, io);
+  if (exitCode !== EXIT.ok) io.log.error(deploySummary(report));
+  else if (!flags.quiet) io.log.info(deploySummary(report));
+  if (flags.json) {
+    io.out(
+      JSON.stringify({
+        report: REPORT_VERSION,
+        command: 'deploy',
+        ok: exitCode === EXIT.ok,
+        exitCode,
+        target: report.target,
+        dryRun: report.dryRun,
+        seconds: report.seconds,
+        counts: {
+          documents: report.documents,
+          objects: report.objects,
+          uploaded: report.uploadedKeys.length,
+          uploadedNew: report.uploaded.new,
+          uploadedChanged: report.uploaded.changed,
+          uploadedSite: report.uploaded.site,
+          bytesUploaded: report.bytesUploaded,
+          deleted: report.deleted,
+          unchanged: report.unchanged,
+          checked: report.checked,
+          failed: report.failed.length,
+          notAttempted: report.notAttempted.length,
+        },
+        uploaded: report.uploadedKeys,
+        deleted: report.deletedKeys,
+        failed: report.failed,
+        notAttempted: report.notAttempted,
+        notifications: deliveries,
+      }),
+    );
+  }
+}
+
+/** One line: where, what was written, deleted and left, in how long. */
+export function deploySummary(report: DeployReport): string {
+  const verb = report.dryRun ? 'would upload' : 'uploaded';
+  const { new: added, changed, site } = report.uploaded;
+  const parts = [
+    `${verb} ${added + changed + site} objects (${added} of new documents, ${changed} of changed documents, ${site} site-wide)`,
+    `${report.dryRun ? 'would delete' : 'deleted'} ${report.deleted}`,
+    `${report.unchanged} unchanged`,
+  ];
+  if (report.failed.length > 0) parts.push(`${report.failed.length} failed`);
+  if (report.notAttempted.length > 0) parts.push(`${report.notAttempted.length} not attempted`);
+  return `deploy to ${report.target}: ${report.documents} documents, ${report.objects} objects in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+}
+
+/** A store that cannot be reached is worth another try (75); a refusal is the operator's to fix (2). */
+function storeError(error: unknown, target: StoreTarget): Error {
+  const e = error as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  const where = showTarget(target);
+  const what = `${e.name ?? 'Error'}: ${e.message ?? String(error)}`;
+  const status = e.$metadata?.httpStatusCode;
+  if (e.name === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || e.name === 'NoSuchBucket') {
+    return new VidfeedsError(EXIT.usage, {
+      what,
+      where,
+      hint: "check the bucket, the endpoint and the credentials of the AWS SDK's chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE",
+    });
+  }
+  return new VidfeedsError(EXIT.tempfail, { what, where, hint: 'try again later' });
+}
+
+function nonNegative(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError('--wait needs a number of seconds (0 or more)');
+  return Number(value);
+}

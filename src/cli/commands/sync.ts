@@ -1,0 +1,138 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { resolve } from 'node:path';
+import type { SiteConfig } from '../../config/site-config.js';
+import { describeIssue, type ValueIssue } from '../../db/decode.js';
+import { runSync, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
+import type { SkippedSourceRow } from '../../sync/source-row.js';
+import { UsageError, exitCodeOf } from '../errors.js';
+import { REPORT_VERSION, ReportedError, withJsonErrors } from '../json-report.js';
+import type { Console } from '../output.js';
+import { requireOption } from '../check-command-line.js';
+import { databaseOf, exitCodesHelp, readSettings } from './shared-options.js';
+
+interface SyncFlags {
+  db?: string;
+  config?: string;
+  from?: string;
+  dryRun?: boolean;
+  wait?: number;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/**
+ * `vidfeeds sync`: brings vidfeeds's database to the rows the site's own database maps to it
+ * (`sync.tables` in the configuration; docs/adopting.md), writing only the rows that differ, in one
+ * transaction. Exit 0 (rows skipped with reasons are named, not failures), 2 a bad flag,
+ * configuration or mapping (nothing written), 75 the source unreachable or another sync running.
+ */
+export function registerSync(program: Command, io: Console, setExit: (code: number) => void): void {
+  const command = program
+    .command('sync')
+    .description("bring the site database to the rows of the site's own database (MySQL/MariaDB, PostgreSQL, SQLite), writing only what differs");
+  requireOption(command, '--db <file>', "vidfeeds's site database (SQLite, created by `vidfeeds init`)", 'db');
+  exitCodesHelp(command, {
+    0: 'synced (rows skipped with reasons are named, not failures)',
+    2: 'bad flags, configuration or mapping: nothing was written',
+    75: 'the source is unreachable or refused the login, or another sync holds the database (try again later, or --wait SECONDS)',
+    130: 'stopped by SIGINT (143: SIGTERM): nothing was written',
+  })
+    .option('--config <file>', 'configuration file with the `sync` section (default: vidfeeds.config.json if present)')
+    .option('--from <url>', 'the source: mysql://, mariadb://, postgres://, postgresql:// or sqlite: URL (overrides sync.from)')
+    .option('--dry-run', 'report the inserts, updates and deletes per table without writing them')
+    .option('--wait <seconds>', 'when another sync holds the database, wait up to this long for it (default 0: exit 75 at once)', seconds)
+    .option('--json', 'print one JSON object on stdout: counts per table, rows skipped with reasons, values replaced, seconds')
+    .option('--quiet', 'print only problems (skipped rows, replaced values, errors): no summary')
+    .action(async (flags: SyncFlags) => {
+      const skipped: SkippedSourceRow[] = [];
+      const issues: ValueIssue[] = [];
+      await withJsonErrors('sync', flags.json, io.out, async () => {
+        const { site: config, run } = readSettings(flags, io);
+        const request = syncRequest(config, { db: databaseOf(flags.db, run), from: flags.from, dryRun: flags.dryRun, wait: flags.wait }, process.env);
+        let stop: 'SIGINT' | 'SIGTERM' | null = null;
+        const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+          stop = signal;
+          io.log.warn(`${signal}: stopping the sync; nothing is written`);
+        };
+        process.on('SIGINT', onSignal);
+        process.on('SIGTERM', onSignal);
+        let report: SyncReport;
+        try {
+          report = await runSync(request, {
+            skipped: (row) => {
+              if (flags.json) skipped.push(row);
+              io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`);
+            },
+            issue: (issue) => {
+              if (flags.json) issues.push(issue);
+              io.log.warn(`sync: ${describeIssue(issue)}`);
+            },
+            stopRequested: () => stop,
+          });
+        } catch (error) {
+          if (flags.json) {
+            io.out(JSON.stringify({ report: REPORT_VERSION, command: 'sync', ok: false, exitCode: exitCodeOf(error), error: (error as Error).message, skipped, issues }));
+            throw new ReportedError(error);
+          }
+          throw error;
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
+        if (!flags.quiet) io.log.info(syncSummary(report));
+        if (flags.json) io.out(JSON.stringify({ report: REPORT_VERSION, command: 'sync', ok: true, exitCode: 0, ...report, skipped, issues }));
+        setExit(0);
+      });
+    });
+}
+
+/** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`). */
+export function syncRequest(
+  config: SiteConfig,
+  flags: { db: string; from?: string; dryRun?: boolean; wait?: number; command?: string },
+  env: Readonly<Record<string, string | undefined>>,
+): SyncRequest {
+  const fromEnv = config.sync.fromEnv === null ? undefined : env[config.sync.fromEnv];
+  const from = flags.from ?? config.sync.from ?? (fromEnv === '' ? undefined : fromEnv);
+  if (from === undefined) {
+    throw new UsageError(
+      config.sync.fromEnv === null
+        ? 'no source to sync from: give --from URL, or sync.from or sync.fromEnv in the configuration (docs/adopting.md)'
+        : `no source to sync from: the environment variable ${config.sync.fromEnv} (sync.fromEnv) is not set, and neither --from nor sync.from gives one`,
+    );
+  }
+  const tables = Object.fromEntries(
+    Object.entries(config.sync.tables).map(([table, map]) => {
+      const { query, decodeEntities = [] } = typeof map === 'string' || Array.isArray(map) ? { query: map } : map;
+      return [table, { query: Array.isArray(query) ? query.join('\n') : query, decodeEntities }];
+    }),
+  );
+  if (Object.keys(tables).length === 0) throw new UsageError('sync.tables maps no table: write one SELECT per vidfeeds table in the configuration (docs/adopting.md)');
+  return {
+    db: resolve(flags.db),
+    from,
+    source: { passwordFile: config.sync.passwordFile },
+    tables,
+    dryRun: flags.dryRun ?? false,
+    waitSeconds: flags.wait ?? 0,
+    command: flags.command,
+  };
+}
+
+/** One line: what was (or would be) changed, per table, and what was skipped. */
+export function syncSummary(report: SyncReport): string {
+  const verb = report.dryRun ? 'would make' : 'made';
+  const perTable = Object.entries(report.tables)
+    .filter(([, c]) => c.inserted + c.updated + c.deleted > 0)
+    .map(([table, c]) => `${table} ${[c.inserted && `+${c.inserted}`, c.updated && `~${c.updated}`, c.deleted && `-${c.deleted}`].filter(Boolean).join(' ')}`);
+  const extra = [report.skipped > 0 ? `${report.skipped} rows skipped` : '', report.issues > 0 ? `${report.issues} bad values replaced` : ''].filter(Boolean);
+  return (
+    `sync from ${report.source}${report.dryRun ? ' (dry run, nothing written)' : ''}: ${verb} ${report.changes} ${report.changes === 1 ? 'change' : 'changes'}` +
+    `${perTable.length > 0 ? ` (${perTable.join(', ')})` : ''}${extra.length > 0 ? `, ${extra.join(', ')}` : ''} in ${report.seconds.toFixed(2)}s`
+  );
+}
+
+function seconds(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError('--wait needs a number of seconds (0 or more)');
+  return Number(value);
+}

@@ -1,0 +1,115 @@
+import { compressedFormOf } from '../paths/compression.js';
+import { matchRoute, type RouteMatch as PlaceMatch } from '../paths/url-scheme.js';
+import { ownsKey, ownsSiteFiles, type ShardSpec } from '../pipeline/plan/shard.js';
+import type { Manifest, ManifestEntry } from '../hosting/manifest.js';
+import { routeOfFile } from '../hosting/manifest.js';
+import type { RouteMatch, Routes } from '../hosting/routes.js';
+
+/**
+ * What a deploy puts where, and in which order: every file of the tree's manifest
+ * (src/hosting/manifest.ts) under each of its keys, its pre-compressed forms under the same keys
+ * with `.gz`/`.br` appended, all below the target's prefix.
+ *
+ * The order is what keeps every reader of the store from finding a link to nothing:
+ * 1. documents no key of which is in the store yet (a new user's, a new video's);
+ * 2. documents that changed (a feed now listing the new video);
+ * 3. the site-wide files: first the plain ones (opensearch.xml, crossdomain.xml), then the
+ *    numbered sitemap parts, then the sitemap index that lists them, robots.txt last;
+ * 4. deletions of what the tree no longer has, once nothing uploaded links to it.
+ * Each step ends before the next begins. Within a document, its compressed forms go before its
+ * plain keys, as the build writes them.
+ */
+
+/** One object to write. */
+export interface PlannedObject {
+  /** Full object key, prefix included. */
+  key: string;
+  /** File under the tree whose bytes it gets. */
+  file: string;
+  size: number;
+  sha256: string;
+  md5: string;
+  contentType: string;
+  cacheControl: string;
+  contentEncoding?: string;
+  link?: string;
+}
+
+/** A document of the tree with every object it is published as. */
+export interface PlannedDocument {
+  /** The document's file under the tree. */
+  file: string;
+  format: string;
+  /** 0 for user and video documents; site files 1 (plain), 2 (numbered parts), 3 (their index), 4 (robots.txt). */
+  rank: number;
+  /** Its compressed forms' objects, then its own keys'. */
+  objects: PlannedObject[];
+}
+
+export const SITE_RANKS = { plain: 1, parts: 2, index: 3, last: 4 } as const;
+
+/** The rank of a site file in the upload order. */
+function siteRank(match: Extract<RouteMatch, { kind: 'site' }>): number {
+  if (match.format.name === 'robots') return SITE_RANKS.last;
+  if (match.format.alsoWrites === undefined) return SITE_RANKS.plain;
+  return match.file === match.format.file ? SITE_RANKS.index : SITE_RANKS.parts;
+}
+
+/** Whether a shard's deploy publishes a document: its key's part, or the site files from part 1. */
+export function ownsMatch(shard: ShardSpec | undefined, match: PlaceMatch): boolean {
+  return match.kind === 'site' ? ownsSiteFiles(shard) : ownsKey(shard, match.key);
+}
+
+/** The documents of a manifest this deploy publishes, each with its objects below `prefix`. */
+export function planDocuments(manifest: Manifest, routes: Routes, prefix: string, shard: ShardSpec | undefined): PlannedDocument[] {
+  const documents: PlannedDocument[] = [];
+  for (const entry of manifest.files) {
+    const match = routeOfFile(routes, entry.file);
+    if (match === null || !ownsMatch(shard, match)) continue;
+    documents.push({
+      file: entry.file,
+      format: match.format.name,
+      rank: match.kind === 'site' ? siteRank(match) : 0,
+      objects: objectsOf(entry, prefix),
+    });
+  }
+  return documents;
+}
+
+function objectsOf(entry: ManifestEntry, prefix: string): PlannedObject[] {
+  const base = { contentType: entry.contentType, cacheControl: entry.cacheControl, ...(entry.link === undefined ? {} : { link: entry.link }) };
+  const forms = entry.compressed.flatMap((form) =>
+    entry.keys.map((key) => ({
+      ...base,
+      key: `${prefix}${key}.${form.contentEncoding === 'gzip' ? 'gz' : 'br'}`,
+      file: form.file,
+      size: form.size,
+      sha256: form.sha256,
+      md5: form.md5,
+      contentEncoding: form.contentEncoding,
+    })),
+  );
+  const plain = entry.keys.map((key) => ({ ...base, key: `${prefix}${key}`, file: entry.file, size: entry.size, sha256: entry.sha256, md5: entry.md5 }));
+  return [...forms, ...plain];
+}
+
+/**
+ * Whether an object key of the store is one a deploy of this shard publishes: a document's key of
+ * the format table (or a compressed form of one) below the prefix, in this shard's part. Other
+ * objects (the operator's, another shard's) are never deleted.
+ */
+export function isOwnedKey(routes: Routes, prefix: string, key: string, shard: ShardSpec | undefined): boolean {
+  return ownedDocumentOf(routes, prefix, key, shard) !== null;
+}
+
+/** The document file an owned key publishes (for its URL), or null when the key is not this shard's. */
+export function ownedDocumentOf(routes: Routes, prefix: string, key: string, shard: ShardSpec | undefined): string | null {
+  if (!key.startsWith(prefix)) return null;
+  const below = key.slice(prefix.length);
+  const form = compressedFormOf(below);
+  const documentKey = form === null ? below : form.document;
+  const segments = documentKey.split('/');
+  if (segments.some((s, i) => (s === '' && i !== segments.length - 1) || s === '.' || s === '..')) return null;
+  const match = matchRoute(routes, segments);
+  return match !== null && ownsMatch(shard, match) ? match.file : null;
+}

@@ -1,0 +1,257 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ShardSpec } from '../pipeline/plan/shard.js';
+import type { Manifest } from '../hosting/manifest.js';
+import type { Routes } from '../hosting/routes.js';
+import { ownedDocumentOf, planDocuments, SITE_RANKS, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
+import { headersFingerprint, type DeployRecord } from './deploy-record.js';
+import type { ObjectStore, StoredObject, StoreTarget } from './object-store.js';
+import { showTarget } from './object-store.js';
+import { runPool } from './pool.js';
+
+/**
+ * One deploy of a built tree to an object store: compare, then write in the safe order of
+ * src/deploy/deploy-plan.ts, then delete. An object is written only when the store does not
+ * already hold its bytes with its headers (by the MD5 ETag and the SHA-256 kept in its metadata,
+ * never by times). A step with an object that could not be written (after the store client's own
+ * retries) ends the deploy: the later steps would link to it, or delete what still links. A stop
+ * request (SIGINT, SIGTERM) lets the writes under way finish and starts no other. The next deploy
+ * compares again, so it resumes where this one stopped.
+ */
+
+export interface DeployRequest {
+  /** The tree (the `--out` of the build). */
+  out: string;
+  manifest: Manifest;
+  routes: Routes;
+  target: StoreTarget;
+  store: ObjectStore;
+  shard?: ShardSpec;
+  concurrency: number;
+  dryRun: boolean;
+  record: DeployRecord;
+  /** Names the target in the record: the endpoint and the location (and the part). */
+  recordId: string;
+  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
+  /** Each object written or deleted, as it happens. */
+  progress?: (event: { key: string; action: 'uploaded' | 'deleted' }) => void;
+}
+
+export interface DeployReport {
+  target: string;
+  dryRun: boolean;
+  documents: number;
+  objects: number;
+  /** Objects written, by step. */
+  uploaded: { new: number; changed: number; site: number };
+  bytesUploaded: number;
+  deleted: number;
+  unchanged: number;
+  /** Objects whose headers and metadata were asked of the store. */
+  checked: number;
+  /** Keys written (or, in a dry run, to write), and deleted (or to delete). */
+  uploadedKeys: string[];
+  deletedKeys: string[];
+  /** Files of the documents written, and of the documents whose objects were deleted: what changed for readers. */
+  changedFiles: string[];
+  removedFiles: string[];
+  /** Objects that could not be written or deleted, with why. */
+  failed: Array<{ key: string; message: string }>;
+  /** Objects not attempted, because an earlier step failed or the deploy was stopped. */
+  notAttempted: string[];
+  stoppedBy: 'SIGINT' | 'SIGTERM' | null;
+  seconds: number;
+}
+
+type Verdict = 'same' | 'write' | 'check';
+
+const DELETE_BATCH = 1000;
+
+export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
+  const started = process.hrtime.bigint();
+  const { target, store, routes, shard } = request;
+  const documents = planDocuments(request.manifest, routes, target.prefix, shard);
+  const report = emptyReport(showTarget(target), request.dryRun, documents);
+  const remote = new Map<string, StoredObject>();
+  for await (const object of store.list(target.prefix)) remote.set(object.key, object);
+
+  const fingerprint = headersFingerprint(documents);
+  const known = request.record.get(request.recordId);
+  const trustEtags = known !== undefined && known.headers === fingerprint && known.etagsAreMd5;
+  const verdicts = new Map<string, Verdict>();
+  for (const document of documents) {
+    for (const object of document.objects) verdicts.set(object.key, firstVerdict(object, remote.get(object.key), trustEtags));
+  }
+  const toCheck = documents.flatMap((d) => d.objects.filter((o) => verdicts.get(o.key) === 'check'));
+  // Objects rewritten only for their headers: their readers' content did not change.
+  const headersOnly = new Set<string>();
+  await runPool(toCheck, request.concurrency, async (object) => {
+    const head = await store.head(object.key);
+    verdicts.set(object.key, head !== null && headMatches(object, head) ? 'same' : 'write');
+    if (head !== null && head.metadata['vidfeeds-sha256'] === object.sha256 && verdicts.get(object.key) === 'write') headersOnly.add(object.key);
+  });
+  report.checked = toCheck.length;
+
+  const planned = new Set(documents.flatMap((d) => d.objects.map((o) => o.key)));
+  const deletions = [...remote.keys()].filter((key) => !planned.has(key) && ownedDocumentOf(routes, target.prefix, key, shard) !== null).sort();
+  const steps = orderSteps(documents, remote, verdicts);
+  report.unchanged = [...verdicts.values()].filter((v) => v === 'same').length;
+
+  let etagsAreMd5 = known?.etagsAreMd5 ?? true;
+  let blocked = false;
+  for (const step of steps) {
+    if (blocked || request.stopRequested?.() != null) {
+      report.notAttempted.push(...step.documents.flatMap((d) => d.objects.filter((o) => verdicts.get(o.key) === 'write').map((o) => o.key)));
+      continue;
+    }
+    const failedBefore = report.failed.length;
+    await runPool(step.documents, request.concurrency, async (document) => {
+      const writes = document.objects.filter((o) => verdicts.get(o.key) === 'write');
+      if (request.stopRequested?.() != null) {
+        report.notAttempted.push(...writes.map((o) => o.key));
+        return;
+      }
+      for (const [i, object] of writes.entries()) {
+        try {
+          if (!request.dryRun) {
+            const etag = await store.put(putOf(request.out, object));
+            if (etag !== object.md5) etagsAreMd5 = false;
+            request.progress?.({ key: object.key, action: 'uploaded' });
+          }
+          report.uploaded[step.kind]++;
+          report.bytesUploaded += object.size;
+          report.uploadedKeys.push(object.key);
+        } catch (error) {
+          report.failed.push({ key: object.key, message: messageOf(error) });
+          // The document's plain keys must not go up after a form that did not.
+          report.notAttempted.push(...writes.slice(i + 1).map((o) => o.key));
+          return;
+        }
+      }
+      // A document whose bytes changed for readers: one of its own keys got other bytes.
+      if (writes.some((o) => o.contentEncoding === undefined && !headersOnly.has(o.key))) report.changedFiles.push(document.file);
+    });
+    if (report.failed.length > failedBefore) blocked = true;
+  }
+
+  if (blocked || request.stopRequested?.() != null) {
+    report.notAttempted.push(...deletions);
+  } else {
+    await deleteAll(request, deletions, report);
+  }
+  report.stoppedBy = request.stopRequested?.() ?? null;
+  if (!request.dryRun && report.failed.length === 0 && report.notAttempted.length === 0) {
+    request.record.set(request.recordId, { headers: fingerprint, etagsAreMd5 });
+  }
+  report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return report;
+}
+
+/** What the listing alone says of an object: the same bytes and headers, to write, or to ask the store. */
+function firstVerdict(object: PlannedObject, stored: StoredObject | undefined, trustEtags: boolean): Verdict {
+  if (stored === undefined) return 'write';
+  if (stored.size !== object.size) return 'write';
+  if (trustEtags) return stored.etag === object.md5 ? 'same' : 'write';
+  return 'check';
+}
+
+function headMatches(object: PlannedObject, head: { contentType?: string; cacheControl?: string; contentEncoding?: string; metadata: Record<string, string> }): boolean {
+  return (
+    head.metadata['vidfeeds-sha256'] === object.sha256 &&
+    head.contentType === object.contentType &&
+    head.cacheControl === object.cacheControl &&
+    (head.contentEncoding ?? '') === (object.contentEncoding ?? '') &&
+    (head.metadata.link ?? '') === (object.link ?? '')
+  );
+}
+
+interface Step {
+  kind: 'new' | 'changed' | 'site';
+  documents: PlannedDocument[];
+}
+
+/** The steps in the safe order, each with the documents that have something to write. */
+function orderSteps(documents: readonly PlannedDocument[], remote: ReadonlyMap<string, StoredObject>, verdicts: ReadonlyMap<string, Verdict>): Step[] {
+  const pending = documents.filter((d) => d.objects.some((o) => verdicts.get(o.key) === 'write'));
+  const isNew = (d: PlannedDocument) => d.objects.every((o) => !remote.has(o.key));
+  const steps: Step[] = [
+    { kind: 'new', documents: pending.filter((d) => d.rank === 0 && isNew(d)) },
+    { kind: 'changed', documents: pending.filter((d) => d.rank === 0 && !isNew(d)) },
+  ];
+  for (const rank of [SITE_RANKS.plain, SITE_RANKS.parts, SITE_RANKS.index, SITE_RANKS.last]) {
+    steps.push({ kind: 'site', documents: pending.filter((d) => d.rank === rank) });
+  }
+  return steps;
+}
+
+async function deleteAll(request: DeployRequest, keys: readonly string[], report: DeployReport): Promise<void> {
+  const batches: string[][] = [];
+  for (let i = 0; i < keys.length; i += DELETE_BATCH) batches.push(keys.slice(i, i + DELETE_BATCH));
+  const removed = new Set<string>();
+  await runPool(batches, Math.min(request.concurrency, 4), async (batch) => {
+    if (request.stopRequested?.() != null) {
+      report.notAttempted.push(...batch);
+      return;
+    }
+    let failures: Array<{ key: string; message: string }>;
+    try {
+      failures = request.dryRun ? [] : await request.store.remove(batch);
+    } catch (error) {
+      failures = batch.map((key) => ({ key, message: messageOf(error) }));
+    }
+    report.failed.push(...failures);
+    const failed = new Set(failures.map((f) => f.key));
+    for (const key of batch) {
+      if (failed.has(key)) continue;
+      report.deleted++;
+      report.deletedKeys.push(key);
+      if (!request.dryRun) request.progress?.({ key, action: 'deleted' });
+      const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
+      if (file !== null) removed.add(file);
+    }
+  });
+  report.removedFiles.push(...removed);
+}
+
+function putOf(out: string, object: PlannedObject) {
+  const body = readFileSync(join(out, ...object.file.split('/')));
+  return {
+    key: object.key,
+    body,
+    contentType: object.contentType,
+    cacheControl: object.cacheControl,
+    ...(object.contentEncoding === undefined ? {} : { contentEncoding: object.contentEncoding }),
+    md5: object.md5,
+    metadata: { 'vidfeeds-sha256': object.sha256, ...(object.link === undefined ? {} : { link: object.link }) },
+  };
+}
+
+function emptyReport(target: string, dryRun: boolean, documents: readonly PlannedDocument[]): DeployReport {
+  return {
+    target,
+    dryRun,
+    documents: documents.length,
+    objects: documents.reduce((n, d) => n + d.objects.length, 0),
+    uploaded: { new: 0, changed: 0, site: 0 },
+    bytesUploaded: 0,
+    deleted: 0,
+    unchanged: 0,
+    checked: 0,
+    uploadedKeys: [],
+    deletedKeys: [],
+    changedFiles: [],
+    removedFiles: [],
+    failed: [],
+    notAttempted: [],
+    stoppedBy: null,
+    seconds: 0,
+  };
+}
+
+function messageOf(error: unknown): string {
+  const e = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number; attempts?: number } };
+  const status = e.$metadata?.httpStatusCode === undefined ? '' : ` (HTTP ${e.$metadata.httpStatusCode}`;
+  const attempts = e.$metadata?.attempts === undefined ? '' : `${status === '' ? ' (' : ', '}${e.$metadata.attempts} tries`;
+  const close = status === '' && attempts === '' ? '' : ')';
+  return `${e.name ?? 'Error'}: ${e.message ?? String(error)}${status}${attempts}${close}`;
+}

@@ -1,0 +1,133 @@
+import { createHash } from 'node:crypto';
+import {
+  DeleteObjectsCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import type { ObjectHead, ObjectStore, PutRequest, StoredObject, StoreTarget } from './object-store.js';
+
+/**
+ * An S3-compatible store (AWS S3, Cloudflare R2, MinIO, Garage, Ceph) through the official AWS SDK
+ * for JavaScript. Credentials and the region come from the SDK's standard chain (environment,
+ * shared config and credentials files, SSO, instance or container roles), never from vidfeeds's
+ * configuration. The SDK retries throttling (503 SlowDown, 429), server errors and broken
+ * connections with exponential back-off and jitter, up to `maxAttempts` tries per request.
+ */
+export interface S3StoreOptions {
+  target: StoreTarget;
+  /** Another S3-compatible endpoint than AWS's (R2, MinIO, a local store): path-style addressing then. */
+  endpoint?: string;
+  /** Tries per request, the first included. */
+  maxAttempts: number;
+}
+
+export class S3Store implements ObjectStore {
+  private readonly client: S3Client;
+  private readonly bucket: string;
+
+  constructor(options: S3StoreOptions) {
+    this.bucket = options.target.bucket;
+    this.client = new S3Client({
+      ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint, forcePathStyle: true }),
+      // No region in the environment or profile: buckets on other endpoints ignore it, and AWS
+      // itself redirects the SDK to the bucket's region.
+      region: memo(async () => (await defaultRegion()) ?? 'us-east-1'),
+      maxAttempts: options.maxAttempts,
+      retryMode: 'standard',
+      // Content-MD5 (below) protects each upload; the SDK's newer default checksums are not
+      // understood by every S3-compatible store.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+  }
+
+  async *list(prefix: string): AsyncIterable<StoredObject> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const item of page.Contents ?? []) {
+        if (item.Key === undefined) continue;
+        yield { key: item.Key, etag: unquote(item.ETag), size: item.Size ?? 0 };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
+  }
+
+  async head(key: string): Promise<ObjectHead | null> {
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return {
+        etag: unquote(head.ETag),
+        contentType: head.ContentType,
+        cacheControl: head.CacheControl,
+        contentEncoding: head.ContentEncoding,
+        metadata: lowerKeys(head.Metadata ?? {}),
+      };
+    } catch (error) {
+      if (error instanceof S3ServiceException && (error.$metadata.httpStatusCode === 404 || error.name === 'NotFound')) return null;
+      throw error;
+    }
+  }
+
+  async put(request: PutRequest): Promise<string> {
+    const result = await this.client.send(
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: request.key,
+        Body: request.body,
+        ContentType: request.contentType,
+        CacheControl: request.cacheControl,
+        ContentEncoding: request.contentEncoding,
+        ContentMD5: Buffer.from(request.md5, 'hex').toString('base64'),
+        Metadata: request.metadata,
+      }),
+    );
+    return unquote(result.ETag);
+  }
+
+  async remove(keys: readonly string[]): Promise<Array<{ key: string; message: string }>> {
+    if (keys.length === 0) return [];
+    const result = await this.client.send(
+      new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } }),
+    );
+    return (result.Errors ?? []).map((e) => ({ key: e.Key ?? '?', message: `${e.Code ?? 'error'}: ${e.Message ?? ''}`.trim() }));
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}
+
+/** A provider that asks once. */
+function memo<T>(provider: () => Promise<T>): () => Promise<T> {
+  let value: Promise<T> | undefined;
+  return () => (value ??= provider());
+}
+
+/** The region the SDK's chain names (AWS_REGION, the profile), if any. */
+async function defaultRegion(): Promise<string | undefined> {
+  try {
+    const probe = new S3Client({});
+    const region = await probe.config.region();
+    probe.destroy();
+    return region;
+  } catch {
+    return undefined;
+  }
+}
+
+function unquote(etag: string | undefined): string {
+  return (etag ?? '').replace(/^W\//, '').replace(/^"|"$/g, '');
+}
+
+function lowerKeys(record: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(record).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+/** MD5 of bytes, hex. */
+export function md5Hex(body: Uint8Array): string {
+  return createHash('md5').update(body).digest('hex');
+}

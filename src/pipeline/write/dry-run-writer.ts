@@ -1,0 +1,60 @@
+import { opendirSync, readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { resolveInside, type OutputWriter } from './output-writer.js';
+
+/**
+ * The writer of `build --dry-run`: it answers questions about the output directory from the disk
+ * (sizes, bytes, whether it is empty), so the build compares as a real one does, and it writes and
+ * removes nothing: it only remembers what it was asked to write and remove. It creates no folder,
+ * not even the staging folder.
+ */
+export class DryRunWriter implements OutputWriter {
+  readonly root: string;
+  readonly written: string[] = [];
+  readonly removed: string[] = [];
+  private readonly gone = new Set<string>();
+
+  constructor(root: string) {
+    this.root = resolve(root);
+  }
+
+  write(path: string, _body: Buffer): void {
+    resolveInside(this.root, path);
+    this.written.push(path);
+    this.gone.delete(path);
+  }
+
+  size(path: string): number | null {
+    if (this.gone.has(path)) return null;
+    const stat = statSync(resolveInside(this.root, path), { throwIfNoEntry: false });
+    return stat?.isFile() ? stat.size : null;
+  }
+
+  holds(path: string, body: Buffer): boolean {
+    if (this.gone.has(path)) return false;
+    const full = resolveInside(this.root, path);
+    const stat = statSync(full, { throwIfNoEntry: false });
+    return stat !== undefined && stat.isFile() && stat.size === body.length && readFileSync(full).equals(body);
+  }
+
+  /** Says whether a real build would have found the file to remove. */
+  remove(path: string): boolean {
+    if (this.size(path) === null) return false;
+    this.removed.push(path);
+    this.gone.add(path);
+    return true;
+  }
+
+  isEmpty(): boolean {
+    if (statSync(this.root, { throwIfNoEntry: false }) === undefined) return true;
+    const dir = opendirSync(this.root);
+    try {
+      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) if (!entry.name.startsWith('.')) return false;
+      return true;
+    } finally {
+      dir.closeSync();
+    }
+  }
+
+  close(): void {}
+}

@@ -1,0 +1,62 @@
+import { readFileSync } from 'node:fs';
+import { MappingError } from './sync-errors.js';
+import { redactUrl, type ServerUrl, type SourceOptions, type SyncSource } from './sync-source.js';
+
+/** Which driver reads a source URL, and what the URL says: host, user, database, socket, file. */
+
+/** The kinds of URL `--from` and `sync.from` accept. */
+export const SOURCE_SCHEMES = ['mysql:', 'mariadb:', 'postgres:', 'postgresql:', 'sqlite:'] as const;
+
+/** Opens the source a URL names; the drivers are loaded only for the kind asked for. */
+export async function openSource(url: string, options: SourceOptions = {}): Promise<SyncSource> {
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0].toLowerCase();
+  switch (scheme) {
+    case 'mysql:':
+    case 'mariadb:':
+      return (await import('./mysql-source.js')).openMysqlSource(parseServerUrl(url), passwordOf(options));
+    case 'postgres:':
+    case 'postgresql:':
+      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(options));
+    case 'sqlite:':
+      return (await import('./sqlite-source.js')).openSqliteSource(sqlitePath(url));
+    default:
+      throw new MappingError(`the source ${redactUrl(url)} is not a URL vidfeeds can read: it must start with ${SOURCE_SCHEMES.join(', ')}`);
+  }
+}
+
+function parseServerUrl(text: string): ServerUrl {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new MappingError(`the source ${redactUrl(text)} is not a valid URL`);
+  }
+  const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (database === '') throw new MappingError(`the source ${redactUrl(text)} names no database: add /DATABASE after the host`);
+  return {
+    host: url.hostname === '' ? 'localhost' : url.hostname,
+    port: url.port === '' ? undefined : Number(url.port),
+    user: decodeURIComponent(url.username),
+    password: url.password === '' ? undefined : decodeURIComponent(url.password),
+    database,
+    socket: url.searchParams.get('socket') ?? undefined,
+  };
+}
+
+function sqlitePath(url: string): string {
+  const rest = url.slice('sqlite:'.length);
+  // sqlite:///abs/path and sqlite:/abs/path name the same file; sqlite:relative is relative to the working directory.
+  const path = rest.startsWith('//') ? decodeURIComponent(rest.replace(/^\/\/[^/]*/, '')) : decodeURIComponent(rest);
+  if (path === '') throw new MappingError('the source sqlite: names no file: write sqlite:/path/to/site.db');
+  return path;
+}
+
+function passwordOf(options: SourceOptions): string | undefined {
+  if (options.passwordFile === undefined || options.passwordFile === null) return undefined;
+  try {
+    return readFileSync(options.passwordFile, 'utf8').split(/\r?\n/)[0];
+  } catch (error) {
+    throw new MappingError(`sync.passwordFile ${options.passwordFile} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+

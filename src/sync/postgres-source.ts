@@ -1,0 +1,84 @@
+import pg from 'pg';
+import Cursor from 'pg-cursor';
+import { MappingError, SourceUnavailableError } from './sync-errors.js';
+import { orderedQuery, redactUrl, type SyncSource } from './sync-source.js';
+
+/**
+ * PostgreSQL through pg. int8 and numeric come as strings (pg's default), and dates as their
+ * text (`timestamp`, `timestamptz`, `date`): pg would otherwise read a `timestamp` without zone
+ * in this machine's zone. src/sync/sync-values.ts reads `timestamp` text as UTC. All queries run
+ * in one REPEATABLE READ, READ ONLY transaction; rows are read through a cursor, 2,000 at a time.
+ * Without a password in the URL or the configuration, pg reads PGPASSWORD and ~/.pgpass (or
+ * PGPASSFILE) as libpq does.
+ */
+
+const DATE_TYPES = new Set([1082, 1114, 1184]);
+const TYPES = {
+  getTypeParser: ((oid: number, format?: string) =>
+    DATE_TYPES.has(oid) ? (text: string) => text : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/** SQLSTATE classes of the connection, not the query: 08 connection, 28 authorisation, 53 resources, 57 operator intervention, 3D no such database. */
+const CONNECTION_STATES = /^(08|28|53|57|3D)/;
+
+export async function openPostgresSource(url: string, passwordFromFile: string | undefined): Promise<SyncSource> {
+  const client = new pg.Client({
+    connectionString: url,
+    ...(passwordFromFile === undefined ? {} : { password: passwordFromFile }),
+    types: TYPES,
+    connectionTimeoutMillis: 10_000,
+    application_name: 'vidfeeds sync',
+  });
+  let broken: Error | undefined;
+  // A connection that breaks while idle must not end the process: the next query reports it.
+  client.on('error', (error) => (broken = error));
+  try {
+    await client.connect();
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw new SourceUnavailableError(`the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${(error as Error).message}`);
+  }
+  const version = String((await client.query('SHOW server_version')).rows[0]?.server_version ?? '');
+  const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
+  return {
+    description: `PostgreSQL ${version} at ${redactUrl(url)}`,
+    async columnsOf(query) {
+      try {
+        const result = await client.query(`SELECT * FROM (${query.trim().replace(/;\s*$/, '')}) AS vidfeeds_source LIMIT 0`);
+        return result.fields.map((f) => f.name);
+      } catch (error) {
+        throw describe(error, query);
+      }
+    },
+    async *rows(query, keys) {
+      const cursor = client.query(new Cursor(orderedQuery(query, keys, quoteName)));
+      try {
+        for (;;) {
+          const batch = (await cursor.read(2000)) as Array<Record<string, unknown>>;
+          if (batch.length === 0) break;
+          yield* batch;
+        }
+      } catch (error) {
+        throw describe(error, query);
+      } finally {
+        await cursor.close().catch(() => undefined);
+      }
+    },
+    async close() {
+      await client.end().catch(() => undefined);
+    },
+  };
+}
+
+function quoteName(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+function postgresError(error: unknown, url: string, query: string): Error {
+  const e = error as { code?: string; message?: string };
+  if (e.code === undefined || !/^[0-9A-Z]{5}$/.test(e.code) || CONNECTION_STATES.test(e.code)) {
+    return new SourceUnavailableError(`the source database (${redactUrl(url)}) stopped answering: ${e.message ?? String(error)}`);
+  }
+  return new MappingError(`${e.message ?? String(error)} (SQLSTATE ${e.code}); the query: ${query.trim()}`);
+}

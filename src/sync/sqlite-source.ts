@@ -1,0 +1,49 @@
+import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { MappingError, SourceUnavailableError } from './sync-errors.js';
+import { orderedQuery, trimQuery, type SyncSource } from './sync-source.js';
+
+/**
+ * Another application's SQLite file, opened read-only: its integers come as BigInt (no value is
+ * rounded on the way), and every query reads one snapshot (one read transaction).
+ */
+export async function openSqliteSource(file: string): Promise<SyncSource> {
+  if (!existsSync(file)) throw new SourceUnavailableError(`the source database ${file} does not exist`);
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+    db.exec('BEGIN');
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+  } catch (error) {
+    throw new SourceUnavailableError(`the source database ${file} cannot be read: ${(error as Error).message}`);
+  }
+  const prepare = (sql: string, query: string) => {
+    try {
+      return db.prepare(sql);
+    } catch (error) {
+      throw new MappingError(`${(error as Error).message}; the query: ${query.trim()}`);
+    }
+  };
+  return {
+    description: `SQLite ${file}`,
+    async columnsOf(query) {
+      const statement = prepare(trimQuery(query), query);
+      if (!statement.reader) throw new MappingError(`it returns no rows (not a SELECT); the query: ${query.trim()}`);
+      return statement.columns().map((c) => c.name);
+    },
+    async *rows(query, keys) {
+      const statement = prepare(orderedQuery(query, keys, (name) => `"${name.replaceAll('"', '""')}"`), query).safeIntegers(true);
+      let n = 0;
+      for (const row of statement.iterate() as Iterable<Record<string, unknown>>) {
+        // The rows come without waiting on anything: let signals and timers in now and then.
+        if ((++n & 4095) === 0) await new Promise((resolve) => setImmediate(resolve));
+        yield row;
+      }
+    },
+    async close() {
+      if (db.inTransaction) db.exec('COMMIT');
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import { constants } from 'node:os';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
+
+/**
+ * What stops a sync before it commits. In every case vidfeeds's database is left as it was: the
+ * sync writes in one transaction, rolled back on any of these.
+ */
+
+/**
+ * The site's database cannot be reached now: refused or lost connection, authentication
+ * refused, a server shutting down. Exit code 75 (try again later).
+ */
+export class SourceUnavailableError extends VidfeedsError {
+  constructor(message: string) {
+    super(EXIT.tempfail, { what: message, hint: 'nothing was written; try again later' });
+  }
+}
+
+/**
+ * The mapping is wrong: a query the source refuses, a column vidfeeds's table does not have, a
+ * required one missing, keys out of order. Exit code 2: the configuration needs fixing.
+ */
+export class MappingError extends VidfeedsError {
+  constructor(message: string) {
+    super(EXIT.usage, { what: message });
+  }
+}
+
+/** Another sync holds vidfeeds's database, or SQLite's write lock stayed busy. Exit code 75. */
+export class SyncBusyError extends VidfeedsError {
+  constructor(message: string) {
+    super(EXIT.tempfail, { what: message });
+  }
+}
+
+/** The sync was stopped by a signal before it committed. Exit code 128 + the signal's number. */
+export class SyncInterrupted extends VidfeedsError {
+  constructor(readonly signal: 'SIGINT' | 'SIGTERM') {
+    super(128 + constants.signals[signal], { what: `stopped by ${signal}: nothing was written, vidfeeds's database is as it was` });
+  }
+}

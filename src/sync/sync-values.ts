@@ -1,0 +1,139 @@
+import { MAX_UNIX_SECONDS, type ColumnSpec } from '../db/columns.js';
+
+/**
+ * Values as the source's driver returns them, made into what vidfeeds's database stores, before
+ * they are compared with its rows: a row is rewritten only when a value really differs, never
+ * because a driver spelled the same value another way. The drivers give BIGINT and DECIMAL as
+ * strings (or BigInt from SQLite), dates as text (`2009-04-01 12:00:00`, zero dates
+ * `0000-00-00 00:00:00`, with or without a zone), booleans, BIT and BLOB columns as bytes.
+ *
+ * What each column must hold is src/db/columns.ts, the same description `build` reads by: a
+ * value that cannot be one is `WRONG`, and the caller applies the column's rule.
+ */
+
+export type StoredValue = number | string | null;
+
+/** A value that is not of its column's kind, whatever the driver's spelling. */
+export const WRONG: unique symbol = Symbol('wrong value');
+
+const INTEGER_TEXT = /^[+-]?\d+$/;
+const DECIMAL_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+/** `YYYY-MM-DD`, optionally `[ T]HH:MM[:SS[.fraction]]`, optionally `Z` or `±HH[:MM]`. */
+const DATE_TEXT = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The value to store for `raw` in a column of `spec`, or `WRONG`. NULL stays NULL here; the caller checks nullability. */
+export function normaliseValue(spec: ColumnSpec, raw: unknown): StoredValue | typeof WRONG {
+  if (raw === null || raw === undefined) return spec.nullable ? null : WRONG;
+  switch (spec.kind) {
+    case 'id':
+    case 'ref':
+      return integerOf(raw);
+    case 'count':
+      return atLeast(integerOf(raw), 0);
+    case 'dimension':
+      return atLeast(integerOf(raw), 1);
+    case 'flag':
+      return flagOf(raw);
+    case 'time':
+      return timeOf(raw);
+    case 'fraction': {
+      const n = numberOf(raw);
+      return n !== WRONG && n >= 0 && n <= 1 ? n : WRONG;
+    }
+    case 'enum': {
+      const text = textOf(raw);
+      return text !== WRONG && spec.values!.includes(text) ? text : WRONG;
+    }
+    case 'text':
+    case 'url':
+    case 'name':
+      return textOf(raw);
+  }
+}
+
+/** Whether a stored value equals a normalised one: SQLite gives back what was stored, so identity suffices. */
+export function sameValue(stored: unknown, value: StoredValue): boolean {
+  return stored === value || (typeof stored === 'bigint' && Number(stored) === value);
+}
+
+function integerOf(raw: unknown): number | typeof WRONG {
+  if (typeof raw === 'number') return Number.isSafeInteger(raw) ? raw : WRONG;
+  if (typeof raw === 'bigint') return raw >= BigInt(Number.MIN_SAFE_INTEGER) && raw <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(raw) : WRONG;
+  if (typeof raw === 'string' && INTEGER_TEXT.test(raw.trim())) {
+    const n = Number(raw.trim());
+    return Number.isSafeInteger(n) ? n : WRONG;
+  }
+  return WRONG;
+}
+
+function atLeast(n: number | typeof WRONG, min: number): number | typeof WRONG {
+  return n !== WRONG && n >= min ? n : WRONG;
+}
+
+function numberOf(raw: unknown): number | typeof WRONG {
+  if (typeof raw === 'number') return Number.isFinite(raw) ? raw : WRONG;
+  if (typeof raw === 'bigint') return integerOf(raw);
+  if (typeof raw === 'string' && DECIMAL_TEXT.test(raw.trim())) return Number(raw.trim());
+  return WRONG;
+}
+
+/** 0 or 1 from a number, a boolean (PostgreSQL), a BIT(1) byte (MySQL) or their text. */
+function flagOf(raw: unknown): number | typeof WRONG {
+  if (typeof raw === 'boolean') return raw ? 1 : 0;
+  if (Buffer.isBuffer(raw) && raw.length === 1 && raw[0]! <= 1) return raw[0]!;
+  const n = integerOf(raw);
+  return n === 0 || n === 1 ? n : WRONG;
+}
+
+/** Unix seconds from a number, a Date, or date text; text without a zone is UTC. Zero dates are wrong. */
+export function timeOf(raw: unknown): number | typeof WRONG {
+  let seconds: number | typeof WRONG = WRONG;
+  if (raw instanceof Date) seconds = Number.isNaN(raw.getTime()) ? WRONG : Math.floor(raw.getTime() / 1000);
+  else if (typeof raw === 'string' && !INTEGER_TEXT.test(raw.trim())) seconds = dateTextSeconds(raw.trim());
+  else seconds = integerOf(raw);
+  return seconds !== WRONG && seconds >= 0 && seconds <= MAX_UNIX_SECONDS ? seconds : WRONG;
+}
+
+function dateTextSeconds(text: string): number | typeof WRONG {
+  const m = DATE_TEXT.exec(text);
+  if (m === null) return WRONG;
+  const [year, month, day, hour = 0, minute = 0, second = 0] = m.slice(1, 7).map((part) => (part === undefined ? undefined : Number(part))) as number[];
+  if (month! < 1 || month! > 12 || day! < 1 || day! > 31 || hour > 23 || minute > 59 || second > 60) return WRONG;
+  const utc = Date.UTC(year!, month! - 1, day!, hour, minute, second);
+  // Date.UTC rolls 31 February over into March: such a date is not one.
+  if (new Date(utc).getUTCDate() !== day) return WRONG;
+  let offset = 0;
+  const zone = m[7];
+  if (zone !== undefined && zone.toUpperCase() !== 'Z') {
+    const digits = zone.replace(':', '');
+    offset = (digits.startsWith('-') ? -1 : 1) * (Number(digits.slice(1, 3)) * 60 + Number(digits.slice(3, 5) || '0')) * 60;
+  }
+  return Math.floor(utc / 1000) - offset;
+}
+
+/** Text from a string, a number (as SQLite's TEXT affinity stores it) or bytes that are UTF-8. */
+function textOf(raw: unknown): string | typeof WRONG {
+  if (typeof raw === 'string') return raw;
+  if (typeof raw === 'number') return Number.isFinite(raw) ? String(raw) : WRONG;
+  if (typeof raw === 'bigint') return raw.toString();
+  if (Buffer.isBuffer(raw) || raw instanceof Uint8Array) {
+    try {
+      return UTF8.decode(raw);
+    } catch {
+      return WRONG;
+    }
+  }
+  return WRONG;
+}
+
+/** A source value in a message: its type and a short view, as the build names stored values. */
+export function describeSourceValue(raw: unknown): string {
+  if (raw === null || raw === undefined) return 'NULL';
+  if (typeof raw === 'string') return `text ${JSON.stringify(raw.length > 40 ? `${raw.slice(0, 40)}…` : raw)}`;
+  if (typeof raw === 'number' || typeof raw === 'bigint') return `the number ${raw}`;
+  if (typeof raw === 'boolean') return `the boolean ${raw}`;
+  if (raw instanceof Date) return `the date ${Number.isNaN(raw.getTime()) ? 'Invalid Date' : raw.toISOString()}`;
+  if (raw instanceof Uint8Array) return `${raw.length} bytes`;
+  return `a value of type ${typeof raw}`;
+}

@@ -1,0 +1,65 @@
+import mysql from 'mysql2/promise';
+import { join } from 'node:path';
+import { freePort } from './http.js';
+import { missingPrograms } from './programs.js';
+import { pidFromFile, retryUntil, runAsServerUser, serverDir, spawnAsServerUser, stopServer } from './server-dir.js';
+
+/**
+ * A MariaDB server of Debian's `mariadb-server`, started for a test in a temporary directory on a
+ * free port (as `nobody` when the tests run as root), with a database `site` and a user `site`
+ * (password `secret`) allowed to read it.
+ */
+
+
+const MARIADBD = '/usr/sbin/mariadbd';
+
+export interface RunningMariadb {
+  port: number;
+  /** The URL `vidfeeds sync` reads from, as the `site` user. */
+  url: string;
+  /** A connection as root, to create and change the site's tables. */
+  admin: mysql.Connection;
+  stop(): Promise<void>;
+}
+
+/** The message of a skipped test when MariaDB is not installed, or null. */
+export function mariadbMissing(): string | null {
+  return missingPrograms('the MariaDB sync tests', { [MARIADBD]: 'mariadb-server', 'mariadb-install-db': 'mariadb-server' });
+}
+
+export async function startMariadb(): Promise<RunningMariadb> {
+  const dir = serverDir('vidfeeds-mariadb-');
+  const data = join(dir, 'data');
+  const pidFile = join(dir, 'mariadbd.pid');
+  runAsServerUser('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db']);
+  const port = await freePort();
+  const args = [
+    '--no-defaults', `--datadir=${data}`, `--socket=${join(dir, 'mariadbd.sock')}`, `--port=${port}`, '--bind-address=127.0.0.1',
+    `--pid-file=${pidFile}`, '--skip-log-bin', '--innodb-buffer-pool-size=64M', '--innodb-flush-log-at-trx-commit=0', '--skip-name-resolve',
+    `--log-error=${join(dir, 'error.log')}`,
+  ];
+  spawnAsServerUser(MARIADBD, args);
+  const stop = () => stopServer(pidFromFile(pidFile), 'SIGTERM', dir);
+  process.once('exit', () => {
+    const pid = pidFromFile(pidFile);
+    if (pid !== undefined) process.kill(pid, 'SIGKILL');
+  });
+  try {
+    const admin = await retryUntil('MariaDB did not start', () => mysql.createConnection({ host: '127.0.0.1', port, user: 'root', multipleStatements: true }));
+    await admin.query(
+      "CREATE DATABASE site CHARACTER SET utf8mb3; CREATE USER 'site'@'%' IDENTIFIED BY 'secret'; GRANT SELECT ON site.* TO 'site'@'%'; USE site",
+    );
+    return {
+      port,
+      url: `mysql://site:secret@127.0.0.1:${port}/site`,
+      admin,
+      async stop() {
+        await admin.end().catch(() => undefined);
+        await stop();
+      },
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,111 @@
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { buildUrls, docBlock, dumpTables, expectTreeEqualsFullBuild, logAfter, logPosition, syncSite, type SyncSite } from './sync-scenario.js';
+
+/**
+ * The PostgreSQL worked example of docs/adopting.md, against a real PostgreSQL server: the URL from
+ * the environment variable the mapping names, timestamps with and without zone, booleans, text[]
+ * tags, intervals, positions from row_number(); changes carried exactly; the server stopped.
+ */
+
+const missing = postgresMissing();
+
+describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.md, worked example 2)', () => {
+  let server: RunningPostgres;
+  let site: SyncSite;
+  const temp = tempDir('vidfeeds-sync-postgres-');
+
+  beforeAll(async () => {
+    server = await startPostgres();
+    await server.admin.query(docBlock('postgres-schema'));
+    await server.admin.query(docBlock('postgres-data'));
+    // The mapping reads the URL from SITE_DATABASE_URL (sync.fromEnv); the CLI runs with this environment.
+    process.env.SITE_DATABASE_URL = server.url;
+    site = syncSite(temp.dir, docBlock('postgres-config'), null);
+  });
+
+  afterAll(async () => {
+    delete process.env.SITE_DATABASE_URL;
+    await server?.stop();
+    temp.cleanup();
+  });
+
+  it('syncs every mapped table, times in UTC, and builds', () => {
+    const { result, report } = site.syncJson();
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.skipped).toEqual([]);
+    expect(report.issues).toEqual([]);
+    expect(result.stderr).toMatch(/sync from PostgreSQL 1\d\.\d+/);
+    const db = new Database(site.db, { readonly: true });
+    try {
+      expect(db.prepare('SELECT id, username, show_email, state, created_at FROM users ORDER BY id').all()).toEqual([
+        { id: 1, username: 'ana', show_email: 1, state: 'active', created_at: Date.UTC(2015, 2, 1, 10) / 1000 },
+        { id: 2, username: 'ben', show_email: 0, state: 'active', created_at: Date.UTC(2015, 3, 1, 10) / 1000 },
+        { id: 3, username: 'cleo', show_email: 0, state: 'suspended', created_at: Date.UTC(2015, 4, 1) / 1000 },
+        { id: 4, username: 'dan', show_email: 0, state: 'deleted', created_at: Date.UTC(2015, 5, 1) / 1000 },
+      ]);
+      expect(db.prepare('SELECT id, duration_seconds, file_size, file_type, visibility, created_at, updated_at FROM videos ORDER BY id').all()).toEqual([
+        { id: 1, duration_seconds: 195, file_size: 9007199254, file_type: 'video/mp4', visibility: 'public', created_at: Date.UTC(2016, 0, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 1, 8) / 1000 },
+        { id: 2, duration_seconds: 600, file_size: null, file_type: 'video/mp4', visibility: 'public', created_at: Date.UTC(2016, 0, 5, 8) / 1000, updated_at: Date.UTC(2016, 0, 6, 9, 30) / 1000 },
+        { id: 3, duration_seconds: null, file_size: null, file_type: 'video/mp4', visibility: 'private', created_at: Date.UTC(2016, 0, 7, 8) / 1000, updated_at: Date.UTC(2016, 0, 7, 8) / 1000 },
+        { id: 4, duration_seconds: 3600, file_size: 1234567, file_type: 'video/webm', visibility: 'public', created_at: Date.UTC(2016, 0, 8, 8) / 1000, updated_at: Date.UTC(2016, 0, 8, 8) / 1000 },
+      ]);
+      expect(db.prepare('SELECT name FROM tags ORDER BY name').pluck().all()).toEqual(['cooking', 'portugal', 'travel']);
+      expect(db.prepare('SELECT user_id, video_id, position FROM saved_videos ORDER BY 1, 3').all()).toEqual([
+        { user_id: 1, video_id: 4, position: 1 },
+        { user_id: 2, video_id: 2, position: 1 },
+        { user_id: 2, video_id: 1, position: 2 },
+      ]);
+      expect(db.prepare('SELECT user_id, title, xml_url FROM reading_list ORDER BY id').all()).toEqual([
+        { user_id: 1, title: 'Travel notes', xml_url: 'https://travel.example.net/feed.xml' },
+        { user_id: 2, title: 'Bakers', xml_url: 'https://bakers.example.net/rss' },
+      ]);
+    } finally {
+      db.close();
+    }
+    const build = site.build();
+    expect(build.code, build.stderr).toBe(0);
+    const again = site.syncJson();
+    expect(again.report.changes).toBe(0);
+    expect(again.report.logged).toBe(0);
+  });
+
+  it('carries exactly the rows changed in the source, and the incremental build equals a full one', async () => {
+    await server.admin.query(
+      "UPDATE videos SET title = 'Lisbon trams at dawn' WHERE id = 1; " +
+        "INSERT INTO videos (id, slug, account_id, title, media_url, poster_url, created_at) VALUES (5, 'ben-rolls', 2, 'Rolls', 'https://media.example.org/rolls.mp4', 'https://media.example.org/rolls.jpg', '2016-02-01 10:00:00'); " +
+        'DELETE FROM follows WHERE follower_id = 2 AND followee_id = 4',
+    );
+    const position = logPosition(site.db);
+    const { result, report } = site.syncJson();
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.changes).toBe(3);
+    expect(logAfter(site.db, position).map((e) => [e.table_name, e.op, JSON.parse(e.new_keys ?? e.old_keys!)])).toEqual([
+      ['friendships', 'delete', { user_id: 2, friend_id: 4 }],
+      ['videos', 'update', expect.objectContaining({ id: 1, public_id: 'lisbon-trams' })],
+      ['videos', 'insert', expect.objectContaining({ id: 5, public_id: 'ben-rolls', user_id: 2 })],
+    ]);
+    const build = site.build(['--json']);
+    expect(build.code, build.stderr).toBe(0);
+    const urls = buildUrls(build);
+    expect(urls.mode).toBe('incremental');
+    expect(urls.written).toEqual(expect.arrayContaining(['https://videos.example.org/ana/rss/', 'https://videos.example.org/ben-rolls/oembed/']));
+    for (const url of urls.written) expect(url).toMatch(/^https:\/\/videos\.example\.org\/(ana|ben|lisbon-trams|ben-rolls)\/|sitemap/);
+    expectTreeEqualsFullBuild(site);
+  });
+
+  it('exits 75 and writes nothing when the password is refused or the server has stopped', async () => {
+    const before = dumpTables(site.db);
+    const refused = site.sync(['--from', server.url.replace(':secret@', ':wrong@')]);
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).toMatch(/password authentication failed for user "site"/);
+    await server.admin.query("UPDATE videos SET title = 'Not synced' WHERE id = 2");
+    await server.stop();
+    const stopped = site.sync();
+    expect(stopped.code).toBe(75);
+    expect(stopped.stderr).toMatch(/the source database \(PostgreSQL at postgres:\/\/site:\*\*\*@127\.0\.0\.1:\d+\/site\) cannot be read: .*ECONNREFUSED/);
+    expect(dumpTables(site.db)).toBe(before);
+  });
+});
