@@ -60,90 +60,94 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
   )), {
     0: 'stopped by SIGINT or SIGTERM after the running build',
     2: 'bad flags, configuration, template or database at start: nothing was touched',
-  }).action(async (flags: WatchFlags) => {
-    io.log.withTimes();
-    const { run } = readSettings(flags, io);
-    const request = buildRequest({ db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
-    checkDatabaseFile(request.db);
-    const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
-    // The run settings (paths, logging) are read once, at start; the site's are read again on each change.
-    const load = () => loadSettings({ configFile: flags.config, overrides: configOverrides(flags) }).site;
+  }).action((flags: WatchFlags) => watchCommand(flags, io, setExit));
+}
 
-    // The settings at start decide who hears of changes; the files of builds that failed part-way
-    // are live too, so they wait for the next build that finishes.
-    const startConfig = load();
-    const paths = new SitePaths(startConfig.baseUrl, startConfig.pages, FORMATS);
-    const notify = buildNotifySettings(startConfig, paths, flags);
-    const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
-    const files = { written: [] as string[], removed: [] as string[] };
-    let watcher: ReturnType<typeof watchInputs> | undefined;
-    // A bad configuration, template or database stops here, before a file is touched (exit 2).
-    const session = new WatchSession({
-      db: request.db,
-      out: request.out,
-      stateFile: request.stateFile,
-      loadConfig: load,
-      delayMs: flags.debounce,
-      removalGuard: flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum },
-      pollMs: flags.poll,
-      onWrote: batcher === null ? undefined : (path) => files.written.push(path),
-      onRemoved: batcher === null ? undefined : (path) => files.removed.push(path),
-      onBuild: (report: BuildReport, changes) => {
-        const line = `${describeChanges(changes)}: ${summaryText(report)}`;
-        if (report.failedCount > 0) io.log.error(line, { changes, ...summaryFields(report) });
-        else io.log.info(line, { changes, ...summaryFields(report) });
-        if (batcher !== null) {
-          batcher.add(changesOfFiles(files.written.splice(0), files.removed.splice(0), paths, routesOf(FORMATS)));
-        }
-        watcher?.setTemplateDirs(session.templateDirs());
-      },
-      onProblem: (message) => io.log.error(message),
-      // Every one, however many, as build names them: the operator must find each row left out.
-      onWarning: (message) => io.log.warn(message),
-    });
-    const warning = previewUrlWarning(load(), request.db);
-    if (warning !== null) io.log.warn(warning);
-    // The sync's settings are checked at start (exit 2 when there is no source or no mapping),
-    // then read again before each sync, so an edited mapping applies to the next one.
-    if (flags.syncEvery !== undefined) syncRequest(load(), { db: request.db }, process.env);
-    const syncs =
-      flags.syncEvery === undefined
-        ? undefined
-        : new SyncInterval({
-            everyMs: flags.syncEvery * 1000,
-            run: (stopping) =>
-              runSync(syncRequest(load(), { db: request.db, command: 'vidfeeds watch --sync-every' }, process.env), {
-                skipped: (row) => io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`),
-                issue: (issue) => io.log.warn(`sync: ${describeIssue(issue)}`),
-                stopRequested: () => (stopping() ? 'SIGTERM' : null),
-              }),
-            onSynced: (report) => io.log.info(syncSummary(report)),
-            onProblem: (error) => io.log.error(`sync failed, next in ${flags.syncEvery} s: ${(error as Error).message ?? String(error)}`),
-          });
-    try {
-      watcher = watchInputs(
-        { db: request.db, config: configFile, templateDirs: session.templateDirs() },
-        (kind, path) => {
-          io.log.debug(`${kind} changed: ${path}`, { kind, path });
-          session.changed(kind, path);
-        },
-        (message) => io.log.warn(message),
-      );
-      await watcher.ready();
-      io.log.info(`watching ${request.db} (and its -wal), ${configFile} and templates in ${session.templateDirs().join(', ')}; Ctrl-C stops`);
-      session.start();
-      syncs?.start();
-      const signal = await nextSignal();
-      io.log.info(`${signal}: stopping${session.queue.busy ? ' after the running build' : ''}`);
-    } finally {
-      await syncs?.stop();
-      await session.stop();
-      await watcher?.close();
-      await batcher?.flush();
-    }
-    io.log.info('stopped');
-    setExit(EXIT.ok);
+/** `vidfeeds watch`, once its flags are parsed. */
+async function watchCommand(flags: WatchFlags, io: Console, setExit: (code: number) => void): Promise<void> {
+  io.log.withTimes();
+  const { run } = readSettings(flags, io);
+  const request = buildRequest({ db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
+  checkDatabaseFile(request.db);
+  const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
+  // The run settings (paths, logging) are read once, at start; the site's are read again on each change.
+  const load = () => loadSettings({ configFile: flags.config, overrides: configOverrides(flags) }).site;
+
+  // The settings at start decide who hears of changes; the files of builds that failed part-way
+  // are live too, so they wait for the next build that finishes.
+  const startConfig = load();
+  const paths = new SitePaths(startConfig.baseUrl, startConfig.pages, FORMATS);
+  const notify = buildNotifySettings(startConfig, paths, flags);
+  const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
+  const files = { written: [] as string[], removed: [] as string[] };
+  let watcher: ReturnType<typeof watchInputs> | undefined;
+  // A bad configuration, template or database stops here, before a file is touched (exit 2).
+  const session = new WatchSession({
+    db: request.db,
+    out: request.out,
+    stateFile: request.stateFile,
+    loadConfig: load,
+    delayMs: flags.debounce,
+    removalGuard: flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum },
+    pollMs: flags.poll,
+    onWrote: batcher === null ? undefined : (path) => files.written.push(path),
+    onRemoved: batcher === null ? undefined : (path) => files.removed.push(path),
+    onBuild: (report: BuildReport, changes) => {
+      const line = `${describeChanges(changes)}: ${summaryText(report)}`;
+      if (report.failedCount > 0) io.log.error(line, { changes, ...summaryFields(report) });
+      else io.log.info(line, { changes, ...summaryFields(report) });
+      if (batcher !== null) {
+        batcher.add(changesOfFiles(files.written.splice(0), files.removed.splice(0), paths, routesOf(FORMATS)));
+      }
+      watcher?.setTemplateDirs(session.templateDirs());
+    },
+    onProblem: (message) => io.log.error(message),
+    // Every one, however many, as build names them: the operator must find each row left out.
+    onWarning: (message) => io.log.warn(message),
   });
+  const warning = previewUrlWarning(load(), request.db);
+  if (warning !== null) io.log.warn(warning);
+  // The sync's settings are checked at start (exit 2 when there is no source or no mapping),
+  // then read again before each sync, so an edited mapping applies to the next one.
+  if (flags.syncEvery !== undefined) syncRequest(load(), { db: request.db }, process.env);
+  const syncs =
+    flags.syncEvery === undefined
+      ? undefined
+      : new SyncInterval({
+          everyMs: flags.syncEvery * 1000,
+          run: (stopping) =>
+            runSync(syncRequest(load(), { db: request.db, command: 'vidfeeds watch --sync-every' }, process.env), {
+              skipped: (row) => io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`),
+              issue: (issue) => io.log.warn(`sync: ${describeIssue(issue)}`),
+              stopRequested: () => (stopping() ? 'SIGTERM' : null),
+            }),
+          onSynced: (report) => io.log.info(syncSummary(report)),
+          onProblem: (error) => io.log.error(`sync failed, next in ${flags.syncEvery} s: ${(error as Error).message ?? String(error)}`),
+        });
+  try {
+    watcher = watchInputs(
+      { db: request.db, config: configFile, templateDirs: session.templateDirs() },
+      (kind, path) => {
+        io.log.debug(`${kind} changed: ${path}`, { kind, path });
+        session.changed(kind, path);
+      },
+      (message) => io.log.warn(message),
+    );
+    await watcher.ready();
+    io.log.info(`watching ${request.db} (and its -wal), ${configFile} and templates in ${session.templateDirs().join(', ')}; Ctrl-C stops`);
+    session.start();
+    syncs?.start();
+    const signal = await nextSignal();
+    io.log.info(`${signal}: stopping${session.queue.busy ? ' after the running build' : ''}`);
+  } finally {
+    await syncs?.stop();
+    await session.stop();
+    await watcher?.close();
+    await batcher?.flush();
+  }
+  io.log.info('stopped');
+  setExit(EXIT.ok);
+
 }
 
 /** Resolves with the first SIGINT or SIGTERM; a second one gets the default (immediate exit). */
