@@ -102,9 +102,9 @@ export function templateDirs(config: SiteConfig): string[] {
 }
 
 export function buildFingerprint(config: SiteConfig, formats: readonly Format[], vidfeedsVersion: string): BuildFingerprint {
-  // `strict` decides only whether a bad row stops the build, and `cacheControl` only what the
-  // host configurations say: never a byte of a document.
-  const { strict: _strict, cacheControl: _cacheControl, ...shaping } = config;
+  // `strict` decides only whether a bad row stops the build, `cacheControl` only what the host
+  // configurations say, and `maxLockAgeSeconds` only when a lock is reported: never a byte of a document.
+  const { strict: _strict, cacheControl: _cacheControl, maxLockAgeSeconds: _maxLockAge, ...shaping } = config;
   return {
     vidfeedsVersion,
     codeHash: codeHash(),

@@ -10,7 +10,7 @@ import { BuildState, defaultStateFile } from './build-state.js';
 import type { BuildReport, BuildReporter } from './build-report.js';
 import { runBuild } from './run-build.js';
 import { buildFingerprint, type BuildFingerprint } from './incremental.js';
-import { acquireBuildLock, type BuildLock } from './lock.js';
+import { acquireBuildLock, describeHolder, type BuildLock } from './lock.js';
 import { createRenderPool } from './render-pool.js';
 import { createDirectoryWriter } from './write-pool.js';
 import { checkStateShard, type ShardSpec } from './shard.js';
@@ -78,7 +78,14 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   // Render threads load the registry's formats: a build with a table of its own renders here.
   // No thread starts until a build has a batch of users for it.
   const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, out: request.out, config, now: site.now, fingerprint }) : null;
-  const lock = request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds });
+  const lock =
+    request.lock ??
+    acquireBuildLock(request.out, {
+      command: request.command ?? 'vidfeeds build',
+      waitSeconds: request.waitSeconds,
+      maxAgeSeconds: config.maxLockAgeSeconds,
+      onRecovered: (holder, why) => request.reporter?.warn?.(`took over the lock of a build that is gone (${describeHolder(holder)}): ${why}`),
+    });
   try {
     const db = held?.db ?? openForReading(request.db);
     try {
