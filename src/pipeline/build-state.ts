@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isEncoding, type Encoding } from '../paths/compression.js';
 import { DOCUMENT_HASH } from './document-hash.js';
@@ -64,13 +64,22 @@ export class BuildState {
   buildId = 0;
   /** The version of the state file found when it was another one (its basis is dropped), else null. */
   readonly replacedVersion: number | null = null;
+  /** A state file that could not be read, set aside for inspection: where it went and why; else null. */
+  readonly setAside: { file: string; movedTo: string; cause: string } | null = null;
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    try {
+      this.db = openState(file);
+    } catch (error) {
+      if (file === ':memory:' || !isUnreadableState(error)) throw error;
+      const cause = (error as Error).message;
+      this.setAside = { file, movedTo: setAside(file), cause };
+      this.db = openState(file);
+      // The fresh state has no basis: the next build is full, and says why.
+      this.setMeta('basis_dropped', `the saved state ${file} could not be read (${cause}): it was set aside as ${this.setAside.movedTo}`);
+      this.setMeta('sweep', '1');
+    }
     const version = this.getMeta('state_version');
     if (version !== null && version !== String(STATE_VERSION)) {
       this.replacedVersion = Number(version);
@@ -322,6 +331,50 @@ export class BuildState {
       this.pending = 0;
     }
   }
+}
+
+/**
+ * Opens a state file and reads it through once (SQLite's quick_check), so that a truncated or
+ * overwritten file is found here, named, rather than halfway through a build.
+ */
+function openState(file: string): Database.Database {
+  const db = new Database(file);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    const verdict = db.pragma('quick_check', { simple: true });
+    if (verdict !== 'ok') throw new UnreadableState(String(verdict));
+    db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    db.prepare('SELECT key, value FROM meta LIMIT 1').get();
+    const outputs = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outputs'`).get();
+    if (outputs !== undefined) db.prepare('SELECT path, format, owner_kind, owner_id, user, hash, size, build FROM outputs LIMIT 1').get();
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+class UnreadableState extends Error {}
+
+/**
+ * Whether an error opening the state says the file is not a state we can read (corrupt, not a
+ * database, another layout), rather than that it cannot be reached now (busy, read-only, full, I/O).
+ */
+function isUnreadableState(error: unknown): boolean {
+  if (error instanceof UnreadableState) return true;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return false;
+  return !/^SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|FULL|IOERR|NOMEM|PERM|AUTH|INTERRUPT)/.test(code);
+}
+
+/** Moves an unreadable state file (and its WAL) aside, kept for inspection; returns where. */
+function setAside(file: string): string {
+  const movedTo = `${file}.unreadable-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  renameSync(file, movedTo);
+  if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${movedTo}-wal`);
+  rmSync(`${file}-shm`, { force: true });
+  return movedTo;
 }
 
 /** An output as the state recorded it. `size` is -1 for records carried over from another layout without their bytes. */
