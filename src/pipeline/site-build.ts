@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { openForReading } from '../db/open-database.js';
+import { rollbackJournalWarning } from '../db/journal-mode.js';
 import { SiteReader } from '../db/site-reader.js';
 import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
@@ -111,6 +112,9 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
           );
+          // The site's writers waited for this build (not WAL): say so, once per build.
+          const journal = rollbackJournalWarning(db, request.db);
+          if (journal !== null) request.reporter?.warn?.(journal);
           // Every document is on disk (runBuild flushed the writer): the record may now say so.
           const record = buildRecordOf({ report, fingerprint, shard: request.shard, only: request.only, user: request.user, finishedAt: new Date() });
           if (record !== null) writeBuildRecord(request.out, record);
