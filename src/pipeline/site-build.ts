@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';
-import { openForReading } from '../db/open-database.js';
+import { databaseFileState, explainReadFailure, openForReading } from '../db/open-database.js';
 import { rollbackJournalWarning } from '../db/journal-mode.js';
 import { SiteReader } from '../db/site-reader.js';
 import type { Format, SiteContext } from '../formats/format.js';
@@ -87,8 +87,10 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
       maxAgeSeconds: config.maxLockAgeSeconds,
       onRecovered: (holder, why) => request.reporter?.warn?.(`took over the lock of a build that is gone (${describeHolder(holder)}): ${why}`),
     });
+  const before = databaseFileState(request.db);
   try {
     const db = held?.db ?? openForReading(request.db);
+    let failed = false;
     try {
       const stateFile = request.stateFile ?? defaultStateFile(request.out);
       const state = held?.state ?? new BuildState(stateFile);
@@ -97,7 +99,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
         const writer = createDirectoryWriter(request.out);
         try {
           removeBuildRecord(request.out, request.shard);
-          const report = runBuild(
+          const report = runReading(request.db, before, () => runBuild(
             {
               reader: held?.reader ?? new SiteReader(db, config.recommendationsCount),
               writer,
@@ -111,7 +113,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               renderPool: renderPool ?? undefined,
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
-          );
+          ));
           // The site's writers waited for this build (not WAL): say so, once per build.
           const journal = rollbackJournalWarning(db, request.db);
           if (journal !== null) request.reporter?.warn?.(journal);
@@ -126,10 +128,35 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
       } finally {
         if (held === undefined) state.close();
       }
+    } catch (error) {
+      failed = true;
+      throw error;
     } finally {
-      if (held === undefined) db.close();
+      // Closing a connection with a cursor left open by a failure throws an error of its own
+      // ("busy executing a query"): the failure is what the operator needs to see.
+      if (held === undefined) {
+        if (failed) closeAfterFailure(db);
+        else db.close();
+      }
     }
   } finally {
     if (request.lock === undefined) lock.release();
+  }
+}
+
+function closeAfterFailure(db: Database.Database): void {
+  try {
+    db.close();
+  } catch {
+    // The process ends with the failure; the connection goes with it.
+  }
+}
+
+/** Runs the build, naming the database when it was truncated or replaced under it. */
+function runReading<T>(file: string, before: ReturnType<typeof databaseFileState>, build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    throw explainReadFailure(file, before, error);
   }
 }
