@@ -1,6 +1,6 @@
 import { closeSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { FilePlacer, STAGING_DIR } from '../pipeline/output-writer.js';
+import { FilePlacer, STAGING_DIR } from '../pipeline/write/output-writer.js';
 
 /**
  * The floor: writes the bytes of a finished build to the same paths under a fresh directory, with

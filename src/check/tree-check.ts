@@ -1,11 +1,11 @@
 import { lstatSync, readdirSync, readFileSync, readlinkSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
-import { readBuildRecords } from '../pipeline/build-record.js';
+import { readBuildRecords } from '../pipeline/record/build-record.js';
 import type { SavedState } from '../pipeline/build-state.js';
 import { documentHash } from '../pipeline/document-hash.js';
 import { compressedFormOf, compressedPath, type Encoding, isCompressible, verifyCompressed } from '../paths/compression.js';
-import { STAGING_DIR } from '../pipeline/output-writer.js';
-import { ownsKey, ownsSiteFiles, type ShardSpec } from '../pipeline/shard.js';
+import { STAGING_DIR } from '../pipeline/write/output-writer.js';
+import { ownsKey, ownsSiteFiles, type ShardSpec } from '../pipeline/plan/shard.js';
 import type { SiteReader } from '../db/site-reader.js';
 import type { Format } from '../formats/format.js';
 import { showName } from '../paths/names.js';

@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { BuildReport, Failure } from '../pipeline/build-report.js';
-import type { BuildMode } from '../pipeline/incremental.js';
+import type { BuildMode } from '../pipeline/plan/incremental.js';
 import { InterruptFlag } from '../pipeline/interrupt.js';
-import type { ShardSpec } from '../pipeline/shard.js';
+import type { ShardSpec } from '../pipeline/plan/shard.js';
 import type { SiteConfig } from '../config/config.js';
 import { ExitError } from './errors.js';
 

@@ -1,6 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { buildSite } from '../pipeline/site-build.js';
-import { createSiteContext } from '../pipeline/site-context.js';
+import { createSiteContext } from '../pipeline/render/site-context.js';
 import { InterruptFlag } from '../pipeline/interrupt.js';
 import { FORMATS } from '../formats/registry.js';
 import { describeSkip } from '../pipeline/build-report.js';

@@ -1,7 +1,7 @@
 import { showName } from '../paths/names.js';
 import type { ChangeLogPosition } from '../db/change-log.js';
 import { describeIssue, type ValueIssue } from '../db/decode.js';
-import type { BuildMode } from './incremental.js';
+import type { BuildMode } from './plan/incremental.js';
 
 /**
  * What a build tells its caller: the counts of its summary, the rows it skipped and the documents

@@ -7,13 +7,13 @@ import type { Encoding } from '../paths/compression.js';
 import { ALL_ENCODINGS } from '../paths/compression.js';
 import { ReportTally, type BuildReport, type BuildReporter } from './build-report.js';
 import type { BuildState, Owner } from './build-state.js';
-import { affectedOwners, countOwners, type AffectedOwners } from './changes.js';
-import { commitState } from './commit-state.js';
-import { planBuild, type BuildFingerprint, type BuildPlan } from './incremental.js';
+import { affectedOwners, countOwners, type AffectedOwners } from './plan/changes.js';
+import { commitState } from './record/commit-state.js';
+import { planBuild, type BuildFingerprint, type BuildPlan } from './plan/incremental.js';
 import { BuildInterrupted } from './interrupt.js';
-import { describeCollision, nameCollisions } from './name-collisions.js';
-import type { OutputWriter } from './output-writer.js';
-import { pruneStale } from './prune-stale.js';
+import { describeCollision, nameCollisions } from './read/name-collisions.js';
+import type { OutputWriter } from './write/output-writer.js';
+import { pruneStale } from './prune/prune-stale.js';
 import {
   publishableUsers,
   publishedNames,
@@ -24,11 +24,11 @@ import {
   type OwnerRead,
   type OwnerSelection,
   type ReadScope,
-} from './read-owners.js';
-import { renderOwner, renderSiteFormat, renderUserTexts, resultsOfRenderedUser, type ThreadResult } from './render-documents.js';
-import type { RenderedUser, RenderJob, RenderPool } from './render-pool.js';
-import { ownsSiteFiles, type ShardSpec } from './shard.js';
-import { compareAndWrite, keepFailed, recordWritten, writeRendered, type WriteTarget } from './write-documents.js';
+} from './read/read-owners.js';
+import { renderOwner, renderSiteFormat, renderUserTexts, resultsOfRenderedUser, type ThreadResult } from './render/render-documents.js';
+import type { RenderedUser, RenderJob, RenderPool } from './threads/render-pool.js';
+import { ownsSiteFiles, type ShardSpec } from './plan/shard.js';
+import { compareAndWrite, keepFailed, recordWritten, writeRendered, type WriteTarget } from './write/write-documents.js';
 
 /**
  * The build, as a sequence of named stages, each a module with one job:

@@ -6,17 +6,17 @@ import { rollbackJournalWarning } from '../db/journal-mode.js';
 import { SiteReader } from '../db/site-reader.js';
 import type { Format, SiteContext } from '../formats/format.js';
 import { FORMATS } from '../formats/registry.js';
-import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './build-record.js';
+import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './record/build-record.js';
 import { BuildState, defaultStateFile } from './build-state.js';
 import type { BuildReport, BuildReporter } from './build-report.js';
 import { runBuild } from './run-build.js';
-import { buildFingerprint, type BuildFingerprint } from './incremental.js';
+import { buildFingerprint, type BuildFingerprint } from './plan/incremental.js';
 import { acquireBuildLock, describeHolder, type BuildLock } from './lock.js';
-import { createRenderPool } from './render-pool.js';
-import { createDirectoryWriter } from './write-pool.js';
-import { checkStateShard, type ShardSpec } from './shard.js';
+import { createRenderPool } from './threads/render-pool.js';
+import { createDirectoryWriter } from './threads/write-pool.js';
+import { checkStateShard, type ShardSpec } from './plan/shard.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
-import { createSiteContext } from './site-context.js';
+import { createSiteContext } from './render/site-context.js';
 
 /**
  * One build of a database into an output directory, with its edges: the lock, the database, the

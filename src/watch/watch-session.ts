@@ -1,10 +1,10 @@
 import { statSync } from 'node:fs';
 import type { BuildReport } from '../pipeline/build-report.js';
 import { BuildState } from '../pipeline/build-state.js';
-import { buildFingerprint, templateDirs, type BuildFingerprint } from '../pipeline/incremental.js';
+import { buildFingerprint, templateDirs, type BuildFingerprint } from '../pipeline/plan/incremental.js';
 import { acquireBuildLock, LockHeldError, type BuildLock } from '../pipeline/lock.js';
 import { buildSite } from '../pipeline/site-build.js';
-import { createSiteContext } from '../pipeline/site-context.js';
+import { createSiteContext } from '../pipeline/render/site-context.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';

@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, trunc
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
+import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { cli } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
 import { tempDir } from '../helpers/site-fixture.js';

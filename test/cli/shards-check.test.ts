@@ -1,9 +1,9 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildRecordName, type BuildRecord, type FoundRecord } from '../../src/pipeline/build-record.js';
-import { checkShards } from '../../src/pipeline/shard-check.js';
-import { shardOf } from '../../src/pipeline/shard.js';
+import { buildRecordName, type BuildRecord, type FoundRecord } from '../../src/pipeline/record/build-record.js';
+import { checkShards } from '../../src/pipeline/record/shard-check.js';
+import { shardOf } from '../../src/pipeline/plan/shard.js';
 import { cli } from '../helpers/cli.js';
 import { createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
 

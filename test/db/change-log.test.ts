@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { affectedOwners } from '../../src/pipeline/changes.js';
+import { affectedOwners } from '../../src/pipeline/plan/changes.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { MIGRATIONS, migrate } from '../../src/db/migrations.js';
 import { createTestDb, insertRow, insertUser, insertVideo, T0, tempDir } from '../helpers/site-fixture.js';

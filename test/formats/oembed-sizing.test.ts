@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/site-context.js';
+import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/render/site-context.js';
 import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { fitPlayer, oembedJson, oembedResponse, oembedXml } from '../../src/formats/oembed.js';
 import { FORMATS } from '../../src/formats/registry.js';

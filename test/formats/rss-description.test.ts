@@ -4,7 +4,7 @@ import type { SiteContext } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { itemDescription } from '../../src/formats/rss.js';
 import type { VideoView } from '../../src/model/views.js';
-import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/site-context.js';
+import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/render/site-context.js';
 import { w3cDate } from '../../src/render/dates.js';
 import { handlebars } from '../../src/render/templates.js';
 import { cdataSections, xmlChars } from '../../src/render/xml.js';

@@ -4,7 +4,7 @@ import type { SiteContext } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { itemDescription, rss } from '../../src/formats/rss.js';
 import type { UserBundle, VideoView } from '../../src/model/views.js';
-import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/site-context.js';
+import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/render/site-context.js';
 import { rfc822 } from '../../src/render/dates.js';
 import { NS, setXmlEngine, xmlDocument } from '../../src/render/xml.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';

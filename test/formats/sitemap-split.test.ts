@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSiteContext } from '../../src/pipeline/site-context.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { MAX_URLS_PER_SITEMAP, renderSitemaps, sitemapFileOf, sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import type { Format, SiteContext } from '../../src/formats/format.js';

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { HOSTILE } from '../../src/db/demo-data.js';
-import type { MemoryWriter } from '../../src/pipeline/output-writer.js';
+import type { MemoryWriter } from '../../src/pipeline/write/output-writer.js';
 import { buildInMemory, createTestDb, insertRow, insertUser, insertVideo, T0 } from './site-fixture.js';
 
 /**

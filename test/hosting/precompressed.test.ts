@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSiteContext } from '../../src/pipeline/site-context.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { loadConfig } from '../../src/config/config.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { routesOf } from '../../src/hosting/routes.js';

@@ -4,8 +4,8 @@ import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BuildState, STATE_VERSION } from '../../src/pipeline/build-state.js';
-import { planBuild, type PlanInput } from '../../src/pipeline/incremental.js';
-import { MemoryWriter } from '../../src/pipeline/output-writer.js';
+import { planBuild, type PlanInput } from '../../src/pipeline/plan/incremental.js';
+import { MemoryWriter } from '../../src/pipeline/write/output-writer.js';
 import { buildSite, type SiteBuildRequest } from '../../src/pipeline/site-build.js';
 import type { UserFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildRecordName, type BuildRecord } from '../../src/pipeline/build-record.js';
-import { DirectoryWriter } from '../../src/pipeline/output-writer.js';
+import { buildRecordName, type BuildRecord } from '../../src/pipeline/record/build-record.js';
+import { DirectoryWriter } from '../../src/pipeline/write/output-writer.js';
 import { cli } from '../helpers/cli.js';
 import { createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
 

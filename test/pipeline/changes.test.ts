@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { affectedOwners } from '../../src/pipeline/changes.js';
+import { affectedOwners } from '../../src/pipeline/plan/changes.js';
 import type { ChangeRecord, OwnerLookups } from '../../src/db/change-log.js';
 
 /**

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildSite } from '../../src/pipeline/site-build.js';
-import { createSiteContext } from '../../src/pipeline/site-context.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import type { Format, UserFormat, VideoFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';

@@ -2,8 +2,8 @@ import Database from 'better-sqlite3';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildRecordName } from '../../src/pipeline/build-record.js';
-import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
+import { buildRecordName } from '../../src/pipeline/record/build-record.js';
+import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { cli, cliAsync, readTree } from '../helpers/cli.js';
 import { tempDir } from '../helpers/site-fixture.js';
 

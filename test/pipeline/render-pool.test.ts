@@ -4,29 +4,29 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type * as SiteBuildModule from '../../src/pipeline/site-build.js';
-import type * as RenderPoolModule from '../../src/pipeline/render-pool.js';
-import type * as IncrementalModule from '../../src/pipeline/incremental.js';
+import type * as RenderPoolModule from '../../src/pipeline/threads/render-pool.js';
+import type * as IncrementalModule from '../../src/pipeline/plan/incremental.js';
 import type * as VersionModule from '../../src/config/version.js';
 import type * as RegistryModule from '../../src/formats/registry.js';
-import type * as WritePoolModule from '../../src/pipeline/write-pool.js';
+import type * as WritePoolModule from '../../src/pipeline/threads/write-pool.js';
 import type { DemoShape } from '../../src/db/demo-data.js';
 import { createDemoDb, tempDir, testConfig } from '../helpers/site-fixture.js';
 import { readTree, touchedButSame, treeDifferences } from '../helpers/tree.js';
 import type { SiteConfig } from '../../src/config/config.js';
 import { ChangeLog } from '../../src/db/change-log.js';
 import { SavedState } from '../../src/pipeline/build-state.js';
-import { STAGING_DIR } from '../../src/pipeline/output-writer.js';
+import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { compressedFormOf } from '../../src/paths/compression.js';
 import { documentHash } from '../../src/pipeline/document-hash.js';
 
 // Render threads run compiled JavaScript: these tests use dist/ (`npm test` compiles first),
 // typed by the sources they were compiled from.
 const { buildSite } = (await import('../../dist/pipeline/site-build.js' as string)) as typeof SiteBuildModule;
-const { RenderPool } = (await import('../../dist/pipeline/render-pool.js' as string)) as typeof RenderPoolModule;
-const { buildFingerprint } = (await import('../../dist/pipeline/incremental.js' as string)) as typeof IncrementalModule;
+const { RenderPool } = (await import('../../dist/pipeline/threads/render-pool.js' as string)) as typeof RenderPoolModule;
+const { buildFingerprint } = (await import('../../dist/pipeline/plan/incremental.js' as string)) as typeof IncrementalModule;
 const { VIDFEEDS_VERSION } = (await import('../../dist/config/version.js' as string)) as typeof VersionModule;
 const { FORMATS } = (await import('../../dist/formats/registry.js' as string)) as typeof RegistryModule;
-const { ThreadedDirectoryWriter } = (await import('../../dist/pipeline/write-pool.js' as string)) as typeof WritePoolModule;
+const { ThreadedDirectoryWriter } = (await import('../../dist/pipeline/threads/write-pool.js' as string)) as typeof WritePoolModule;
 
 const saved = {
   VIDFEEDS_RENDER_THREADS: process.env.VIDFEEDS_RENDER_THREADS,

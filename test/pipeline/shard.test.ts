@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FORMATS } from '../../src/formats/registry.js';
 import { SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import { BuildState } from '../../src/pipeline/build-state.js';
-import { MemoryWriter } from '../../src/pipeline/output-writer.js';
-import { ownsKey, parseShard, shardOf } from '../../src/pipeline/shard.js';
+import { MemoryWriter } from '../../src/pipeline/write/output-writer.js';
+import { ownsKey, parseShard, shardOf } from '../../src/pipeline/plan/shard.js';
 import { readTree } from '../helpers/cli.js';
 import { buildInMemory, createDemoDb, insertUser, tempDir } from '../helpers/site-fixture.js';
 

@@ -13,7 +13,7 @@ const loaded = (name: string) => require.resolve(name) in require.cache;
 describe('the modules of a build\'s threads', () => {
   it('leave ajv and xmlbuilder2 unloaded', async () => {
     await import('../../src/pipeline/site-build.js');
-    await import('../../src/pipeline/render-pool.js');
+    await import('../../src/pipeline/threads/render-pool.js');
     await import('../../src/cli/errors.js');
     // Loaded: the module cache sees the build's dependencies.
     expect(loaded('better-sqlite3')).toBe(true);

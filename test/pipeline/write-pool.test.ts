@@ -1,13 +1,13 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type * as OutputWriterModule from '../../src/pipeline/output-writer.js';
-import type * as WritePoolModule from '../../src/pipeline/write-pool.js';
+import type * as OutputWriterModule from '../../src/pipeline/write/output-writer.js';
+import type * as WritePoolModule from '../../src/pipeline/threads/write-pool.js';
 
 // The worker thread runs compiled JavaScript: these tests use dist/ (`npm test` compiles first),
 // typed by the sources they were compiled from.
-const { DirectoryWriter } = (await import('../../dist/pipeline/output-writer.js' as string)) as typeof OutputWriterModule;
-const { ThreadedDirectoryWriter, LaneWriter } = (await import('../../dist/pipeline/write-pool.js' as string)) as typeof WritePoolModule;
+const { DirectoryWriter } = (await import('../../dist/pipeline/write/output-writer.js' as string)) as typeof OutputWriterModule;
+const { ThreadedDirectoryWriter, LaneWriter } = (await import('../../dist/pipeline/threads/write-pool.js' as string)) as typeof WritePoolModule;
 import { tempDir } from '../helpers/site-fixture.js';
 
 const cleanups: Array<() => void> = [];

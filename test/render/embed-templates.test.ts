@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSiteContext } from '../../src/pipeline/site-context.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { DEFAULT_CONFIG, type SiteConfig } from '../../src/config/config.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { TemplateError } from '../../src/render/templates.js';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { create } from 'xmlbuilder2';
 import { FlatXmlDocument, NS, PLAIN_NAME, plainElementName, setXmlEngine, xmlDocument, XmlDocument, xmlDocuments, type Attrs, type XmlElement } from '../../src/render/xml.js';
 import { renderSitemaps } from '../../src/formats/sitemap.js';
-import { createSiteContext } from '../../src/pipeline/site-context.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import * as reference from '../helpers/xml-reference.js';
 import { HOSTILE } from '../../src/db/demo-data.js';

@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { defaultStateFile, SavedState } from '../../pipeline/build-state.js';
 import { defaultLockFile, LockHeldError, runningHolder } from '../../pipeline/lock.js';
-import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/shard.js';
+import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import type { CheckProblem, TreeCheckResult } from '../../check/tree-check.js';
 import { loadConfig } from '../../config/config.js';
 import { openForReading } from '../../db/open-database.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createSiteContext } from '../../pipeline/site-context.js';
+import { createSiteContext } from '../../pipeline/render/site-context.js';
 import { loadConfig } from '../../config/config.js';
 import { openForReading, openForUpdate } from '../../db/open-database.js';
 import { FORMATS } from '../../formats/registry.js';

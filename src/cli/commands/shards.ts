@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { readBuildRecords, type FoundRecord } from '../../pipeline/build-record.js';
-import { checkShards } from '../../pipeline/shard-check.js';
+import { readBuildRecords, type FoundRecord } from '../../pipeline/record/build-record.js';
+import { checkShards } from '../../pipeline/record/shard-check.js';
 import { EXIT, UsageError } from '../errors.js';
 import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';

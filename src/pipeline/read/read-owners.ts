@@ -1,10 +1,10 @@
-import type { SiteReader, UserRow, VideoEntry } from '../db/site-reader.js';
-import type { SiteIndex, UserBundle, UserPart, VideoView } from '../model/views.js';
-import type { SitePaths } from '../paths/site-paths.js';
-import type { Owner } from './build-state.js';
-import type { Skipped } from './build-report.js';
+import type { SiteReader, UserRow, VideoEntry } from '../../db/site-reader.js';
+import type { SiteIndex, UserBundle, UserPart, VideoView } from '../../model/views.js';
+import type { SitePaths } from '../../paths/site-paths.js';
+import type { Owner } from '../build-state.js';
+import type { Skipped } from '../build-report.js';
 import type { NamedRow } from './name-collisions.js';
-import { ownsKey, type ShardSpec } from './shard.js';
+import { ownsKey, type ShardSpec } from '../plan/shard.js';
 
 /**
  * The read stage: one owner at a time (a user with the parts of their data the build's formats

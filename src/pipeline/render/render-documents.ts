@@ -1,11 +1,11 @@
-import type { Format, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
-import type { SiteIndex } from '../model/views.js';
-import { showName } from '../paths/names.js';
-import type { Owner } from './build-state.js';
-import type { Failure } from './build-report.js';
-import type { UserBundle } from '../model/views.js';
-import type { OwnerRead } from './read-owners.js';
-import type { RenderedDocument as ThreadDocument, RenderedUser } from './render-pool.js';
+import type { Format, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from '../../formats/format.js';
+import type { SiteIndex } from '../../model/views.js';
+import { showName } from '../../paths/names.js';
+import type { Owner } from '../build-state.js';
+import type { Failure } from '../build-report.js';
+import type { UserBundle } from '../../model/views.js';
+import type { OwnerRead } from '../read/read-owners.js';
+import type { RenderedDocument as ThreadDocument, RenderedUser } from '../threads/render-pool.js';
 
 /**
  * The render stage: an owner's documents, as bytes, from what the read stage gave. Pure: it

@@ -1,4 +1,4 @@
-import { foldedName, showName } from '../paths/names.js';
+import { foldedName, showName } from '../../paths/names.js';
 
 /**
  * Usernames and video ids that are distinct here but would be one file on a case-insensitive or

@@ -1,17 +1,17 @@
-import { ChangeLog } from '../db/change-log.js';
-import type { ValueIssue } from '../db/decode.js';
-import { openForReading } from '../db/open-database.js';
-import { SiteReader } from '../db/site-reader.js';
-import type { UserFormat } from '../formats/format.js';
-import { FORMATS } from '../formats/registry.js';
-import type { Encoding } from '../paths/compression.js';
-import { buildFingerprint, type BuildFingerprint } from './incremental.js';
-import { renderUserTexts } from './render-documents.js';
+import { ChangeLog } from '../../db/change-log.js';
+import type { ValueIssue } from '../../db/decode.js';
+import { openForReading } from '../../db/open-database.js';
+import { SiteReader } from '../../db/site-reader.js';
+import type { UserFormat } from '../../formats/format.js';
+import { FORMATS } from '../../formats/registry.js';
+import type { Encoding } from '../../paths/compression.js';
+import { buildFingerprint, type BuildFingerprint } from '../plan/incremental.js';
+import { renderUserTexts } from '../render/render-documents.js';
 import type { RenderedDocument, RenderReply, RenderRequest, RenderWorkerData, WrittenForm } from './render-pool.js';
 import { replyTo } from './render-reply.js';
-import { writeRendered } from './write-documents.js';
-import { VIDFEEDS_VERSION } from '../config/version.js';
-import { createSiteContext } from './site-context.js';
+import { writeRendered } from '../write/write-documents.js';
+import { VIDFEEDS_VERSION } from '../../config/version.js';
+import { createSiteContext } from '../render/site-context.js';
 
 /**
  * What a thread of RenderPool (render-pool.ts) does, on whichever thread serves it: a render

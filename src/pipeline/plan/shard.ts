@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { BuildState } from './build-state.js';
+import type { BuildState } from '../build-state.js';
 
 /**
  * Sharded builds (`vidfeeds build --shard K/N`, docs/scale.md): N processes, on one machine or

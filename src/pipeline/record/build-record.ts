@@ -1,10 +1,10 @@
 import { readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { ChangeLogPosition } from '../db/change-log.js';
-import type { BuildReport } from './build-report.js';
-import type { BuildFingerprint, BuildMode } from './incremental.js';
-import { FilePlacer } from './output-writer.js';
-import type { ShardSpec } from './shard.js';
+import type { ChangeLogPosition } from '../../db/change-log.js';
+import type { BuildReport } from '../build-report.js';
+import type { BuildFingerprint, BuildMode } from '../plan/incremental.js';
+import { FilePlacer } from '../write/output-writer.js';
+import type { ShardSpec } from '../plan/shard.js';
 
 /**
  * What the tree in an output directory was built from, left there by every build that finished:

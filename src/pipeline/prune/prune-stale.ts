@@ -1,6 +1,6 @@
-import { compressedPath, type Encoding } from '../paths/compression.js';
-import type { BuildState } from './build-state.js';
-import type { OutputWriter } from './output-writer.js';
+import { compressedPath, type Encoding } from '../../paths/compression.js';
+import type { BuildState } from '../build-state.js';
+import type { OutputWriter } from '../write/output-writer.js';
 
 /**
  * The prune stage: removes the files an earlier build wrote that this one does not produce, and

@@ -1,4 +1,4 @@
-import type { ChangeKeys, ChangeRecord, OwnerLookups } from '../db/change-log.js';
+import type { ChangeKeys, ChangeRecord, OwnerLookups } from '../../db/change-log.js';
 
 /**
  * Which owners' documents a set of recorded database changes affects. Pure: it reads the change

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { DirectoryWriter, FilePlacer, resolveInside, type LendRequest, type LentThread, type OutputWriter, type WriteLane } from './output-writer.js';
+import { DirectoryWriter, FilePlacer, resolveInside, type LendRequest, type LentThread, type OutputWriter, type WriteLane } from '../write/output-writer.js';
 
 /**
  * A DirectoryWriter whose file system calls run on a worker thread, so the kernel's work of

@@ -3,11 +3,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { SiteConfig } from '../config/config.js';
-import type { ChangeLogPosition } from '../db/change-log.js';
-import type { Format } from '../formats/format.js';
-import { SHIPPED_TEMPLATES_DIR } from '../render/templates.js';
-import { STATE_VERSION, type BuildBasis } from './build-state.js';
+import type { SiteConfig } from '../../config/config.js';
+import type { ChangeLogPosition } from '../../db/change-log.js';
+import type { Format } from '../../formats/format.js';
+import { SHIPPED_TEMPLATES_DIR } from '../../render/templates.js';
+import { STATE_VERSION, type BuildBasis } from '../build-state.js';
 
 /**
  * When a build may be incremental, and from where. A build follows from the basis of the last
@@ -115,7 +115,7 @@ export function buildFingerprint(config: SiteConfig, formats: readonly Format[],
 }
 
 /** The folder of vidfeeds's modules: dist/ when installed, src/ when run from the sources (tests). */
-const CODE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const CODE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 let code: string | undefined;
 
 /** Hash of every module of vidfeeds (names and bytes), computed once per process. */

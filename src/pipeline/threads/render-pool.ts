@@ -3,14 +3,14 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import type { SiteConfig } from '../config/config.js';
-import { ConfigError } from '../config/config-error.js';
-import type { ValueIssue } from '../db/decode.js';
-import type { UserRow } from '../db/site-reader.js';
-import type { UserPart } from '../model/views.js';
-import type { Encoding } from '../paths/compression.js';
-import type { BuildFingerprint } from './incremental.js';
-import type { LentThread, WriteLane } from './output-writer.js';
+import type { SiteConfig } from '../../config/config.js';
+import { ConfigError } from '../../config/config-error.js';
+import type { ValueIssue } from '../../db/decode.js';
+import type { UserRow } from '../../db/site-reader.js';
+import type { UserPart } from '../../model/views.js';
+import type { Encoding } from '../../paths/compression.js';
+import type { BuildFingerprint } from '../plan/incremental.js';
+import type { LentThread, WriteLane } from '../write/output-writer.js';
 import { STALL_MS } from './write-pool.js';
 
 /**

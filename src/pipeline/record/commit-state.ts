@@ -1,8 +1,8 @@
-import type { ChangeLogPosition } from '../db/change-log.js';
-import type { BuildReport } from './build-report.js';
-import type { BuildState } from './build-state.js';
-import { basisOf, type BuildFingerprint } from './incremental.js';
-import type { OutputWriter } from './output-writer.js';
+import type { ChangeLogPosition } from '../../db/change-log.js';
+import type { BuildReport } from '../build-report.js';
+import type { BuildState } from '../build-state.js';
+import { basisOf, type BuildFingerprint } from '../plan/incremental.js';
+import type { OutputWriter } from '../write/output-writer.js';
 
 /**
  * The record stage: once every file is on disk (a writer may write in the background), the state

@@ -1,10 +1,10 @@
-import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible } from '../paths/compression.js';
-import type { Format } from '../formats/format.js';
-import type { BuildState } from './build-state.js';
-import { documentHash, documentHashHex } from './document-hash.js';
-import type { WrittenForm } from './render-pool.js';
+import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible } from '../../paths/compression.js';
+import type { Format } from '../../formats/format.js';
+import type { BuildState } from '../build-state.js';
+import { documentHash, documentHashHex } from '../document-hash.js';
+import type { WrittenForm } from '../threads/render-pool.js';
 import type { OutputWriter } from './output-writer.js';
-import type { FailedDocument, RenderedDocument, WrittenDocument } from './render-documents.js';
+import type { FailedDocument, RenderedDocument, WrittenDocument } from '../render/render-documents.js';
 
 /**
  * The compare-and-write stage: a rendered document is written only when its bytes differ from

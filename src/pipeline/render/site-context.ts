@@ -1,11 +1,11 @@
-import type { SiteConfig } from '../config/config.js';
-import { VIDFEEDS_GENERATOR } from '../config/version.js';
-import type { Format, SiteContext } from '../formats/format.js';
-import type { VideoView } from '../model/views.js';
-import { SitePaths } from '../paths/site-paths.js';
-import { checkPlaces } from '../paths/url-scheme.js';
-import { recommendations } from '../formats/recommendations.js';
-import { createEmbedRenderer, type EmbedLinks } from '../render/embed.js';
+import type { SiteConfig } from '../../config/config.js';
+import { VIDFEEDS_GENERATOR } from '../../config/version.js';
+import type { Format, SiteContext } from '../../formats/format.js';
+import type { VideoView } from '../../model/views.js';
+import { SitePaths } from '../../paths/site-paths.js';
+import { checkPlaces } from '../../paths/url-scheme.js';
+import { recommendations } from '../../formats/recommendations.js';
+import { createEmbedRenderer, type EmbedLinks } from '../../render/embed.js';
 
 /** A video with every field set, to check templates before a build writes anything. */
 export const SAMPLE_VIDEO: VideoView = {

@@ -1,5 +1,5 @@
 import { threadId, workerData } from 'node:worker_threads';
-import { FilePlacer, resolveInside } from './output-writer.js';
+import { FilePlacer, resolveInside } from '../write/output-writer.js';
 import type { RenderWorkerData } from './render-pool.js';
 import { replyTo } from './render-reply.js';
 import { serveRenders, type FileSink } from './render-service.js';

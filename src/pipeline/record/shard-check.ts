@@ -1,5 +1,5 @@
 import type { BuildRecord, FoundRecord } from './build-record.js';
-import type { BuildFingerprint } from './incremental.js';
+import type { BuildFingerprint } from '../plan/incremental.js';
 
 /**
  * Whether the parts of a sharded build may be merged (`vidfeeds shards check`, docs/scale.md):

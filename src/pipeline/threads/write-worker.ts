@@ -1,5 +1,5 @@
 import { parentPort, receiveMessageOnPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
-import { FilePlacer, resolveInside } from './output-writer.js';
+import { FilePlacer, resolveInside } from '../write/output-writer.js';
 import type { RenderWorkerData } from './render-pool.js';
 import { replyTo } from './render-reply.js';
 import type { BatchMessage, LaneMessage, RenderMessage } from './write-pool.js';
