@@ -59,6 +59,12 @@ export interface ChangeLogPosition {
   position: number;
   /** Lowest sequence number still in the log, or null when it is empty. */
   oldest: number | null;
+  /**
+   * The identity of the entry at `position` (its table, operation, keys and time), or null when it
+   * is not in the log: a log restored from a backup and written to again reuses positions, but not
+   * entries (ChangeLog.identityAt).
+   */
+  identity?: string | null;
 }
 
 interface RawChange {
@@ -87,6 +93,9 @@ export class ChangeLog {
       oldest: p<{ seq: number | null }>(`SELECT min(seq) AS seq FROM change_log`),
       since: p<RawChange>(`SELECT seq, table_name, op, old_keys, new_keys FROM change_log WHERE seq > ? AND seq <= ? ORDER BY seq`),
       count: p<{ n: number }>(`SELECT count(*) AS n FROM change_log WHERE seq > ? AND seq <= ?`),
+      entry: p<{ identity: string }>(
+        `SELECT json_array(table_name, op, old_keys, new_keys, changed_at) AS identity FROM change_log WHERE seq = ?`,
+      ),
     };
     this.lookups = {
       usersBefriending: lookup(`SELECT DISTINCT user_id FROM friendships WHERE friend_id IN ids`),
@@ -109,11 +118,18 @@ export class ChangeLog {
 
   /** The log's identity and extent now. */
   current(): ChangeLogPosition {
+    const position = this.stmt.position.get()?.seq ?? 0;
     return {
       databaseId: this.stmt.databaseId.get()?.value ?? '',
-      position: this.stmt.position.get()?.seq ?? 0,
+      position,
       oldest: this.stmt.oldest.get()?.seq ?? null,
+      identity: this.identityAt(position),
     };
+  }
+
+  /** The identity of the log entry at `seq`, or null when there is none (never logged, or pruned). */
+  identityAt(seq: number): string | null {
+    return this.stmt.entry.get(seq)?.identity ?? null;
   }
 
   /** Number of changes after `from` up to and including `to`. */

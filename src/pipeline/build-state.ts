@@ -50,6 +50,8 @@ export interface BuildBasis {
   databaseId: string;
   /** The change log position of the build's snapshot: changes after it are not in the tree. */
   position: number;
+  /** The identity of the log entry at `position` (ChangeLogPosition.identity), when it had one. */
+  positionIdentity?: string | null;
 }
 
 export function defaultStateFile(outDir: string): string {
@@ -218,10 +220,38 @@ export class BuildState {
   }
 
   /**
+   * Whether the output directory may hold files no record names (a build was killed after placing
+   * them, the state was set aside or made for another directory): the next full build compares
+   * every file with the disk and sweeps the format folders (src/pipeline/prune/sweep-tree.ts).
+   */
+  needsSweep(): boolean {
+    return this.getMeta('sweep') !== null;
+  }
+
+  /** Drops the basis for `reason` and asks for a sweeping full build (needsSweep). */
+  dropBasisAndSweep(reason: string): void {
+    this.deleteMeta('basis');
+    this.setMeta('basis_dropped', reason);
+    this.setMeta('sweep', '1');
+  }
+
+  /** The sweep is done: the tree holds only what the records name. */
+  swept(): void {
+    this.deleteMeta('sweep');
+  }
+
+  /** Whether `path` is recorded (after a full build's prune, every record is this build's). */
+  recorded(path: string): boolean {
+    return this.stmt.get.get(path) !== undefined;
+  }
+
+  /**
    * Starts a build: a new build id, a mark that a build is running (committed at once, so a killed
    * build is noticed by the next one), and one write transaction, committed in batches.
    */
   begin(): number {
+    // The build before was killed: files it placed may be recorded nowhere; a full build sweeps them.
+    if (this.interrupted()) this.setMeta('sweep', '1');
     this.buildId = Number(this.getMeta('last_build') ?? '0') + 1;
     this.setMeta('last_build', String(this.buildId));
     this.setMeta('in_progress', new Date().toISOString());

@@ -14,6 +14,7 @@ import { BuildInterrupted } from './interrupt.js';
 import { describeCollision, nameCollisions } from './read/name-collisions.js';
 import type { OutputWriter } from './write/output-writer.js';
 import { pruneStale } from './prune/prune-stale.js';
+import { sweepTree } from './prune/sweep-tree.js';
 import {
   publishableUsers,
   publishedNames,
@@ -135,6 +136,7 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     empty: state.isEmpty(),
     outputEmpty: writer.isEmpty?.() ?? false,
     siteFilesStale: state.siteFilesStale(),
+    sweep: state.needsSweep(),
   };
   // A build into an empty directory compares nothing with the disk, whatever the state recorded:
   // a first build, or one after the output was emptied (every document is written either way).
@@ -168,6 +170,16 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       if (result.ok) {
         const document = 'written' in result ? result.written : result.document;
         const outcome = 'written' in result ? recordWritten(target, result.written) : compareAndWrite(target, result.document);
+        if (outcome.failure !== undefined) {
+          // Not written (a link, a folder that cannot be written, a directory in its place): the
+          // others are, and the next build tries this one again.
+          const { format, key, path } = document;
+          tally.fail({ format: format.name, key, path, message: `cannot be written: ${outcome.failure}` }, path);
+          failedDocuments.add(`${format.name}\u0000${key}`);
+          relist(document.owner);
+          if (outcome.isNew) newPaths = true;
+          continue;
+        }
         if (outcome.isNew) {
           newPaths = true;
           relist(document.owner, outcome.movedFrom);
@@ -299,6 +311,11 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
       for (const group of nameCollisions(() => publishedNames(reader, site.paths))) tally.nameCollision(describeCollision(group));
     }
     prune(state.stale({ formats: new Set(formats.map((f) => f.name)), user: options.user }));
+    if (plan.mode === 'full' && (saved.sweep || saved.interrupted) && options.user === undefined && options.only === undefined && writer.root !== undefined) {
+      writer.flush?.();
+      sweepTree({ root: writer.root, writer, state, paths: site.paths, formsOnDisk: compression, shard: options.shard }, (path) => tally.removed(path));
+      state.swept();
+    }
     if (plan.mode === 'full') {
       state.setSiteFilesStale(false);
       // Every document was seen: the forms beside them are now the configured ones (unless one
@@ -313,7 +330,13 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   try {
     reader.snapshot(() => {
       log = deps.incremental?.changeLog.current();
-      const plan = planBuild({ state: saved, fingerprint: deps.incremental?.fingerprint, log, options });
+      const plan = planBuild({
+        state: saved,
+        fingerprint: deps.incremental?.fingerprint,
+        log,
+        options,
+        logIdentityAt: (seq) => deps.incremental?.changeLog.identityAt(seq) ?? null,
+      });
       report.mode = plan.mode;
       report.reason = plan.reason;
       target.verify = plan.verify;

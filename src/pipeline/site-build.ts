@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { realpathSync } from 'node:fs';
 import type { SiteConfig } from '../config/config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { databaseFileState, explainReadFailure, openForReading } from '../db/open-database.js';
@@ -97,6 +98,7 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
       try {
         checkStateShard(state, stateFile, request.shard);
         const writer = createDirectoryWriter(request.out);
+        checkStateOutput(state, request.out);
         try {
           removeBuildRecord(request.out, request.shard);
           const report = runReading(request.db, before, () => runBuild(
@@ -142,6 +144,20 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
   } finally {
     if (request.lock === undefined) lock.release();
   }
+}
+
+/**
+ * A state is made for one output directory: one copied from another (or passed with --state for
+ * another --out) describes files that are not here. The basis is dropped, so the build is full,
+ * compares every document with the disk, sweeps what no row produces, and says why.
+ */
+function checkStateOutput(state: BuildState, out: string): void {
+  const here = realpathSync(out);
+  const madeFor = state.getMeta('output_dir');
+  if (madeFor !== null && madeFor !== here && !state.isEmpty()) {
+    state.dropBasisAndSweep(`the saved state was made for another output directory, ${madeFor}`);
+  }
+  if (madeFor !== here) state.setMeta('output_dir', here);
 }
 
 function closeAfterFailure(db: Database.Database): void {
