@@ -255,7 +255,12 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
     }
   };
   const prune = (paths: Iterable<string>): number => {
-    const count = pruneStale(paths, { writer, state, formsOnDisk }, (path) => tally.removed(path));
+    const count = pruneStale(
+      paths,
+      { writer, state, formsOnDisk },
+      (path) => tally.removed(path),
+      (path, why) => deps.reporter?.warn?.(`not removed: ${path}: ${why}`),
+    );
     pruned += count;
     return count;
   };
