@@ -36,7 +36,7 @@ const RULES: Readonly<Record<string, Rule>> = {
   foaf: { kind: 'xml' },
   hcard: { kind: 'html' },
   xspf: { kind: 'xml', schema: 'xspf-1_0.7.rng' },
-  // UserEmail is written only for users who chose to show it (PRODUCT.md).
+  // UserEmail, which APML 0.6 requires, is written only for users who chose to show it.
   apml: { kind: 'xml', schema: 'apml-0.6-email-optional.xsd' },
   opml: { kind: 'xml', schema: 'opml-2.0-spec.rng' },
   oembed: { kind: 'json', schema: 'oembed-1.0-response.schema.json' },

@@ -9,7 +9,7 @@ type Register = (program: Command, io: Console, setExit: (code: number) => void)
 /**
  * The commands, in the order help lists them, each loaded only when needed: a command's module
  * brings what it runs (the server, the watcher, the host configurations...), and loading all of
- * them cost every invocation about 6 MB and part of its start-up (docs/performance.md).
+ * them would cost every invocation their memory and start-up time.
  */
 const COMMANDS: Record<string, () => Promise<Register>> = {
   init: async () => (await import('./commands/init.js')).registerInit,

@@ -2,7 +2,7 @@
  * The change log's triggers (docs/database.md "change_log", docs/incremental.md), generated from
  * one description of what each table logs: every insert, update and delete of a table writes one
  * `change_log` row with the row's keys before and after. The keys are the columns that say whose
- * documents the row feeds (src/pipeline/changes.ts reads them); a change of any other column still
+ * documents the row feeds (src/pipeline/plan/changes.ts reads them); a change of any other column still
  * logs the row, so every column a document shows is covered by its table's triggers.
  *
  * Released migrations never change: migration 2 and 3 are generated from the descriptions below as

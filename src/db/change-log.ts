@@ -3,7 +3,7 @@ import { openForReading } from './open-database.js';
 
 /**
  * Reads the database's change log (migration 2, docs/database.md "change_log") and answers the
- * owner look-ups of src/pipeline/changes.ts. Use it on the connection the build reads with, inside the
+ * owner look-ups of src/pipeline/plan/changes.ts. Use it on the connection the build reads with, inside the
  * same read transaction (`SiteReader.snapshot`), so the log position and the rendered rows agree.
  */
 
@@ -77,7 +77,7 @@ interface RawChange {
 
 export class ChangeLog {
   private readonly stmt;
-  /** The owner look-ups over the rows as they are now (src/pipeline/changes.ts). */
+  /** The owner look-ups over the rows as they are now (src/pipeline/plan/changes.ts). */
   readonly lookups: OwnerLookups;
 
   constructor(db: Database.Database) {

@@ -98,8 +98,8 @@ const SHOWCASE: ShowcaseUser[] = [
 
 export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_DEFAULTS): { users: number; videos: number } {
   const random = prng(options.seed);
-  // Feed-heavy draws its own counts; the demo shape's draws stay exactly as they were, so a demo
-  // database of a given size and seed is the same as before the shapes existed.
+  // Feed-heavy's counts are drawn only for that shape, so a demo database of a given size and
+  // seed does not change when the feed-heavy shape does.
   const heavy = (options.shape ?? 'demo') === 'feed-heavy';
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
@@ -248,7 +248,8 @@ export function generateDemo(db: Database.Database, options: DemoOptions = DEMO_
         const count = int(...FEED_HEAVY.friends);
         for (let f = 0; f < count; f++) friends.push(int(1, users));
       } else {
-        // The bound is drawn again at each turn: the demo shape's draws, as they always were.
+        // The bound is drawn again at each turn: the demo shape's sequence of draws, which every
+        // demo database of a given size and seed depends on.
         for (let f = 0; f < int(0, 4) * many; f++) friends.push(int(1, users));
       }
       for (const friend of friends) if (friend !== id && friend <= users) ins.friend.run(id, friend, EPOCH + int(0, 300) * DAY);

@@ -13,9 +13,8 @@ export class DatabaseError extends Error {
 /**
  * Pages of the site database a reading connection keeps in its own cache, in KiB (SQLite's
  * `cache_size`, negative for KiB). better-sqlite3 sets 16 MB by default; a build reads each page
- * a few times at most, and the operating system caches the file anyway, so a feed-heavy build is
- * as fast with 2 MB (SQLite's own default) and each thread that reads holds 14 MB less
- * (docs/performance.md, "Eighth session").
+ * a few times at most, and the operating system caches the file anyway, so SQLite's own default
+ * of 2 MB reads as fast and each reading connection holds 14 MB less.
  */
 export const READ_CACHE_KIB = 2000;
 

@@ -3,7 +3,7 @@ import { SITE_FORMATS } from '../formats/site-formats.js';
 import { keyProblem } from '../paths/url-scheme.js';
 
 /**
- * Recommendation submit (seed section 4, "Recommendation submit"; PRODUCT.md decision 6): the
+ * Recommendation submit (seed section 4, "Recommendation submit"): the
  * validation and storage that `vidfeeds recommend` and the POST of `vidfeeds serve` share, so
  * both accept and refuse exactly the same input.
  */
@@ -226,7 +226,7 @@ function statements(db: Database.Database): Statements {
   return stmts;
 }
 
-/** Whether a user's documents can be published: the build's one rule for names (PRODUCT.md, "Names"). */
+/** Whether a user's documents can be published: the build's one rule for names (src/paths/names.ts). */
 function canBePath(username: string): boolean {
   return keyProblem(username, SITE_FORMATS) === null;
 }

@@ -5,7 +5,8 @@ import { xmlChars, xmlDocument } from '../render/xml.js';
 
 /**
  * APML 0.6 attention profile (seed 2.6) from the attention data the site computes: one implicit
- * `Concept` per category of the site (value 0 where the user has none, PRODUCT.md decision 5) and
+ * `Concept` per category of the site (value 0 where the user has none, so every
+ * profile lists the same categories) and
  * one `Source` per video that supplied attention. Valid against the APML 0.6 schema.
  *
  * Corrections of the seed, for the APML 0.6 schema: every date is `YYYY-MM-DDThh:mm:ssZ`;

@@ -16,7 +16,7 @@ function tagUri(site: SiteContext, date: Date, specific: string): string {
   return `tag:${host},${date.getUTCFullYear()}:${site.paths.basePath}/${specific}`;
 }
 
-/** Groups in a user's Atom feed, newest first: the reader loads no more than this (PRODUCT.md, "done"). */
+/** Groups in a user's Atom feed, newest first: the reader loads no more than this. */
 export const ATOM_ENTRIES = 20;
 
 export const atom: UserFormat = {

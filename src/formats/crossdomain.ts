@@ -3,7 +3,8 @@ import { xmlDocument } from '../render/xml.js';
 
 /**
  * crossdomain.xml for the Flash player (seed section 4). By default it allows no other domain
- * (PRODUCT.md decision 8); `crossDomain.allowAccessFrom` names the domains that may read the site.
+ * (least privilege: no other site's Flash content reads this one unless the operator says so);
+ * `crossDomain.allowAccessFrom` names the domains that may read the site.
  */
 export const crossdomain: SiteFormat = {
   name: 'crossdomain',

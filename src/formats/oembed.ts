@@ -4,7 +4,7 @@ import { xmlChars, xmlDocument } from '../render/xml.js';
 
 /**
  * oEmbed 1.0 for every public video (seed 2.2), in four forms at four paths:
- *   /<video>/oembed/      JSON, the default (PRODUCT.md decision 2)
+ *   /<video>/oembed/      JSON, the default (the form every oEmbed consumer reads)
  *   /<video>/oembed/json  JSON
  *   /<video>/oembed/xml   XML
  *   /<video>/oembed/html  an HTML page holding only the player markup

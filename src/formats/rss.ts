@@ -24,8 +24,8 @@ function html(text: string): string {
 /**
  * The item description (seed 2.8): linked thumbnail, description, added-by link, tag links, date
  * line. Built as one string with the escaping a Handlebars template would apply (the template is
- * in test/formats/rss-description.test.ts, which holds the two to the byte): compiling it cost
- * each feed of 20 items about 40 µs in Handlebars' runtime (docs/performance.md).
+ * in test/formats/rss-description.test.ts, which holds the two to the byte), because running the
+ * compiled template for every item of every feed costs more than building the string.
  *
  * Every value in it is clean (xmlChars) and has its `>` escaped, and the markup around them is
  * ours, so it holds no character XML forbids and no `]]>`: one CDATA section carries it as it is,
@@ -62,9 +62,9 @@ const NO_TAG_MARKUP: TagMarkup = { links: '', keywords: '' };
 
 /**
  * Tag markup kept per site by tag list. The reader hands out one frozen array per combination of
- * tags while a snapshot is open (SiteReader's `tagLists`), and videos share a few combinations:
- * making the links and keywords again for each video was a fifth of rendering a feed-heavy
- * site's feed (docs/performance.md). A list no reader holds any more is dropped with it.
+ * tags while a snapshot is open (SiteReader's `tagLists`), and videos share a few combinations, so
+ * the links and keywords are made once per combination rather than once per video. A list no
+ * reader holds any more is dropped with it.
  */
 const tagMarkups = new WeakMap<SiteContext, WeakMap<readonly string[], TagMarkup>>();
 let lastSite: { site: SiteContext; kept: WeakMap<readonly string[], TagMarkup> } | null = null;
@@ -89,7 +89,7 @@ function tagMarkup(site: SiteContext, tags: readonly string[]): TagMarkup {
 
 /**
  * What an item shows of its uploader, made once for all the items of one uploader (every item of
- * a user's feed): remade for each item, it was an eighth of rendering a 20-item feed.
+ * a user's feed), rather than once per item.
  */
 interface UploaderMarkup {
   person: PersonRef;
@@ -109,8 +109,9 @@ function uploaderMarkup(person: PersonRef, site: SiteContext): UploaderMarkup {
 
 /**
  * One `<item>`. The feed is written as markup with xml.ts's escaping (xmlLeaf, xmlAttr), not through
- * xmlDocument: a feed-heavy site's build renders a million items, and the calls of xmlDocument
- * cost a third of each (docs/performance.md). test/formats/rss.test.ts holds the two to the byte.
+ * xmlDocument: a feed-heavy site's build renders a million items, and building each through
+ * xmlDocument's calls costs more than the item's own text. test/formats/rss.test.ts holds the two
+ * to the byte.
  */
 function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): string {
   const page = site.paths.videoPage(video.publicId);
@@ -124,8 +125,8 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): st
     (video.category === null ? '' : categoryElement(video.category)) +
     (fileSize === null ? '' : `<enclosure url="${fileUrl}" length="${fileSize}" type="${fileType}"/>`) +
     xmlLeaf('guid', page, ' isPermaLink="true"') +
-    // A date made of letters, digits and punctuation XML leaves alone: not tested for escaping
-    // (testing a fresh concatenation flattens it first, a tenth of rendering an item).
+    // A date made of letters, digits and punctuation XML leaves alone: not tested for escaping,
+    // since testing a fresh concatenation makes V8 flatten it first.
     `<pubDate>${rfc822(video.createdAt)}</pubDate>` +
     `<media:content url="${fileUrl}" type="${fileType}" medium="video"` +
     (fileSize === null ? '' : ` fileSize="${fileSize}"`) +
@@ -153,7 +154,7 @@ function categoryElement(name: string): string {
   return element;
 }
 
-/** Items in a user's RSS feed, newest first: the reader loads no more uploads than this (PRODUCT.md, "done"). */
+/** Items in a user's RSS feed, newest first: the reader loads no more uploads than this. */
 export const RSS_ITEMS = 20;
 
 export const rss: UserFormat = {

@@ -14,8 +14,7 @@ import { FlatXmlDocument, NS } from '../render/xml.js';
  * the K-th range of `partUrls / user formats` ids, `sitemap-videos-K.xml` likewise the videos,
  * and `sitemap.xml` is the index of the parts that list something. A part depends only on the
  * owners in its range, so a build that changed a few owners rewrites the parts that hold them
- * and keeps the others (`index.changes`): what a change costs no longer grows with the site
- * (docs/performance.md, "Freshness").
+ * and keeps the others (`index.changes`): what a change costs does not grow with the site.
  */
 
 export const MAX_URLS_PER_SITEMAP = 50_000;
@@ -29,7 +28,7 @@ export interface SitemapLimits {
   maxBytes: number;
   /**
    * URLs a part split by id holds at most: a 25th of the limit, so that rewriting a part for one
-   * change costs little (a part of 2,000 videos reads and checks 2,000 rows: about 8 ms), and at
+   * change costs little (a part of 2,000 videos reads and checks 2,000 rows), and at
    * 1 KB a URL a part stays far below the byte limit.
    */
   partUrls: number;

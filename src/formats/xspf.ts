@@ -6,7 +6,7 @@ import { NS, xmlDocument } from '../render/xml.js';
  * XSPF playlist (seed 2.5) of the user's public saved videos, in the user's order. A static file
  * has no logged-in viewer, so when the user saved nothing public the playlist is the user's own
  * public viewing history if the user made it public, and otherwise an empty `trackList`
- * (PRODUCT.md decision 4; the reader chooses, see `UserBundle.playlist`).
+ * (the reader chooses, see `UserBundle.playlist`).
  *
  * Differences from the seed: UTF-8, not iso-8859-1 (names are Unicode; every XML parser reads
  * UTF-8); tracks also carry `duration` (milliseconds) when known; the playlist carries a title,

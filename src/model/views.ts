@@ -165,7 +165,8 @@ export interface UserBundle {
   interests: string[];
   /**
    * The XSPF playlist: public saved videos in the user's order; when there are none, the user's
-   * public viewing history if the user made it public (PRODUCT.md decision 4); else empty.
+   * public viewing history if the user made it public (a static file has no logged-in viewer
+   * whose history it could show); else empty.
    */
   playlist: { source: 'saved' | 'history' | 'none'; videos: VideoView[] };
   /**

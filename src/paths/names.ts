@@ -1,5 +1,5 @@
 /**
- * Which usernames and video ids can become a path segment under out/ (PRODUCT.md, "Names").
+ * Which usernames and video ids can become a path segment under out/ (docs/database.md, "Names").
  * A name that cannot is never written: the build reports it and skips the row.
  */
 

@@ -90,7 +90,7 @@ export function isSiteFileName(name: string, places: readonly Place[]): boolean 
 
 /**
  * Why a username or video id cannot be published (be a path segment under out/ and a URL
- * segment), or null when it can: the one rule (PRODUCT.md, "Names"; src/paths/names.ts), with
+ * segment), or null when it can: the one rule (src/paths/names.ts; docs/database.md, "Names"), with
  * the names the site-wide documents of `places` take.
  */
 export function keyProblem(key: string, places: readonly Place[]): string | null {

@@ -40,8 +40,8 @@ const days: Array<DayText | undefined> = new Array(DAYS_KEPT);
 
 /**
  * The text of `date`'s day (UTC), made once for each day met lately. An RSS item writes its
- * date twice (pubDate, and the day in its description), and a feed-heavy build a million items:
- * a date whose day is kept formats in half the time (docs/performance.md, "Tenth session").
+ * date twice (pubDate, and the day in its description), and a feed-heavy build a million items,
+ * most of them on days met before: the day's text is the larger part of formatting a date.
  */
 function dayOf(date: Date): DayText {
   const day = Math.floor(date.getTime() / MS_PER_DAY);

@@ -21,7 +21,7 @@ export interface EmbedRenderer {
 
 /**
  * The URLs an embed links to. The caller derives them from the site's paths and the format table
- * (src/pipeline/site-context.ts), so this layer needs neither.
+ * (src/pipeline/render/site-context.ts), so this layer needs neither.
  */
 export interface EmbedLinks {
   videoPage(publicId: string): string;

@@ -5,8 +5,8 @@
  */
 export function webUrl(value: string | null | undefined): string | null {
   if (value === null || value === undefined || value === '') return null;
-  // Most stored URLs are already as the parser would write them: those are taken as they are.
-  // Parsing was a tenth of reading a feed-heavy user (three URLs a video; docs/performance.md).
+  // Most stored URLs are already as the parser would write them: those are taken as they are,
+  // since parsing costs far more than the check and a feed's every video carries three URLs.
   return isPlainWebUrl(value) ? value : parsedWebUrl(value);
 }
 

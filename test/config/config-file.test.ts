@@ -25,10 +25,10 @@ function problemsOf(text: string, overrides: Record<string, { flag: string; valu
   throw new Error('the configuration was accepted');
 }
 
-function readmeExample(): string {
-  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Configuration'));
-  return /```json\n([\s\S]*?)```/.exec(section)![1]!;
+/** The example configuration of docs/configuration.md. */
+function documentedExample(): string {
+  const page = readFileSync(join(REPO, 'docs', 'configuration.md'), 'utf8');
+  return /```json\n([\s\S]*?)```/.exec(page)![1]!;
 }
 
 describe('the configuration schema', () => {
@@ -40,8 +40,8 @@ describe('the configuration schema', () => {
     const ajv = new Ajv({ strict: true, allErrors: true });
     addFormats.default(ajv);
     const validate = ajv.compile(JSON.parse(readFileSync(CONFIG_SCHEMA_FILE, 'utf8')));
-    // An editor validating with it: the README's example and the defaults pass, a misspelt key and a bad colour do not.
-    expect(validate(JSON.parse(readmeExample())), JSON.stringify(validate.errors)).toBe(true);
+    // An editor validating with it: the documented example and the defaults pass, a misspelt key and a bad colour do not.
+    expect(validate(JSON.parse(documentedExample())), JSON.stringify(validate.errors)).toBe(true);
     expect(validate({ $schema: './node_modules/vidfeeds/schemas/vidfeeds.config.schema.json', ...DEFAULT_CONFIG })).toBe(true);
     expect(validate({ baseUrl: 'https://example.org', bsaeUrl: 'x' })).toBe(false);
     expect(validate({ player: { backColor: 'red' } })).toBe(false);
@@ -50,7 +50,7 @@ describe('the configuration schema', () => {
   it('is a valid draft-07 schema for an independent validator (Python jsonschema)', () => {
     const check = spawnSync(
       '/usr/bin/python3',
-      ['-c', 'import json, sys, jsonschema; s = json.load(open(sys.argv[1])); jsonschema.Draft7Validator.check_schema(s); jsonschema.Draft7Validator(s).validate(json.loads(sys.argv[2])); print("ok")', CONFIG_SCHEMA_FILE, readmeExample()],
+      ['-c', 'import json, sys, jsonschema; s = json.load(open(sys.argv[1])); jsonschema.Draft7Validator.check_schema(s); jsonschema.Draft7Validator(s).validate(json.loads(sys.argv[2])); print("ok")', CONFIG_SCHEMA_FILE, documentedExample()],
       { encoding: 'utf8' },
     );
     if (check.error || /No module named/.test(check.stderr)) {
@@ -86,8 +86,8 @@ describe('the names the schema lists', () => {
 });
 
 describe('loading a configuration file', () => {
-  it('accepts the README example with its $schema key, fills the defaults and leaves $schema out', () => {
-    const text = readmeExample();
+  it('accepts the documented example with its $schema key, fills the defaults and leaves $schema out', () => {
+    const text = documentedExample();
     expect(text).toContain('"$schema": "./node_modules/vidfeeds/schemas/vidfeeds.config.schema.json"');
     const { dir } = tempDir();
     writeFileSync(join(dir, 'vidfeeds.config.json'), text);

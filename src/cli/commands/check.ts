@@ -58,8 +58,8 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
       const db = flags.db === undefined ? undefined : openForReading(resolve(flags.db));
       let result: TreeCheckResult;
       try {
-        // Loaded here, not with the command line: libxml2's WebAssembly and the schemas cost every
-        // other command (a build's main thread among them) about 19 MB of memory.
+        // Loaded here, not with the command line: libxml2's WebAssembly and the schemas would
+        // cost every other command (a build among them) megabytes of memory it never uses.
         const { checkTree } = await import('../../check/tree-check.js');
         result = checkTree({
           out,

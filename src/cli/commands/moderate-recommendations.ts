@@ -8,7 +8,7 @@ import { positiveInteger } from './shared-options.js';
 
 /**
  * `vidfeeds recommendations list|approve|reject`: moderation of submitted recommendations
- * (PRODUCT.md decision 6, docs/deploy.md "Moderating recommendations"). Approving or rejecting
+ * (docs/deploy.md, "Moderating"). Approving or rejecting
  * changes rows the change log records, so the next incremental build (or watch) follows.
  */
 

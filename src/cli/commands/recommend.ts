@@ -40,7 +40,7 @@ export function registerRecommend(program: Command, io: Console, setExit: (code:
     program
       .command('recommend')
       .description(
-        "submit a recommendation for a user (the seed's POST to /<user>/openrecommender/): held for moderation unless " +
+        "submit a recommendation for a user, as the POST to /<user>/openrecommender/ does: held for moderation unless " +
           'the configuration publishes at once, within the same limits per user as the POST',
       )
       .argument('<user>', 'username of the published user it is for')

@@ -9,9 +9,9 @@ import type { Console } from '../output.js';
 
 /**
  * `vidfeeds shards check <dir>...`: before the parts of a sharded build are merged, checks from
- * the build records their builds left (src/pipeline/build-record.ts) that they are every part of one
+ * the build records their builds left (src/pipeline/record/build-record.ts) that they are every part of one
  * split, built whole from one database snapshot with one vidfeeds, configuration and templates
- * (src/pipeline/shard-check.ts, docs/scale.md). Exit 0 when they agree, 1 when they do not (each
+ * (src/pipeline/record/shard-check.ts, docs/scale.md). Exit 0 when they agree, 1 when they do not (each
  * problem on stdout), 2 when a directory or a record cannot be read.
  */
 
