@@ -375,9 +375,8 @@ function openState(file: string): Database.Database {
     const verdict = db.pragma('quick_check', { simple: true });
     if (verdict !== 'ok') throw new UnreadableState(String(verdict));
     db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    // Earlier layouts of `outputs` are taken over by replaceLayout: only `meta` must read as ours.
     db.prepare('SELECT key, value FROM meta LIMIT 1').get();
-    const outputs = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outputs'`).get();
-    if (outputs !== undefined) db.prepare('SELECT path, format, owner_kind, owner_id, user, hash, size, build FROM outputs LIMIT 1').get();
     return db;
   } catch (error) {
     db.close();
