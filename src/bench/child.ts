@@ -1,8 +1,4 @@
-import { prestartBuildThread } from '../cli/build-thread.js';
-
-// As bin/vidfeeds.js starts a build: its thread first, then the command line's modules.
-if (process.argv[2] === 'build') prestartBuildThread();
-const { main } = await import('../cli/main.js');
+import { main } from '../cli/main.js';
 
 /**
  * Runs one vidfeeds command in this process, as `bin/vidfeeds.js` does, then reports what it cost

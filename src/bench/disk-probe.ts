@@ -13,9 +13,8 @@ import { join } from 'node:path';
  *   place, which sees a journal busy with something else;
  * - `createUs`: 2,000 small files created, written and renamed into folders of 20, without fsync,
  *   as a build creates them. This is what stays slow after a delete on a disk mounted with
- *   `discard`: 900 µs a file for minutes after 250,000 files were removed, against 55 to 70 when
- *   quiet, while `syncedMs` read 2 to 7 times its quiet figure and sometimes let it through
- *   (docs/performance.md, ninth session).
+ *   `discard`: ten times as long a file for minutes after a large delete, while `syncedMs` may
+ *   read only a few times its quiet figure and let it through (docs/performance.md, "How to measure").
  */
 
 const SYNCED_FILES = 100;

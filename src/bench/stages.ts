@@ -31,7 +31,7 @@ function stageOfFrame({ functionName, url }: ProfileNode['callFrame']): Stage | 
   if (functionName === '(idle)' || functionName === '(program)') return 'idle';
   if (/\/db\/site-reader\.js$|better-sqlite3/.test(url)) return 'reading';
   if (/\/(?:src|dist)\/(formats|render)\/[^/]+\.js$|handlebars|xmlbuilder2/.test(url)) return 'rendering';
-  if (/\/pipeline\/threads\/(write-pool|render-pool)\.js$/.test(url)) return 'hand-off';
+  if (/\/pipeline\/threads\/write-pool\.js$/.test(url)) return 'hand-off';
   if (/\/pipeline\/(write\/output-writer|threads\/write-worker)\.js$/.test(url)) return 'writing';
   if (/\/pipeline\/build-state\.js$/.test(url)) return 'state';
   return null;

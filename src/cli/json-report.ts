@@ -1,6 +1,5 @@
 import type { BuildReport, Failure } from '../pipeline/build-report.js';
 import type { SitePaths } from '../paths/site-paths.js';
-import type { SkippedRow } from './build-thread.js';
 import { exitCodeOf } from './errors.js';
 
 /**
@@ -10,7 +9,15 @@ import { exitCodeOf } from './errors.js';
  */
 export const REPORT_VERSION = 1;
 
-/** Collects a build's events (src/cli/build-thread.ts) into its JSON report. */
+/** A skipped row as the JSON report lists it: the reporter's `Skipped` with its reason in words. */
+export interface SkippedRow {
+  kind: 'user' | 'video';
+  key: string;
+  reason: string;
+  [detail: string]: unknown;
+}
+
+/** Collects a build's events (src/cli/commands/build.ts) into its JSON report. */
 export class BuildJson {
   readonly skipped: SkippedRow[] = [];
   readonly failed: Failure[] = [];

@@ -1,7 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { EXIT, exitCodeOf } from './errors.js';
-import { setGarbageCollection } from './heap.js';
 import { processConsole, type Console } from './output.js';
 
 type Register = (program: Command, io: Console, setExit: (code: number) => void) => void;
@@ -32,7 +31,6 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
  * 75 another build holds the lock, 130/143 a build stopped by SIGINT/SIGTERM.
  */
 export async function main(argv: string[], io: Console = processConsole): Promise<number> {
-  setGarbageCollection();
   let exitCode: number = EXIT.ok;
   const setExit = (code: number) => {
     exitCode = code;

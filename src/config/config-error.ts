@@ -1,3 +1,5 @@
+import { EXIT, VidfeedsError } from './vidfeeds-error.js';
+
 /** One thing wrong with the configuration, and where: a place in a file, a flag, or the defaults. */
 export interface ConfigProblem {
   /** `/path/vidfeeds.config.json:3:14`, `--base-url`, or `defaults`. */
@@ -8,14 +10,15 @@ export interface ConfigProblem {
 }
 
 /** Settings that are missing, mistyped or out of range: every one found, each with where it is. Exit code 2. */
-export class ConfigError extends Error {
+export class ConfigError extends VidfeedsError {
   constructor(readonly problems: readonly ConfigProblem[]) {
+    const one = problems.length === 1 ? problems[0]! : null;
     super(
-      problems.length === 1
-        ? `configuration ${line(problems[0]!)}`
-        : `configuration: ${problems.length} problems:\n${problems.map((p) => `  ${line(p)}`).join('\n')}`,
+      EXIT.usage,
+      one !== null
+        ? { where: `configuration ${one.where}`, what: `${one.setting ? `${one.setting} ` : ''}${one.problem}` }
+        : { where: 'configuration', what: `${problems.length} problems:\n${problems.map((p) => `  ${line(p)}`).join('\n')}` },
     );
-    this.name = 'ConfigError';
   }
 }
 

@@ -4,6 +4,7 @@ import { SITE_TABLES } from './columns.js';
 import type { ValueIssue } from './decode.js';
 import { REPLACEABLE_TABLES, replacedRowsMigration } from './replaced-rows.js';
 import { ownerColumnsLog, typeCheckMigration, wrongTypeRows } from './type-checks.js';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /**
  * Versioned schema of the site database. `PRAGMA user_version` holds the number of migrations
@@ -261,17 +262,17 @@ export const TYPE_CHECK_VERSION = 4;
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export class SchemaVersionError extends Error {
+export class SchemaVersionError extends VidfeedsError {
   constructor(
     readonly file: string,
     readonly found: number,
     readonly supported: number,
   ) {
-    super(
-      `database ${file} has schema version ${found}, but this vidfeeds supports up to version ${supported}: ` +
-        `upgrade vidfeeds, or point --db at a database it made`,
-    );
-    this.name = 'SchemaVersionError';
+    super(EXIT.usage, {
+      where: `database ${file}`,
+      what: `has schema version ${found}, but this vidfeeds supports up to version ${supported}`,
+      hint: 'upgrade vidfeeds, or point --db at a database it made',
+    });
   }
 }
 

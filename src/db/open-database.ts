@@ -1,12 +1,12 @@
 import Database from 'better-sqlite3';
 import { existsSync, statSync } from 'node:fs';
 import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION, type MigrationResult } from './migrations.js';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /** A database problem the operator must fix (missing file, wrong version). Exit code 2. */
-export class DatabaseError extends Error {
+export class DatabaseError extends VidfeedsError {
   constructor(message: string) {
-    super(message);
-    this.name = 'DatabaseError';
+    super(EXIT.usage, { what: message });
   }
 }
 

@@ -564,7 +564,7 @@ export class SiteReader {
     this.seenIssues.clear();
   }
 
-  /** Passes an issue on to the sink, once per reader (also those a render thread's reader found: src/pipeline/render-pool.ts). */
+  /** Passes an issue on to the sink, once per reader. */
   report(issue: ValueIssue): void {
     const key = `${issue.table}\u0000${issue.row}\u0000${issue.column}`;
     if (this.seenIssues.has(key)) return;
@@ -617,10 +617,10 @@ export class SiteReader {
   }
 
   /**
-   * Begins one read transaction, as `snapshot` does, for a reader that serves requests as they
-   * come (a render thread: render-service.ts); returns what ends it. Inside it, people and tag
-   * and category names are kept between reads: a render thread that read outside one looked up
-   * every tag of every video again (docs/performance.md, "Tenth session").
+   * Begins one read transaction, as `snapshot` does, for a caller that cannot pass its work as one
+   * function (a build whose steps yield between owners: src/pipeline/run-build.ts); returns what
+   * ends it. Inside it, people and tag and category names are kept between reads (docs/performance.md,
+   * "Reading").
    */
   beginSnapshot(): () => void {
     this.db.exec('BEGIN');

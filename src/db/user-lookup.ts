@@ -1,14 +1,18 @@
 import { openForReading } from './open-database.js';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /** `--user NAME` names no user of the database. Exit code 2. */
-export class UnknownUserError extends Error {
+export class UnknownUserError extends VidfeedsError {
   constructor(
     readonly username: string,
     file: string,
     near: readonly string[],
   ) {
-    super(`--user ${JSON.stringify(username)}: no such user in ${file}${near.length > 0 ? `; did you mean ${near.map((n) => JSON.stringify(n)).join(' or ')}?` : ''}`);
-    this.name = 'UnknownUserError';
+    super(EXIT.usage, {
+      where: `--user ${JSON.stringify(username)}`,
+      what: `no such user in ${file}`,
+      ...(near.length > 0 ? { hint: `did you mean ${near.map((n) => JSON.stringify(n)).join(' or ')}?` } : {}),
+    });
   }
 }
 

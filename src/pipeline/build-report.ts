@@ -2,6 +2,7 @@ import { showName } from '../paths/names.js';
 import type { ChangeLogPosition } from '../db/change-log.js';
 import { describeIssue, type ValueIssue } from '../db/decode.js';
 import type { BuildMode } from './plan/incremental.js';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /**
  * What a build tells its caller: the counts of its summary, the rows it skipped and the documents
@@ -61,8 +62,6 @@ export interface BuildReport {
   owners?: { users: number | 'all'; videos: number | 'all'; siteFiles: boolean; unknownTables: readonly string[] };
   /** The change log as the build's snapshot read it: what the tree is as of (absent without a change log). */
   snapshot?: ChangeLogPosition;
-  /** Threads besides the build's own that read and rendered users' documents, the write thread when lent among them (src/pipeline/render-pool.ts). */
-  renderThreads: number;
 }
 
 export interface BuildReporter {
@@ -85,10 +84,9 @@ export interface BuildReporter {
 }
 
 /** An unpublishable row under --strict. Exit code 1. */
-export class StrictModeError extends Error {
+export class StrictModeError extends VidfeedsError {
   constructor(readonly skipped: Skipped) {
-    super(`${skipped.kind} ${showName(skipped.key)} cannot be published: ${describeSkip(skipped)} (--strict makes this fatal)`);
-    this.name = 'StrictModeError';
+    super(EXIT.failed, { where: `${skipped.kind} ${showName(skipped.key)}`, what: `cannot be published: ${describeSkip(skipped)}`, hint: '--strict makes this fatal' });
   }
 }
 
@@ -117,7 +115,6 @@ export class ReportTally {
     seconds: 0,
     mode: 'full',
     reason: '',
-    renderThreads: 0,
   };
   private lastProgress = 0;
 
@@ -173,6 +170,11 @@ export class ReportTally {
   removed(path: string): void {
     this.report.removed++;
     this.reporter?.removed?.(path);
+  }
+
+  /** A stale file not removed: a symbolic link stands on its path (never removed through). */
+  notRemoved(path: string, why: string): void {
+    this.reporter?.warn?.(`not removed: ${path}: ${why}`);
   }
 
   /** A group of names that would be one directory on macOS or Windows. */

@@ -3,8 +3,8 @@ import xxhash from 'xxhash-wasm';
 /**
  * The hash a build state records of each document's bytes (build-state.ts), and `vidfeeds check`
  * compares: XXH64, 8 bytes. It only tells whether a document changed since the last build (its
- * size must match too), so it need not be cryptographic; SHA-1 was a seventh of a feed-heavy
- * build's CPU (12 µs a 24 KB feed against 1.3 µs, docs/performance.md).
+ * size must match too), so it need not be cryptographic, and a cryptographic hash would cost a
+ * feed-heavy build a noticeable share of its CPU (a 24 KB feed hashes about ten times faster).
  *
  * What a non-cryptographic hash gives away: someone able to craft two versions of a document
  * with one size and one hash could change it without the next build rewriting it. Only the
@@ -17,7 +17,7 @@ const { h64Raw, create64 } = await xxhash();
 
 /**
  * Bytes hashed in one call at most. The WebAssembly memory grows to hold what it hashes and never
- * shrinks: a sitemap part of megabytes hashed whole kept that much in the build thread to the end.
+ * shrinks: a sitemap part of megabytes hashed whole would keep that much in the process to the end.
  */
 const PIECE_BYTES = 256 * 1024;
 
@@ -33,11 +33,6 @@ export function documentHash(body: Uint8Array): Buffer {
   const hash = Buffer.allocUnsafe(8);
   hash.writeBigUInt64BE(xxh64(body));
   return hash;
-}
-
-/** documentHash as hexadecimal, as render threads send it back (structured cloning a Buffer copies it into a Uint8Array). */
-export function documentHashHex(body: Uint8Array): string {
-  return xxh64(body).toString(16).padStart(16, '0');
 }
 
 /** What build states of this kind record as `hash` (their meta `document_hash`); states of other kinds have their hashes dropped. */

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 import { judgeHolder, LEASE_RENEW_SECONDS, thisHost, type HostFacts, type LockHolder } from './lock-holder.js';
 
 export { processIsAlive, type LockHolder } from './lock-holder.js';
@@ -21,7 +22,7 @@ export { processIsAlive, type LockHolder } from './lock-holder.js';
  */
 
 /** Another build holds the lock of this output directory. Exit code 75 (try again later): the build did not run. */
-export class LockHeldError extends Error {
+export class LockHeldError extends VidfeedsError {
   /** The lock is older than the limit (`maxAgeSeconds`): its build may be hung. */
   readonly overAge: boolean;
 
@@ -35,16 +36,21 @@ export class LockHeldError extends Error {
     const overAge = holder !== null && ageSeconds !== undefined && maxAgeSeconds !== undefined && ageSeconds > maxAgeSeconds;
     const elsewhere = holder !== null && holder.host !== (options.host ?? holder.host);
     super(
+      EXIT.tempfail,
       holder === null
-        ? `output directory ${out} is locked by ${file}, which is not a vidfeeds lock file: if no build is running, remove it`
+        ? { what: `output directory ${out} is locked by ${file}, which is not a vidfeeds lock file`, hint: 'if no build is running, remove it' }
         : overAge
-          ? `STALE LOCK: output directory ${out} has been locked for ${duration(ageSeconds)}, longer than the limit of ${duration(maxAgeSeconds)} ` +
-            `(--max-lock-age), by ${describeHolder(holder)}: no build has published since. If that build is hung, stop it; ` +
-            `if it no longer runs${elsewhere ? ` on ${holder.host}` : ''}, remove ${file}`
-          : `output directory ${out} is being built by another vidfeeds: ${describeHolder(holder)}; ` +
-            `wait for it to finish (--wait SECONDS)${elsewhere ? `, or, if it no longer runs on ${holder.host}, remove ${file}` : ''}`,
+          ? {
+              what:
+                `STALE LOCK: output directory ${out} has been locked for ${duration(ageSeconds)}, longer than the limit of ` +
+                `${duration(maxAgeSeconds)} (maxLockAgeSeconds), by ${describeHolder(holder)}: no build has published since`,
+              hint: `if that build is hung, stop it; if it no longer runs${elsewhere ? ` on ${holder.host}` : ''}, remove ${file}`,
+            }
+          : {
+              what: `output directory ${out} is being built by another vidfeeds: ${describeHolder(holder)}`,
+              hint: `wait for it to finish (--wait SECONDS)${elsewhere ? `, or, if it no longer runs on ${holder.host}, remove ${file}` : ''}`,
+            },
     );
-    this.name = 'LockHeldError';
     this.overAge = overAge;
   }
 }

@@ -10,10 +10,10 @@ import { FORMATS } from '../formats/registry.js';
 import { buildRecordOf, removeBuildRecord, writeBuildRecord } from './record/build-record.js';
 import { BuildState, defaultStateFile } from './build-state.js';
 import type { BuildReport, BuildReporter } from './build-report.js';
-import { runBuild } from './run-build.js';
+import { buildSteps } from './run-build.js';
+import { runSteps, runStepsYielding } from './build-steps.js';
 import { buildFingerprint, type BuildFingerprint } from './plan/incremental.js';
 import { acquireBuildLock, describeHolder, type BuildLock } from './lock.js';
-import { createRenderPool } from './threads/render-pool.js';
 import { createDirectoryWriter } from './threads/write-pool.js';
 import { checkStateShard, type ShardSpec } from './plan/shard.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
@@ -23,7 +23,10 @@ import { createSiteContext } from './render/site-context.js';
  * One build of a database into an output directory, with its edges: the lock, the database, the
  * saved state and the directory writer. `vidfeeds build`, `vidfeeds watch` and the benchmark call
  * this; it is incremental whenever the saved state allows (docs/incremental.md). A build that
- * finishes leaves a record of what it read in the output directory (src/pipeline/build-record.ts).
+ * finishes leaves a record of what it read in the output directory (record/build-record.ts).
+ *
+ * `buildSite` runs it to its end at once; `buildSiteYielding` lets the event loop turn between
+ * owners, so the process that runs it hears signals (`vidfeeds build`, build-steps.ts).
  */
 
 export interface SiteBuildRequest {
@@ -52,7 +55,9 @@ export interface SiteBuildRequest {
   command?: string;
   /** How long to wait for another build's lock before giving up (LockHeldError); 0 by default. */
   waitSeconds?: number;
-  /** A signal that asks the build to stop (src/pipeline/interrupt.ts). */
+  /** Whether files are written on a thread of their own (threads/write-pool.ts); by the machine's cores when absent. */
+  writeThread?: boolean;
+  /** A signal that asks the build to stop (interrupt.ts). */
   stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
   /**
    * What `vidfeeds watch` keeps open between builds (src/watch/watch-session.ts): used as given
@@ -71,15 +76,20 @@ export interface HeldInputs {
 }
 
 export function buildSite(request: SiteBuildRequest): BuildReport {
+  return runSteps(siteBuildSteps(request));
+}
+
+export function buildSiteYielding(request: SiteBuildRequest): Promise<BuildReport> {
+  return runStepsYielding(siteBuildSteps(request));
+}
+
+function* siteBuildSteps(request: SiteBuildRequest): Generator<void, BuildReport> {
   const formats = request.formats ?? FORMATS;
   const { config } = request;
   // Configuration and templates are checked before the lock is taken or a file is touched.
   const site = request.site ?? createSiteContext(config, formats);
   const { held } = request;
   const fingerprint = held?.fingerprint ?? buildFingerprint(config, formats, VIDFEEDS_VERSION);
-  // Render threads load the registry's formats: a build with a table of its own renders here.
-  // No thread starts until a build has a batch of users for it.
-  const renderPool = formats === FORMATS ? createRenderPool({ db: request.db, out: request.out, config, now: site.now, fingerprint }) : null;
   const lock =
     request.lock ??
     acquireBuildLock(request.out, {
@@ -97,11 +107,13 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
       const state = held?.state ?? new BuildState(stateFile);
       try {
         checkStateShard(state, stateFile, request.shard);
-        const writer = createDirectoryWriter(request.out);
+        const writer = createDirectoryWriter(request.out, request.writeThread);
         checkStateOutput(state, request.out);
         try {
           removeBuildRecord(request.out, request.shard);
-          const report = runReading(request.db, before, () => runBuild(
+          let report: BuildReport;
+          try {
+            report = yield* buildSteps(
             {
               reader: held?.reader ?? new SiteReader(db, config.recommendationsCount),
               writer,
@@ -112,19 +124,21 @@ export function buildSite(request: SiteBuildRequest): BuildReport {
               incremental: { changeLog: held?.changeLog ?? new ChangeLog(db), fingerprint },
               stopRequested: request.stopRequested,
               compression: config.compress,
-              renderPool: renderPool ?? undefined,
             },
             { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard },
-          ));
+            );
+          } catch (error) {
+            // A database truncated or replaced under the build is named as such.
+            throw explainReadFailure(request.db, before, error);
+          }
           // The site's writers waited for this build (not WAL): say so, once per build.
           const journal = rollbackJournalWarning(db, request.db);
           if (journal !== null) request.reporter?.warn?.(journal);
-          // Every document is on disk (runBuild flushed the writer): the record may now say so.
+          // Every document is on disk (the build flushed the writer): the record may now say so.
           const record = buildRecordOf({ report, fingerprint, shard: request.shard, only: request.only, user: request.user, finishedAt: new Date() });
           if (record !== null) writeBuildRecord(request.out, record);
           return report;
         } finally {
-          renderPool?.close();
           writer.close();
         }
       } finally {
@@ -168,11 +182,3 @@ function closeAfterFailure(db: Database.Database): void {
   }
 }
 
-/** Runs the build, naming the database when it was truncated or replaced under it. */
-function runReading<T>(file: string, before: ReturnType<typeof databaseFileState>, build: () => T): T {
-  try {
-    return build();
-  } catch (error) {
-    throw explainReadFailure(file, before, error);
-  }
-}

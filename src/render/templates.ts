@@ -2,6 +2,7 @@ import Handlebars from 'handlebars';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /**
  * Handlebars in its own instance, compiled with `strict: true` so a misspelt field is an error at
@@ -12,13 +13,12 @@ import { fileURLToPath } from 'node:url';
 export const SHIPPED_TEMPLATES_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../templates');
 
 /** A template that is missing or does not compile. Raised before any file is written; exit code 2. */
-export class TemplateError extends Error {
+export class TemplateError extends VidfeedsError {
   constructor(
     readonly template: string,
     problem: string,
   ) {
-    super(`template ${template}: ${problem}`);
-    this.name = 'TemplateError';
+    super(EXIT.usage, { where: `template ${template}`, what: problem });
   }
 }
 

@@ -9,12 +9,11 @@ import { readUsers, readVideos, type OwnerRead, type ReadScope } from '../../src
 import { renderOwner, renderSiteFormat, type RenderedDocument } from '../../src/pipeline/render/render-documents.js';
 import { formsPlan, runBuild } from '../../src/pipeline/run-build.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
-import { compareAndWrite, keepFailed, writeRendered } from '../../src/pipeline/write/write-documents.js';
+import { compareAndWrite, keepFailed } from '../../src/pipeline/write/write-documents.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import type { SiteFormat, UserFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
-import { documentHash } from '../../src/pipeline/document-hash.js';
 
 /**
  * Each stage of the build (src/pipeline/run-build.ts) on its own: inputs and outputs as values, the
@@ -113,20 +112,6 @@ describe('the compare-and-write stage', () => {
     lost.state.begin();
     expect(compareAndWrite(lost, doc('alice/rss/index.rss', 'two'))).toEqual({ written: false, bytes: 0, isNew: true, movedFrom: null });
     expect(keepFailed(lost, { format: FORMATS[0]!, path: 'bob/rss/index.rss', key: 'bob', owner: { kind: 'user', id: 2 }, failure: { format: 'rss', key: 'bob', path: 'bob/rss/index.rss', message: 'x' }, where: '' })).toBe(true);
-  });
-});
-
-describe('writing a rendered text (a build into an empty directory)', () => {
-  it('writes each document whole although it encodes every one into the same buffer, and says what the state records', () => {
-    const writer = new MemoryWriter();
-    const rss = FORMATS.find((format) => format.name === 'rss')!;
-    const texts = ['<rss>é一</rss>\n', '<rss/>\n', 'x'.repeat(300_000)];
-    const forms = texts.map((text, i) => writeRendered((path, body) => writer.write(path, body), { format: rss, path: `u${i}/rss/index.rss`, text }, []));
-    texts.forEach((text, i) => {
-      const body = Buffer.from(text, 'utf8');
-      expect(writer.files.get(`u${i}/rss/index.rss`)).toEqual(body);
-      expect(forms[i]).toEqual({ hash: documentHash(body).toString('hex'), size: body.length, bytes: body.length });
-    });
   });
 });
 

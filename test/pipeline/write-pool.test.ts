@@ -7,7 +7,7 @@ import type * as WritePoolModule from '../../src/pipeline/threads/write-pool.js'
 // The worker thread runs compiled JavaScript: these tests use dist/ (`npm test` compiles first),
 // typed by the sources they were compiled from.
 const { DirectoryWriter } = (await import('../../dist/pipeline/write/output-writer.js' as string)) as typeof OutputWriterModule;
-const { ThreadedDirectoryWriter, LaneWriter } = (await import('../../dist/pipeline/threads/write-pool.js' as string)) as typeof WritePoolModule;
+const { ThreadedDirectoryWriter } = (await import('../../dist/pipeline/threads/write-pool.js' as string)) as typeof WritePoolModule;
 import { tempDir } from '../helpers/site-fixture.js';
 
 const cleanups: Array<() => void> = [];
@@ -180,91 +180,6 @@ describe('ThreadedDirectoryWriter, for a few documents', () => {
   });
 });
 
-describe('a lane into the write thread (a render thread\'s files)', () => {
-  it('writes its files beside the build thread\'s, all on disk once the writer is flushed', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    // A small ring: the lane's four slots are reused hundreds of times.
-    const threaded = new ThreadedDirectoryWriter(join(dir, 'threaded'), { slots: 2, slotBytes: 64, batchFiles: 3 });
-    const direct = new DirectoryWriter(join(dir, 'direct'));
-    const lane = threaded.openLane();
-    expect(lane).not.toBeNull();
-    expect(threaded.threadStarted).toBe(true);
-    const sender = new LaneWriter(lane!, 'test');
-    for (let i = 0; i < 1500; i++) {
-      // Every other file through the lane; now and then one larger than a slot, written by the sender itself.
-      const path = `u${i % 40}/f${Math.floor(i / 40)}/index.xml`;
-      const body = Buffer.from(`${i}:${'abcdefghij'.repeat(i % 97 === 0 ? 12 : i % 5)}`);
-      if (i % 2 === 0) threaded.write(path, body);
-      else sender.write(path, body);
-      if (i % 7 === 0) sender.send();
-      direct.write(path, body);
-    }
-    sender.send();
-    // close flushes: it must wait for the lane's last batches too, or the thread stops before writing them.
-    threaded.close();
-    direct.close();
-    expect(tree(join(dir, 'threaded'))).toEqual(tree(join(dir, 'direct')));
-  });
-
-  it('refuses paths outside the output directory at once', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const writer = new ThreadedDirectoryWriter(join(dir, 'out'));
-    const sender = new LaneWriter(writer.openLane()!, 'test');
-    expect(() => sender.write('../escape.xml', Buffer.from('x'))).toThrow(/outside the output directory/);
-    writer.close();
-    expect(existsSync(join(dir, 'escape.xml'))).toBe(false);
-  });
-
-  it('reports a failed write to the build thread, naming the file, by its flush', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const root = join(dir, 'out');
-    const writer = new ThreadedDirectoryWriter(root);
-    const sender = new LaneWriter(writer.openLane()!, 'test');
-    mkdirSync(join(root, 'alice/rss/index.rss'), { recursive: true });
-    sender.write('bob/rss/index.rss', Buffer.from('<rss/>'));
-    sender.write('alice/rss/index.rss', Buffer.from('<rss/>'));
-    sender.send();
-    expect(() => writer.flush()).toThrow(/cannot write .*alice\/rss\/index\.rss/);
-    writer.close();
-    expect(readFileSync(join(root, 'bob/rss/index.rss'), 'utf8')).toBe('<rss/>');
-  });
-});
-
-describe('the write thread\'s spare time (when the build may lend it to the render pool)', () => {
-  it('is unknown until the thread has run a while, then the share of its time it had nothing to write', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 4, slotBytes: 4096, batchFiles: 4, spareAfterMs: 100 });
-    expect(writer.spareTime()).toBeNull();
-    for (let i = 0; i < 40; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss n="${i}"/>`));
-    writer.flush();
-    expect(writer.threadStarted).toBe(true);
-    // Idle now: 40 tiny files take a few milliseconds of its first 250.
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250);
-    const spare = writer.spareTime();
-    expect(spare).not.toBeNull();
-    expect(spare!).toBeGreaterThan(0.5);
-    expect(spare!).toBeLessThanOrEqual(1);
-    writer.close();
-  });
-
-  it('counts the time it spends writing', () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 4, slotBytes: 256 * 1024, batchFiles: 64, spareAfterMs: 0 });
-    // Kept busy: the build thread only copies into the ring while the thread creates every file.
-    const body = Buffer.alloc(64 * 1024, 'x');
-    const started = Date.now();
-    for (let i = 0; Date.now() - started < 400; i++) writer.write(`u${i}/f/index.xml`, body);
-    writer.flush();
-    expect(writer.spareTime()!).toBeLessThan(0.5);
-    writer.close();
-  });
-});
-
 describe('a write thread that stops', () => {
   // Node marks a stopped worker (threadId -1) only on its parent's event loop, which a build that
   // waits synchronously never runs: the writer must notice from the thread's silence.
@@ -284,23 +199,6 @@ describe('a write thread that stops', () => {
       for (let i = 0; i < 10; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from('<rss/>'));
       writer.flush();
     }).toThrow(/the write thread has finished nothing for 0\.3 s: it has stopped/);
-    expect(() => writer.close()).toThrow(/finished nothing/);
-  });
-
-  it('fails a lane\'s sender and the build thread\'s flush alike', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const writer = new ThreadedDirectoryWriter(join(dir, 'out'), { slots: 2, slotBytes: 64, batchFiles: 1, stallMs: 300 });
-    const sender = new LaneWriter(writer.openLane()!, 'test');
-    await stop(writer);
-    expect(() => {
-      // Four slots: the fifth batch waits for one to be written.
-      for (let i = 0; i < 5; i++) {
-        sender.write(`u${i}/rss/index.rss`, Buffer.from('<rss/>'));
-        sender.send();
-      }
-    }).toThrow(/the write thread has finished nothing for 0\.3 s/);
-    expect(() => writer.flush()).toThrow(/finished nothing/);
     expect(() => writer.close()).toThrow(/finished nothing/);
   });
 });

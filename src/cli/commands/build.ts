@@ -1,13 +1,13 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { defaultStateFile } from '../../pipeline/build-state.js';
-import type { BuildReport } from '../../pipeline/build-report.js';
+import { describeSkip, type BuildReport } from '../../pipeline/build-report.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { createSiteContext } from '../../pipeline/render/site-context.js';
 import { loadConfig } from '../../config/config.js';
 import { checkUserExists } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
-import { runBuildThread } from '../build-thread.js';
+import { buildSiteYielding } from '../../pipeline/site-build.js';
 import { EXIT, exitCodeOf, UsageError } from '../errors.js';
 import { BuildJson, ReportedError, withJsonErrors } from '../json-report.js';
 import { previewUrlWarning } from '../preview-warning.js';
@@ -99,35 +99,38 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
     await withJsonErrors('build', flags.json, io.out, async () => {
       const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
       const request = buildRequest(flags);
-      // Templates are loaded here too, so a broken one stops the build before the thread starts.
+      // Templates are loaded here, so a broken one stops the build before any file is touched.
       const site = createSiteContext(config, FORMATS);
       if (request.user !== undefined) checkUserExists(request.db, request.user);
       const warning = previewUrlWarning(config, request.db);
       if (warning !== null) io.err(warning);
       json = flags.json ? new BuildJson(site.paths, request.out) : undefined;
       const progress = io.interactive && !flags.quiet ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
+      const clear = progress ? '\r\x1b[K' : '';
+      const stop = stopOnSignal((signal) => io.err(`${clear}vidfeeds: ${signal}: stopping the build after the current document…`));
       let report: BuildReport;
       try {
-        report = await runBuildThread(
-          {
-            request: { ...request, only: request.only === undefined ? undefined : [...request.only], waitSeconds: flags.wait ?? 0, command: 'vidfeeds build' },
-            config,
-            progress: progress !== undefined,
-            paths: json !== undefined,
-          },
-          {
-            progress: (done) => progress?.update(done),
+        report = await buildSiteYielding({
+          ...request,
+          config,
+          site,
+          waitSeconds: flags.wait ?? 0,
+          command: 'vidfeeds build',
+          writeThread: writeThreadSetting(process.env.VIDFEEDS_WRITE_THREAD),
+          stopRequested: stop.requested,
+          reporter: {
+            progress: progress === undefined ? undefined : (done) => progress.update(done),
             started: (plan) => progress?.expect(plan.expected),
             // Every one, however many: the operator must be able to find each row it left out.
-            warn: (message) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${message}`),
-            skipped: (row) => json?.skipped.push(row),
+            warn: (message) => io.err(`${clear}vidfeeds: ${message}`),
+            skipped: (skipped) => json?.skipped.push({ ...skipped, reason: describeSkip(skipped) }),
             failed: (failure) => json?.failed.push(failure),
-            wrote: (paths) => json?.wrote(paths),
-            removed: (paths) => json?.removed(paths),
-            stopping: (signal) => io.err(`${progress ? '\r\x1b[K' : ''}vidfeeds: ${signal}: stopping the build after the current document…`),
+            wrote: json === undefined ? undefined : (path) => json!.wrote([path]),
+            removed: json === undefined ? undefined : (path) => json!.removed([path]),
           },
-        );
+        });
       } catch (error) {
+        stop.release();
         progress?.clear();
         if (json) {
           io.out(json.text({ error, exitCode: exitCodeOf(error) }));
@@ -135,6 +138,7 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
         }
         throw error;
       }
+      stop.release();
       progress?.clear();
       const exitCode = report.failedCount > 0 ? EXIT.failed : EXIT.ok;
       if (!flags.quiet || exitCode !== EXIT.ok) io.err(summary(report));
@@ -142,6 +146,32 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       setExit(exitCode);
     });
   });
+}
+
+/**
+ * The first SIGINT or SIGTERM asks the build to stop between two owners (the build lets the event
+ * loop turn every few milliseconds, so the handler runs): it records what it wrote, removes its
+ * staging folder, releases the lock, and the command exits 130 or 143. A second signal is not
+ * caught: it ends the process at once.
+ */
+function stopOnSignal(stopping: (signal: 'SIGINT' | 'SIGTERM') => void): { requested: () => 'SIGINT' | 'SIGTERM' | null; release(): void } {
+  let raised: 'SIGINT' | 'SIGTERM' | null = null;
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const release = () => {
+    for (const s of signals) process.off(s, onSignal);
+  };
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+    raised = signal;
+    release();
+    stopping(signal);
+  };
+  for (const s of signals) process.on(s, onSignal);
+  return { requested: () => raised, release };
+}
+
+/** VIDFEEDS_WRITE_THREAD=0 writes on the build's thread, =1 on a thread of its own; unset: by the machine's cores (measurements, docs/performance.md). */
+function writeThreadSetting(value: string | undefined): boolean | undefined {
+  return value === undefined || value === '' ? undefined : value !== '0';
 }
 
 function nonNegativeSeconds(value: string): number {

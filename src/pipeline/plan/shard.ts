@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BuildState } from '../build-state.js';
+import { EXIT, VidfeedsError } from '../../config/vidfeeds-error.js';
 
 /**
  * Sharded builds (`vidfeeds build --shard K/N`, docs/scale.md): N processes, on one machine or
@@ -58,10 +59,9 @@ export function shardStateFile(file: string, shard: ShardSpec | undefined): stri
 }
 
 /** A build state used for another part of the site than the one it covers. Exit code 2. */
-export class ShardStateError extends Error {
+export class ShardStateError extends VidfeedsError {
   constructor(message: string) {
-    super(message);
-    this.name = 'ShardStateError';
+    super(EXIT.usage, { what: message });
   }
 }
 

@@ -65,35 +65,9 @@ export function* userRows(scope: ReadScope, selection: OwnerSelection): Generato
   }
 }
 
-/**
- * The rows this build publishes, for render threads that read the bundles themselves
- * (render-pool.ts): another shard's users are left out, unpublishable names go to `skip`.
- */
-export function* publishableUsers(scope: ReadScope, rows: Iterable<UserRow>, skip: (skipped: Skipped) => void): Generator<UserRow> {
-  for (const row of rows) {
-    scope.beforeEach?.();
-    if (!ownsKey(scope.shard, row.username)) continue;
-    const problem = scope.paths.problem(row.username);
-    if (problem !== null) {
-      skip({ kind: 'user', key: row.username, reason: problem, isName: true });
-      continue;
-    }
-    yield row;
-  }
-}
-
 export function* readUsers(scope: ReadScope, selection: OwnerSelection): Generator<OwnerRead> {
-  if (selection === 'none') return;
-  if ('every' in selection) {
-    for (const row of scope.reader.users(selection.ofUser)) {
-      const read = readUser(scope, row);
-      if (read !== null) yield read;
-    }
-    return;
-  }
-  for (const id of [...selection.ids].sort((a, b) => a - b)) {
-    const row = scope.reader.userRow(id);
-    const read = row === null ? null : readUser(scope, row);
+  for (const row of userRows(scope, selection)) {
+    const read = readUser(scope, row);
     if (read !== null) yield read;
   }
 }

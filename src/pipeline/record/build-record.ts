@@ -5,6 +5,7 @@ import type { BuildReport } from '../build-report.js';
 import type { BuildFingerprint, BuildMode } from '../plan/incremental.js';
 import { FilePlacer } from '../write/output-writer.js';
 import type { ShardSpec } from '../plan/shard.js';
+import { EXIT, VidfeedsError } from '../../config/vidfeeds-error.js';
 
 /**
  * What the tree in an output directory was built from, left there by every build that finished:
@@ -107,10 +108,9 @@ export function removeBuildRecord(out: string, shard: ShardSpec | undefined): vo
 }
 
 /** A record that cannot be read or is not one this vidfeeds knows. Exit code 2. */
-export class BuildRecordError extends Error {
+export class BuildRecordError extends VidfeedsError {
   constructor(message: string) {
-    super(message);
-    this.name = 'BuildRecordError';
+    super(EXIT.usage, { what: message });
   }
 }
 

@@ -3,9 +3,7 @@ import type { SiteIndex } from '../../model/views.js';
 import { showName } from '../../paths/names.js';
 import type { Owner } from '../build-state.js';
 import type { Failure } from '../build-report.js';
-import type { UserBundle } from '../../model/views.js';
 import type { OwnerRead } from '../read/read-owners.js';
-import type { RenderedDocument as ThreadDocument, RenderedUser } from '../threads/render-pool.js';
 
 /**
  * The render stage: an owner's documents, as bytes, from what the read stage gave. Pure: it
@@ -35,19 +33,7 @@ export interface FailedDocument {
   where: string;
 }
 
-/** A document a render thread rendered and wrote itself, in a build into an empty directory (render-pool.ts). */
-export interface WrittenDocument extends Omit<RenderedDocument, 'body'> {
-  /** SHA-1 of the document's bytes, and their length. */
-  hash: Buffer;
-  size: number;
-  /** Bytes written: the document's and its compressed forms'. */
-  bytes: number;
-}
-
 export type RenderResult = { ok: true; document: RenderedDocument } | { ok: false; failed: FailedDocument };
-
-/** A user's document as a render thread hands it back: rendered, failed, or written by the thread. */
-export type ThreadResult = RenderResult | { ok: true; written: WrittenDocument };
 
 function renderOne(format: Format, path: string, key: string, owner: Owner, user: string | null, render: () => string): RenderResult {
   try {
@@ -111,35 +97,4 @@ export function* renderSiteFormat(format: SiteFormat, index: SiteIndex, site: Si
     if ('unchanged' in file) yield { kept: file.file };
     else yield renderOne(format, file.file, '', { kind: 'site' }, null, () => file.body);
   }
-}
-
-/**
- * A user's documents as text or the renderer's error, one per format: what a render thread sends
- * back (render-worker.ts), and what this thread makes when it renders a user itself.
- */
-export function renderUserTexts(bundle: UserBundle, formats: readonly UserFormat[], site: SiteContext): ThreadDocument[] {
-  return formats.map((format) => {
-    try {
-      return { body: format.render(bundle, site) };
-    } catch (error) {
-      return { error: (error as Error).message };
-    }
-  });
-}
-
-/** What a render thread rendered (or rendered and wrote) for a user, as the render stage's results. */
-export function resultsOfRenderedUser({ row, documents }: RenderedUser, formats: readonly UserFormat[], site: SiteContext): ThreadResult[] {
-  const owner: Owner = { kind: 'user', id: row.id };
-  return formats.map((format, i) => {
-    const document = documents[i]!;
-    const path = site.paths.file(format, row.username);
-    if ('written' in document) {
-      const { hash, size, bytes } = document.written;
-      return { ok: true, written: { format, path, key: row.username, owner, user: row.username, hash: Buffer.from(hash, 'hex'), size, bytes } };
-    }
-    return renderOne(format, path, row.username, owner, row.username, () => {
-      if ('error' in document) throw new Error(document.error);
-      return document.body;
-    });
-  });
 }

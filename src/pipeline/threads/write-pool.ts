@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { DirectoryWriter, FilePlacer, resolveInside, type LendRequest, type LentThread, type OutputWriter, type WriteLane } from '../write/output-writer.js';
+import { DirectoryWriter, type OutputWriter } from '../write/output-writer.js';
 
 /**
  * A DirectoryWriter whose file system calls run on a worker thread, so the kernel's work of
@@ -31,14 +31,12 @@ const SLOTS = 16;
 /**
  * Batches written on the build's own thread before the write thread starts: a build of up to
  * 1,024 files (watch's builds, most incremental ones) never pays for starting a thread, about
- * 25 ms each time (a tenth of watch's CPU at 100,000 users, docs/performance.md); a full build
- * loses the overlap of its first 1,024 files only.
+ * 25 ms each time, a large share of watch's CPU; a full build loses the overlap of its first
+ * 1,024 files only.
  */
 const BATCHES_HERE = 4;
 /** The batch buffer a writer starts with, before its thread runs. */
 const FIRST_BUFFER_BYTES = 64 * 1024;
-/** Slots of a lane's ring (see WriteLane): a render thread's batch fills about one. */
-const LANE_SLOTS = 4;
 /**
  * How long a wait for the write thread may see it finish nothing before the build fails: a thread
  * that stopped (out of memory, a crash) answers nothing more, and the build, waiting synchronously,
@@ -46,15 +44,6 @@ const LANE_SLOTS = 4;
  * milliseconds, seconds on a very slow disk; ten minutes without one means the thread is gone.
  */
 export const STALL_MS = 10 * 60_000;
-/**
- * How long the write thread runs before the build asks whether it has time to spare (spareTime).
- * Its share of spare time has settled by then: into ext4, 0.60 on a feed-heavy site and 0.03 on
- * the demo's at 300 ms, as after a second (0.45 and 0.25 at 300 ms once reading got faster, the
- * demo's falling to 0.04); a second's wait left it idle for most of that second (docs/performance.md,
- * "Tenth session").
- */
-const SPARE_AFTER_MS = 300;
-
 /** The ring's shape; the defaults above except in tests, which make wrapping around the ring quick. */
 export interface RingShape {
   slots: number;
@@ -64,8 +53,6 @@ export interface RingShape {
   batchesHere?: number;
   /** STALL_MS unless given (tests). */
   stallMs?: number;
-  /** SPARE_AFTER_MS unless given (tests). */
-  spareAfterMs?: number;
 }
 
 interface WorkerReport {
@@ -83,17 +70,6 @@ export interface BatchMessage {
   removed: boolean;
 }
 
-/** What the write thread gets to open a lane (write-worker.ts). */
-export interface LaneMessage {
-  lane: Omit<WriteLane, 'root'>;
-}
-
-/** What the write thread gets to read and render for the build's render pool too (write-worker.ts). */
-export interface RenderMessage {
-  /** A RenderWorkerData (render-pool.ts), which write-worker.ts reads as such. */
-  render: LendRequest;
-}
-
 export class ThreadedDirectoryWriter implements OutputWriter {
   private readonly direct: DirectoryWriter;
   /** Started when the first batch fills: a build of a few documents never waits for a thread. */
@@ -101,10 +77,8 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private port: MessagePort | null = null;
   /** The worker did not start in time: every batch is written here. */
   private threadless = false;
-  /** [0]: batches the worker finished; [1]: 1 once the worker runs; [2]: milliseconds it spent writing them. */
-  private readonly done = new Int32Array(new SharedArrayBuffer(12));
-  /** When the worker started running (performance.now()), or null. */
-  private startedAt: number | null = null;
+  /** [0]: batches the worker finished; [1]: 1 once the worker runs. */
+  private readonly done = new Int32Array(new SharedArrayBuffer(8));
   /**
    * Made when the thread starts: until then (and for a build that never fills a batch, as most of
    * watch's do) the batch lives in a small buffer of this thread, grown as needed. Watch starts a
@@ -124,8 +98,6 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   /** Paths of the batches not yet done, oldest first, and which batch last wrote each path. */
   private readonly inFlight: string[][] = [];
   private readonly pending = new Map<string, number>();
-  /** The counters of the lanes opened (openLane): `flush` waits for them too. */
-  private readonly lanes: Int32Array[] = [];
   /** Set when the thread has finished nothing for the stall time (waitFor). */
   private stopped: ThreadStopped | null = null;
   private closed = false;
@@ -200,52 +172,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     } else {
       this.send();
       this.waitUntil(0);
-      for (const counts of this.lanes) this.waitForLane(counts);
     }
-  }
-
-  /**
-   * Opens a lane into the write thread for another thread of this build (WriteLane), starting the
-   * thread if it is not running; null if it cannot start. `flush` waits for every batch sent into
-   * the lane before it returns: the build flushes once the lane's sender has sent what it wrote.
-   */
-  openLane(): WriteLane | null {
-    if (this.worker === null && (this.threadless || !this.startWorker())) return null;
-    const lane = {
-      ring: new SharedArrayBuffer(LANE_SLOTS * this.shape.slotBytes),
-      slots: LANE_SLOTS,
-      slotBytes: this.shape.slotBytes,
-      counts: new Int32Array(new SharedArrayBuffer(8)),
-      stallMs: this.shape.stallMs ?? STALL_MS,
-    };
-    const channel = new MessageChannel();
-    this.worker!.postMessage({ lane: { ...lane, port: channel.port2 } } satisfies LaneMessage, [channel.port2]);
-    this.lanes.push(lane.counts);
-    return { ...lane, root: this.direct.root, port: channel.port1 };
-  }
-
-  /**
-   * The share of its time the write thread has spent waiting for work since it started, once it has
-   * run for SPARE_AFTER_MS; null before. The build lends the thread to its render pool
-   * only when it has time to spare (RenderPool: a feed-heavy build, where rendering is the slow part,
-   * and not a build of many small files, where writing is).
-   */
-  spareTime(): number | null {
-    if (this.startedAt === null) return null;
-    const elapsed = performance.now() - this.startedAt;
-    if (elapsed < (this.shape.spareAfterMs ?? SPARE_AFTER_MS)) return null;
-    return Math.max(0, 1 - Atomics.load(this.done, 2) / elapsed);
-  }
-
-  /**
-   * Asks the write thread to serve the build's render pool too (render-service.ts), starting the
-   * thread if it is not running; null if it cannot start. `data.port` is transferred to it.
-   */
-  lendThread(data: LendRequest): LentThread | null {
-    if (this.worker === null && (this.threadless || !this.startWorker())) return null;
-    const worker = this.worker!;
-    worker.postMessage({ render: data } satisfies RenderMessage, [data.port]);
-    return { stopped: () => worker.threadId === -1 };
   }
 
   close(): void {
@@ -319,7 +246,6 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     }
     this.worker = worker;
     this.port = channel.port1;
-    this.startedAt = performance.now();
     // A new worker knows no folders: nothing for it to forget.
     this.removed = false;
     return true;
@@ -363,11 +289,6 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   /** Blocks until at most `inFlight` batches are unfinished; throws what the worker reported. */
   private waitUntil(inFlight: number): void {
     this.waitFor(this.done, 0, () => this.sent - this.forgetFinished() <= inFlight);
-  }
-
-  /** Blocks until the write thread has finished every batch sent into a lane; throws what it reported. */
-  private waitForLane(counts: Int32Array): void {
-    this.waitFor(counts, 1, () => Atomics.load(counts, 1) >= Atomics.load(counts, 0));
   }
 
   /**
@@ -430,71 +351,12 @@ function waitForProgress(counter: Int32Array, index: number, stallMs: number, do
 }
 
 /**
- * Writes files into a lane of the write thread (WriteLane), from a render thread: the same ring of
- * batches as ThreadedDirectoryWriter's, without its questions about files (a lane serves builds
- * into an empty directory, which only write). `send` hands over the batch being filled; the
- * sender waits only when every slot of the ring is still being written. A document larger than a
- * slot is written on this thread. What the write thread fails to write, it reports to the build
- * thread, which fails the build.
+ * The writer for a build into `root`: the threaded one on a machine with more than one core,
+ * unless `thread` says otherwise (the command line reads VIDFEEDS_WRITE_THREAD, for measurements).
+ * This is the one place a build's parallelism is chosen: the stages see an OutputWriter.
  */
-export class LaneWriter {
-  private sent = 0;
-  private paths: string[] = [];
-  private ends: number[] = [];
-  private bytes = 0;
-  private slot: Uint8Array;
-  private placer: FilePlacer | null = null;
-
-  constructor(
-    private readonly lane: WriteLane,
-    /** Names this thread's staging files, for what it writes itself. */
-    private readonly prefix: string,
-  ) {
-    this.slot = this.slotOf(0);
-  }
-
-  write(path: string, body: Uint8Array): void {
-    const target = resolveInside(this.lane.root, path);
-    if (body.length > this.lane.slotBytes) {
-      this.placer ??= new FilePlacer(this.lane.root, this.prefix);
-      this.placer.place(target, body);
-      return;
-    }
-    if (this.bytes + body.length > this.lane.slotBytes) this.send();
-    this.paths.push(target);
-    this.slot.set(body, this.bytes);
-    this.bytes += body.length;
-    this.ends.push(this.bytes);
-  }
-
-  /** Hands the batch being filled, if any, to the write thread, and readies the next slot. */
-  send(): void {
-    if (this.paths.length === 0) return;
-    const { counts, slots } = this.lane;
-    const message: Omit<BatchMessage, 'removed'> = { paths: this.paths, ends: this.ends, slot: this.sent % slots };
-    this.lane.port.postMessage(message);
-    this.sent++;
-    Atomics.store(counts, 0, this.sent);
-    this.paths = [];
-    this.ends = [];
-    this.bytes = 0;
-    // The next slot's last batch must be written before it is filled again.
-    waitForProgress(counts, 1, this.lane.stallMs, () => this.sent - Atomics.load(counts, 1) <= slots - 1);
-    this.slot = this.slotOf(this.sent % slots);
-  }
-
-  private slotOf(index: number): Uint8Array {
-    return new Uint8Array(this.lane.ring, index * this.lane.slotBytes, this.lane.slotBytes);
-  }
-}
-
-/**
- * The writer for a build into `root`: on a machine with more than one core the threaded one,
- * unless VIDFEEDS_WRITE_THREAD=0 (measurements, docs/performance.md).
- */
-export function createDirectoryWriter(root: string): OutputWriter & { close(): void } {
-  const wanted = process.env.VIDFEEDS_WRITE_THREAD !== undefined ? process.env.VIDFEEDS_WRITE_THREAD !== '0' : availableParallelism() > 1;
+export function createDirectoryWriter(root: string, thread: boolean = availableParallelism() > 1): OutputWriter & { close(): void } {
   // The worker is compiled JavaScript: running from sources (tests), there is none to start.
-  if (wanted && existsSync(fileURLToPath(WORKER))) return new ThreadedDirectoryWriter(root);
+  if (thread && existsSync(fileURLToPath(WORKER))) return new ThreadedDirectoryWriter(root);
   return new DirectoryWriter(root);
 }

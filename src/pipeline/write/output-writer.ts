@@ -16,7 +16,6 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import type { MessagePort } from 'node:worker_threads';
 
 /**
  * Where a build puts its files. The pipeline talks only to this interface, so it runs against
@@ -46,51 +45,7 @@ export interface OutputWriter {
   blocked?(path: string): string | null;
   /** The output directory, for a writer that writes into one. */
   readonly root?: string;
-  /** A way for a render thread to hand files to this writer's thread, where it has one (write-pool.ts). */
-  openLane?(): WriteLane | null;
-  /**
-   * Lends this writer's thread, where it has one, to the build's render pool: it reads and renders
-   * users as a render thread does, besides writing (write-pool.ts, render-service.ts).
-   */
-  lendThread?(request: LendRequest): LentThread | null;
-  /** The share of its time this writer's thread has had nothing to do, once known (write-pool.ts); null before. */
-  spareTime?(): number | null;
 }
-
-/**
- * What the render pool asks a lent thread to serve (render-pool.ts, RenderWorkerData): the
- * writer passes it on with its port, and the thread reads the rest.
- */
-export interface LendRequest {
-  port: MessagePort;
-}
-
-/** A writer's thread lent to the render pool (OutputWriter.lendThread). */
-export interface LentThread {
-  /** Whether the thread is known to have stopped (as Worker.threadId tells: only on the event loop). */
-  stopped(): boolean;
-}
-
-/**
- * A second way into a writer's thread (ThreadedDirectoryWriter, write-pool.ts), for a render
- * thread of the same build (render-worker.ts): a ring of its own in shared memory, a port to the
- * write thread, and two counters, so the render thread hands over its documents' bytes as the
- * build thread does and the files are still created by one thread (two threads creating files
- * contend in the kernel, docs/performance.md).
- */
-export interface WriteLane {
-  /** The output directory: paths are resolved inside it by the thread that writes to the lane. */
-  root: string;
-  ring: SharedArrayBuffer;
-  slots: number;
-  slotBytes: number;
-  /** [0]: batches sent into the lane; [1]: batches of it the write thread has finished. */
-  counts: Int32Array;
-  port: MessagePort;
-  /** How long the sender waits for a free slot while the write thread finishes nothing (write-pool.ts, STALL_MS). */
-  stallMs: number;
-}
-
 
 /** Name of the staging folder inside the output root; dot-named, so it is never served. */
 export const STAGING_DIR = '.vidfeeds-staging';

@@ -1,10 +1,9 @@
 import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible } from '../../paths/compression.js';
 import type { Format } from '../../formats/format.js';
 import type { BuildState } from '../build-state.js';
-import { documentHash, documentHashHex } from '../document-hash.js';
-import type { WrittenForm } from '../threads/render-pool.js';
+import { documentHash } from '../document-hash.js';
 import type { OutputWriter } from './output-writer.js';
-import type { FailedDocument, RenderedDocument, WrittenDocument } from '../render/render-documents.js';
+import type { FailedDocument, RenderedDocument } from '../render/render-documents.js';
 
 /**
  * The compare-and-write stage: a rendered document is written only when its bytes differ from
@@ -84,8 +83,7 @@ export function compareAndWrite(target: WriteTarget, document: RenderedDocument)
 
 /**
  * Writes a document and, for a text document, its compressed forms before it (see above) through
- * `write`; returns the bytes written. A render thread that writes its own users' files
- * (render-worker.ts) writes them this way too.
+ * `write`; returns the bytes written.
  */
 export function writeWithForms(
   write: (path: string, body: Buffer) => void,
@@ -102,46 +100,6 @@ export function writeWithForms(
   }
   write(path, body);
   return bytes + body.length;
-}
-
-/**
- * Writes a rendered text and its forms through `write` (see writeWithForms) and says what the
- * state records of it: in a build into an empty directory every document is written, so a render
- * thread writes its users' files itself and the build thread records them (render-pool.ts).
- */
-export function writeRendered(
-  write: (path: string, body: Buffer) => void,
-  document: { format: Format; path: string; text: string },
-  compression: readonly Encoding[],
-): WrittenForm {
-  const body = encoded(document.text);
-  const bytes = writeWithForms(write, { format: document.format, path: document.path, body }, compression);
-  return { hash: documentHashHex(body), size: body.length, bytes };
-}
-
-/**
- * `text` as UTF-8, in a buffer this thread reuses for the next document (writers copy what they
- * keep: OutputWriter.write), so a build that writes every document allocates no buffer per
- * document; a text too long for it gets a buffer of its own. Every thread that renders encodes a
- * feed-heavy site's 24 KB feeds here.
- */
-function encoded(text: string): Buffer {
-  // UTF-8 takes at most three bytes per UTF-16 unit.
-  if (text.length * 3 > SCRATCH_BYTES) return Buffer.from(text, 'utf8');
-  scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES);
-  return scratch.subarray(0, scratch.write(text, 'utf8'));
-}
-
-const SCRATCH_BYTES = 256 * 1024;
-let scratch: Buffer | null = null;
-
-/**
- * Records a document a render thread has written (a build into an empty directory, where every
- * document is written): what compareAndWrite records of a document it wrote.
- */
-export function recordWritten(target: Pick<WriteTarget, 'state'>, document: WrittenDocument): WriteOutcome {
-  const previous = target.state.previous(document.path);
-  return recordDocument(target.state, document, document.hash, document.size, { written: true, bytes: document.bytes }, previous);
 }
 
 function recordDocument(
