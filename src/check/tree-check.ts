@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { readBuildRecords } from '../pipeline/record/build-record.js';
 import type { SavedState } from '../pipeline/build-state.js';
@@ -68,6 +68,11 @@ export function checkTree(input: TreeCheckInput): TreeCheckResult {
     for (const output of state.outputs()) {
       counts.recorded++;
       const full = join(out, output.path);
+      const blocked = blockedPath(out, output.path);
+      if (blocked !== null) {
+        report(output.path, `missing: ${blocked}`);
+        continue;
+      }
       const stat = lstatSync(full, { throwIfNoEntry: false });
       if (stat === undefined) {
         report(output.path, 'missing: the last build wrote it');
@@ -99,6 +104,27 @@ export function checkTree(input: TreeCheckInput): TreeCheckResult {
   } finally {
     if (input.checker === undefined) checker.close();
   }
+}
+
+/**
+ * What stands in the way of a recorded file's folders: a folder on its path that is a file, a
+ * symbolic link (never followed: the build writes nothing through one) or something else; null
+ * when every folder on it is a real folder or missing.
+ */
+function blockedPath(out: string, path: string): string | null {
+  const parts = path.split('/');
+  let at = out;
+  for (let i = 0; i < parts.length - 1; i++) {
+    at = join(at, parts[i]!);
+    const stat = lstatSync(at, { throwIfNoEntry: false });
+    if (stat === undefined) return null;
+    if (stat.isDirectory()) continue;
+    const folder = `${parts.slice(0, i + 1).join('/')}/`;
+    return stat.isSymbolicLink()
+      ? `${folder} is a symbolic link (to ${readlinkSync(at)}), which vidfeeds never writes through`
+      : `${folder} is ${stat.isFile() ? 'a file' : 'not a folder'} where the last build wrote a folder`;
+  }
+  return null;
 }
 
 /** A compressed form the last build writes beside a document it recorded: checked with its document. */
@@ -155,6 +181,10 @@ function walkTree(input: TreeCheckInput, report: (file: string, problem: string)
       continue;
     }
     if (name.startsWith('.')) continue;
+    if (entry.isSymbolicLink() && (paths.isReserved(name) || isOwnerFolder(out, name, paths))) {
+      report(`${name}`, `a symbolic link (to ${readlinkSync(join(out, name))}) where vidfeeds writes: builds never write or remove through it`);
+      continue;
+    }
     if (!entry.isDirectory()) {
       if (paths.isReserved(name) && ownsSiteFiles(shard)) {
         counts.files++;
@@ -164,7 +194,12 @@ function walkTree(input: TreeCheckInput, report: (file: string, problem: string)
     }
     if (!ownsKey(shard, name)) continue;
     for (const sub of sortedEntries(join(out, name))) {
-      if (!sub.isDirectory() || !paths.isFormatDir(sub.name)) continue;
+      if (!paths.isFormatDir(sub.name)) continue;
+      if (!sub.isDirectory()) {
+        const path = `${name}/${sub.name}`;
+        report(path, sub.isSymbolicLink() ? `a symbolic link (to ${readlinkSync(join(out, path))}) where vidfeeds writes a folder: builds never write or remove through it` : `a ${sub.isFile() ? 'file' : 'special file'} where vidfeeds writes a folder`);
+        continue;
+      }
       const found = strayFiles(input, `${name}/${sub.name}`, report, counts);
       if (found > 0) (userDirs.has(sub.name) ? keys.users : keys.videos).add(name);
     }
@@ -183,9 +218,26 @@ function strayFiles(input: TreeCheckInput, dir: string, report: (file: string, p
     }
     files++;
     counts.files++;
+    if (entry.isSymbolicLink()) {
+      report(path, `a symbolic link (to ${readlinkSync(join(input.out, path))}) where vidfeeds writes: builds never write or remove through it`);
+      continue;
+    }
     if (input.state.formatOf(path) === undefined && !isRecordedForm(input.state, path)) report(path, 'not written by the last build (a stray file where vidfeeds writes)');
   }
   return files;
+}
+
+/**
+ * Whether a link at the top of the tree stands in a user's or video's place: a publishable name
+ * whose target holds format folders (listed, never written).
+ */
+function isOwnerFolder(out: string, name: string, paths: SitePaths): boolean {
+  if (paths.problem(name) !== null) return false;
+  try {
+    return readdirSync(join(out, name)).some((entry) => paths.isFormatDir(entry));
+  } catch {
+    return false;
+  }
 }
 
 function sortedEntries(dir: string): Dirent[] {

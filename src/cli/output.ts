@@ -9,8 +9,23 @@ export interface Console {
   readonly interactive: boolean;
 }
 
+/**
+ * A stream whose reader went away (`vidfeeds check | head`) says EPIPE, once, as an error event:
+ * what is left to say is dropped, quietly, and the command still ends with its own exit code.
+ */
+function quietWhenClosed(stream: NodeJS.WriteStream): (text: string) => void {
+  let closed = false;
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    closed = true;
+  });
+  return (text) => {
+    if (!closed) stream.write(`${text}\n`);
+  };
+}
+
 export const processConsole: Console = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  log: new Logger((line) => process.stderr.write(`${line}\n`)),
+  out: quietWhenClosed(process.stdout),
+  log: new Logger(quietWhenClosed(process.stderr)),
   interactive: Boolean(process.stderr.isTTY),
 };

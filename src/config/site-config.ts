@@ -29,6 +29,8 @@ export interface SiteConfig {
   player: PlayerConfig;
   /** Make an unpublishable row (a bad name) fatal instead of reported and skipped. */
   strict: boolean;
+  /** A lock held longer than this is reported as stale (src/pipeline/lock.ts). */
+  maxLockAgeSeconds: number;
   /** Pre-compressed forms written beside each text document (`.gz`, `.br`); none by default. */
   compress: Array<'gzip' | 'br'>;
   cacheControl: CacheControlConfig;

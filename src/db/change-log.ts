@@ -68,6 +68,12 @@ export interface ChangeLogPosition {
    * rows change without a log entry, since triggers sit on tables, so no build can follow them.
    */
   views?: readonly string[];
+  /**
+   * The identity of the entry at `position` (its table, operation, keys and time), or null when it
+   * is not in the log: a log restored from a backup and written to again reuses positions, but not
+   * entries (ChangeLog.identityAt).
+   */
+  identity?: string | null;
 }
 
 interface RawChange {
@@ -99,6 +105,9 @@ export class ChangeLog {
         .pluck(),
       since: p<RawChange>(`SELECT seq, table_name, op, old_keys, new_keys FROM change_log WHERE seq > ? AND seq <= ? ORDER BY seq`),
       count: p<{ n: number }>(`SELECT count(*) AS n FROM change_log WHERE seq > ? AND seq <= ?`),
+      entry: p<{ identity: string }>(
+        `SELECT json_array(table_name, op, old_keys, new_keys, changed_at) AS identity FROM change_log WHERE seq = ?`,
+      ),
     };
     this.lookups = {
       usersBefriending: lookup(`SELECT DISTINCT user_id FROM friendships WHERE friend_id IN ids`),
@@ -121,12 +130,19 @@ export class ChangeLog {
 
   /** The log's identity and extent now. */
   current(): ChangeLogPosition {
+    const position = this.stmt.position.get()?.seq ?? 0;
     return {
       databaseId: this.stmt.databaseId.get()?.value ?? '',
-      position: this.stmt.position.get()?.seq ?? 0,
+      position,
       oldest: this.stmt.oldest.get()?.seq ?? null,
       views: this.stmt.views.all(SITE_TABLE_NAMES),
+      identity: this.identityAt(position),
     };
+  }
+
+  /** The identity of the log entry at `seq`, or null when there is none (never logged, or pruned). */
+  identityAt(seq: number): string | null {
+    return this.stmt.entry.get(seq)?.identity ?? null;
   }
 
   /** Number of changes after `from` up to and including `to`. */

@@ -155,3 +155,37 @@ function readVersion(db: Database.Database, file: string): number {
     throw new DatabaseError(`${file} is not a SQLite database: ${(error as Error).message}`);
   }
 }
+
+/** A database file's size and identity, to tell later whether it was truncated or replaced. */
+export interface DatabaseFileState {
+  size: number;
+  identity: string;
+}
+
+export function databaseFileState(file: string): DatabaseFileState | null {
+  const stat = statSync(file, { throwIfNoEntry: false, bigint: true });
+  return stat === undefined ? null : { size: Number(stat.size), identity: `${stat.dev}:${stat.ino}` };
+}
+
+/**
+ * An error met while reading the database, explained when the file changed under the reader: a
+ * truncated or replaced file makes SQLite say "database disk image is malformed", or, through an
+ * open cursor, "This database connection is busy executing a query", neither of which names it.
+ * Errors of a file that did not change are returned as they are.
+ */
+export function explainReadFailure(file: string, before: DatabaseFileState | null, error: unknown): unknown {
+  if (before === null) return error;
+  const now = databaseFileState(file);
+  const message = (error as Error).message ?? String(error);
+  if (now === null) return new DatabaseError(`database ${file} was removed while it was being read (${message})`);
+  if (now.identity !== before.identity) return new DatabaseError(`database ${file} was replaced while it was being read (${message}): build again`);
+  if (now.size < before.size) {
+    return new DatabaseError(
+      `database ${file} was truncated while it was being read: ${before.size} bytes when the build began, ${now.size} now (${message}); ` +
+        'restore it from a backup, then build again',
+    );
+  }
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) return new DatabaseError(`database ${file} is damaged (${message}): restore it from a backup`);
+  return error;
+}

@@ -172,6 +172,11 @@ export class ReportTally {
     this.reporter?.removed?.(path);
   }
 
+  /** A stale file not removed: a symbolic link stands on its path (never removed through). */
+  notRemoved(path: string, why: string): void {
+    this.reporter?.warn?.(`not removed: ${path}: ${why}`);
+  }
+
   /** A group of names that would be one directory on macOS or Windows. */
   nameCollision(description: string): void {
     this.report.nameCollisions++;

@@ -92,7 +92,12 @@ export class BuildRun {
 
   /** Removes the stale paths and their records; returns how many. */
   prune(paths: Iterable<string>): number {
-    const count = pruneStale(paths, { writer: this.target.writer, state: this.state, formsOnDisk: this.formsOnDisk }, (path) => this.tally.removed(path));
+    const count = pruneStale(
+      paths,
+      { writer: this.target.writer, state: this.state, formsOnDisk: this.formsOnDisk },
+      (path) => this.tally.removed(path),
+      (path, why) => this.tally.notRemoved(path, why),
+    );
     this.pruned += count;
     return count;
   }
@@ -110,6 +115,16 @@ export class BuildRun {
     if (result.ok) {
       const { document } = result;
       const outcome = compareAndWrite(this.target, document);
+      if (outcome.failure !== undefined) {
+        // Not written (a link, a folder that cannot be written, a directory in its place): the
+        // others are, and the next build tries this one again.
+        const { format, key, path } = document;
+        this.tally.fail({ format: format.name, key, path, message: `cannot be written: ${outcome.failure}` }, path);
+        this.failedDocuments.add(`${format.name}\u0000${key}`);
+        this.relist(document.owner);
+        if (outcome.isNew) this.newPaths = true;
+        return;
+      }
       if (outcome.isNew) {
         this.newPaths = true;
         this.relist(document.owner, outcome.movedFrom);

@@ -1,3 +1,4 @@
+import { sweepTree } from './prune/sweep-tree.js';
 import type { Encoding } from '../paths/compression.js';
 import type { BuildRun } from './build-run.js';
 import type { AffectedOwners } from './plan/changes.js';
@@ -24,6 +25,8 @@ export interface ScopeOptions {
   compression: readonly Encoding[];
   /** Stop before the first removal when the build would remove too much (prune/removal-guard.ts). */
   removalGuard?: RemovalGuard;
+  /** The tree may hold files no record names (a killed build, a set-aside state): a full build sweeps it. */
+  sweep?: boolean;
 }
 
 /**
@@ -56,6 +59,12 @@ export function* buildEverything(run: BuildRun, plan: BuildPlan, options: ScopeO
     for (const group of nameCollisions(() => publishedNames(reader, run.site.paths))) run.tally.nameCollision(describeCollision(group));
   }
   run.prune(state.stale(staleScope));
+  const { writer } = run.target;
+  if (plan.mode === 'full' && options.sweep === true && options.user === undefined && writer.root !== undefined) {
+    writer.flush?.();
+    sweepTree({ root: writer.root, writer, state, paths: run.site.paths, formsOnDisk: options.compression, shard: options.shard }, (path) => run.tally.removed(path));
+    state.swept();
+  }
   if (plan.mode === 'full') {
     state.setSiteFilesStale(false);
     // Every document was seen: the forms beside them are now the configured ones (unless one

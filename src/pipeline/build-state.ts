@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isEncoding, type Encoding } from '../paths/compression.js';
 import { DOCUMENT_HASH } from './document-hash.js';
@@ -54,6 +54,8 @@ export interface BuildBasis {
   databaseId: string;
   /** The change log position of the build's snapshot: changes after it are not in the tree. */
   position: number;
+  /** The identity of the log entry at `position` (ChangeLogPosition.identity), when it had one. */
+  positionIdentity?: string | null;
 }
 
 export function defaultStateFile(outDir: string): string {
@@ -70,13 +72,22 @@ export class BuildState {
   changeTime = Math.floor(Date.now() / 1000);
   /** The version of the state file found when it was another one (its basis is dropped), else null. */
   readonly replacedVersion: number | null = null;
+  /** A state file that could not be read, set aside for inspection: where it went and why; else null. */
+  readonly setAside: { file: string; movedTo: string; cause: string } | null = null;
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    try {
+      this.db = openState(file);
+    } catch (error) {
+      if (file === ':memory:' || !isUnreadableState(error)) throw error;
+      const cause = (error as Error).message;
+      this.setAside = { file, movedTo: setAside(file), cause };
+      this.db = openState(file);
+      // The fresh state has no basis: the next build is full, and says why.
+      this.setMeta('basis_dropped', `the saved state ${file} could not be read (${cause}): it was set aside as ${this.setAside.movedTo}`);
+      this.setMeta('sweep', '1');
+    }
     const version = this.getMeta('state_version');
     if (version !== null && version !== String(STATE_VERSION)) {
       this.replacedVersion = Number(version);
@@ -218,10 +229,38 @@ export class BuildState {
   }
 
   /**
+   * Whether the output directory may hold files no record names (a build was killed after placing
+   * them, the state was set aside or made for another directory): the next full build compares
+   * every file with the disk and sweeps the format folders (src/pipeline/prune/sweep-tree.ts).
+   */
+  needsSweep(): boolean {
+    return this.getMeta('sweep') !== null;
+  }
+
+  /** Drops the basis for `reason` and asks for a sweeping full build (needsSweep). */
+  dropBasisAndSweep(reason: string): void {
+    this.deleteMeta('basis');
+    this.setMeta('basis_dropped', reason);
+    this.setMeta('sweep', '1');
+  }
+
+  /** The sweep is done: the tree holds only what the records name. */
+  swept(): void {
+    this.deleteMeta('sweep');
+  }
+
+  /** Whether `path` is recorded (after a full build's prune, every record is this build's). */
+  recorded(path: string): boolean {
+    return this.stmt.get.get(path) !== undefined;
+  }
+
+  /**
    * Starts a build: a new build id, a mark that a build is running (committed at once, so a killed
    * build is noticed by the next one), and one write transaction, committed in batches.
    */
   begin(): number {
+    // The build before was killed: files it placed may be recorded nowhere; a full build sweeps them.
+    if (this.interrupted()) this.setMeta('sweep', '1');
     this.buildId = Number(this.getMeta('last_build') ?? '0') + 1;
     this.setMeta('last_build', String(this.buildId));
     this.setMeta('in_progress', new Date().toISOString());
@@ -337,6 +376,49 @@ export class BuildState {
       this.pending = 0;
     }
   }
+}
+
+/**
+ * Opens a state file and reads it through once (SQLite's quick_check), so that a truncated or
+ * overwritten file is found here, named, rather than halfway through a build.
+ */
+function openState(file: string): Database.Database {
+  const db = new Database(file);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    const verdict = db.pragma('quick_check', { simple: true });
+    if (verdict !== 'ok') throw new UnreadableState(String(verdict));
+    db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    // Earlier layouts of `outputs` are taken over by replaceLayout: only `meta` must read as ours.
+    db.prepare('SELECT key, value FROM meta LIMIT 1').get();
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+class UnreadableState extends Error {}
+
+/**
+ * Whether an error opening the state says the file is not a state we can read (corrupt, not a
+ * database, another layout), rather than that it cannot be reached now (busy, read-only, full, I/O).
+ */
+function isUnreadableState(error: unknown): boolean {
+  if (error instanceof UnreadableState) return true;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return false;
+  return !/^SQLITE_(BUSY|LOCKED|READONLY|CANTOPEN|FULL|IOERR|NOMEM|PERM|AUTH|INTERRUPT)/.test(code);
+}
+
+/** Moves an unreadable state file (and its WAL) aside, kept for inspection; returns where. */
+function setAside(file: string): string {
+  const movedTo = `${file}.unreadable-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  renameSync(file, movedTo);
+  if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${movedTo}-wal`);
+  rmSync(`${file}-shm`, { force: true });
+  return movedTo;
 }
 
 /** An output as the state recorded it. `size` is -1 for records carried over from another layout without their bytes. */

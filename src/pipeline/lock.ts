@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
+import { judgeHolder, LEASE_RENEW_SECONDS, thisHost, type HostFacts, type LockHolder } from './lock-holder.js';
+
+export { processIsAlive, type LockHolder } from './lock-holder.js';
 
 /**
  * One build at a time per output directory. The lock is a small JSON file beside the output
@@ -10,39 +13,55 @@ import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
  * holder. It is created whole and atomically (written aside, then hard-linked into place), so a
  * second build either gets it or reads who holds it.
  *
- * A lock whose holder is gone (same host, no process with that pid: a killed build) is recovered.
- * A lock taken on another host is never recovered automatically: we cannot know whether that
- * build is still running.
+ * A lock is recovered only when its holder is provably gone (src/pipeline/lock-holder.ts): on this
+ * host, no process with its pid, or one that started after the lock was taken (the pid was
+ * reused, after a reboot say), or the machine has booted since (another boot id); on another host
+ * (a container that was replaced, a shared file system), a lease the holder no longer renews. A
+ * lock older than a limit (`maxAgeSeconds`) that is still held is reported loudly: a build may be
+ * hung.
  */
-
-export interface LockHolder {
-  pid: number;
-  host: string;
-  /** ISO 8601 time the holder took the lock. */
-  startedAt: string;
-  /** What holds it, e.g. `vidfeeds build` or `vidfeeds watch`. */
-  command: string;
-  /** Random token, so a build removes only its own lock. */
-  token: string;
-}
 
 /** Another build holds the lock of this output directory. Exit code 75 (try again later): the build did not run. */
 export class LockHeldError extends VidfeedsError {
+  /** The lock is older than the limit (`maxAgeSeconds`): its build may be hung. */
+  readonly overAge: boolean;
+
   constructor(
     readonly file: string,
     readonly out: string,
     readonly holder: LockHolder | null,
+    options: { ageSeconds?: number; maxAgeSeconds?: number; host?: string } = {},
   ) {
+    const { ageSeconds, maxAgeSeconds } = options;
+    const overAge = holder !== null && ageSeconds !== undefined && maxAgeSeconds !== undefined && ageSeconds > maxAgeSeconds;
+    const elsewhere = holder !== null && holder.host !== (options.host ?? holder.host);
     super(
       EXIT.tempfail,
       holder === null
         ? { what: `output directory ${out} is locked by ${file}, which is not a vidfeeds lock file`, hint: 'if no build is running, remove it' }
-        : {
-            what: `output directory ${out} is being built by another vidfeeds: ${describeHolder(holder)}`,
-            hint: `wait for it to finish (--wait SECONDS)${holder.host === hostname() ? '' : `, or, if it no longer runs on ${holder.host}, remove ${file}`}`,
-          },
+        : overAge
+          ? {
+              what:
+                `STALE LOCK: output directory ${out} has been locked for ${duration(ageSeconds)}, longer than the limit of ` +
+                `${duration(maxAgeSeconds)} (maxLockAgeSeconds), by ${describeHolder(holder)}: no build has published since`,
+              hint: `if that build is hung, stop it; if it no longer runs${elsewhere ? ` on ${holder.host}` : ''}, remove ${file}`,
+            }
+          : {
+              what: `output directory ${out} is being built by another vidfeeds: ${describeHolder(holder)}`,
+              hint: `wait for it to finish (--wait SECONDS)${elsewhere ? `, or, if it no longer runs on ${holder.host}, remove ${file}` : ''}`,
+            },
     );
+    this.overAge = overAge;
   }
+}
+
+/** "3 h 20 min", "12 min", "40 s". */
+function duration(seconds: number): string {
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  const minutes = Math.floor(s / 60);
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h${minutes % 60 === 0 ? '' : ` ${minutes % 60} min`}`;
 }
 
 export function describeHolder(holder: LockHolder): string {
@@ -53,13 +72,20 @@ export interface LockOptions {
   /** Lock file; by default `.vidfeeds/<out>.lock` beside the output directory. */
   file?: string;
   command?: string;
-  /** Whether a process with this pid runs on this host (injected by tests). */
-  isAlive?: (pid: number) => boolean;
-  /** Called when a lock left by a dead build is taken over. */
-  onRecovered?: (holder: LockHolder) => void;
+  /** What this host can tell about its processes (injected by tests). */
+  host?: Partial<HostFacts>;
+  /** Called when a lock left by a build that is gone is taken over, with why it is known to be gone. */
+  onRecovered?: (holder: LockHolder, why: string) => void;
   /** How long to wait for another build to release the lock before giving up; 0 (the default) gives up at once. */
   waitSeconds?: number;
+  /** A lock held longer than this is reported as stale (LockHeldError.overAge); by default six hours. */
+  maxAgeSeconds?: number;
+  /** How often the holder renews its lease (LEASE_RENEW_SECONDS); 0 holds no lease (tests). */
+  leaseSeconds?: number;
 }
+
+/** A build that holds its lock this long is probably hung: the default of `maxAgeSeconds`. */
+export const DEFAULT_MAX_LOCK_AGE_SECONDS = 6 * 3600;
 
 /** How often a waiting build looks at the lock again. */
 const WAIT_POLL_MS = 100;
@@ -83,16 +109,6 @@ export function defaultLockFile(outDir: string): string {
   return join(parent, '.vidfeeds', `${basename(out)}.lock`);
 }
 
-export function processIsAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export function acquireBuildLock(outDir: string, options: LockOptions = {}): BuildLock {
   const deadline = Date.now() + (options.waitSeconds ?? 0) * 1000;
   for (;;) {
@@ -114,13 +130,17 @@ function sleep(ms: number): void {
 function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
   const out = resolve(outDir);
   const file = options.file ?? defaultLockFile(out);
-  const isAlive = options.isAlive ?? processIsAlive;
+  const facts: HostFacts = { ...thisHost(), ...options.host };
+  const leaseSeconds = options.leaseSeconds ?? LEASE_RENEW_SECONDS;
   const holder: LockHolder = {
     pid: process.pid,
-    host: hostname(),
-    startedAt: new Date().toISOString(),
+    host: facts.host,
+    startedAt: new Date(facts.now()).toISOString(),
     command: options.command ?? 'vidfeeds build',
     token: randomBytes(12).toString('hex'),
+    ...(facts.bootId === null ? {} : { bootId: facts.bootId }),
+    ...optional('processStart', facts.processStart(process.pid)),
+    ...(leaseSeconds > 0 ? { leaseSeconds } : {}),
   };
   mkdirSync(dirname(file), { recursive: true });
   const text = `${JSON.stringify(holder)}\n`;
@@ -138,10 +158,13 @@ function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
     }
     const found = readLock(file);
     if (found === undefined) continue; // released meanwhile: try again
-    if (found.holder === null || found.holder.host !== holder.host || isAlive(found.holder.pid)) {
-      throw new LockHeldError(file, out, found.holder);
+    const judged = found.holder === null ? { gone: false as const } : judgeHolder(found.holder, found.modifiedMs, facts);
+    if (!judged.gone) {
+      const taken = found.holder === null ? NaN : Date.parse(found.holder.startedAt);
+      const ageSeconds = Number.isFinite(taken) ? (facts.now() - taken) / 1000 : undefined;
+      throw new LockHeldError(file, out, found.holder, { ageSeconds, maxAgeSeconds: options.maxAgeSeconds ?? DEFAULT_MAX_LOCK_AGE_SECONDS, host: facts.host });
     }
-    // Its holder is dead. Move the file aside first, so that of two builds recovering it at once
+    // Its holder is gone. Move the file aside first, so that of two builds recovering it at once
     // only one takes it, and check that what was moved is the lock judged stale, not a new one.
     const moved = `${file}.stale-${holder.token}`;
     try {
@@ -159,7 +182,7 @@ function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
         // A third one holds it now; the next attempt reports it.
       }
     } else {
-      options.onRecovered?.(found.holder);
+      options.onRecovered?.(found.holder!, judged.why);
     }
     unlinkSync(moved);
   }
@@ -167,14 +190,37 @@ function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
   throw new LockHeldError(file, out, last?.holder ?? null);
 }
 
+function optional<K extends string>(key: K, value: number | null): Partial<Record<K, number>> {
+  return value === null ? {} : ({ [key]: value } as Record<K, number>);
+}
+
+/**
+ * Renews the lease (the lock file's modification time) from a thread of its own: a build runs
+ * synchronously on its thread for as long as it takes, and a timer there would never fire.
+ */
+const LEASE_THREAD = `
+const { workerData } = require('node:worker_threads');
+const { readFileSync, utimesSync } = require('node:fs');
+setInterval(() => {
+  try {
+    if (readFileSync(workerData.file, 'utf8').includes(workerData.token)) { const now = new Date(); utimesSync(workerData.file, now, now); }
+  } catch {}
+}, workerData.ms);
+`;
+
 function lockHandle(file: string, holder: LockHolder): BuildLock {
   let released = false;
+  const ms = (holder.leaseSeconds ?? 0) * 1000;
+  const renewer = ms > 0 ? new Worker(LEASE_THREAD, { eval: true, workerData: { file, token: holder.token, ms } }) : null;
+  // The lease never keeps a process alive that has nothing else to do.
+  renewer?.unref();
   return {
     file,
     holder,
     release() {
       if (released) return;
       released = true;
+      void renewer?.terminate();
       const found = readLock(file);
       if (found?.holder?.token === holder.token) unlinkSync(file);
     },
@@ -191,16 +237,29 @@ function safeRead(file: string): string | undefined {
 }
 
 /** The lock's holder (null when the file is not a lock), or undefined when there is no lock. */
-export function readLock(file: string): { text: string; holder: LockHolder | null } | undefined {
+export function readLock(file: string): { text: string; holder: LockHolder | null; modifiedMs: number } | undefined {
   const text = safeRead(file);
   if (text === undefined) return undefined;
+  let modifiedMs = 0;
+  try {
+    modifiedMs = statSync(file).mtimeMs;
+  } catch {
+    // Removed since it was read: judged by its text alone.
+  }
   try {
     const value = JSON.parse(text) as Partial<LockHolder>;
     if (typeof value.pid === 'number' && typeof value.host === 'string' && typeof value.token === 'string') {
-      return { text, holder: value as LockHolder };
+      return { text, holder: value as LockHolder, modifiedMs };
     }
   } catch {
     // fall through: not ours
   }
-  return { text, holder: null };
+  return { text, holder: null, modifiedMs };
+}
+
+/** The holder of the lock file when it is a vidfeeds lock whose build may still run, else null. */
+export function runningHolder(file: string, host: Partial<HostFacts> = {}): LockHolder | null {
+  const found = readLock(file);
+  if (found?.holder === null || found === undefined) return null;
+  return judgeHolder(found.holder, found.modifiedMs, { ...thisHost(), ...host }).gone ? null : found.holder;
 }

@@ -113,7 +113,14 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
       if (signal !== null) throw new BuildInterrupted(signal);
     },
   });
-  const scope = { ...options, formats: new Set(formats.map((f) => f.name)), siteFilesStale: saved.siteFilesStale, compression };
+  const scope = {
+    ...options,
+    formats: new Set(formats.map((f) => f.name)),
+    siteFilesStale: saved.siteFilesStale,
+    compression,
+    // After a killed build (or a state set aside): the full build removes what no row produces.
+    sweep: (saved.sweep || saved.interrupted) && options.only === undefined,
+  };
   let log: ChangeLogPosition | undefined;
   // Documents whose bytes this build changes are dated by its clock (the sitemap's lastmod).
   state.changeTime = Math.floor(deps.site.now.getTime() / 1000);
@@ -122,7 +129,13 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
     const endSnapshot = reader.beginSnapshot();
     try {
       log = deps.incremental?.changeLog.current();
-      const plan = planBuild({ state: saved, fingerprint: deps.incremental?.fingerprint, log, options });
+      const plan = planBuild({
+        state: saved,
+        fingerprint: deps.incremental?.fingerprint,
+        log,
+        options,
+        logIdentityAt: (seq) => deps.incremental?.changeLog.identityAt(seq) ?? null,
+      });
       report.mode = plan.mode;
       report.reason = plan.reason;
       target.verify = plan.verify;
@@ -165,6 +178,7 @@ function savedState(state: BuildState, writer: OutputWriter) {
     // a first build, or one after the output was emptied (every document is written either way).
     outputEmpty: writer.isEmpty?.() ?? false,
     siteFilesStale: state.siteFilesStale(),
+    sweep: state.needsSweep(),
   };
 }
 

@@ -1,10 +1,11 @@
 import Database from 'better-sqlite3';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SiteConfig } from '../config/site-config.js';
 import { ChangeLog } from '../db/change-log.js';
-import { openForReading } from '../db/open-database.js';
+import { databaseFileState, explainReadFailure, openForReading } from '../db/open-database.js';
+import { rollbackJournalWarning } from '../db/journal-mode.js';
 import { SiteReader } from '../db/site-reader.js';
 import { readLimits } from '../formats/read-limits.js';
 import type { Format, SiteContext } from '../formats/format.js';
@@ -15,7 +16,7 @@ import type { BuildReport, BuildReporter } from './build-report.js';
 import { buildSteps } from './run-build.js';
 import { runSteps, runStepsYielding } from './build-steps.js';
 import { buildFingerprint, type BuildFingerprint } from './plan/incremental.js';
-import { acquireBuildLock, type BuildLock } from './lock.js';
+import { acquireBuildLock, describeHolder, type BuildLock } from './lock.js';
 import { createDirectoryWriter } from './threads/write-pool.js';
 import { checkStateShard, type ShardSpec } from './plan/shard.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
@@ -105,65 +106,116 @@ function* siteBuildSteps(request: SiteBuildRequest): Generator<void, BuildReport
   const site = request.site ?? createSiteContext(config, formats);
   const { held } = request;
   const fingerprint = held?.fingerprint ?? buildFingerprint(config, formats, VIDFEEDS_VERSION);
+  // A dry run takes no lock: it writes nothing and reads the state through a copy.
   const dry = request.dryRun === true;
-  const lock = dry ? null : (request.lock ?? acquireBuildLock(request.out, { command: request.command ?? 'vidfeeds build', waitSeconds: request.waitSeconds }));
+  const lock = dry
+    ? null
+    : (request.lock ??
+      acquireBuildLock(request.out, {
+        command: request.command ?? 'vidfeeds build',
+        waitSeconds: request.waitSeconds,
+        maxAgeSeconds: config.maxLockAgeSeconds,
+        onRecovered: (holder, why) => request.reporter?.warn?.(`took over the lock of a build that is gone (${describeHolder(holder)}): ${why}`),
+      }));
   const scratch = dry ? mkdtempSync(join(tmpdir(), 'vidfeeds-dry-run-')) : null;
+  const before = databaseFileState(request.db);
   try {
     const db = held?.db ?? openForReading(request.db);
+    let failed = false;
     try {
       const stateFile = request.stateFile ?? defaultStateFile(request.out);
       const state = held?.state ?? new BuildState(scratch === null ? stateFile : copiedState(stateFile, scratch));
       try {
         checkStateShard(state, stateFile, request.shard);
         const writer: OutputWriter & { close(): void } = dry ? new DryRunWriter(request.out) : createDirectoryWriter(request.out, request.writeThread);
+        checkStateOutput(state, request.out);
         try {
-          // The last record is put back when the removal guard stops the build: the tree is still that build's.
-          const recordFile = join(request.out, buildRecordName(request.shard));
-          const lastRecord = existsSync(recordFile) ? readFileSync(recordFile) : null;
-          if (!dry) removeBuildRecord(request.out, request.shard);
-          const restoreRecord = (error: unknown) => {
-            if (error instanceof RemovalGuardError && !dry && lastRecord !== null) writeFileSync(recordFile, lastRecord);
-          };
-          const report = yield* guarded(restoreRecord, buildSteps(
-            {
-              reader: held?.reader ?? new SiteReader(db, readLimits(config.recommendationsCount)),
-              writer,
-              state,
-              site,
-              formats,
-              reporter: request.reporter,
-              incremental: { changeLog: held?.changeLog ?? new ChangeLog(db), fingerprint },
-              stopRequested: request.stopRequested,
-              compression: config.compress,
-            },
-            { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard, removalGuard: request.removalGuard },
-          ));
-          // The repair: a whole full build leaves nothing where vidfeeds writes that it did not write.
-          if (request.full === true && request.only === undefined && request.user === undefined) {
-            for (const path of strayFiles(request.out, state, site.paths, request.shard)) {
-              if (!writer.remove(path)) continue;
-              report.removed++;
-              request.reporter?.removed?.(path);
-            }
-          }
-          if (dry) return report;
-          // Every document is on disk (the build flushed the writer): the record may now say so.
-          const record = buildRecordOf({ report, fingerprint, shard: request.shard, only: request.only, user: request.user, finishedAt: new Date() });
-          if (record !== null) writeBuildRecord(request.out, record);
-          return report;
+          return yield* buildInto({ request, db, state, writer, site, formats, fingerprint, before });
         } finally {
           writer.close();
         }
       } finally {
         if (held === undefined) state.close();
       }
+    } catch (error) {
+      failed = true;
+      throw error;
     } finally {
-      if (held === undefined) db.close();
+      // Closing a connection with a cursor left open by a failure throws an error of its own
+      // ("busy executing a query"): the failure is what the operator needs to see.
+      if (held === undefined) {
+        if (failed) closeAfterFailure(db);
+        else db.close();
+      }
     }
   } finally {
     if (request.lock === undefined) lock?.release();
     if (scratch !== null) rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+interface BuildInputs {
+  request: SiteBuildRequest;
+  db: Database.Database;
+  state: BuildState;
+  writer: OutputWriter & { close(): void };
+  site: SiteContext;
+  formats: readonly Format[];
+  fingerprint: BuildFingerprint;
+  /** The database file as it was before the build opened it. */
+  before: ReturnType<typeof databaseFileState>;
+}
+
+/** The build into an open writer and state, then the repair, the journal warning and the build record. */
+function* buildInto({ request, db, state, writer, site, formats, fingerprint, before }: BuildInputs): Generator<void, BuildReport> {
+  const { config, held } = request;
+  const dry = request.dryRun === true;
+  // The last record is put back when the removal guard stops the build: the tree is still that build's.
+  const recordFile = join(request.out, buildRecordName(request.shard));
+  const lastRecord = existsSync(recordFile) ? readFileSync(recordFile) : null;
+  if (!dry) removeBuildRecord(request.out, request.shard);
+  const onError = (error: unknown) => {
+    if (error instanceof RemovalGuardError && !dry && lastRecord !== null) writeFileSync(recordFile, lastRecord);
+  };
+  let report: BuildReport;
+  try {
+    report = yield* guarded(
+      onError,
+      buildSteps(
+        {
+          reader: held?.reader ?? new SiteReader(db, readLimits(config.recommendationsCount)),
+          writer,
+          state,
+          site,
+          formats,
+          reporter: request.reporter,
+          incremental: { changeLog: held?.changeLog ?? new ChangeLog(db), fingerprint },
+          stopRequested: request.stopRequested,
+          compression: config.compress,
+        },
+        { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard, removalGuard: request.removalGuard },
+      ),
+    );
+  } catch (error) {
+    // A database truncated or replaced under the build is named as such.
+    throw explainReadFailure(request.db, before, error);
+  }
+  // The repair: a whole full build leaves nothing where vidfeeds writes that it did not write.
+  if (request.full === true && request.only === undefined && request.user === undefined) {
+    for (const path of strayFiles(request.out, state, site.paths, request.shard)) {
+      if (!writer.remove(path)) continue;
+      report.removed++;
+      request.reporter?.removed?.(path);
+    }
+  }
+  if (dry) return report;
+  // The site's writers waited for this build (not WAL): say so, once per build.
+  const journal = rollbackJournalWarning(db, request.db);
+  if (journal !== null) request.reporter?.warn?.(journal);
+  // Every document is on disk (the build flushed the writer): the record may now say so.
+  const record = buildRecordOf({ report, fingerprint, shard: request.shard, only: request.only, user: request.user, finishedAt: new Date() });
+  if (record !== null) writeBuildRecord(request.out, record);
+  return report;
 }
 
 /** Runs `steps`, telling `onError` of an error before it goes on up. */
@@ -192,3 +244,25 @@ function copiedState(stateFile: string, dir: string): string {
   }
   return copy;
 }
+/**
+ * A state is made for one output directory: one copied from another (or passed with --state for
+ * another --out) describes files that are not here. The basis is dropped, so the build is full,
+ * compares every document with the disk, sweeps what no row produces, and says why.
+ */
+function checkStateOutput(state: BuildState, out: string): void {
+  const here = realpathSync(out);
+  const madeFor = state.getMeta('output_dir');
+  if (madeFor !== null && madeFor !== here && !state.isEmpty()) {
+    state.dropBasisAndSweep(`the saved state was made for another output directory, ${madeFor}`);
+  }
+  if (madeFor !== here) state.setMeta('output_dir', here);
+}
+
+function closeAfterFailure(db: Database.Database): void {
+  try {
+    db.close();
+  } catch {
+    // The process ends with the failure; the connection goes with it.
+  }
+}
+

@@ -6,7 +6,7 @@ import type { SiteServer } from './site-server.js';
 
 /**
  * node:http around the server core: reads a request body up to the POST limit (413 past it,
- * without reading the rest), hands the request to `SiteServer.handle`, writes the answer.
+ * without reading the rest), hands the request to `SiteServer.respond`, writes the answer.
  */
 
 export interface RunningServer {
@@ -95,12 +95,10 @@ export function listen(core: SiteServer, options: ListenOptions): Promise<Runnin
           done(textResponse(413, `the body is larger than ${RECOMMENDATION_POST_MAX_BYTES} bytes`));
           return;
         }
-        try {
-          done(core.handle({ method, target, headers: req.headers, body: bytes, remoteAddress: req.socket.remoteAddress }));
-        } catch (error) {
+        core.respond({ method, target, headers: req.headers, body: bytes, remoteAddress: req.socket.remoteAddress }).then(done, (error: unknown) => {
           options.error?.(`${method} ${target}: ${(error as Error).stack ?? String(error)}`);
           done(textResponse(500, 'internal error'));
-        }
+        });
       },
       () => res.destroy(),
     );

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { closeSync, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join, sep } from 'node:path';
 import { SiteReader } from '../db/site-reader.js';
 import { readLimits } from '../formats/read-limits.js';
@@ -47,6 +48,11 @@ export interface SiteServerDeps {
   db: Database.Database;
   /** Opens a connection that may write (for the recommendation POST), on first use. */
   openForWriting: () => Database.Database;
+  /**
+   * The database file and how to open it for reading: when the file at that path is replaced (a
+   * restore, a deploy), the server answers from the new one. Without it, `db` is used as it is.
+   */
+  reopen?: { file: string; openForReading: () => Database.Database };
   /** The clock for stored recommendations. */
   now?: () => Date;
 }
@@ -57,20 +63,62 @@ const MAX_SIZE = 10_000;
 /** The form fields of the recommendation POST (seed section 4; `duration` is ours, mm:ss). */
 const POST_FIELDS = ['title', 'image', 'link', 'description', 'duration'] as const;
 
+/**
+ * How long `respond` retries a request that found the database locked (a build reading a
+ * rollback-journal database holds it for the whole build), pausing between tries without holding
+ * up other requests, before it answers 503.
+ */
+const BUSY_DEADLINE_MS = 3000;
+/** Retry-After of that 503, in seconds. */
+const BUSY_RETRY_AFTER_SECONDS = 30;
+
 export class SiteServer {
   private readonly realRoot: string;
   private readonly readers = new Map<number, SiteReader>();
   private writer: Database.Database | null = null;
   private readonly clients: ClientAddresses;
+  private db: Database.Database;
+  /** The database file's identity when `db` was opened (device and inode). */
+  private dbIdentity: string | null;
 
   constructor(private readonly deps: SiteServerDeps) {
     this.realRoot = realpathSync(deps.root);
     this.clients = new ClientAddresses(deps.site.config.recommendationSubmit.trustedProxies);
+    this.db = deps.db;
+    // A request never waits on the database while holding up the others: `respond` retries.
+    this.db.pragma('busy_timeout = 0');
+    this.dbIdentity = deps.reopen === undefined ? null : fileIdentity(deps.reopen.file);
   }
 
-  /** Answers one request. Never throws for anything a client sends. */
+  /**
+   * Answers one request at once. Never throws for anything a client sends; a database locked by
+   * another connection answers 503 with Retry-After.
+   */
   handle(request: ServeRequest): ServeResponse {
-    return finish(this.route(request), request);
+    try {
+      return finish(this.route(request), request);
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+      return finish(busyResponse(), request);
+    }
+  }
+
+  /**
+   * Answers one request, retrying while the database is locked (for up to BUSY_DEADLINE_MS, in
+   * pauses that leave the event loop to other requests), then 503 with Retry-After. A POST that
+   * is not stored leaves nothing behind: its transaction is rolled back whole.
+   */
+  async respond(request: ServeRequest): Promise<ServeResponse> {
+    const deadline = Date.now() + BUSY_DEADLINE_MS;
+    for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
+      try {
+        return finish(this.route(request), request);
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        if (Date.now() + pause > deadline) return finish(busyResponse(), request);
+        await sleep(pause);
+      }
+    }
   }
 
   /**
@@ -86,6 +134,28 @@ export class SiteServer {
   close(): void {
     this.writer?.close();
     this.writer = null;
+    if (this.db !== this.deps.db) this.db.close();
+  }
+
+  /**
+   * The database file replaced at its path (a restore, a deploy) is opened anew, so nothing is
+   * answered from the old one (a video made private since, say). Costs one stat per request that
+   * reads the database.
+   */
+  private database(): Database.Database {
+    const { reopen } = this.deps;
+    if (reopen === undefined) return this.db;
+    const identity = fileIdentity(reopen.file);
+    if (identity === null || identity === this.dbIdentity) return this.db;
+    const fresh = reopen.openForReading();
+    fresh.pragma('busy_timeout = 0');
+    this.db.close();
+    this.db = fresh;
+    this.dbIdentity = identity;
+    this.readers.clear();
+    this.writer?.close();
+    this.writer = null;
+    return fresh;
   }
 
   private route(request: ServeRequest): ServeResponse {
@@ -251,7 +321,11 @@ export class SiteServer {
     const submitter = this.clients.of(request.remoteAddress ?? '', request.headers['x-forwarded-for']);
     if (submitter === null) return textResponse(400, 'X-Forwarded-For from a trusted proxy holds something that is not an address');
     if (this.deps.site.paths.problem(username) !== null) return notFound('no such user');
-    this.writer ??= this.deps.openForWriting();
+    this.database();
+    if (this.writer === null) {
+      this.writer = this.deps.openForWriting();
+      this.writer.pragma('busy_timeout = 0');
+    }
     const now = (this.deps.now ?? (() => new Date()))();
     const result = submitRecommendation(this.writer, { username, input, submitter, now }, this.deps.site.config.recommendationSubmit);
     switch (result.status) {
@@ -274,13 +348,32 @@ export class SiteServer {
 
   /** Readers by recommendation count: SiteReader takes the count when it prepares its statements. */
   private reader(count: number): SiteReader {
+    const db = this.database();
     let reader = this.readers.get(count);
     if (reader === undefined) {
-      reader = new SiteReader(this.deps.db, readLimits(count));
+      reader = new SiteReader(db, readLimits(count));
       this.readers.set(count, reader);
     }
     return reader;
   }
+}
+
+/** The device and inode of a file, or null when it is not there (being replaced: the old one serves meanwhile). */
+function fileIdentity(file: string): string | null {
+  const stat = statSync(file, { throwIfNoEntry: false, bigint: true });
+  return stat === undefined ? null : `${stat.dev}:${stat.ino}`;
+}
+
+/** SQLite's answer when another connection holds the lock this one needs. */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
+function busyResponse(): ServeResponse {
+  return textResponse(503, 'the site database is busy (a build or another writer holds it); nothing was stored: try again later', {
+    'Retry-After': String(BUSY_RETRY_AFTER_SECONDS),
+  });
 }
 
 function headerText(value: string | string[] | undefined): string | undefined {

@@ -241,7 +241,7 @@ export class WatchSession {
       const connection = this.usableConnection();
       const version = this.versionOf(connection);
       if (!this.owed && version === this.builtVersion) return;
-      lock = acquireBuildLock(this.options.out, { file: this.options.lockFile, command: 'vidfeeds watch' });
+      lock = acquireBuildLock(this.options.out, { file: this.options.lockFile, command: 'vidfeeds watch', maxAgeSeconds: this.config.maxLockAgeSeconds });
       const report = buildSite({
         db: this.options.db,
         out: this.options.out,

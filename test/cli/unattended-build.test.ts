@@ -70,7 +70,8 @@ describe('build --json', () => {
     expect(first.stderr).toMatch(/full build/);
 
     run(db, `UPDATE users SET state = 'suspended' WHERE username = 'alice'; UPDATE users SET display_name = 'Bob B.' WHERE username = 'bob'`);
-    const second = cli(['build', '--db', db, '--out', out, '--json', '--quiet']);
+    // A suspension that removes more than a tenth of a small site: the removal guard is let through.
+    const second = cli(['build', '--db', db, '--out', out, '--json', '--quiet', '--allow-removals']);
     expect(second.code).toBe(0);
     expect(second.stderr).toBe('');
     const next = JSON.parse(second.stdout);
@@ -232,9 +233,13 @@ describe('a build stopped by a signal', () => {
     const stopped = readTree(out);
     let fresh = 0;
     let old = 0;
+    // The sitemap dates each document by the build that changed it: the reference was built at
+    // another moment, so its lastmod values are left out of the comparison.
+    const undated = (path: string, body: Buffer | undefined) =>
+      body !== undefined && path.startsWith('sitemap') ? Buffer.from(body.toString('utf8').replace(/<lastmod>[^<]*<\/lastmod>/g, '')) : body;
     for (const [path, body] of stopped) {
       const isOld = before.get(path)?.equals(body) ?? false;
-      const isNew = after.get(path)?.equals(body) ?? false;
+      const isNew = undated(path, after.get(path))?.equals(undated(path, body)!) ?? false;
       expect(isOld || isNew, `${path} is neither the old nor the new file`).toBe(true);
       if (isNew && !isOld) fresh++;
       if (isOld && !isNew) old++;

@@ -48,9 +48,11 @@ describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md',
   });
 
   it('would be caught if broken (the check can fail)', () => {
-    const misspelt = verify((s) => s.replace('SuccessExitStatus=', 'SucessExitStatus='));
-    expect(misspelt.output).toContain("Unknown key 'SucessExitStatus'");
-    for (const unit of SERVICES) {
+    const misspelt = verify((s) => s.replace('StateDirectory=', 'StateDirectry='));
+    expect(misspelt.output).toContain("Unknown key 'StateDirectry'");
+    const missing = verify((s) => s.replace('ExecStart=/bin/sh ', 'ExecStart=/nonexistent/sh '));
+    expect(missing.status).not.toBe(0);
+    for (const unit of SERVICES.filter((name) => name !== 'vidfeeds-build.service')) {
       const missing = verify((s) => s.replace(`${BIN} `, '/nonexistent/vidfeeds '), unit);
       expect(missing.status, unit).not.toBe(0);
     }
@@ -73,12 +75,47 @@ describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md',
     expect(readFileSync(join(DOCS, 'systemd', 'vidfeeds-serve.service'), 'utf8')).toMatch(/^ExecStart=.* --host 127\.0\.0\.1 /m);
   });
 
-  it('run a build a wrapper can act on: exit 75 is no failure, SIGTERM has time to finish cleanly', () => {
+  it('run a build a wrapper can act on: SIGTERM has time to finish cleanly', () => {
     const service = readFileSync(join(DOCS, 'systemd', 'vidfeeds-build.service'), 'utf8');
-    expect(service).toMatch(/^ExecStart=\/usr\/local\/bin\/vidfeeds build .*--wait \d+/m);
-    expect(service).toMatch(/^SuccessExitStatus=75$/m);
+    expect(service).toMatch(/^ExecStart=\/bin\/sh -c '\/usr\/local\/bin\/vidfeeds build .*--wait \d+;/m);
     expect(service).toMatch(/^Type=oneshot$/m);
+    expect(service).toMatch(/^StateDirectory=vidfeeds-build$/m);
     expect(readFileSync(join(DOCS, 'systemd', 'vidfeeds-build.timer'), 'utf8')).toMatch(/^Persistent=true$/m);
+  });
+});
+
+/**
+ * The unit's ExecStart run as systemd runs it: `$$` unescaped to `$`, STATE_DIRECTORY set, and a
+ * stand-in for vidfeeds that exits with each code in turn.
+ */
+describe('the systemd service\'s exit codes', () => {
+  const service = readFileSync(join(DOCS, 'systemd', 'vidfeeds-build.service'), 'utf8');
+  const script = /^ExecStart=\/bin\/sh -c '(.*)'$/m.exec(service)![1]!.replaceAll('$$', '$');
+
+  function runs(codes: number[]): Array<{ status: number | null; stderr: string }> {
+    const { dir } = tempDir('vidfeeds-unit-');
+    const stub = join(dir, 'vidfeeds');
+    return codes.map((code) => {
+      writeFileSync(stub, `#!/bin/sh\nexit ${code}\n`);
+      chmodSync(stub, 0o755);
+      const result = spawnSync('/bin/sh', ['-c', script.replace('/usr/local/bin/vidfeeds ', `${stub} `)], { encoding: 'utf8', env: { PATH: process.env.PATH, STATE_DIRECTORY: dir } });
+      return { status: result.status, stderr: result.stderr };
+    });
+  }
+
+  it('is a success when the lock was held once, and a failure when it is held again on the next run', () => {
+    const [first, second, third, built, again] = runs([75, 75, 75, 0, 75]);
+    expect(first!.status).toBe(0);
+    expect(second!.status).toBe(75);
+    expect(second!.stderr).toBe('vidfeeds: nothing published for 2 runs in a row: the lock is held (see above)\n');
+    expect(third!.status).toBe(75);
+    expect(built!.status).toBe(0);
+    // A build in between starts the count again.
+    expect(again!.status).toBe(0);
+  });
+
+  it('keeps vidfeeds\'s own exit codes otherwise', () => {
+    expect(runs([0, 1, 2, 143]).map((r) => r.status)).toEqual([0, 1, 2, 143]);
   });
 });
 
@@ -86,8 +123,7 @@ describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md',
  * The cron wrapper of docs/deploy.md, run against a stand-in for `vidfeeds build --json` that
  * prints a report of the documented shape (docs/schemas/report.schema.json) and exits with a code.
  */
-function nightly(exitCode: number, report: object, env: Record<string, string> = {}): { status: number | null; stdout: string; log: string; purge: string | null; args: string } {
-  const { dir } = tempDir('vidfeeds-cron-');
+function nightly(exitCode: number, report: object, env: Record<string, string> = {}, dir = tempDir('vidfeeds-cron-').dir): { status: number | null; stdout: string; log: string; purge: string | null; args: string } {
   const stub = join(dir, 'vidfeeds');
   writeFileSync(join(dir, 'report.json'), JSON.stringify(report));
   writeFileSync(stub, `#!/bin/sh\necho "$@" >> "${dir}/args"\ncat "${dir}/report.json"\necho "vidfeeds: a line on stderr" >&2\nexit ${exitCode}\n`);
@@ -148,7 +184,7 @@ describe.skipIf(!hasJq)('the cron wrapper of docs/deploy.md', () => {
     const busy = nightly(75, { report: 1, command: 'build', ok: false, exitCode: 75, error: 'another build holds the lock' });
     expect(busy.status).toBe(0);
     expect(busy.stdout).toBe('');
-    expect(busy.log).toContain('skipped: another build held the lock');
+    expect(busy.log).toContain('skipped: another build held the lock (1 runs in a row)');
     const stopped = nightly(143, { report: 1, command: 'build', ok: false, exitCode: 143, error: 'stopped by SIGTERM' });
     expect(stopped.status).toBe(143);
     expect(stopped.stdout).toContain('stopped with exit code 143');
@@ -165,5 +201,19 @@ describe.skipIf(!hasJq)('the cron wrapper of docs/deploy.md', () => {
     expect(bad.status).toBe(2);
     expect(bad.stdout).toContain('the sync failed with exit code 2 (nothing was written)');
     expect(bad.args).toBe('sync --quiet --wait 600 --db /d/site.sqlite --config /d/c.json');
+  });
+
+  it('alerts when the lock is held on two runs in a row, and at once when vidfeeds calls the lock stale', () => {
+    const { dir } = tempDir('vidfeeds-cron-');
+    const held = { report: 1, command: 'build', ok: false, exitCode: 75, error: 'output directory /d/out is being built by another vidfeeds: "vidfeeds build", pid 7 on web1' };
+    expect(nightly(75, held, {}, dir)).toMatchObject({ status: 0, stdout: '' });
+    const second = nightly(75, held, {}, dir);
+    expect(second.status).toBe(75);
+    expect(second.stdout).toBe(`vidfeeds: nothing published for 2 runs in a row: ${held.error}\n`);
+    expect(nightly(0, BUILT, {}, dir).status).toBe(0);
+    expect(nightly(75, held, {}, dir)).toMatchObject({ status: 0, stdout: '' });
+    const stale = nightly(0, BUILT, {}, dir) && nightly(75, { ...held, error: 'STALE LOCK: output directory /d/out has been locked for 7 h' }, {}, dir);
+    expect(stale.status).toBe(75);
+    expect(stale.stdout).toBe('vidfeeds: nothing published for 1 runs in a row: STALE LOCK: output directory /d/out has been locked for 7 h\n');
   });
 });

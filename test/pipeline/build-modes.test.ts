@@ -46,7 +46,7 @@ describe('build modes', () => {
     build();
     const before = readTree(out);
     const report = build({ full: true });
-    expect(report).toMatchObject({ mode: 'full', reason: '--full', written: 0 });
+    expect(report).toMatchObject({ mode: 'full', reason: '--full: every file is compared with its bytes on disk', written: 0 });
     expect(report.unchanged).toBe(before.size);
   });
 

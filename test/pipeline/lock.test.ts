@@ -1,9 +1,12 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { setTimeout as wait } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { acquireBuildLock, defaultLockFile, LockHeldError, readLock, type LockHolder } from '../../src/pipeline/lock.js';
+import { bootId, LEASE_EXPIRY_SECONDS, processStartTime } from '../../src/pipeline/lock-holder.js';
+import { cli } from '../helpers/cli.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { createTestDb, insertUser, testConfig } from '../helpers/site-fixture.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
@@ -61,6 +64,7 @@ describe('build lock', () => {
     const recovered: LockHolder[] = [];
     const lock = acquireBuildLock(out, { onRecovered: (holder) => recovered.push(holder) });
     expect(recovered.map((h) => h.pid)).toEqual([pid]);
+    expect(readLock(lock.file)?.holder?.bootId).toBe(bootId() ?? undefined);
     expect(readLock(lock.file)?.holder?.pid).toBe(process.pid);
     lock.release();
   });
@@ -68,14 +72,14 @@ describe('build lock', () => {
   it('does not recover a lock taken on another host, and says how to remove it', () => {
     const out = join(work(), 'out');
     const file = defaultLockFile(out);
-    writeLock(file, { pid: deadPid(), host: 'elsewhere.example' });
+    writeLock(file, { pid: deadPid(), host: 'elsewhere.example', startedAt: new Date().toISOString() });
     expect(() => acquireBuildLock(out)).toThrow(`if it no longer runs on elsewhere.example, remove ${file}`);
   });
 
   it('treats a lock whose process is alive as held, whatever it is', () => {
     const out = join(work(), 'out');
-    writeLock(defaultLockFile(out), { pid: 4242 });
-    expect(() => acquireBuildLock(out, { isAlive: (pid) => pid === 4242 })).toThrow(/pid 4242/);
+    writeLock(defaultLockFile(out), { pid: 4242, startedAt: new Date().toISOString() });
+    expect(() => acquireBuildLock(out, { host: { isAlive: (pid) => pid === 4242, processStart: () => null } })).toThrow(/pid 4242/);
   });
 
   it('refuses a lock file it cannot read as a lock, rather than guessing', () => {
@@ -106,5 +110,104 @@ describe('build lock', () => {
     held.release();
     expect(buildSite({ db: file, out, config: testConfig() }).documents).toBeGreaterThan(0);
     expect(existsSync(held.file)).toBe(false);
+  });
+});
+
+/** A process that runs (a `sleep`), started now: its pid is alive, and is not a build's. */
+function liveUnrelatedPid(): number {
+  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+  cleanUpAfterTest(() => child.kill());
+  return child.pid!;
+}
+
+const HOUR = 3600_000;
+
+describe('a lock whose holder is provably gone is recovered; one that may run is not', () => {
+  it('recovers a lock whose pid now belongs to a process started after it (a reused pid, after a reboot)', () => {
+    const out = join(work(), 'out');
+    const pid = liveUnrelatedPid();
+    const taken = Date.now() - HOUR;
+    writeLock(defaultLockFile(out), { pid, startedAt: new Date(taken).toISOString(), processStart: taken - 1000, token: 'old' });
+    const why: string[] = [];
+    const lock = acquireBuildLock(out, { onRecovered: (_holder, reason) => why.push(reason), leaseSeconds: 0 });
+    expect(why).toEqual([expect.stringContaining(`another process has its pid`)]);
+    lock.release();
+    // A lock of an earlier vidfeeds (no process start recorded) is judged by when it was taken.
+    writeLock(defaultLockFile(out), { pid, startedAt: new Date(taken).toISOString(), token: 'older' });
+    acquireBuildLock(out, { leaseSeconds: 0 }).release();
+  });
+
+  it('keeps a lock whose pid is the very process that took it, however old, and reports it loudly past the limit', () => {
+    const out = join(work(), 'out');
+    const file = defaultLockFile(out);
+    const started = processStartTime(process.pid);
+    writeLock(file, { pid: process.pid, startedAt: new Date(Date.now() - 7 * HOUR).toISOString(), processStart: started ?? undefined });
+    let error: LockHeldError | undefined;
+    try {
+      acquireBuildLock(out, { maxAgeSeconds: 6 * 3600, leaseSeconds: 0 });
+    } catch (e) {
+      error = e as LockHeldError;
+    }
+    expect(error).toBeInstanceOf(LockHeldError);
+    expect(error!.overAge).toBe(true);
+    expect(error!.message).toMatch(new RegExp(`^STALE LOCK: output directory ${out} has been locked for 7 h, longer than the limit of 6 h`));
+    expect(error!.message).toContain(`remove ${file}`);
+    // Under the limit: the ordinary message.
+    expect(() => acquireBuildLock(out, { maxAgeSeconds: 8 * 3600, leaseSeconds: 0 })).toThrow(/is being built by another vidfeeds/);
+  });
+
+  it('recovers a lock taken on this host before it restarted (another boot id), even if its pid runs now', () => {
+    const out = join(work(), 'out');
+    writeLock(defaultLockFile(out), { pid: process.pid, startedAt: new Date().toISOString(), bootId: 'a-boot-before' });
+    const why: string[] = [];
+    acquireBuildLock(out, { host: { bootId: 'this-boot' }, onRecovered: (_h, reason) => why.push(reason), leaseSeconds: 0 }).release();
+    expect(why).toEqual(['this host has restarted since the lock was taken (boot id a-boot-before)']);
+  });
+
+  it('recovers a lock of another host (a replaced container) whose lease ran out, and not one whose lease is renewed', () => {
+    const out = join(work(), 'out');
+    const file = defaultLockFile(out);
+    writeLock(file, { pid: process.pid, host: 'old-container', startedAt: new Date(Date.now() - HOUR).toISOString(), leaseSeconds: 30 });
+    expect(() => acquireBuildLock(out, { leaseSeconds: 0 })).toThrow(/pid \d+ on old-container/);
+    const silent = new Date(Date.now() - (LEASE_EXPIRY_SECONDS + 60) * 1000);
+    utimesSync(file, silent, silent);
+    const why: string[] = [];
+    acquireBuildLock(out, { onRecovered: (_h, reason) => why.push(reason), leaseSeconds: 0 }).release();
+    expect(why).toEqual([expect.stringMatching(/^its holder on old-container has not renewed it for \d+ s \(it renews every 30 s\)$/)]);
+    // A lock without a lease (another host, an earlier vidfeeds) is never taken over.
+    writeLock(file, { pid: process.pid, host: 'old-container', startedAt: new Date(Date.now() - HOUR).toISOString() });
+    utimesSync(file, silent, silent);
+    expect(() => acquireBuildLock(out, { leaseSeconds: 0 })).toThrow(LockHeldError);
+  });
+
+  it('renews its own lease while it holds the lock, from a thread of its own', async () => {
+    const out = join(work(), 'out');
+    const lock = acquireBuildLock(out, { leaseSeconds: 0.05 });
+    cleanUpAfterTest(() => lock.release());
+    const old = new Date(Date.now() - HOUR);
+    utimesSync(lock.file, old, old);
+    await wait(500);
+    expect(Date.now() - statSync(lock.file).mtimeMs).toBeLessThan(HOUR / 2);
+  });
+
+  it('vidfeeds build takes over a lock of a live unrelated pid and one of another host name, and says so', () => {
+    const { db, file, cleanup } = createTestDb();
+    cleanUpAfterTest(cleanup);
+    insertUser(db, { username: 'alice' });
+    const dir = work();
+    const out = join(dir, 'out');
+    const lockFile = defaultLockFile(out);
+    const taken = Date.now() - HOUR;
+    writeLock(lockFile, { pid: liveUnrelatedPid(), startedAt: new Date(taken).toISOString(), processStart: taken, bootId: bootId() ?? undefined });
+    const first = cli(['build', '--db', file, '--out', out]);
+    expect(first.stderr).toMatch(/took over the lock of a build that is gone \("vidfeeds build", pid \d+ .*\): process \d+ .* another process has its pid/);
+    expect(first.code).toBe(0);
+    writeLock(lockFile, { pid: process.pid, host: 'container-1234', startedAt: new Date(taken).toISOString(), leaseSeconds: 30 });
+    const silent = new Date(taken);
+    utimesSync(lockFile, silent, silent);
+    const second = cli(['build', '--db', file, '--out', out]);
+    expect(second.stderr).toContain('its holder on container-1234 has not renewed it');
+    expect(second.code).toBe(0);
+    expect(existsSync(lockFile)).toBe(false);
   });
 });

@@ -124,12 +124,21 @@ async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: numb
     const request = buildRequest({ ...flags, db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
     // Templates are loaded here, so a broken one stops the build before any file is touched.
     const site = createSiteContext(config, FORMATS);
-    // Before the state's folder is made: a missing database leaves nothing behind.
-    checkDatabaseFile(request.db);
-    if (request.user !== undefined) checkUserExists(request.db, request.user);
+    json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
+    // Before the state's folder is made: a missing database leaves nothing behind. With --json,
+    // the report names the database as a build's report does.
+    try {
+      checkDatabaseFile(request.db);
+      if (request.user !== undefined) checkUserExists(request.db, request.user);
+    } catch (error) {
+      if (json) {
+        io.out(json.text({ error, exitCode: exitCodeOf(error) }));
+        throw new ReportedError(error);
+      }
+      throw error;
+    }
     const warning = previewUrlWarning(config, request.db);
     if (warning !== null) io.log.warn(warning);
-    json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
     const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
     // A dry run publishes nothing, so nobody hears of it.
     const notify = flags.dryRun ? null : buildNotifySettings(config, site.paths, flags);

@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { defaultStateFile, SavedState } from '../../pipeline/build-state.js';
-import { defaultLockFile, LockHeldError, processIsAlive, readLock } from '../../pipeline/lock.js';
+import { defaultLockFile, LockHeldError, runningHolder } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import type { CheckProblem, TreeCheckResult } from '../../check/tree-check.js';
 import { loadConfig } from '../../config/load-config.js';
@@ -129,9 +128,8 @@ function checkJson(out: string, stateFile: string, result: TreeCheckResult, seco
 /** A check while a build writes would report its half-done work: exit 75, try again later. */
 function refuseWhileBuilding(out: string): void {
   const file = defaultLockFile(out);
-  const found = readLock(file);
-  const holder = found?.holder;
-  if (holder !== null && holder !== undefined && holder.host === hostname() && processIsAlive(holder.pid)) throw new LockHeldError(file, out, holder);
+  const holder = runningHolder(file);
+  if (holder !== null) throw new LockHeldError(file, out, holder);
 }
 
 function openState(file: string): SavedState {

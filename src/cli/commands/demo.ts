@@ -49,7 +49,8 @@ export function registerDemo(program: Command, io: Console, setExit: (code: numb
         db.pragma('synchronous = OFF');
         db.pragma('cache_size = -262144');
         counts = generateDemo(db, { users: flags.users, seed: flags.seed, shape: flags.shape });
-        db.pragma('journal_mode = DELETE');
+        // A live site's database runs in WAL mode (docs/database.md); closing it leaves one file.
+        db.pragma('journal_mode = WAL');
       } catch (error) {
         db.close();
         rmSync(temp, { force: true });

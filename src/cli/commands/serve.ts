@@ -59,6 +59,7 @@ export function registerServe(program: Command, io: Console, setExit: (code: num
       routes: routesOf(FORMATS),
       db,
       openForWriting: () => openForUpdate(dbFile),
+      reopen: { file: dbFile, openForReading: () => openForReading(dbFile) },
     });
     let running;
     try {

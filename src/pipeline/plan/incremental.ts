@@ -51,15 +51,19 @@ export interface PlanInput {
      * it was emptied or replaced since (`rm -rf out`), and following the log would write nothing.
      */
     outputEmpty: boolean;
+    /** The tree may hold files no record names (BuildState.needsSweep): a full build sweeps it. */
+    sweep?: boolean;
   };
+  /** The identity of the change log entry at a position (ChangeLog.identityAt). */
+  logIdentityAt?: (seq: number) => string | null;
   fingerprint: BuildFingerprint | undefined;
   /** The database's change log now; undefined when the build runs without one (tests in memory). */
   log: ChangeLogPosition | undefined;
   options: { full?: boolean; only?: ReadonlySet<string>; user?: string };
 }
 
-export function planBuild({ state, fingerprint, log, options }: PlanInput): BuildPlan {
-  const verify = state.interrupted;
+export function planBuild({ state, fingerprint, log, options, logIdentityAt }: PlanInput): BuildPlan {
+  const verify = state.interrupted || state.sweep === true;
   if (options.only !== undefined || options.user !== undefined) {
     const what = [options.only && `--only ${[...options.only].join(',')}`, options.user !== undefined && `--user ${options.user}`].filter(Boolean);
     return { mode: 'partial', reason: `${what.join(' ')}; the change log position is kept for the next build`, verify };
@@ -74,6 +78,9 @@ export function planBuild({ state, fingerprint, log, options }: PlanInput): Buil
   // render, so a file changed or lost on disk is rewritten even where the record still matches.
   if (options.full) return { mode: 'full', reason: '--full: every file is compared with its bytes on disk', verify: true };
   if (state.interrupted) return full('the last build did not finish: every file is checked against its bytes on disk');
+  if (state.sweep === true) {
+    return full(state.basisDropped ?? 'an earlier build did not finish: every file is checked against its bytes on disk, and files no row produces are removed');
+  }
   if (state.replacedVersion !== null) {
     return full(`the saved state is of version ${state.replacedVersion} (this vidfeeds keeps version ${STATE_VERSION})`);
   }
@@ -95,12 +102,17 @@ export function planBuild({ state, fingerprint, log, options }: PlanInput): Buil
   if (log.position > basis.position && (log.oldest === null || log.oldest > basis.position + 1)) {
     return full(`the change log was pruned past the saved position ${basis.position}`);
   }
+  const seen = basis.positionIdentity;
+  const now = seen === undefined || seen === null ? null : (logIdentityAt?.(basis.position) ?? null);
+  if (now !== null && now !== seen) {
+    return full(`the change log entry at the saved position ${basis.position} is not the one the last build saw (was the database restored from a backup and written to since?)`);
+  }
   return { mode: 'incremental', reason: `the saved state matches; changes after position ${basis.position}`, verify: false, from: basis.position };
 }
 
 /** The basis a complete build leaves for the next one. */
 export function basisOf(fingerprint: BuildFingerprint, log: ChangeLogPosition): BuildBasis {
-  return { ...fingerprint, databaseId: log.databaseId, position: log.position };
+  return { ...fingerprint, databaseId: log.databaseId, position: log.position, positionIdentity: log.identity ?? null };
 }
 
 /** Template directories a build reads: the site's own first, then the shipped ones. */
@@ -110,9 +122,10 @@ export function templateDirs(config: SiteConfig): string[] {
 
 export function buildFingerprint(config: SiteConfig, formats: readonly Format[], vidfeedsVersion: string): BuildFingerprint {
   // `strict` decides only whether a bad row stops the build, `cacheControl` only what the host
-  // configurations say, and where and when changes are announced only who hears of them: never a
-  // byte of a document (the IndexNow key is the key file's bytes, and stays).
-  const { strict: _strict, cacheControl: _cacheControl, notifyAfter: _notifyAfter, sync: _sync, indexNow, websub, ...rest } = config;
+  // configurations say, `maxLockAgeSeconds` only when a lock is reported, and where and when
+  // changes are announced only who hears of them: never a byte of a document (the IndexNow key is
+  // the key file's bytes, and stays).
+  const { strict: _strict, cacheControl: _cacheControl, maxLockAgeSeconds: _maxLockAge, notifyAfter: _notifyAfter, sync: _sync, indexNow, websub, ...rest } = config;
   const shaping = { ...rest, hubs: websub.hubs, indexNowKey: indexNow.key };
   return {
     vidfeedsVersion,

@@ -13,9 +13,13 @@ export function pruneStale(
   paths: Iterable<string>,
   { writer, state, formsOnDisk }: { writer: OutputWriter; state: BuildState; formsOnDisk: readonly Encoding[] },
   removed: (path: string) => void,
+  refused: (path: string, why: string) => void = () => {},
 ): number {
   let forgotten = 0;
   for (const path of paths) {
+    // A link where the file's folders should be: what it points to is not vidfeeds's to remove.
+    const blocked = writer.blocked?.(path) ?? null;
+    if (blocked !== null && / symbolic link /.test(blocked)) refused(path, blocked);
     for (const encoding of formsOnDisk) writer.remove(compressedPath(path, encoding));
     if (writer.remove(path)) removed(path);
     state.forget(path);

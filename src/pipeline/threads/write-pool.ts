@@ -135,6 +135,15 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     if (this.paths.length >= this.shape.batchFiles) this.send();
   }
 
+  get root(): string {
+    return this.direct.root;
+  }
+
+  /** Asked here, on the build's thread, before the document is handed to the write thread. */
+  blocked(path: string): string | null {
+    return this.direct.blocked(path);
+  }
+
   size(path: string): number | null {
     this.settle(path);
     return this.direct.size(path);

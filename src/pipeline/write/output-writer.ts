@@ -1,5 +1,9 @@
 import {
+  accessSync,
   closeSync,
+  constants,
+  lstatSync,
+  readlinkSync,
   mkdirSync,
   opendirSync,
   openSync,
@@ -33,6 +37,14 @@ export interface OutputWriter {
   flush?(): void;
   /** Whether it holds no files at all: then a first build has nothing on disk to compare with. */
   isEmpty?(): boolean;
+  /**
+   * Why a file cannot be written at `path`, or null: a symbolic link or a file where a folder of
+   * its path should be, a folder that cannot be written (read-only, immutable), a directory or a
+   * link in the file's place (PathGuard). Such a document is a failed document, not a failed build.
+   */
+  blocked?(path: string): string | null;
+  /** The output directory, for a writer that writes into one. */
+  readonly root?: string;
 }
 
 /** Name of the staging folder inside the output root; dot-named, so it is never served. */
@@ -97,6 +109,75 @@ export function resolveInside(root: string, path: string): string {
   return full;
 }
 
+/** How many folders a PathGuard remembers as checked before it starts again. */
+const CHECKED_DIRECTORIES = 4096;
+
+/**
+ * Nothing is written, renamed or removed through a symbolic link, whatever the tree holds: every
+ * folder on a path below the root is looked at with lstat (never followed) before a file is
+ * placed or removed there, and remembered once it is a real folder. The root itself is the
+ * operator's choice and may be a link.
+ */
+export class PathGuard {
+  private readonly checked = new Set<string>();
+
+  constructor(private readonly root: string) {}
+
+  /** Why `full` (absolute, inside the root) cannot be written (`write`) or removed, or null. */
+  problem(full: string, write: boolean): string | null {
+    const parts = relative(this.root, full).split(sep);
+    // The folder a new entry goes into (the deepest one there): it must take one.
+    let deepest = this.root;
+    let at = this.root;
+    for (let i = 0; i < parts.length - 1; i++) {
+      at = join(at, parts[i]!);
+      if (this.checked.has(at)) {
+        deepest = at;
+        continue;
+      }
+      const stat = lstatSync(at, { throwIfNoEntry: false });
+      if (stat === undefined) break;
+      const shown = `${parts.slice(0, i + 1).join('/')}/`;
+      if (stat.isSymbolicLink()) return `${shown} is a symbolic link (to ${readlinkSync(at)}): vidfeeds never writes or removes through one`;
+      if (!stat.isDirectory()) return `${shown} is ${stat.isFile() ? 'a file' : 'not a folder'} where a folder of the path should be`;
+      if (this.checked.size >= CHECKED_DIRECTORIES) this.checked.clear();
+      this.checked.add(at);
+      deepest = at;
+    }
+    if (write && !writable(deepest)) return `${deepest === this.root ? 'the output directory' : `${relative(this.root, deepest).split(sep).join('/')}/`} cannot be written (${unwritable(deepest)})`;
+    if (deepest !== dirname(full)) return null;
+    const stat = lstatSync(full, { throwIfNoEntry: false });
+    if (stat === undefined || stat.isFile()) return null;
+    if (stat.isSymbolicLink()) return `a symbolic link (to ${readlinkSync(full)}) stands in the file's place: vidfeeds never writes through one`;
+    return `a ${stat.isDirectory() ? 'directory' : 'special file'} stands in the file's place`;
+  }
+
+  /** Forgets what it checked: after a removal a remembered folder may be gone. */
+  forget(): void {
+    this.checked.clear();
+  }
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Why a path cannot be written, in words, as the system says it. */
+function unwritable(path: string): string {
+  try {
+    accessSync(path, constants.W_OK);
+    return 'it could not be written';
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'EPERM' ? 'EPERM: operation not permitted, an immutable folder or file' : code === 'EACCES' ? 'EACCES: permission denied' : String(code);
+  }
+}
+
 /**
  * Puts whole files in place: writes each into the staging folder (same file system) and renames
  * it over its path, so a reader sees the old file or the new one, never a part. DirectoryWriter,
@@ -138,9 +219,11 @@ export class DirectoryWriter implements OutputWriter {
   readonly root: string;
   private readonly staging: string;
   private readonly placer: FilePlacer;
+  private readonly guard: PathGuard;
 
   constructor(root: string) {
     this.root = resolve(root);
+    this.guard = new PathGuard(this.root);
     this.staging = join(this.root, STAGING_DIR);
     mkdirSync(this.root, { recursive: true });
     rmSync(this.staging, { recursive: true, force: true });
@@ -154,7 +237,14 @@ export class DirectoryWriter implements OutputWriter {
   }
 
   write(path: string, body: Buffer): void {
-    this.placer.place(this.target(path), body);
+    const full = this.target(path);
+    const problem = this.guard.problem(full, true);
+    if (problem !== null) throw new Error(`${path}: ${problem}`);
+    this.placer.place(full, body);
+  }
+
+  blocked(path: string): string | null {
+    return this.guard.problem(this.target(path), true);
   }
 
   /** `write` for a path `target` has already resolved and checked. */
@@ -175,7 +265,10 @@ export class DirectoryWriter implements OutputWriter {
 
   size(path: string): number | null {
     try {
-      const stat = statSync(this.target(path), { throwIfNoEntry: false });
+      const full = this.target(path);
+      // A file reached through a link is not one vidfeeds wrote: the write that follows is refused.
+      if (this.guard.problem(full, false) !== null) return null;
+      const stat = lstatSync(full, { throwIfNoEntry: false });
       return stat?.isFile() ? stat.size : null;
     } catch {
       return null;
@@ -185,7 +278,8 @@ export class DirectoryWriter implements OutputWriter {
   holds(path: string, body: Buffer): boolean {
     try {
       const full = this.target(path);
-      const stat = statSync(full, { throwIfNoEntry: false });
+      if (this.guard.problem(full, false) !== null) return false;
+      const stat = lstatSync(full, { throwIfNoEntry: false });
       return stat !== undefined && stat.isFile() && stat.size === body.length && readFileSync(full).equals(body);
     } catch {
       return false;
@@ -194,6 +288,9 @@ export class DirectoryWriter implements OutputWriter {
 
   remove(path: string): boolean {
     const full = this.target(path);
+    // Never through a link: what it points to is not vidfeeds's (`check` reports the link).
+    if (this.guard.problem(full, false) !== null) return false;
+    if (lstatSync(full, { throwIfNoEntry: false })?.isDirectory()) return false;
     try {
       unlinkSync(full);
     } catch (error) {
@@ -201,6 +298,7 @@ export class DirectoryWriter implements OutputWriter {
       throw error;
     }
     this.placer.dirs.forget();
+    this.guard.forget();
     // Remove directories the removal emptied, up to (not including) the root.
     for (let dir = dirname(full); dir !== this.root && dir.startsWith(this.root + sep); dir = dirname(dir)) {
       try {

@@ -44,6 +44,12 @@ export interface WriteOutcome {
   isNew: boolean;
   /** The row the path's record named before, when another one holds the name now. */
   movedFrom: number | null;
+  /**
+   * Why the document could not be written (PathGuard: a link or a file where a folder should be,
+   * a folder that cannot be written, a directory in its place): a failed document, whose old
+   * record is kept so the next build tries again.
+   */
+  failure?: string;
 }
 
 export function compareAndWrite(target: WriteTarget, document: RenderedDocument): WriteOutcome {
@@ -64,6 +70,12 @@ export function compareAndWrite(target: WriteTarget, document: RenderedDocument)
     // After an interrupted build, too: it may have written forms and been killed before their document.
     if (target.formsUnknown || target.verify) bytes += syncForms(target, document);
   } else {
+    const problem = writer.blocked?.(path) ?? null;
+    if (problem !== null) {
+      const isNew = previous === undefined;
+      state.keep(path);
+      return { written: false, bytes: 0, isNew, movedFrom: null, failure: problem };
+    }
     bytes = writeWithForms((to, data) => writer.write(to, data), document, target.compression);
   }
   return recordDocument(state, document, hash, body.length, { written: !same, bytes }, previous);
