@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { SiteConfig } from '../config/site-config.js';
 import { ChangeLog } from '../db/change-log.js';
 import { databaseFileState, explainReadFailure, openForReading } from '../db/open-database.js';
@@ -250,7 +250,8 @@ function copiedState(stateFile: string, dir: string): string {
  * compares every document with the disk, sweeps what no row produces, and says why.
  */
 function checkStateOutput(state: BuildState, out: string): void {
-  const here = realpathSync(out);
+  // A dry run into a folder that does not exist yet writes nothing, and the folder stays absent.
+  const here = existsSync(out) ? realpathSync(out) : resolve(out);
   const madeFor = state.getMeta('output_dir');
   if (madeFor !== null && madeFor !== here && !state.isEmpty()) {
     state.dropBasisAndSweep(`the saved state was made for another output directory, ${madeFor}`);

@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { WatchSession } from '../../src/watch/watch-session.js';
 import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
 import { ManualScheduler } from '../helpers/manual-scheduler.js';
-import { readTree, treeDifferences } from '../helpers/tree.js';
+import { readTree, treeDifferences, undated } from '../helpers/tree.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -111,7 +111,9 @@ describe('watch session', () => {
     ]);
     const tree = readTree(out);
     expect(tree.has('user99/rss/index.rss')).toBe(true);
-    expect(treeDifferences(tree, expected())).toEqual([]);
+    // The builds ran at other moments than the reference: the sitemap's lastmod dates are left out.
+    const undatedTree = (t: ReturnType<typeof readTree>) => new Map([...t].map(([path, file]) => [path, { ...file, body: undated(path, file.body) }]));
+    expect(treeDifferences(undatedTree(tree), undatedTree(expected()))).toEqual([]);
   });
 
   it('does not build when a database file is touched without new data', async () => {
