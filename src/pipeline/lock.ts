@@ -211,7 +211,9 @@ setInterval(() => {
 function lockHandle(file: string, holder: LockHolder): BuildLock {
   let released = false;
   const ms = (holder.leaseSeconds ?? 0) * 1000;
-  const renewer = ms > 0 ? new Worker(LEASE_THREAD, { eval: true, workerData: { file, token: holder.token, ms } }) : null;
+  // Its code is CommonJS: the thread is given no flags of the process (`--input-type=module` would
+  // make it a module, where `require` does not exist).
+  const renewer = ms > 0 ? new Worker(LEASE_THREAD, { eval: true, execArgv: [], workerData: { file, token: holder.token, ms } }) : null;
   // The lease never keeps a process alive that has nothing else to do.
   renewer?.unref();
   return {
