@@ -41,7 +41,8 @@ describe('vidfeeds build and watch from the command line', () => {
     }
     child.kill('SIGINT');
     expect(await exited).toBe(0);
-    expect(stderr).toMatch(/^vidfeeds: skipped user "?robots\.txt"?: .*site-wide file/m);
+    // watch's lines start with their ISO 8601 time.
+    expect(stderr).toMatch(/^\S+Z vidfeeds: skipped user "?robots\.txt"?: .*site-wide file/m);
     expect(stderr).toMatch(/1 skipped/);
   });
 
@@ -52,9 +53,10 @@ describe('vidfeeds build and watch from the command line', () => {
     expect(first.stderr).toMatch(/vidfeeds: full build \(first build: no saved state\): \d+ documents/);
     db.prepare(`UPDATE users SET display_name = 'A' WHERE username = 'alice'`).run();
     const second = vidfeeds(['build', '--db', file, '--out', out], cwd);
-    expect(second.stderr).toMatch(/vidfeeds: incremental build \(1 changes since the last build → 1 users, 0 videos\)/);
+    // The user's feeds changed, so the sitemap's lastmod moved: the site files are rendered too.
+    expect(second.stderr).toMatch(/vidfeeds: incremental build \(1 changes since the last build → 1 users, 0 videos, site files\)/);
     const forced = vidfeeds(['build', '--db', file, '--out', out, '--full'], cwd);
-    expect(forced.stderr).toContain('full build (--full)');
+    expect(forced.stderr).toContain('full build (--full: every file is compared with its bytes on disk)');
   });
 
   it('refuses a state file inside the served tree, and --full with a partial build (exit 2)', () => {
@@ -108,7 +110,7 @@ describe('vidfeeds build and watch from the command line', () => {
     const watched = vidfeeds(['watch', '--db', file, '--out', out], cwd);
     expect(watched.status).toBe(2);
     expect(watched.stderr.trim().split('\n')).toHaveLength(1);
-    expect(watched.stderr).toMatch(/^vidfeeds: .*schema version 99/);
+    expect(watched.stderr).toMatch(/^\S+Z vidfeeds: .*schema version 99/);
 
     const notDb = join(cwd, 'notes.sqlite');
     writeFileSync(notDb, 'these are my notes, not a database\n'.repeat(100));
@@ -125,7 +127,8 @@ describe('vidfeeds build and watch from the command line', () => {
 
     const built = vidfeeds(['build', '--db', file, '--out', out], cwd);
     expect(built.status).toBe(2);
-    expect(watched.stderr).toBe(built.stderr);
+    // The same line, watch's with its time in front.
+    expect(watched.stderr.replace(/^\S+Z /, '')).toBe(built.stderr);
   });
 
   it('watch reports a database that breaks while watching once, and builds again when it is back', async () => {

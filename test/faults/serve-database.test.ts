@@ -33,7 +33,7 @@ async function served() {
   const out = join(work.dir, 'out');
   expect(cli(['build', '--db', fixture.file, '--out', out]).code).toBe(0);
   const port = await freePort();
-  const child = cliAsync(['serve', '--db', fixture.file, '--out', out, '--port', String(port), '--quiet']);
+  const child = cliAsync(['serve', '--db', fixture.file, '--out', out, '--port', String(port), '--no-access-log']);
   cleanups.push(() => child.kill());
   await waitForHttp(port, '/robots.txt');
   return { port, file: fixture.file, dir: work.dir };
