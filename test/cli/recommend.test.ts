@@ -116,9 +116,9 @@ describe('vidfeeds recommend', () => {
     const { dir, db } = site();
     const before = recommendationRows(db);
     const cases: Array<[string[], RegExp]> = [
-      [['--image', 'https://img.example.org/i.jpg', '--link', 'https://v.example.org/'], /--title: title is required; nothing stored/],
-      [['--title', 't', '--link', 'https://v.example.org/'], /--image: image is required/],
-      [['--title', 't', '--image', 'https://img.example.org/i.jpg'], /--link: link is required/],
+      [['--image', 'https://img.example.org/i.jpg', '--link', 'https://v.example.org/'], /--title: required/],
+      [['--title', 't', '--link', 'https://v.example.org/'], /--image: required/],
+      [['--title', 't', '--image', 'https://img.example.org/i.jpg'], /--link: required/],
       [[...GOOD.slice(0, 4), '--link', 'javascript:alert(1)'], /--link: link must use http or https, not javascript:/],
       [['--title', 't', '--image', '/thumbs/1.jpg', '--link', 'https://v.example.org/'], /--image: image must be an absolute http\(s\) URL/],
       [['--title', 'x'.repeat(301), ...GOOD.slice(2)], /--title: title is 301 characters long; at most 300 are allowed/],
@@ -157,11 +157,12 @@ describe('vidfeeds recommend', () => {
   it("leaves the site database's journal mode alone and refuses an older schema rather than migrating it", () => {
     const { dir, db } = site();
     const conn = new Database(db);
-    expect(conn.pragma('journal_mode', { simple: true })).toBe('delete');
+    // demo makes WAL databases, as a live site's should be.
+    expect(conn.pragma('journal_mode', { simple: true })).toBe('wal');
     conn.close();
     expect(vidfeeds(dir, 'recommend', 'alice', '--db', db, ...GOOD).code).toBe(0);
     const after = new Database(db);
-    expect(after.pragma('journal_mode', { simple: true })).toBe('delete');
+    expect(after.pragma('journal_mode', { simple: true })).toBe('wal');
     after.pragma('user_version = 0');
     after.close();
     const old = vidfeeds(dir, 'recommend', 'alice', '--db', db, ...GOOD);
