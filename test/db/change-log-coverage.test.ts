@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { copyFileSync, cpSync } from 'node:fs';
+import { copyFileSync, cpSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BuildState } from '../../src/pipeline/build-state.js';
@@ -105,6 +105,11 @@ describe('the change log covers every column a document shows', () => {
       copyFileSync(probeDb.file, file);
       copyFileSync(join(template.dir, 'state.sqlite'), stateFile);
       cpSync(join(template.dir, 'out'), out, { recursive: true });
+      // The copied state was made for the template's output directory: it is told this one is the
+      // same tree, or the build would rightly start again in full.
+      const state = new Database(stateFile);
+      state.prepare(`UPDATE meta SET value = ? WHERE key = 'output_dir'`).run(realpathSync(out));
+      state.close();
 
       const db = new Database(file);
       let changed = 0;
