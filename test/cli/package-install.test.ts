@@ -74,7 +74,7 @@ afterAll(async () => {
 describe('the npm package', () => {
   it('holds what running needs and nothing else', () => {
     const list = run('tar', ['-tzf', tarball], work).stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
-    for (const needed of ['bin/vidfeeds.js', 'dist/cli/main.js', 'dist/pipeline/write-worker.js', 'templates/embed/html5.hbs', 'templates/hcard/hcard.hbs', 'schemas/vidfeeds.config.schema.json', 'schemas/formats/atom-rfc4287.rng', 'docs/schemas/report.schema.json', 'docs/report.md', 'docs/systemd/vidfeeds-watch.service', 'package.json', 'README.md']) {
+    for (const needed of ['bin/vidfeeds.js', 'dist/cli/main.js', 'dist/pipeline/threads/write-worker.js', 'templates/embed/html5.hbs', 'templates/hcard/hcard.hbs', 'schemas/vidfeeds.config.schema.json', 'schemas/formats/atom-rfc4287.rng', 'docs/schemas/report.schema.json', 'docs/report.md', 'docs/systemd/vidfeeds-watch.service', 'package.json', 'README.md']) {
       expect(list, needed).toContain(needed);
     }
     const unwanted = list.filter((f) => /^(src|test|\.ci|out|data|dist\/bench)\//.test(f) || f.endsWith('.map') || f.startsWith('schemas/formats/samples/') || f.endsWith('.ts') || f === 'tsconfig.json');
@@ -137,7 +137,7 @@ describe('the npm package', () => {
       });
       const response = await fetch(`${url}/alice/foaf/`);
       expect(response.status).toBe(200);
-      expect(response.headers.get('content-type')).toBe('application/rdf+xml');
+      expect(response.headers.get('content-type')).toBe('application/rdf+xml; charset=utf-8');
     } finally {
       server.kill('SIGTERM');
     }
