@@ -55,7 +55,7 @@ describe('demo shapes', () => {
     expect(made.stderr).toMatch(/12 users, \d+ videos/);
     const bad = cli(['demo', '--db', join(dir, 'thin.sqlite'), '--shape', 'thin']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`'--shape <shape>' argument 'thin' is invalid. must be one of demo, feed-heavy`);
+    expect(bad.stderr).toContain('--shape: must be one of demo, feed-heavy, not "thin"');
     expect(readdirSync(dir)).toEqual(['heavy.sqlite']);
   });
 });
