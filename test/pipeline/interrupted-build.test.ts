@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/pipeline/record/build-record.js';
 import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { cli, cliAsync, readTree } from '../helpers/cli.js';
+import { undated } from '../helpers/tree.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 
@@ -62,7 +63,9 @@ describe('a build killed midway', () => {
     let fresh = 0;
     for (const [path, body] of killed) {
       const isOld = before.get(path)?.equals(body) ?? false;
-      const isNew = after.get(path)?.equals(body) ?? false;
+      // The reference was built at another moment: the sitemap's lastmod dates are left out.
+      const reference = after.get(path);
+      const isNew = reference !== undefined && undated(path, reference).equals(undated(path, body));
       expect(isOld || isNew, `${path} is neither the old nor the new file`).toBe(true);
       if (isOld && !isNew) old++;
       if (isNew && !isOld) fresh++;
@@ -77,7 +80,7 @@ describe('a build killed midway', () => {
     expect(existsSync(join(out, STAGING_DIR))).toBe(false);
     const final = readTree(out);
     expect([...final.keys()].sort()).toEqual([...after.keys()].sort());
-    for (const [path, body] of final) expect(body.equals(after.get(path)!), path).toBe(true);
+    for (const [path, body] of final) expect(undated(path, body).equals(undated(path, after.get(path)!)), path).toBe(true);
     expect(readdirSync(out).filter((n) => n.startsWith('.'))).toEqual([RECORD]);
   });
 });
