@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cli, readTree } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { undated } from '../helpers/tree.js';
 
 /**
  * The build state as an operator meets it after a year of nightly runs: truncated or overwritten
@@ -50,7 +51,9 @@ describe('a build state that cannot be read (docs/incremental.md, "The saved sta
       // Kept, byte for byte, beside the new state.
       expect(readFileSync(summary![3]!).equals(damaged)).toBe(true);
       expect(readdirSync(join(s.dir, '.vidfeeds')).filter((n) => n.includes('.unreadable-'))).toHaveLength(1);
-      expect(readTree(s.out)).toEqual(reference(s.dir, s.db));
+      // The reference was built at another moment: the sitemap's lastmod dates are left out.
+      const undatedTree = (tree: Map<string, Buffer>) => new Map([...tree].map(([path, body]) => [path, undated(path, body)]));
+      expect(undatedTree(readTree(s.out))).toEqual(undatedTree(reference(s.dir, s.db)));
       // And the next build follows from the new state.
       expect(cli(['build', '--db', s.db, '--out', s.out]).stderr).toContain('incremental build (no changes since the last build)');
       expect(existsSync(s.state)).toBe(true);
