@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRegistry, type LocalRegistry } from '../helpers/local-registry.js';
@@ -37,10 +37,17 @@ function runAsync(command: string, args: string[], cwd: string, env: NodeJS.Proc
   });
 }
 
-/** The installed binary, with a PATH that holds the prefix and the system, and nothing of the clone. */
+/**
+ * A PATH that holds the prefix, the Node running this suite (the one the install compiled
+ * better-sqlite3 for, which need not be the system's) and the system, and nothing of the clone.
+ */
+function installedPath(): string {
+  return [join(prefix, 'bin'), dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':');
+}
+
+/** The installed binary, run as an operator's shell would run it. */
 function vidfeeds(args: string[], cwd: string): SpawnSyncReturns<string> {
-  const path = [join(prefix, 'bin'), '/usr/local/bin', '/usr/bin', '/bin'].join(':');
-  return spawnSync(join(prefix, 'bin', 'vidfeeds'), args, { cwd, encoding: 'utf8', env: { PATH: path, HOME: work, LANG: 'C.UTF-8' } });
+  return spawnSync(join(prefix, 'bin', 'vidfeeds'), args, { cwd, encoding: 'utf8', env: { PATH: installedPath(), HOME: work, LANG: 'C.UTF-8' } });
 }
 
 beforeAll(async () => {
@@ -124,7 +131,7 @@ describe('the npm package', () => {
 
   it('serves the built tree', async () => {
     const site = join(work, 'site');
-    const server = spawn(join(prefix, 'bin', 'vidfeeds'), ['serve', '--db', 'site.sqlite', '--out', 'out', '--port', '0'], { cwd: site, env: { PATH: `${join(prefix, 'bin')}:/usr/bin:/bin`, HOME: work } });
+    const server = spawn(join(prefix, 'bin', 'vidfeeds'), ['serve', '--db', 'site.sqlite', '--out', 'out', '--port', '0'], { cwd: site, env: { PATH: installedPath(), HOME: work } });
     try {
       const url = await new Promise<string>((found, failed) => {
         let text = '';
