@@ -1,12 +1,24 @@
 /**
  * The build's progress on a terminal: documents done (of the expected total when the build can
  * estimate it), the rate and the time left. One line, rewritten in place; never in a log or a pipe.
+ *
+ * The rate is taken over the last RATE_WINDOW_MS, not since the start: a build's first seconds
+ * (opening the database, warming the caches, the first directories) run at a fraction of its
+ * steady rate, and a rate since the start keeps them in the estimate until the very end.
  */
-export class ProgressLine {
-  private readonly started = Date.now();
-  private expected: number | undefined;
+const RATE_WINDOW_MS = 5_000;
 
-  constructor(private readonly write: (text: string) => void) {}
+export class ProgressLine {
+  private expected: number | undefined;
+  /** (time, done) readings of the last RATE_WINDOW_MS, oldest first; the first is the window's start. */
+  private readonly samples: Array<{ at: number; done: number }> = [];
+
+  constructor(
+    private readonly write: (text: string) => void,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.samples.push({ at: now(), done: 0 });
+  }
 
   /** The build's estimate of its documents (a full build after an earlier one), when there is one. */
   expect(total: number | undefined): void {
@@ -14,16 +26,26 @@ export class ProgressLine {
   }
 
   update(done: number): void {
-    const seconds = (Date.now() - this.started) / 1000;
-    const rate = seconds > 0 ? done / seconds : 0;
-    const parts = [this.expected !== undefined && this.expected >= done ? `${done}/${this.expected} documents` : `${done} documents`];
+    const rate = this.rate(done);
+    const known = this.expected !== undefined && this.expected >= done;
+    const parts = [known ? `${done}/${this.expected} documents` : `${done} documents`];
     if (rate > 0) parts.push(`${Math.round(rate)}/s`);
-    if (this.expected !== undefined && this.expected >= done && rate > 0) parts.push(`${formatDuration((this.expected - done) / rate)} left`);
+    if (known && rate > 0) parts.push(`${formatDuration((this.expected! - done) / rate)} left`);
     this.write(`\r\x1b[K${parts.join(', ')}`);
   }
 
   clear(): void {
     this.write('\r\x1b[K');
+  }
+
+  /** Documents per second over the recent window (since the start while the build is younger than it). */
+  private rate(done: number): number {
+    const at = this.now();
+    this.samples.push({ at, done });
+    while (this.samples.length > 2 && at - this.samples[1]!.at >= RATE_WINDOW_MS) this.samples.shift();
+    const first = this.samples[0]!;
+    const seconds = (at - first.at) / 1000;
+    return seconds > 0 ? (done - first.done) / seconds : 0;
   }
 }
 
