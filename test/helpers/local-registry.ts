@@ -26,6 +26,8 @@ export interface LocalRegistry {
   url: string;
   /** Tarballs the lock names that the cache does not hold (the registry cannot serve them). */
   missing: string[];
+  /** Every path of `files` that was asked for, in order. */
+  served: string[];
   close(): Promise<void>;
 }
 
@@ -36,15 +38,21 @@ function cachedTarball(cacheDir: string, integrity: string): string {
   return join(cacheDir, '_cacache', 'content-v2', algorithm, hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
 }
 
-export async function startLocalRegistry(root: string): Promise<LocalRegistry> {
+/**
+ * `files` are served as they are, by URL path: a mirror of prebuilt binaries, say, which a
+ * package's install script fetches from a host named in the environment.
+ */
+export async function startLocalRegistry(root: string, files: ReadonlyMap<string, string> = new Map()): Promise<LocalRegistry> {
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
   const cacheDir = execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).trim();
   const versions = new Map<string, Map<string, Record<string, unknown>>>();
   const tarballs = new Map<string, string>();
   const missing: string[] = [];
+  const served: string[] = [];
   const server: Server = createServer((request, response) => {
     const path = decodeURIComponent((request.url ?? '/').split('?')[0]!);
-    const file = tarballs.get(path);
+    if (files.has(path)) served.push(path);
+    const file = tarballs.get(path) ?? files.get(path);
     if (file !== undefined) {
       response.writeHead(200, { 'content-type': 'application/octet-stream' });
       createReadStream(file).pipe(response);
@@ -77,5 +85,5 @@ export async function startLocalRegistry(root: string): Promise<LocalRegistry> {
     if (!versions.has(name)) versions.set(name, new Map());
     versions.get(name)!.set(entry.version, manifest);
   }
-  return { url, missing, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return { url, missing, served, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
