@@ -1,6 +1,6 @@
-import { opendirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { resolveInside, type OutputWriter } from './output-writer.js';
+import { holdsServedEntries, resolveInside, type OutputWriter } from './output-writer.js';
 
 /**
  * The writer of `build --dry-run`: it answers questions about the output directory from the disk
@@ -46,14 +46,7 @@ export class DryRunWriter implements OutputWriter {
   }
 
   isEmpty(): boolean {
-    if (statSync(this.root, { throwIfNoEntry: false }) === undefined) return true;
-    const dir = opendirSync(this.root);
-    try {
-      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) if (!entry.name.startsWith('.')) return false;
-      return true;
-    } finally {
-      dir.closeSync();
-    }
+    return statSync(this.root, { throwIfNoEntry: false }) === undefined || !holdsServedEntries(this.root);
   }
 
   close(): void {}

@@ -253,14 +253,7 @@ export class DirectoryWriter implements OutputWriter {
   }
 
   isEmpty(): boolean {
-    const dir = opendirSync(this.root);
-    try {
-      // No document is dot-named: the staging folder and the build records (build-record.ts) do not count.
-      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) if (!entry.name.startsWith('.')) return false;
-      return true;
-    } finally {
-      dir.closeSync();
-    }
+    return !holdsServedEntries(this.root);
   }
 
   size(path: string): number | null {
@@ -349,5 +342,19 @@ export class MemoryWriter implements OutputWriter {
     const body = this.files.get(path);
     if (body === undefined) throw new Error(`no file ${path}; have ${[...this.files.keys()].slice(0, 20).join(', ')}`);
     return body.toString('utf8');
+  }
+}
+
+/**
+ * Whether a folder of the tree holds anything a server would serve. No document is dot-named:
+ * the staging folder and the build records (build-record.ts) do not count.
+ */
+export function holdsServedEntries(root: string): boolean {
+  const dir = opendirSync(root);
+  try {
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) if (!entry.name.startsWith('.')) return true;
+    return false;
+  } finally {
+    dir.closeSync();
   }
 }
