@@ -9,6 +9,11 @@ import { exitCodeOf } from './errors.js';
  */
 export const REPORT_VERSION = 1;
 
+/** The fields every command's `--json` object begins with (docs/schemas/report.schema.json). */
+export function reportHead(command: string, exitCode: number): { report: number; command: string; ok: boolean; exitCode: number } {
+  return { report: REPORT_VERSION, command, ok: exitCode === 0, exitCode };
+}
+
 /** A skipped row as the JSON report lists it: the reporter's `Skipped` with its reason in words. */
 export interface SkippedRow {
   kind: 'user' | 'video';
@@ -42,10 +47,7 @@ export class BuildJson {
   text(end: { report: BuildReport; exitCode: number; usersPublished?: number } | { error: unknown; exitCode: number }): string {
     const report = 'report' in end ? end.report : undefined;
     const value = {
-      report: REPORT_VERSION,
-      command: 'build',
-      ok: end.exitCode === 0,
-      exitCode: end.exitCode,
+      ...reportHead('build', end.exitCode),
       ...('error' in end ? { error: (end.error as Error).message ?? String(end.error) } : {}),
       out: this.out,
       ...(this.dryRun ? { dryRun: true } : {}),
@@ -90,7 +92,7 @@ export async function withJsonErrors(command: string, json: boolean | undefined,
     if (error instanceof ReportedError) throw error.original;
     if (json) {
       const exitCode = exitCodeOf(error);
-      print(JSON.stringify({ report: REPORT_VERSION, command, ok: false, exitCode, error: (error as Error).message ?? String(error) }));
+      print(JSON.stringify({ ...reportHead(command, exitCode), error: (error as Error).message ?? String(error) }));
     }
     throw error;
   }

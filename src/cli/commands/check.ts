@@ -12,7 +12,7 @@ import { readLimits } from '../../formats/read-limits.js';
 import { FORMATS } from '../../formats/registry.js';
 import { SitePaths } from '../../paths/site-paths.js';
 import { EXIT, UsageError } from '../errors.js';
-import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
+import { reportHead, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
 import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, stateOf } from './shared-options.js';
 
@@ -112,10 +112,7 @@ function checkSummary(result: TreeCheckResult, seconds: number): string {
 
 function checkJson(out: string, stateFile: string, result: TreeCheckResult, seconds: number, exitCode: number): string {
   return JSON.stringify({
-    report: REPORT_VERSION,
-    command: 'check',
-    ok: exitCode === EXIT.ok,
-    exitCode,
+    ...reportHead('check', exitCode),
     out,
     state: stateFile,
     seconds,

@@ -22,7 +22,7 @@ import { parseStoreTarget, showTarget, type StoreTarget } from '../../deploy/obj
 import type { DeployReport } from '../../deploy/run-deploy.js';
 import { EXIT, UsageError } from '../errors.js';
 import { VidfeedsError } from '../../config/vidfeeds-error.js';
-import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
+import { reportHead, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
 import { reportDeliveries } from '../notify-report.js';
 import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
@@ -188,10 +188,7 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
   if (flags.json) {
     io.out(
       JSON.stringify({
-        report: REPORT_VERSION,
-        command: 'deploy',
-        ok: exitCode === EXIT.ok,
-        exitCode,
+        ...reportHead('deploy', exitCode),
         target: report.target,
         dryRun: report.dryRun,
         seconds: report.seconds,

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { readBuildRecords, type FoundRecord } from '../../pipeline/record/build-record.js';
 import { checkShards } from '../../pipeline/record/shard-check.js';
 import { EXIT, UsageError } from '../errors.js';
-import { REPORT_VERSION, withJsonErrors } from '../json-report.js';
+import { reportHead, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
 import { exitCodesHelp } from './shared-options.js';
 
@@ -51,10 +51,7 @@ export function registerShards(program: Command, io: Console, setExit: (code: nu
       if (flags.json) {
         io.out(
           JSON.stringify({
-            report: REPORT_VERSION,
-            command: 'shards check',
-            ok: exitCode === EXIT.ok,
-            exitCode,
+            ...reportHead('shards check', exitCode),
             seconds: Number(process.hrtime.bigint() - started) / 1e9,
             summary: result.summary,
             counts: { directories: given.size, records: records.length, problems: result.problems.length },

@@ -5,7 +5,7 @@ import { describeIssue, type ValueIssue } from '../../db/decode.js';
 import { runSync, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
 import type { SkippedSourceRow } from '../../sync/source-row.js';
 import { UsageError, exitCodeOf } from '../errors.js';
-import { REPORT_VERSION, ReportedError, withJsonErrors } from '../json-report.js';
+import { reportHead, ReportedError, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
 import { requireOption } from '../check-command-line.js';
 import { databaseOf, exitCodesHelp, readSettings } from './shared-options.js';
@@ -71,7 +71,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
           });
         } catch (error) {
           if (flags.json) {
-            io.out(JSON.stringify({ report: REPORT_VERSION, command: 'sync', ok: false, exitCode: exitCodeOf(error), error: (error as Error).message, skipped, issues }));
+            io.out(JSON.stringify({ ...reportHead('sync', exitCodeOf(error)), error: (error as Error).message, skipped, issues }));
             throw new ReportedError(error);
           }
           throw error;
@@ -80,7 +80,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
           process.off('SIGTERM', onSignal);
         }
         if (!flags.quiet) io.log.info(syncSummary(report));
-        if (flags.json) io.out(JSON.stringify({ report: REPORT_VERSION, command: 'sync', ok: true, exitCode: 0, ...report, skipped, issues }));
+        if (flags.json) io.out(JSON.stringify({ ...reportHead('sync', 0), ...report, skipped, issues }));
         setExit(0);
       });
     });
