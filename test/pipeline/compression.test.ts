@@ -93,6 +93,17 @@ describe('pre-compressed forms', () => {
     }
   });
 
+  it('of an encoding no longer wanted go from beside a document that changed in the same build', () => {
+    const { build, out, db } = site();
+    build();
+    db.prepare(`UPDATE users SET display_name = 'Alice Renamed' WHERE username = 'alice'`).run();
+    build(['gzip']);
+    const tree = readTree(out);
+    // A .br left beside the new hCard would give brotli clients the old name.
+    expect(tree.get('alice/hcard/index.html')!.body.toString()).toContain('Alice Renamed');
+    expectForms(tree, ['gzip']);
+  });
+
   it('go with their document when a user is deleted', () => {
     const { build, out, db } = site();
     build();

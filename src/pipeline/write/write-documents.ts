@@ -76,6 +76,9 @@ export function compareAndWrite(target: WriteTarget, document: RenderedDocument)
       state.keep(path);
       return { written: false, bytes: 0, isNew, movedFrom: null, failure: problem };
     }
+    // The forms of encodings no longer wanted go first: left beside the new document, a server
+    // would send their old bytes to the clients that accept that encoding.
+    if (target.formsUnknown || target.verify) removeUnwantedForms(target, document);
     bytes = writeWithForms((to, data) => writer.write(to, data), document, target.compression);
   }
   return recordDocument(state, document, hash, body.length, { written: !same, bytes }, previous);
@@ -120,22 +123,32 @@ function recordDocument(
  * The compressed forms of a document that did not change: written where they do not hold its
  * bytes, removed for encodings no longer wanted. Returns the bytes written.
  */
-function syncForms({ writer, startedEmpty, compression }: WriteTarget, { format, path, body }: RenderedDocument): number {
-  const wanted = isCompressible(format.mediaType) ? compression : [];
+function syncForms(target: WriteTarget, document: RenderedDocument): number {
+  const { writer, compression } = target;
+  const { format, path, body } = document;
+  removeUnwantedForms(target, document);
+  if (!isCompressible(format.mediaType)) return 0;
   let bytes = 0;
-  for (const encoding of ALL_ENCODINGS) {
+  for (const encoding of compression) {
     const formPath = compressedPath(path, encoding);
-    if (!wanted.includes(encoding)) {
-      // Asked first: a removal waits for the write thread, a question about an absent file does not.
-      if (!startedEmpty && writer.size(formPath) !== null) writer.remove(formPath);
-      continue;
-    }
     const form = compress(body, encoding);
     if (writer.holds?.(formPath, form) ?? false) continue;
     writer.write(formPath, form);
     bytes += form.length;
   }
   return bytes;
+}
+
+/** Removes the forms of a document in encodings it is not to have (all of them for a type never compressed). */
+function removeUnwantedForms({ writer, startedEmpty, compression }: WriteTarget, { format, path }: Pick<RenderedDocument, 'format' | 'path'>): void {
+  if (startedEmpty) return;
+  const wanted = isCompressible(format.mediaType) ? compression : [];
+  for (const encoding of ALL_ENCODINGS) {
+    if (wanted.includes(encoding)) continue;
+    const formPath = compressedPath(path, encoding);
+    // Asked first: a removal waits for the write thread, a question about an absent file does not.
+    if (writer.size(formPath) !== null) writer.remove(formPath);
+  }
 }
 
 /** Keeps the file and record of a document that failed to render. Returns whether it had none (a new path). */
