@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isEncoding, type Encoding } from '../paths/compression.js';
 import { DOCUMENT_HASH } from './document-hash.js';
@@ -379,15 +379,22 @@ export class BuildState {
 }
 
 /**
- * Opens a state file and reads it through once (SQLite's quick_check), so that a truncated or
- * overwritten file is found here, named, rather than halfway through a build.
+ * Opens a state file so that a truncated or overwritten file is found here, named, rather than
+ * halfway through a build. A file that is not a database at all fails to open. A state left as
+ * its last build closed it (no write-ahead log beside it) is as long as its header says, to the
+ * byte; only when it is not, or a log is there (a killed build), is it read through (SQLite's
+ * quick_check): that reads every page, 2 s for the state of 100,000 users, which every watch
+ * rebuild and one-video edit would otherwise pay.
  */
 function openState(file: string): Database.Database {
+  const unlogged = file === ':memory:' || !((statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0);
   const db = new Database(file);
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    const verdict = db.pragma('quick_check', { simple: true });
+    const pages = (db.pragma('page_count', { simple: true }) as number) * (db.pragma('page_size', { simple: true }) as number);
+    const whole = unlogged && (file === ':memory:' || statSync(file).size === pages);
+    const verdict = whole ? 'ok' : db.pragma('quick_check', { simple: true });
     if (verdict !== 'ok') throw new UnreadableState(String(verdict));
     db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     // Earlier layouts of `outputs` are taken over by replaceLayout: only `meta` must read as ours.
