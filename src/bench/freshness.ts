@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { ChangeLine } from './writer.js';
 
 /**
@@ -200,10 +201,22 @@ export function compareTrees(a: string, b: string): { files: number; count: numb
   const differ: string[] = [];
   for (const path of left) {
     if (!right.delete(path)) differ.push(`${path} (only in the watched tree)`);
-    else if (!readFileSync(join(a, path)).equals(readFileSync(join(b, path)))) differ.push(`${path} (other bytes)`);
+    else if (!comparable(path, readFileSync(join(a, path))).equals(comparable(path, readFileSync(join(b, path))))) differ.push(`${path} (other bytes)`);
   }
   for (const path of right) differ.push(`${path} (missing from the watched tree)`);
   return { files: left.length, count: differ.length, first: differ.slice(0, 5) };
+}
+
+/**
+ * A file's bytes as the comparison takes them: a sitemap's (and its compressed forms') without
+ * the lastmod dates, which say when the build that changed each document ran, and so differ
+ * between the watched tree and a full build made after it.
+ */
+function comparable(path: string, body: Buffer): Buffer {
+  const sitemap = /^sitemap[^/]*\.xml(\.gz|\.br)?$/.exec(path);
+  if (sitemap === null) return body;
+  const text = sitemap[1] === '.gz' ? gunzipSync(body) : sitemap[1] === '.br' ? brotliDecompressSync(body) : body;
+  return Buffer.from(text.toString('utf8').replace(/<lastmod>[^<]*<\/lastmod>/g, ''));
 }
 
 function listFiles(root: string): string[] {
