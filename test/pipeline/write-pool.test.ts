@@ -165,6 +165,27 @@ describe('ThreadedDirectoryWriter, for a few documents', () => {
     expect(tree(root).size).toBe(12);
     expect(readFileSync(join(root, 'u11/rss/index.rss'), 'utf8')).toBe('<rss>11</rss>');
   });
+
+  it('counts what it writes itself in files: a few large files do not start the thread', () => {
+    const dir = useTempDir();
+    const root = join(dir, 'out');
+    const writer = new ThreadedDirectoryWriter(root, { slots: 2, slotBytes: 1024, batchFiles: 4, batchesHere: 2 });
+    // Counts the writer's attempts to start its thread, whether or not the thread then runs.
+    const inside = writer as unknown as { startWorker(): boolean };
+    const start = inside.startWorker.bind(writer);
+    let starts = 0;
+    inside.startWorker = () => (starts++, start());
+    // Two do not fit one slot's bytes: a batch each, as sitemap parts and their forms make them.
+    for (let i = 0; i < 6; i++) writer.write(`sitemap-users-${i}.xml`, Buffer.alloc(700, 'x'));
+    writer.flush();
+    expect(starts).toBe(0);
+    // Past two batches' worth of files (8), the thread is asked for.
+    for (let i = 0; i < 4; i++) writer.write(`u${i}/rss/index.rss`, Buffer.from(`<rss>${i}</rss>`));
+    writer.flush();
+    expect(starts).toBe(1);
+    writer.close();
+    expect(tree(root).size).toBe(10);
+  });
 });
 
 describe('a write thread that stops', () => {

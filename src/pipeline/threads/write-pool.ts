@@ -29,10 +29,12 @@ const SLOT_BYTES = 512 * 1024;
 /** Slots in the ring, so batches in flight at most: 8 MB of documents, to ride out short stalls of the disk. */
 const SLOTS = 16;
 /**
- * Batches written on the build's own thread before the write thread starts: a build of up to
- * 1,024 files (watch's builds, most incremental ones) never pays for starting a thread, about
- * 25 ms each time, a large share of watch's CPU; a full build loses the overlap of its first
- * 1,024 files only.
+ * Batches' worth of files (BATCHES_HERE × batchFiles) written on the build's own thread before
+ * the write thread starts: a build of up to 1,024 files (watch's builds, most incremental ones)
+ * never pays for starting a thread, about 25 ms each time and more in CPU, a large share of
+ * watch's; a full build loses the overlap of its first 1,024 files only. Counted in files, not
+ * batches: a few large files (sitemap parts and their compressed forms) fill a slot's bytes long
+ * before its files, and would start the thread for a build of a dozen files.
  */
 const BATCHES_HERE = 4;
 /** The batch buffer a writer starts with, before its thread runs. */
@@ -49,7 +51,7 @@ export interface RingShape {
   slots: number;
   slotBytes: number;
   batchFiles: number;
-  /** Batches written on this thread before the thread starts (none when absent). */
+  /** Batches' worth of files (times batchFiles) written on this thread before the thread starts (none when absent). */
   batchesHere?: number;
   /** STALL_MS unless given (tests). */
   stallMs?: number;
@@ -93,8 +95,8 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private slot: Uint8Array;
   private bytes = 0;
   private removed = false;
-  /** Batches written on this thread so far, before the thread started. */
-  private writtenHere = 0;
+  /** Files written on the build's own thread by `send` before the thread started. */
+  private filesHere = 0;
   /** Paths of the batches not yet done, oldest first, and which batch last wrote each path. */
   private readonly inFlight: string[][] = [];
   private readonly pending = new Map<string, number>();
@@ -201,8 +203,8 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   private send(): void {
     if (this.paths.length === 0) return;
     if (this.worker === null) {
-      if (this.threadless || this.writtenHere < (this.shape.batchesHere ?? 0)) {
-        this.writtenHere++;
+      if (this.threadless || this.filesHere + this.paths.length <= (this.shape.batchesHere ?? 0) * this.shape.batchFiles) {
+        this.filesHere += this.paths.length;
         return this.writeHere();
       }
       if (!this.startWorker()) return this.writeHere();
