@@ -29,8 +29,8 @@ export function xmlChars(text: string): string {
  * `text` as one flat string. V8 keeps a concatenation as a tree of its pieces until something
  * reads it; a piece kept and copied into many documents (an uploader's or a tag list's markup) is
  * walked again inside each document's tree when that document is encoded, unless flattened once.
- * Reading a character flattens a concatenation in place (`Number(text)` would too, but the
- * optimizing compiler drops a conversion whose result is unused: measured, it kept the tree).
+ * Reading a character flattens a concatenation in place. (`Number(text)` does not: the
+ * optimizing compiler drops a conversion whose result is unused, and the tree stays.)
  */
 export function flat(text: string): string {
   text.charCodeAt(0);
