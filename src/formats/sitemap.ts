@@ -12,11 +12,15 @@ import { NS } from '../render/xml.js';
  *
  * A site whose row ids could hold more than 50,000 URLs (the highest id minus the lowest, times
  * the formats listed: a bound that SQL gives at once and that does not depend on which rows are
- * published) is split by row id instead: `sitemap-users-K.xml` lists the users whose id is in
- * the K-th range of `partUrls / user formats` ids, `sitemap-videos-K.xml` likewise the videos,
- * and `sitemap.xml` is the index of the parts that list something. A part depends only on the
- * owners in its range, so a build that changed a few owners rewrites the parts that hold them
+ * published) is split by row id instead: `sitemap-users-FROM-TO.xml` lists the users whose id is
+ * in FROM..TO, a range of `partUrls / user formats` ids, `sitemap-videos-FROM-TO.xml` likewise the
+ * videos, and `sitemap.xml` is the index of the parts that list something. A part depends only on
+ * the owners in its range, so a build that changed a few owners rewrites the parts that hold them
  * and keeps the others (`index.changes`): what a change costs does not grow with the site.
+ *
+ * Ids spread far apart would need more parts than an index may list; the ranges then double in
+ * width until they fit (`rangeWidth`). Each part's name carries its range, so parts of another
+ * width are never mistaken for this build's: they are all rendered again, and the old ones pruned.
  *
  * Each URL carries its `<lastmod>` when the build knows it (`index.lastModified`, from the build
  * state): the time the document's bytes last changed, never the time of the build, so a crawler
@@ -33,14 +37,16 @@ export interface SitemapLimits {
   /** Bytes in one file at most, uncompressed (sitemaps.org: 50 MB). */
   maxBytes: number;
   /**
-   * URLs a part split by id holds at most: a 25th of the limit, so that rewriting a part for one
-   * change costs little (a part of 2,000 videos reads and checks 2,000 rows), and at
-   * 1 KB a URL a part stays far below the byte limit.
+   * URLs a part split by id holds at most. Every change to an owner rewrites the part that lists
+   * it (its lastmod moved), reading each of its owners' rows and dates again, so this sets what
+   * `watch` pays per change: a part of 500 URLs is a few milliseconds.
    */
   partUrls: number;
+  /** Parts a sitemap index lists at most (sitemaps.org: 50,000), half of them for each kind. */
+  maxParts: number;
 }
 
-export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, maxBytes: MAX_BYTES_PER_SITEMAP, partUrls: 2_000 };
+export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, maxBytes: MAX_BYTES_PER_SITEMAP, partUrls: 500, maxParts: MAX_URLS_PER_SITEMAP };
 
 /** One `<url>`: its location, and when its document last changed when that is known. */
 export interface SitemapEntry {
@@ -153,8 +159,24 @@ function sitemapLayout(bounds: { users: IdBounds | null; videos: IdBounds | null
   const perOwner = { users: listedFormats(formats, 'user').length, videos: listedFormats(formats, 'video').length };
   const span = (b: { min: number; max: number } | null) => (b === null ? 0 : b.max - b.min + 1);
   if (span(bounds.users) * perOwner.users + span(bounds.videos) * perOwner.videos <= limits.maxUrls) return null;
-  const width = (formats: number) => Math.max(1, Math.floor(limits.partUrls / Math.max(1, formats)));
-  return { users: width(perOwner.users), videos: width(perOwner.videos) };
+  return {
+    users: rangeWidth(span(bounds.users), perOwner.users, limits),
+    videos: rangeWidth(span(bounds.videos), perOwner.videos, limits),
+  };
+}
+
+/**
+ * Ids per part of a kind: `partUrls` URLs' worth of owners, doubled until the ids' span fits in
+ * half the index (one range more for the alignment). Doubling, not fitting exactly, keeps the
+ * width, and so every part, the same while a site grows, until its span has doubled. A part never
+ * spans more owners than one sitemap may list URLs for; past that (ids spread over hundreds of
+ * millions) only the parts that list something count against the index's limit.
+ */
+export function rangeWidth(span: number, formats: number, limits: SitemapLimits): number {
+  const widest = Math.max(1, Math.floor(limits.maxUrls / Math.max(1, formats)));
+  let width = Math.min(widest, Math.max(1, Math.floor(limits.partUrls / Math.max(1, formats))));
+  while (width < widest && Math.ceil(span / width) + 1 > Math.floor(limits.maxParts / 2)) width = Math.min(widest, width * 2);
+  return width;
 }
 
 function listedFormats(formats: readonly Format[], scope: 'user' | 'video'): Array<UserFormat | VideoFormat> {
@@ -173,15 +195,37 @@ export function sitemapFileOf(
   limits: SitemapLimits = SITEMAP_LIMITS,
 ): string {
   const widths = sitemapLayout(bounds, formats, limits);
-  return widths === null ? 'sitemap.xml' : rangeFile(kind, Math.floor(id / widths[kind]));
+  return widths === null ? 'sitemap.xml' : rangeFile(kind, Math.floor(id / widths[kind]), widths[kind]);
 }
 
-/** `sitemap-users-K.xml`: K may be negative (ids below zero), written `sitemap-users--K.xml`. */
-function rangeFile(kind: OwnerKind, k: number): string {
-  return `sitemap-${kind}-${k}.xml`;
+/**
+ * `sitemap-users-FROM-TO.xml`, the part of the K-th range of `width` ids. Ids below zero are
+ * written with their sign: `sitemap-users--62--1.xml`.
+ */
+function rangeFile(kind: OwnerKind, k: number, width: number): string {
+  return `sitemap-${kind}-${k * width}-${(k + 1) * width - 1}.xml`;
 }
 
-const RANGE_FILE = /^sitemap-(users|videos)-(-?\d+)\.xml$/;
+/** A part of either layout: `sitemap-users-FROM-TO.xml`, or `sitemap-users-K.xml` of earlier versions. */
+const KIND_PART = /^sitemap-(users|videos)-(-?\d+)(?:-(-?\d+))?\.xml$/;
+
+/**
+ * The ranges of this width that each kind has on disk, or null for a kind with a part of another
+ * layout (the width moved, or parts of earlier versions): that kind's parts are all rendered again.
+ */
+function partsOnDisk(files: Iterable<string>, widths: Record<OwnerKind, number>): Record<OwnerKind, Set<number> | null> {
+  const onDisk: Record<OwnerKind, Set<number> | null> = { users: new Set(), videos: new Set() };
+  for (const file of files) {
+    const match = KIND_PART.exec(file);
+    if (match === null) continue;
+    const kind = match[1] as OwnerKind;
+    const [from, to, width] = [Number(match[2]), Number(match[3]), widths[kind]];
+    const ofThisWidth = match[3] !== undefined && to - from + 1 === width && from % width === 0;
+    if (!ofThisWidth) onDisk[kind] = null;
+    else onDisk[kind]?.add(from / width);
+  }
+  return onDisk;
+}
 
 /** The URLs of one owner's listed documents, leaving out those that failed in this build, with their lastmod where known. */
 function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: string): SitemapEntry[] {
@@ -220,25 +264,22 @@ function rangePart(file: string, urls: Iterable<SitemapEntry>, limits: SitemapLi
 function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLimits, widths: Record<OwnerKind, number>): Generator<SiteFile> {
   const listed: string[] = [];
   const changes = index.changes;
-  const onDisk = new Map<OwnerKind, Set<number>>([['users', new Set()], ['videos', new Set()]]);
-  for (const file of changes?.siteFilesOnDisk ?? []) {
-    const match = RANGE_FILE.exec(file);
-    if (match !== null) onDisk.get(match[1] as OwnerKind)!.add(Number(match[2]));
-  }
-  // Parts on disk are of this split only if the last build split by id: otherwise render all.
-  const splitOnDisk = onDisk.get('users')!.size + onDisk.get('videos')!.size > 0;
+  const onDisk = partsOnDisk(changes?.siteFilesOnDisk ?? [], widths);
   for (const kind of ['users', 'videos'] as const) {
     if (listedFormats(site.formats, kind === 'users' ? 'user' : 'video').length === 0) continue;
     const width = widths[kind];
     const rows = (from: number, to: number): Iterable<KeyedRow> => (kind === 'users' ? index.usersById!(from, to) : index.videosById!(from, to));
     const render = (k: number, owners: Iterable<KeyedRow>) => {
-      const file = rangeFile(kind, k);
+      const file = rangeFile(kind, k, width);
       return rangePart(file, (function* () {
         for (const owner of owners) yield* ownerUrls(index, site, kind, owner.key);
       })(), limits);
     };
     const changed = changes?.[kind];
-    if (changed === undefined || changed === 'all' || !splitOnDisk) {
+    const kept = onDisk[kind];
+    // No part of this layout on disk (the last build made one sitemap.xml, or no such owner was
+    // listed, or the width moved): every range is rendered.
+    if (changed === undefined || changed === 'all' || kept === null || kept.size === 0) {
       // Every row of the kind, by id, cut where the range changes.
       let k: number | null = null;
       let group: KeyedRow[] = [];
@@ -262,10 +303,10 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
       continue;
     }
     const again = new Set([...changed].map((id) => Math.floor(id / width)));
-    for (const k of [...new Set([...onDisk.get(kind)!, ...again])].sort((a, b) => a - b)) {
+    for (const k of [...new Set([...kept, ...again])].sort((a, b) => a - b)) {
       if (!again.has(k)) {
-        listed.push(rangeFile(kind, k));
-        yield { file: rangeFile(kind, k), unchanged: true };
+        listed.push(rangeFile(kind, k, width));
+        yield { file: rangeFile(kind, k, width), unchanged: true };
         continue;
       }
       const part = render(k, rows(k * width, (k + 1) * width - 1));
@@ -275,8 +316,8 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
       }
     }
   }
-  // An index lists 50,000 sitemaps at most: only ids spread thousands apart could need more.
-  if (listed.length > limits.maxUrls) throw new Error(`the sitemap index would list ${listed.length} parts, over the sitemaps.org limit of ${limits.maxUrls}: are the row ids spread thousands apart?`);
+  // The widths keep the ranges within the index's limit; this holds it should they not.
+  if (listed.length > limits.maxParts) throw new Error(`the sitemap index would list ${listed.length} parts, over the sitemaps.org limit of ${limits.maxParts}`);
   const sitemapIndex = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc']);
   for (const file of listed) sitemapIndex.entry(site.paths.siteUrl(file));
   yield { file: 'sitemap.xml', body: sitemapIndex.end() };
@@ -285,11 +326,14 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
 /** The sitemap format with these limits (tests use small ones to split small sites). */
 export function sitemapFormat(limits: SitemapLimits = SITEMAP_LIMITS): SiteFormat & { limits: SitemapLimits } {
   if (!(limits.partUrls >= 1 && limits.partUrls <= limits.maxUrls)) throw new Error(`sitemap parts of ${limits.partUrls} URLs: must be 1 to ${limits.maxUrls}`);
+  if (!(limits.maxParts >= 4)) throw new Error(`a sitemap index of ${limits.maxParts} parts: must be 4 or more`);
   return {
     name: 'sitemap',
     scope: 'site',
     file: 'sitemap.xml',
-    alsoWrites: /^sitemap-(\d+|(users|videos)--?\d+)\.xml$/,
+    // `sitemap-users-K.xml`, the single-number parts of earlier versions, stays the sitemap's
+    // name too: such a file is a site file to prune, and a user may not take its name.
+    alsoWrites: /^sitemap-(\d+|(users|videos)--?\d+(--?\d+)?)\.xml$/,
     mediaType: 'application/xml; charset=utf-8',
     inSitemap: false,
     summary: 'sitemaps.org sitemap of every document (an index of parts past 50,000 URLs or 50 MB)',

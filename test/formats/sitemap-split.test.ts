@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
-import { MAX_URLS_PER_SITEMAP, renderSitemaps, sitemapFileOf, sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
+import { MAX_URLS_PER_SITEMAP, rangeWidth, renderSitemaps, sitemapFileOf, sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import type { Format, SiteContext } from '../../src/formats/format.js';
 import type { SiteIndex } from '../../src/model/views.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { readTree } from '../helpers/cli.js';
-import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
+import { createDemoDb, insertUser, testConfig } from '../helpers/site-fixture.js';
 import { SCHEMAS, xmllintSchema, xpath } from '../helpers/validators.js';
+import Database from 'better-sqlite3';
+import { readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -77,6 +79,23 @@ describe('sitemap split', () => {
   });
 });
 
+describe('sitemap range widths', () => {
+  it('are partUrls’ worth of owners, doubled while the ids’ span needs more than half the index', () => {
+    expect(rangeWidth(10_000, 8, SITEMAP_LIMITS)).toBe(62);
+    expect(rangeWidth(1_000_000, 8, SITEMAP_LIMITS)).toBe(62);
+    // 2,000,000 ids / 62 = 32,259 parts, over 25,000: twice as wide.
+    expect(rangeWidth(2_000_000, 8, SITEMAP_LIMITS)).toBe(124);
+    for (const span of [1, 5_000, 3_000_000, 10 ** 8]) {
+      const width = rangeWidth(span, 3, SITEMAP_LIMITS);
+      expect(Math.ceil(span / width) + 1).toBeLessThanOrEqual(SITEMAP_LIMITS.maxParts / 2);
+      // The width holds while the site grows by less than its span again.
+      expect(rangeWidth(Math.floor(span * 1.5), 3, SITEMAP_LIMITS) / width).toBeLessThanOrEqual(2);
+    }
+    // Never wider than one sitemap's URLs: 50,000 / 8 formats.
+    expect(rangeWidth(10 ** 12, 8, SITEMAP_LIMITS)).toBe(6_250);
+  });
+});
+
 describe('sitemap split by row id (a site whose ids could hold more than 50,000 URLs)', () => {
   const limits = { ...SITEMAP_LIMITS, maxUrls: 30, partUrls: 24 };
   const split = sitemapFormat(limits);
@@ -85,6 +104,8 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
   const listedPerVideo = FORMATS.filter((f) => f.scope === 'video' && f.inSitemap).length;
   const usersPerPart = Math.floor(limits.partUrls / listedPerUser);
   const videosPerPart = Math.floor(limits.partUrls / listedPerVideo);
+  /** The part that lists the users of the K-th range. */
+  const usersPart = (k: number) => `sitemap-users-${k * usersPerPart}-${(k + 1) * usersPerPart - 1}.xml`;
 
   /** A demo site built with the split sitemap; `calls` records the id ranges the sitemap asked for. */
   function built() {
@@ -118,20 +139,20 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
     const { fixture, out, build } = built();
     expect(build().failed).toEqual([]);
     const tree = readTree(out);
-    const parts = [...tree.keys()].filter((path) => /^sitemap-(users|videos)-\d+\.xml$/.test(path)).sort();
+    const parts = [...tree.keys()].filter((path) => /^sitemap-(users|videos)-\d+-\d+\.xml$/.test(path)).sort();
     expect(parts.length).toBeGreaterThan(4);
     const text = (path: string) => tree.get(path)!.toString('utf8');
     expect(xmllintSchema(join(SCHEMAS, 'siteindex.xsd'), { index: text('sitemap.xml') }).ok).toBe(true);
     const validation = xmllintSchema(join(SCHEMAS, 'sitemap.xsd'), Object.fromEntries(parts.map((p) => [p, text(p)])));
     expect(validation.ok, validation.output.slice(0, 2000)).toBe(true);
     // The index lists exactly the parts on disk, users first, each range in order.
-    const order = (p: string) => [p.includes('-users-') ? 0 : 1, Number(/-(\d+)\.xml$/.exec(p)![1])];
+    const order = (p: string) => [p.includes('-users-') ? 0 : 1, Number(/-(\d+)-\d+\.xml$/.exec(p)![1])];
     const byRange = [...parts].sort((a, b) => order(a)[0]! - order(b)[0]! || order(a)[1]! - order(b)[1]!);
     expect(locs(text('sitemap.xml'))).toEqual(byRange.map((p) => `https://videos.example.org/${p}`));
     // Each part holds the owners of its id range, and together they list what one sitemap.xml would.
     const users = fixture.db.prepare(`SELECT id, username FROM users WHERE state = 'active'`).all() as Array<{ id: number; username: string }>;
     for (const user of users.filter((u) => !u.username.includes('/') && tree.has(`${u.username}/rss/index.rss`))) {
-      const part = `sitemap-users-${Math.floor(user.id / usersPerPart)}.xml`;
+      const part = usersPart(Math.floor(user.id / usersPerPart));
       expect(locs(text(part)), `${user.username} in ${part}`).toContain(`https://videos.example.org/${encodeURIComponent(user.username)}/rss/`);
     }
     // sitemapFileOf (the freshness bench polls it) names the part each video is in, and sitemap.xml for a small site.
@@ -180,20 +201,70 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
     expect(calls.filter((c) => c.startsWith('users')).sort()).toEqual(expectedReads.sort());
     expect(movedRanges.size).toBeLessThan(Math.ceil(Math.max(...ids.values()) / usersPerPart));
     const changed = [...after.keys()].filter((p) => p.startsWith('sitemap') && !before.get(p)?.equals(after.get(p)!));
-    expect(changed).toContain(`sitemap-users-${k}.xml`);
+    expect(changed).toContain(usersPart(k));
     // Rewritten: parts of those ranges only (this build's clock is the last one's, so only the renamed user's part differs).
-    for (const part of changed.filter((p) => p.startsWith('sitemap-users-'))) expect([...movedRanges].map((r) => `sitemap-users-${r}.xml`)).toContain(part);
-    expect(locs(after.get(`sitemap-users-${k}.xml`)!.toString('utf8'))).toContain('https://videos.example.org/renamed-one/rss/');
+    for (const part of changed.filter((p) => p.startsWith('sitemap-users-'))) expect([...movedRanges].map(usersPart)).toContain(part);
+    expect(locs(after.get(usersPart(k))!.toString('utf8'))).toContain('https://videos.example.org/renamed-one/rss/');
 
     // Every user of that range suspended: the part goes, and the index no longer lists it.
     fixture.db.prepare(`UPDATE users SET state = 'suspended' WHERE id BETWEEN ? AND ?`).run(k * usersPerPart, (k + 1) * usersPerPart - 1);
     expect(build().mode).toBe('incremental');
     const gone = readTree(out);
-    expect(gone.has(`sitemap-users-${k}.xml`)).toBe(false);
-    expect(gone.get('sitemap.xml')!.toString('utf8')).not.toContain(`sitemap-users-${k}.xml`);
+    expect(gone.has(usersPart(k))).toBe(false);
+    expect(gone.get('sitemap.xml')!.toString('utf8')).not.toContain(usersPart(k));
     const whole = readTree(join(buildWhole(fixture.file, formats), 'out'));
     for (const path of [...whole.keys()].filter((p) => p.startsWith('sitemap'))) expect(gone.get(path)?.equals(whole.get(path)!), path).toBe(true);
     expect([...gone.keys()].filter((p) => p.startsWith('sitemap')).sort()).toEqual([...whole.keys()].filter((p) => p.startsWith('sitemap')).sort());
+  });
+
+  it('widens the ranges of ids spread far apart to fit the index, and renders every part again when the width moves', () => {
+    // An index of at most 8 parts, 4 a kind: 24 users of ids 1..24 make ranges of 12 ids, not 3.
+    const narrow = { ...limits, maxUrls: 300, maxParts: 8 };
+    const table: readonly Format[] = FORMATS.map((f) => (f.name === 'sitemap' ? sitemapFormat(narrow) : f));
+    const fixture = createDemoDb({ users: 24, seed: 5 });
+    const work = tempDir('vidfeeds-sitemap-wide-');
+    const config = testConfig();
+    const ctx = createSiteContext(config, table, new Date(Date.UTC(2026, 0, 1)));
+    const out = join(work.dir, 'out');
+    const build = () => buildSite({ db: fixture.file, out, stateFile: join(work.dir, 'state.sqlite'), config, site: ctx, formats: table });
+    const userParts = () => [...readTree(out).keys()].filter((p) => p.startsWith('sitemap-users-')).sort();
+    expect(build().failed).toEqual([]);
+    const width = rangeWidth(24, listedPerUser, narrow);
+    expect(width).toBe(usersPerPart * 4);
+    expect(userParts()).toEqual(['sitemap-users-0-11.xml', 'sitemap-users-12-23.xml', 'sitemap-users-24-35.xml']);
+
+    // A user of id 40: the span grows past what 4 ranges of 12 hold, the ranges widen to 24 ids,
+    // and the incremental build leaves exactly the parts a full build makes, none of the old width.
+    insertUser(fixture.db, { id: 40, username: 'far-away' });
+    expect(build().mode).toBe('incremental');
+    const after = readTree(out);
+    expect(userParts()).toEqual(['sitemap-users-0-23.xml', 'sitemap-users-24-47.xml']);
+    expect(locs(after.get('sitemap-users-24-47.xml')!.toString('utf8'))).toContain('https://videos.example.org/far-away/rss/');
+    const whole = readTree(join(buildWhole(fixture.file, table), 'out'));
+    const sitemaps = (tree: Map<string, Buffer>) => [...tree.keys()].filter((p) => p.startsWith('sitemap')).sort();
+    expect(sitemaps(after)).toEqual(sitemaps(whole));
+    for (const path of sitemaps(whole)) expect(after.get(path)!.equals(whole.get(path)!), path).toBe(true);
+  });
+
+  it('replaces the parts of an earlier version (sitemap-users-K.xml) in the next incremental build', () => {
+    const { fixture, out, build } = built();
+    build();
+    // The tree and state as an earlier version left them: the same parts under single-number names.
+    const state = new Database(join(out, '..', 'state.sqlite'));
+    for (const file of readdirSync(out).filter((f) => /^sitemap-(users|videos)-\d+-\d+\.xml$/.test(f))) {
+      const [, kind, from, to] = /^sitemap-(users|videos)-(\d+)-(\d+)\.xml$/.exec(file)!;
+      const old = `sitemap-${kind}-${Number(from) / (Number(to) - Number(from) + 1)}.xml`;
+      renameSync(join(out, file), join(out, old));
+      expect(state.prepare('UPDATE outputs SET path = ? WHERE path = ?').run(old, file).changes).toBe(1);
+    }
+    state.close();
+    fixture.db.prepare('UPDATE users SET display_name = ? WHERE id = (SELECT min(id) FROM users)').run('Renamed');
+    expect(build().mode).toBe('incremental');
+    const after = readTree(out);
+    const whole = readTree(join(buildWhole(fixture.file, formats), 'out'));
+    const sitemaps = (tree: Map<string, Buffer>) => [...tree.keys()].filter((p) => p.startsWith('sitemap')).sort();
+    expect(sitemaps(after)).toEqual(sitemaps(whole));
+    expect(sitemaps(after).some((p) => /^sitemap-users-\d+\.xml$/.test(p))).toBe(false);
   });
 
   /** A full build of the database into a fresh directory; returns the directory. */

@@ -49,7 +49,7 @@ describe('the URL scheme', () => {
 
   it('publishes a key only by the one rule, and refuses the same keys in URLs', () => {
     const site = FORMATS.filter((f) => f.scope === 'site');
-    for (const bad of ['', '.', '..', '.hidden', 'a/b', 'a\\b', ' pad', 'robots.txt', 'SITEMAP.XML', 'sitemap-2.xml', 'sitemap-users-3.xml', 'Sitemap-Videos--1.xml', 'robots.txt.gz', 'a\u202Eb']) {
+    for (const bad of ['', '.', '..', '.hidden', 'a/b', 'a\\b', ' pad', 'robots.txt', 'SITEMAP.XML', 'sitemap-2.xml', 'sitemap-users-3.xml', 'sitemap-users-71-141.xml', 'Sitemap-Videos--500--1.xml', 'Sitemap-Videos--1.xml', 'robots.txt.gz', 'a\u202Eb']) {
       expect(keyProblem(bad, site), JSON.stringify(bad)).not.toBeNull();
       if (!bad.includes('/') && bad !== '' && bad !== '.' && bad !== '..') expect(matchRoute(routes, [bad, 'rss', '']), JSON.stringify(bad)).toBeNull();
     }

@@ -168,10 +168,12 @@ describe('incremental sharded builds', () => {
     for (const [path, body] of full) expect(undated(path, merged.get(path)!).equals(undated(path, body)), path).toBe(true);
     // Its id (9999) splits the sitemap by id: the newcomer is in one of the parts the index lists.
     const index = merged.get('sitemap.xml')!.toString();
-    const parts = [...merged.keys()].filter((path) => /^sitemap-users-\d+\.xml$/.test(path));
+    const parts = [...merged.keys()].filter((path) => /^sitemap-users-\d+-\d+\.xml$/.test(path));
     for (const part of parts) expect(index).toContain(`/${part}</loc>`);
     const listed = FORMATS.filter((f) => f.scope === 'user' && f.inSitemap).length;
-    const part = `sitemap-users-${Math.floor(9999 / Math.floor(SITEMAP_LIMITS.partUrls / listed))}.xml`;
+    const width = Math.floor(SITEMAP_LIMITS.partUrls / listed);
+    const from = Math.floor(9999 / width) * width;
+    const part = `sitemap-users-${from}-${from + width - 1}.xml`;
     expect(parts.filter((p) => merged.get(p)!.toString().includes(`/${name}/`))).toEqual([part]);
   });
 });

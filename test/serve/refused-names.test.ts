@@ -23,7 +23,7 @@ import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
  */
 
 const REFUSED = [
-  'robots.txt', 'ROBOTS.TXT', 'sitemap.xml', 'Sitemap.xml', 'sitemap-1.xml', 'sitemap-77.xml', 'sitemap-videos-12.xml', 'opensearch.xml', 'crossdomain.xml',
+  'robots.txt', 'ROBOTS.TXT', 'sitemap.xml', 'Sitemap.xml', 'sitemap-1.xml', 'sitemap-77.xml', 'sitemap-videos-12.xml', 'sitemap-users-0-70.xml', 'opensearch.xml', 'crossdomain.xml',
   '.hidden', 'gnp\u202e.exe', 'zero\u200bwidth', 'non\ufdd0char', 'bad\ufffdbytes',
 ];
 
