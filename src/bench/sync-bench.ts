@@ -182,7 +182,9 @@ async function loadTable(kind: BenchServer['kind'], exec: Exec, source: Database
 }
 
 function runChild(args: string[]): Promise<Timed> {
-  return runProcess(process.execPath, [CHILD, ...args]).then((stdout) => {
+  // VIDFEEDS_BENCH_PROFILE_DIR=<dir>: each timed run writes a CPU profile there.
+  const profile = process.env.VIDFEEDS_BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.VIDFEEDS_BENCH_PROFILE_DIR}`] : [];
+  return runProcess(process.execPath, [...profile, CHILD, ...args]).then((stdout) => {
     const found = stdout.split('\n').find((l) => l.startsWith('BENCH '));
     if (found === undefined) throw new Error(`sync bench child printed no result: ${stdout}`);
     const report = JSON.parse(found.slice(6)) as Record<string, unknown>;
