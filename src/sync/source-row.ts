@@ -27,7 +27,8 @@ export function rowName(plan: TablePlan, raw: Record<string, unknown>): string {
   return plan.keys.map((k) => `${k}=${typeof raw[k] === 'number' || typeof raw[k] === 'bigint' || (typeof raw[k] === 'string' && /^\d+$/.test(raw[k] as string)) ? String(raw[k]) : describeSourceValue(raw[k])}`).join(', ');
 }
 
-export function shapeRow(plan: TablePlan, raw: Record<string, unknown>, name: string): ShapedRow {
+/** `name` gives the row's name for the issues it reports; it is asked only when there is one. */
+export function shapeRow(plan: TablePlan, raw: Record<string, unknown>, name: () => string): ShapedRow {
   const values: StoredValue[] = new Array(plan.columns.length);
   const issues: ValueIssue[] = [];
   let createdAt: StoredValue | undefined;
@@ -43,7 +44,7 @@ export function shapeRow(plan: TablePlan, raw: Record<string, unknown>, name: st
       if (column === 'created_at') createdAt = value;
       continue;
     }
-    const issue = (outcome: string): ValueIssue => ({ table: plan.table, row: name, column, found: describeSourceValue(found), expected: expected(spec), rule: spec.rule, outcome });
+    const issue = (outcome: string): ValueIssue => ({ table: plan.table, row: name(), column, found: describeSourceValue(found), expected: expected(spec), rule: spec.rule, outcome });
     if (plan.keys.includes(column)) return { skipped: `key column ${column}: found ${describeSourceValue(found)}, expected ${expected(spec)}` };
     if (spec.rule === 'row' || spec.rule === 'sql' || spec.rule === 'owner') {
       const what = spec.rule === 'owner' ? 'the user is not published' : plan.table === 'videos' ? 'the video is not published' : 'the row is left out of the documents';
@@ -61,7 +62,7 @@ export function shapeRow(plan: TablePlan, raw: Record<string, unknown>, name: st
     // `created_at` is required wherever `updated_at` falls back to it, and was checked above.
     values[i] = createdAt ?? null;
     const spec = plan.specs[i]!;
-    issues.push({ table: plan.table, row: name, column: plan.columns[i]!, found: describeSourceValue(raw[plan.columns[i]!]), expected: expected(spec), rule: spec.rule, outcome: 'stored as created_at (the field is left out)' });
+    issues.push({ table: plan.table, row: name(), column: plan.columns[i]!, found: describeSourceValue(raw[plan.columns[i]!]), expected: expected(spec), rule: spec.rule, outcome: 'stored as created_at (the field is left out)' });
   }
   return { values, issues };
 }

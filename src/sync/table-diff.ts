@@ -73,22 +73,24 @@ export async function syncTable(target: Database.Database, source: SyncSource, p
   let n = 0;
   for await (const raw of source.rows(plan.query, plan.keys)) {
     if ((++n & 1023) === 0) hooks.checkStop();
-    const name = rowName(plan, raw);
+    // Most rows are unchanged and never named: the name is made when a message needs it.
+    let named: string | undefined;
+    const name = () => (named ??= rowName(plan, raw));
     const shaped = shapeRow(plan, raw, name);
     if ('skipped' in shaped) {
-      skip(name, shaped.skipped);
+      skip(name(), shaped.skipped);
       continue;
     }
     const { values, issues } = shaped;
     if (previous !== undefined) {
       const order = compareKeys(values, previous, keyCount);
       if (order === 0) {
-        skip(name, `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`);
+        skip(name(), `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`);
         continue;
       }
       if (order < 0) {
         throw new MappingError(
-          `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name} after ${previous.slice(0, keyCount).join(', ')}): return it as an integer (CAST it in the query)`,
+          `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${previous.slice(0, keyCount).join(', ')}): return it as an integer (CAST it in the query)`,
         );
       }
     }
@@ -105,8 +107,8 @@ export async function syncTable(target: Database.Database, source: SyncSource, p
       if (values.every((v, i) => sameValue(head![i], v))) {
         counts.unchanged++;
         for (const issue of issues) hooks.issue(issue);
-      } else write('update', values, name, issues, head);
-    } else write('insert', values, name, issues);
+      } else write('update', values, name(), issues, head);
+    } else write('insert', values, name(), issues);
   }
   for (let head = pages.head(); head !== undefined; pages.advance(), head = pages.head()) {
     writer.remove(head.slice(0, keyCount));
