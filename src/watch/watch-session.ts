@@ -237,12 +237,13 @@ export class WatchSession {
     this.clearTimer('retryTimer');
     if (changes.some((c) => c.startsWith('config:') || c.startsWith('template:'))) this.reload(changes.some((c) => c.startsWith('config:')));
     let lock: BuildLock | undefined;
+    let report: BuildReport | undefined;
     try {
       const connection = this.usableConnection();
       const version = this.versionOf(connection);
       if (!this.owed && version === this.builtVersion) return;
       lock = acquireBuildLock(this.options.out, { file: this.options.lockFile, command: 'vidfeeds watch', maxAgeSeconds: this.config.maxLockAgeSeconds });
-      const report = buildSite({
+      report = buildSite({
         db: this.options.db,
         out: this.options.out,
         stateFile: this.options.stateFile,
@@ -264,11 +265,18 @@ export class WatchSession {
         this.state.close();
         this.state = new BuildState(this.options.stateFile);
       }
-      this.options.onBuild(report, changes);
     } catch (error) {
+      report = undefined;
       this.failed(error);
     } finally {
       lock?.release();
+    }
+    // Reported once the lock is released: whoever reads the line may start a build of their own.
+    if (report === undefined) return;
+    try {
+      this.options.onBuild(report, changes);
+    } catch (error) {
+      this.failed(error);
     }
   }
 
