@@ -1,6 +1,6 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { orderedQuery, type ServerUrl, type SyncSource } from './sync-source.js';
+import { columnsQuery, orderedQuery, type ServerUrl, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. BIGINT and DECIMAL come as strings and dates as text
@@ -48,7 +48,7 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
     description: `${version.includes('MariaDB') ? 'MariaDB' : 'MySQL'} ${version} at ${where}`,
     async columnsOf(query) {
       try {
-        const { fields } = await run(`SELECT * FROM (${query.trim().replace(/;\s*$/, '')}) AS vidfeeds_source LIMIT 0`);
+        const { fields } = await run(columnsQuery(query));
         return fields.map((f) => f.name);
       } catch (error) {
         throw describe(error, query);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { orderedQuery, redactUrl, type SyncSource } from './sync-source.js';
+import { columnsQuery, orderedQuery, redactUrl, type SyncSource } from './sync-source.js';
 
 /**
  * PostgreSQL through pg. int8 and numeric come as strings (pg's default), and dates as their
@@ -45,7 +45,7 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
     description: `PostgreSQL ${version} at ${redactUrl(url)}`,
     async columnsOf(query) {
       try {
-        const result = await client.query(`SELECT * FROM (${query.trim().replace(/;\s*$/, '')}) AS vidfeeds_source LIMIT 0`);
+        const result = await client.query(columnsQuery(query));
         return result.fields.map((f) => f.name);
       } catch (error) {
         throw describe(error, query);

@@ -37,7 +37,17 @@ export function redactUrl(text: string): string {
 
 /** `SELECT * FROM (query) AS alias ORDER BY keys`: the mapping's own query, untouched, in key order. */
 export function orderedQuery(query: string, keys: readonly string[], quote: (name: string) => string): string {
-  return `SELECT * FROM (${trimQuery(query)}) AS vidfeeds_source ORDER BY ${keys.map(quote).join(', ')}`;
+  return `SELECT * FROM ${derivedTable(query)} ORDER BY ${keys.map(quote).join(', ')}`;
+}
+
+/** `SELECT * FROM (query) AS alias LIMIT 0`: the columns a query returns, without its rows. */
+export function columnsQuery(query: string): string {
+  return `SELECT * FROM ${derivedTable(query)} LIMIT 0`;
+}
+
+/** The query as a derived table, on lines of its own so that a `-- comment` on its last line ends there. */
+function derivedTable(query: string): string {
+  return `(\n${trimQuery(query)}\n) AS vidfeeds_source`;
 }
 
 /** The query without a final semicolon, so that it can stand inside another. */

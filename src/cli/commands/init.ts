@@ -4,6 +4,7 @@ import { dirname, relative, resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE, starterConfigText } from '../../config/load-config.js';
 import { describeIssue } from '../../db/decode.js';
 import { openForWriting } from '../../db/open-database.js';
+import { EXAMPLE_FROM_ENV, mappingExample } from '../../sync/mapping-example.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
 import { configOverrides, exitCodesHelp } from './shared-options.js';
@@ -14,6 +15,7 @@ interface InitFlags {
   writeConfig?: string | true;
   baseUrl?: string;
   siteName?: string;
+  syncExample?: boolean;
 }
 
 export function registerInit(program: Command, io: Console, setExit: (code: number) => void): void {
@@ -26,12 +28,13 @@ export function registerInit(program: Command, io: Console, setExit: (code: numb
     .option('--write-config [file]', `write a starter configuration with every setting (default: ${DEFAULT_CONFIG_FILE}); never replaces a file`)
     .option('--base-url <url>', 'baseUrl of the starter configuration')
     .option('--site-name <name>', 'siteName of the starter configuration')
+    .option('--sync-example', `fill the starter's sync section with an example mapping of every table, commented, reading the source's URL from ${EXAMPLE_FROM_ENV} (docs/adopting.md)`)
     .action((flags: InitFlags) => {
       if (flags.db === undefined && flags.writeConfig === undefined) {
         throw new UsageError('init needs --db FILE, --write-config [FILE], or both');
       }
-      if (flags.writeConfig === undefined && (flags.baseUrl !== undefined || flags.siteName !== undefined)) {
-        throw new UsageError('--base-url and --site-name fill the starter configuration: add --write-config');
+      if (flags.writeConfig === undefined && (flags.baseUrl !== undefined || flags.siteName !== undefined || flags.syncExample !== undefined)) {
+        throw new UsageError('--base-url, --site-name and --sync-example fill the starter configuration: add --write-config');
       }
       // Everything is checked before the database or the configuration is touched.
       let config: { file: string; text: string } | undefined;
@@ -40,7 +43,10 @@ export function registerInit(program: Command, io: Console, setExit: (code: numb
         if (existsSync(file)) throw new UsageError(`${file} exists: init never replaces a configuration; remove it or name another file`);
         // The database named beside it goes into the file, relative to it, so later commands need no --db.
         const db = flags.db === undefined ? undefined : relative(dirname(file), resolve(flags.db)) || resolve(flags.db);
-        config = { file, text: starterConfigText(file, { ...configOverrides({ baseUrl: flags.baseUrl, siteName: flags.siteName }), db: { flag: '--db', value: db } }) };
+        const sync = flags.syncExample
+          ? { 'sync.fromEnv': { flag: '--sync-example', value: EXAMPLE_FROM_ENV }, 'sync.tables': { flag: '--sync-example', value: mappingExample() } }
+          : {};
+        config = { file, text: starterConfigText(file, { ...configOverrides({ baseUrl: flags.baseUrl, siteName: flags.siteName }), db: { flag: '--db', value: db }, ...sync }) };
       }
       if (flags.db !== undefined) {
         const file = resolve(flags.db);
@@ -76,6 +82,10 @@ function nextSteps(flags: InitFlags, configFile: string | undefined): string {
   if (configFile === undefined) steps.push('write a configuration: vidfeeds init --write-config --base-url https://YOUR-SITE');
   else if (flags.baseUrl === undefined) steps.push(`set baseUrl in ${configFile} to the URL the tree is served under (or pass --base-url)`);
   const db = configFile !== undefined && flags.db !== undefined ? '' : ` --db ${flags.db ?? 'SITE.sqlite'}`;
+  if (flags.syncExample) {
+    steps.push(`map the site's tables: edit sync.tables in ${configFile} (docs/adopting.md), and check it with ${EXAMPLE_FROM_ENV}=mysql://USER@HOST/DATABASE vidfeeds sync${db}${configFlag} --dry-run`);
+    steps.push(`copy the rows: vidfeeds sync${db}${configFlag}`);
+  }
   steps.push(`build the tree: vidfeeds build${db}${configFlag} --out out`);
   steps.push(`look at it: vidfeeds serve${db}${configFlag} --out out, then open http://127.0.0.1:8080/sitemap.xml`);
   steps.push('serve it in production: vidfeeds hosting nginx --root out (docs/deploy.md)');
