@@ -142,6 +142,24 @@ describe('vidfeeds hosting apache, headers, redirects', () => {
     for (const line of cloudflare.split('\n').filter((l) => l && !l.startsWith('#'))) expect(line.split(/\s+/)).toHaveLength(3);
     expect(cli(['hosting', 'redirects', '--for', 'vercel']).code).toBe(2);
   });
+
+  it("give the feeds a WebSub Link in _headers only for Cloudflare Pages, the one host that can name the feed in it", () => {
+    const dir = work();
+    const config = join(dir, 'vidfeeds.config.json');
+    writeFileSync(config, JSON.stringify({ baseUrl: 'https://example.org/videos', websub: { hubs: ['https://hub.example.net/'] } }));
+    const cloudflare = cli(['hosting', 'headers', '--for', 'cloudflare', '--config', config]).stdout;
+    const link = '  Link: <https://hub.example.net/>; rel="hub", <https://example.org/videos/:key/rss/>; rel="self"';
+    expect(cloudflare).toContain(`/videos/:key/rss/\n  Content-Type: application/rss+xml; charset=utf-8\n  Cache-Control: public, max-age=900\n  X-Content-Type-Options: nosniff\n${link}\n`);
+    expect(cloudflare).toContain(`/videos/:key/rss\n  Content-Type: application/rss+xml; charset=utf-8\n  Cache-Control: public, max-age=900\n  X-Content-Type-Options: nosniff\n${link}\n`);
+    expect(cloudflare.match(/^  Link: /gm)).toHaveLength(4);
+    for (const host of [['--for', 'netlify'], []]) {
+      const text = cli(['hosting', 'headers', ...host, '--config', config]).stdout;
+      expect(text, host.join(' ')).not.toContain('Link:');
+      expect(text, host.join(' ')).toContain("WebSub Link headers are left out: only Cloudflare Pages (--for cloudflare)");
+    }
+    expect(cli(['hosting', 'headers', '--for', 'cloudflare']).stdout).not.toContain('Link');
+    expect(cli(['hosting', 'headers', '--for', 'vercel']).code).toBe(2);
+  });
 });
 
 describe('vidfeeds hosting manifest', () => {

@@ -7,6 +7,7 @@ import type { RunSettings } from '../../config/run-settings.js';
 import { requireOption } from '../check-command-line.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
 import { FORMATS } from '../../formats/registry.js';
+import type { Format } from '../../formats/format.js';
 import { htaccess } from '../../hosting/apache.js';
 import { buildManifest } from '../../hosting/manifest.js';
 import { websubLinkOfMatch } from '../../hosting/websub-links.js';
@@ -203,18 +204,20 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
     setExit(EXIT.ok);
   });
 
-  exitCodesHelp(configOptions(hosting.command('headers').description('print a _headers file for Netlify and Cloudflare Pages'), { siteName: false }), EXIT_CODES).action((flags: ConfigFlags) => {
+  const headers = hosting
+    .command('headers')
+    .description('print a _headers file for Netlify and Cloudflare Pages')
+    .option('--for <host>', "netlify or cloudflare (default: a file both read; only cloudflare's carries the feeds' WebSub Link)", pagesHost);
+  exitCodesHelp(configOptions(headers, { siteName: false }), EXIT_CODES).action((flags: ConfigFlags & { for?: PagesHost }) => {
     const { config, paths } = siteOf(flags, io);
-    io.out(headersFile(routesOf(FORMATS), paths.basePath, GENERATOR, (format) => cacheControlOf(config.cacheControl, format)));
+    const cacheControl = (format: Format) => cacheControlOf(config.cacheControl, format);
+    io.out(headersFile(routesOf(FORMATS), paths.basePath, GENERATOR, cacheControl, { host: flags.for, websub: { hubs: config.websub.hubs, base: paths.base } }));
     setExit(EXIT.ok);
   });
 
   const redirects = hosting.command('redirects').description('print a _redirects file (rewrites, status 200) for Netlify or Cloudflare Pages');
   requireOption(redirects, '--for <host>', 'netlify or cloudflare');
-  redirects.options.at(-1)!.argParser((value: string) => {
-    if (value !== 'netlify' && value !== 'cloudflare') throw new InvalidArgumentError('must be netlify or cloudflare');
-    return value;
-  });
+  redirects.options.at(-1)!.argParser(pagesHost);
   exitCodesHelp(configOptions(redirects, { siteName: false }), EXIT_CODES).action((flags: ConfigFlags & { for: PagesHost }) => {
     const { paths } = siteOf(flags, io);
     io.out(redirectsFile(routesOf(FORMATS), paths.basePath, flags.for, GENERATOR));
@@ -242,4 +245,9 @@ export function registerHosting(program: Command, io: Console, setExit: (code: n
     io.log.info(`${built.files.length} files in the manifest`);
     setExit(EXIT.ok);
   });
+}
+
+function pagesHost(value: string): PagesHost {
+  if (value !== 'netlify' && value !== 'cloudflare') throw new InvalidArgumentError('must be netlify or cloudflare');
+  return value;
 }
