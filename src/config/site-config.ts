@@ -73,6 +73,8 @@ export interface SyncTableConfig {
   query: string | string[];
   /** Text columns whose HTML character references are decoded. */
   decodeEntities?: string[];
+  /** A column the query returns beside the table's, holding when the source row last changed (`sync --changed-only`). */
+  watermark?: string;
 }
 
 /**

@@ -1,6 +1,6 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, orderedQuery, type ServerUrl, type SyncSource } from './sync-source.js';
+import { columnsQuery, keysQuery, maxQuery, orderedQuery, type Dialect, type ServerUrl, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. BIGINT and DECIMAL come as strings and dates as text
@@ -34,6 +34,14 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
     new Promise<{ rows: unknown; fields: FieldPacket[] }>((resolve, reject) =>
       connection.query(sql, (error, rows, fields) => (error ? reject(error) : resolve({ rows, fields: fields as FieldPacket[] }))),
     );
+  // Rows as a stream that pauses the connection while the sync catches up.
+  async function* stream<T>(options: { sql: string; values?: unknown[]; rowsAsArray?: boolean }, query: string): AsyncIterable<T> {
+    try {
+      for await (const row of connection.query(options).stream({ highWaterMark: 2000 })) yield row as T;
+    } catch (error) {
+      throw describe(error, query);
+    }
+  }
   try {
     await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
     await run("SET time_zone = '+00:00'");
@@ -54,10 +62,16 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
         throw describe(error, query);
       }
     },
-    async *rows(query, keys) {
-      const stream = connection.query(orderedQuery(query, keys, quoteName)).stream({ highWaterMark: 2000 });
+    rows(query, keys, filter) {
+      const { sql, params } = orderedQuery(query, keys, DIALECT, filter);
+      return stream<Record<string, unknown>>({ sql, values: params }, query);
+    },
+    keys(query, keys) {
+      return stream<unknown[]>({ sql: keysQuery(query, keys, DIALECT), rowsAsArray: true }, query);
+    },
+    async max(query, column) {
       try {
-        for await (const row of stream) yield row as Record<string, unknown>;
+        return ((await run(maxQuery(query, column, DIALECT))).rows as Array<{ vidfeeds_max: unknown }>)[0]?.vidfeeds_max ?? null;
       } catch (error) {
         throw describe(error, query);
       }
@@ -69,9 +83,10 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
   };
 }
 
-function quoteName(name: string): string {
-  return `\`${name.replaceAll('`', '``')}\``;
-}
+const DIALECT: Dialect = {
+  quote: (name) => `\`${name.replaceAll('`', '``')}\``,
+  param: () => '?',
+};
 
 function mysqlError(error: unknown, where: string, query: string): Error {
   const e = error as { code?: string; fatal?: boolean; message?: string };

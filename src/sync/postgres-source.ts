@@ -1,7 +1,7 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, orderedQuery, redactUrl, type SyncSource } from './sync-source.js';
+import { columnsQuery, keysQuery, maxQuery, orderedQuery, redactUrl, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
  * PostgreSQL through pg. int8 and numeric come as strings (pg's default), and dates as their
@@ -41,6 +41,21 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
   }
   const version = String((await client.query('SHOW server_version')).rows[0]?.server_version ?? '');
   const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
+  // Rows through a cursor, 2,000 at a time.
+  async function* read<T>(cursor: Cursor, query: string): AsyncIterable<T> {
+    client.query(cursor);
+    try {
+      for (;;) {
+        const batch = (await cursor.read(2000)) as T[];
+        if (batch.length === 0) break;
+        yield* batch;
+      }
+    } catch (error) {
+      throw describe(error, query);
+    } finally {
+      await cursor.close().catch(() => undefined);
+    }
+  }
   return {
     description: `PostgreSQL ${version} at ${redactUrl(url)}`,
     async columnsOf(query) {
@@ -51,18 +66,18 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
         throw describe(error, query);
       }
     },
-    async *rows(query, keys) {
-      const cursor = client.query(new Cursor(orderedQuery(query, keys, quoteName)));
+    rows(query, keys, filter) {
+      const { sql, params } = orderedQuery(query, keys, DIALECT, filter);
+      return read<Record<string, unknown>>(new Cursor(sql, params), query);
+    },
+    keys(query, keys) {
+      return read<unknown[]>(new Cursor(keysQuery(query, keys, DIALECT), [], { rowMode: 'array' }), query);
+    },
+    async max(query, column) {
       try {
-        for (;;) {
-          const batch = (await cursor.read(2000)) as Array<Record<string, unknown>>;
-          if (batch.length === 0) break;
-          yield* batch;
-        }
+        return (await client.query(maxQuery(query, column, DIALECT))).rows[0]?.vidfeeds_max ?? null;
       } catch (error) {
         throw describe(error, query);
-      } finally {
-        await cursor.close().catch(() => undefined);
       }
     },
     async close() {
@@ -71,9 +86,10 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
   };
 }
 
-function quoteName(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
+const DIALECT: Dialect = {
+  quote: (name) => `"${name.replaceAll('"', '""')}"`,
+  param: (index) => `$${index}`,
+};
 
 function postgresError(error: unknown, url: string, query: string): Error {
   const e = error as { code?: string; message?: string };

@@ -8,8 +8,12 @@ import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted } from './sync-errors.js';
 import { openSource } from './open-source.js';
 import type { SourceOptions, SyncSource } from './sync-source.js';
-import { syncTable, type TableCounts } from './table-diff.js';
-import { planTables, type TableMapping } from './table-plan.js';
+import { MAX_MISSING_KEYS, syncChangedRows } from './changed-rows.js';
+import { syncTable } from './table-diff.js';
+import { planTables, type TableMapping, type TablePlan } from './table-plan.js';
+import { TableSync, type DiffHooks, type TableCounts } from './table-sync.js';
+import { TableWriter } from './table-writer.js';
+import { encodeMark, mappingId, SyncMarks, type Mode, type TableMarks } from './watermark-state.js';
 
 /**
  * `vidfeeds sync`: brings vidfeeds's database to exactly the rows the mapping selects from the
@@ -28,6 +32,8 @@ export interface SyncRequest {
   source?: SourceOptions;
   tables: Readonly<Record<string, TableMapping>>;
   dryRun: boolean;
+  /** Read only the rows that changed since the last syncs, for the tables with a watermark column. */
+  changedOnly?: boolean;
   /** How long to wait for another sync holding the database; 0 gives up at once (exit 75). */
   waitSeconds: number;
   command?: string;
@@ -40,10 +46,18 @@ export interface SyncHooks {
   stopRequested?(): 'SIGINT' | 'SIGTERM' | null;
 }
 
+/** What was done to one table, and how: `changed` read only the changed rows, `full` compared every row. */
+export interface TableReport extends TableCounts {
+  mode: 'full' | 'changed';
+  /** With --changed-only, why the table was compared in full. */
+  reason?: string;
+}
+
 export interface SyncReport {
   source: string;
   dryRun: boolean;
-  tables: Record<string, TableCounts>;
+  changedOnly: boolean;
+  tables: Record<string, TableReport>;
   /** Rows inserted, updated and deleted over every table. */
   changes: number;
   /** Entries the change log gained (changes, and rows that foreign keys deleted with them); 0 for a dry run. */
@@ -68,36 +82,47 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     lock = takeLock(request);
     source = await openSource(request.from, request.source);
     const plans = await planTables(target, source, request.tables);
-    const report: SyncReport = { source: source.description, dryRun: request.dryRun, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0 };
+    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0 };
     const checkStop = () => {
       const signal = hooks.stopRequested?.() ?? null;
       if (signal !== null) throw new SyncInterrupted(signal);
     };
+    const diffHooks: DiffHooks = {
+      skipped: (row) => {
+        report.skipped++;
+        hooks.skipped?.(row);
+      },
+      issue: (issue) => {
+        report.issues++;
+        hooks.issue?.(issue);
+      },
+      checkStop,
+    };
     begin(target, request.db);
     try {
       const before = logPosition(target);
+      const marks = new SyncMarks(target);
+      const newMarks = new Map<string, TableMarks>();
+      let firstMarks = false;
       for (const plan of plans) {
         checkStop();
-        const counts = await syncTable(target, source, plan, {
-          skipped: (row) => {
-            report.skipped++;
-            hooks.skipped?.(row);
-          },
-          issue: (issue) => {
-            report.issues++;
-            hooks.issue?.(issue);
-          },
-          checkStop,
-        });
-        report.tables[plan.table] = counts;
+        const { counts, mode, mark, first } = await syncOne(target, source, plan, request, marks, diffHooks);
+        firstMarks ||= first === true;
+        report.tables[plan.table] = { ...counts, mode: mode.mode, ...(request.changedOnly && mode.mode === 'full' ? { reason: mode.reason } : {}) };
         report.changes += counts.inserted + counts.updated + counts.deleted;
+        if (mark !== undefined) newMarks.set(plan.table, mark);
       }
       checkStop();
       // Nothing to write (or only looking): the transaction ends without a commit, so not even
-      // SQLite's data_version moves and `watch` sees no change.
-      if (request.dryRun || report.changes === 0) target.exec('ROLLBACK');
+      // SQLite's data_version moves and `watch` sees no change. The marks move only with changes,
+      // or when a mapping has none yet: a sync that finds nothing leaves them, and its window of
+      // rows to read next time only grows (src/sync/watermark-state.ts).
+      const logged = logPosition(target) - before;
+      const marking = !request.dryRun && (report.changes > 0 || firstMarks);
+      if (marking) for (const [table, mark] of newMarks) marks.write(table, { ...mark, log: before + logged });
+      if (request.dryRun || (report.changes === 0 && !marking)) target.exec('ROLLBACK');
       else {
-        report.logged = logPosition(target) - before;
+        report.logged = logged;
         target.exec('COMMIT');
       }
     } finally {
@@ -110,6 +135,38 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     target.close();
     lock?.release();
   }
+}
+
+/**
+ * One table: only its changed rows when they were asked for and can be trusted, else a full
+ * compare; and, for a table with a watermark, the marks this sync leaves for the next.
+ */
+async function syncOne(
+  target: Database.Database,
+  source: SyncSource,
+  plan: TablePlan,
+  request: SyncRequest,
+  marks: SyncMarks,
+  hooks: DiffHooks,
+): Promise<{ counts: TableCounts; mode: Mode; mark?: TableMarks; first?: boolean }> {
+  const sync = new TableSync(plan, new TableWriter(target, plan), hooks);
+  const mapping = plan.watermark === null ? '' : mappingId(request.from, plan);
+  // Read before the rows, in the same snapshot: rows changed after it are past it.
+  const latest = plan.watermark === null ? null : encodeMark(await source.max(plan.query, plan.watermark));
+  let mode: Mode = request.changedOnly ? marks.mode(plan, mapping, latest) : { mode: 'full', reason: 'asked for' };
+  let done = false;
+  if (mode.mode === 'changed') {
+    done = await syncChangedRows(target, source, sync, mode.since, hooks.checkStop);
+    if (!done) mode = { mode: 'full', reason: `more than ${MAX_MISSING_KEYS} of its source rows are missing from vidfeeds's table` };
+  }
+  if (!done) await syncTable(target, source, sync);
+  const counts = sync.finish();
+  if (plan.watermark === null) return { counts, mode };
+  // The first sync of a mapping reads from its own greatest watermark next time; later ones keep
+  // one sync of overlap (src/sync/watermark-state.ts).
+  const earlier = marks.read(plan.table);
+  const first = earlier?.mapping !== mapping;
+  return { counts, mode, mark: { mapping, previous: first ? latest : earlier!.latest, latest, log: 0 }, first };
 }
 
 function takeLock(request: SyncRequest): BuildLock {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { orderedQuery, trimQuery, type SyncSource } from './sync-source.js';
+import { keysQuery, maxQuery, orderedQuery, trimQuery, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
  * Another application's SQLite file, opened read-only: its integers come as BigInt (no value is
@@ -32,18 +32,33 @@ export async function openSqliteSource(file: string): Promise<SyncSource> {
       if (!statement.reader) throw new MappingError(`it returns no rows (not a SELECT); the query: ${query.trim()}`);
       return statement.columns().map((c) => c.name);
     },
-    async *rows(query, keys) {
-      const statement = prepare(orderedQuery(query, keys, (name) => `"${name.replaceAll('"', '""')}"`), query).safeIntegers(true);
-      let n = 0;
-      for (const row of statement.iterate() as Iterable<Record<string, unknown>>) {
-        // The rows come without waiting on anything: let signals and timers in now and then.
-        if ((++n & 4095) === 0) await new Promise((resolve) => setImmediate(resolve));
-        yield row;
-      }
+    rows(query, keys, filter) {
+      const { sql, params } = orderedQuery(query, keys, DIALECT, filter);
+      return iterate<Record<string, unknown>>(prepare(sql, query).safeIntegers(true), params);
+    },
+    keys(query, keys) {
+      return iterate<unknown[]>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true).raw(true), []);
+    },
+    async max(query, column) {
+      return (prepare(maxQuery(query, column, DIALECT), query).safeIntegers(true).get() as { vidfeeds_max: unknown } | undefined)?.vidfeeds_max ?? null;
     },
     async close() {
       if (db.inTransaction) db.exec('COMMIT');
       db.close();
     },
   };
+}
+
+const DIALECT: Dialect = {
+  quote: (name) => `"${name.replaceAll('"', '""')}"`,
+  param: () => '?',
+};
+
+async function* iterate<T>(statement: Database.Statement, params: unknown[]): AsyncIterable<T> {
+  let n = 0;
+  for (const row of statement.iterate(...params) as Iterable<T>) {
+    // The rows come without waiting on anything: let signals and timers in now and then.
+    if ((++n & 4095) === 0) await new Promise((resolve) => setImmediate(resolve));
+    yield row;
+  }
 }

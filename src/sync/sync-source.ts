@@ -9,8 +9,12 @@ export interface SyncSource {
   readonly description: string;
   /** The names of the columns a query returns, without reading its rows. */
   columnsOf(query: string): Promise<string[]>;
-  /** The rows of a query, ordered by `keys` (columns it returns). */
-  rows(query: string, keys: readonly string[]): AsyncIterable<Record<string, unknown>>;
+  /** The rows of a query (those `filter` picks, if given), ordered by `keys` (columns it returns). */
+  rows(query: string, keys: readonly string[], filter?: RowFilter): AsyncIterable<Record<string, unknown>>;
+  /** Only the keys of a query's rows, each as an array in the order of `keys`, in key order. */
+  keys(query: string, keys: readonly string[]): AsyncIterable<unknown[]>;
+  /** The greatest value of a column the query returns, as the driver gives it; null when there is none. */
+  max(query: string, column: string): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -35,9 +39,42 @@ export function redactUrl(text: string): string {
   return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/@]*@/i, '$1***@');
 }
 
-/** `SELECT * FROM (query) AS alias ORDER BY keys`: the mapping's own query, untouched, in key order. */
-export function orderedQuery(query: string, keys: readonly string[], quote: (name: string) => string): string {
-  return `SELECT * FROM ${derivedTable(query)} ORDER BY ${keys.map(quote).join(', ')}`;
+/**
+ * Which rows of a query to read: those whose watermark column is past a value (`after`), and those
+ * whose key is one of `keys` (each an array in key order).
+ */
+export interface RowFilter {
+  after?: { column: string; value: unknown };
+  keys: ReadonlyArray<readonly unknown[]>;
+}
+
+/** How a source's SQL names a column and a parameter (`?` or `$1`). */
+export interface Dialect {
+  quote(name: string): string;
+  param(index: number): string;
+}
+
+/** `SELECT * FROM (query) AS alias [WHERE filter] ORDER BY keys`: the mapping's own query, untouched, in key order. */
+export function orderedQuery(query: string, keys: readonly string[], dialect: Dialect, filter?: RowFilter): { sql: string; params: unknown[] } {
+  const order = ` ORDER BY ${keys.map(dialect.quote).join(', ')}`;
+  if (filter === undefined) return { sql: `SELECT * FROM ${derivedTable(query)}${order}`, params: [] };
+  const params: unknown[] = [];
+  const param = (value: unknown) => dialect.param(params.push(value));
+  const picks = filter.after === undefined ? [] : [`${dialect.quote(filter.after.column)} >= ${param(filter.after.value)}`];
+  // A key of several columns as (a = ? AND b = ?) OR ...: row values in IN lists are not read alike by every database.
+  for (const key of filter.keys) picks.push(`(${keys.map((k, i) => `${dialect.quote(k)} = ${param(key[i])}`).join(' AND ')})`);
+  return { sql: `SELECT * FROM ${derivedTable(query)} WHERE ${picks.length === 0 ? 'FALSE' : picks.join(' OR ')}${order}`, params };
+}
+
+/** `SELECT keys FROM (query) AS alias ORDER BY keys`. */
+export function keysQuery(query: string, keys: readonly string[], dialect: Dialect): string {
+  const columns = keys.map(dialect.quote).join(', ');
+  return `SELECT ${columns} FROM ${derivedTable(query)} ORDER BY ${columns}`;
+}
+
+/** `SELECT max(column) FROM (query) AS alias`. */
+export function maxQuery(query: string, column: string, dialect: Dialect): string {
+  return `SELECT max(${dialect.quote(column)}) AS vidfeeds_max FROM ${derivedTable(query)}`;
 }
 
 /** `SELECT * FROM (query) AS alias LIMIT 0`: the columns a query returns, without its rows. */

@@ -32,6 +32,8 @@ export const SYNC_ORDER = [
 export interface TableMapping {
   query: string;
   decodeEntities: readonly string[];
+  /** A column the query returns beside the table's: when the source row last changed (`sync --changed-only`). */
+  watermark?: string | null;
 }
 
 /** One vidfeeds table as a sync writes it. */
@@ -47,6 +49,8 @@ export interface TablePlan {
   decode: ReadonlySet<number>;
   /** Per referring column, the table it refers to (from the schema's foreign keys). */
   references: ReadonlyMap<string, string>;
+  /** The column of the query that says when a row last changed; not stored. */
+  watermark: string | null;
 }
 
 /** Every mapped table's plan, in sync order; a MappingError names the first table and column that is wrong. */
@@ -77,8 +81,15 @@ function planTable(target: Database.Database, table: string, map: TableMapping, 
   const info = target.prepare(`SELECT name, "notnull" AS not_null, dflt_value AS dflt, pk FROM pragma_table_info(?)`).all(table) as Array<{ name: string; not_null: number; dflt: string | null; pk: number }>;
   const spec = SITE_TABLES[table]!;
   const where = `sync.tables.${table}`;
+  const watermark = map.watermark ?? null;
+  if (watermark !== null && !returned.includes(watermark)) {
+    throw new MappingError(`${where}.watermark: the query does not return column ${watermark}; it returns ${returned.join(', ')}`);
+  }
+  if (watermark !== null && spec.columns[watermark] !== undefined) {
+    throw new MappingError(`${where}.watermark: ${watermark} is a column of ${table}; return the time a row last changed under a name of its own (AS changed_at)`);
+  }
   const seen = new Set<string>();
-  for (const column of returned) {
+  for (const column of returned.filter((c) => c !== watermark)) {
     if (seen.has(column)) throw new MappingError(`${where}: the query returns column ${column} twice`);
     seen.add(column);
     if (!info.some((c) => c.name === column) || spec.columns[column] === undefined) {
@@ -94,7 +105,7 @@ function planTable(target: Database.Database, table: string, map: TableMapping, 
     if (!seen.has(column)) throw new MappingError(`${where}.decodeEntities: the query does not return column ${column}`);
     if (!['text', 'url', 'name'].includes(spec.columns[column]!.kind)) throw new MappingError(`${where}.decodeEntities: ${column} is not a text column`);
   }
-  const columns = [...spec.key, ...returned.filter((c) => !spec.key.includes(c))];
+  const columns = [...spec.key, ...returned.filter((c) => !spec.key.includes(c) && c !== watermark)];
   const references = new Map(
     (target.prepare(`SELECT "from" AS col, "table" AS parent FROM pragma_foreign_key_list(?)`).all(table) as Array<{ col: string; parent: string }>).map((r) => [r.col, r.parent]),
   );
@@ -106,5 +117,6 @@ function planTable(target: Database.Database, table: string, map: TableMapping, 
     specs: columns.map((c) => spec.columns[c]!),
     decode: new Set(map.decodeEntities.map((c) => columns.indexOf(c))),
     references,
+    watermark,
   };
 }

@@ -2,7 +2,9 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { buildUrls, docBlock, dumpTables, expectTreeEqualsFullBuild, logAfter, logPosition, syncSite, type SyncSite } from './sync-scenario.js';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildUrls, docBlock, dumpTables, expectTreeEqualsFullBuild, logAfter, logPosition, siteRows, syncSite, type SyncSite } from './sync-scenario.js';
 
 /**
  * The PostgreSQL worked example of docs/adopting.md, against a real PostgreSQL server: the URL from
@@ -94,6 +96,24 @@ describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.
     expect(urls.written).toEqual(expect.arrayContaining(['https://videos.example.org/ana/rss/', 'https://videos.example.org/ben-rolls/oembed/']));
     for (const url of urls.written) expect(url).toMatch(/^https:\/\/videos\.example\.org\/(ana|ben|lisbon-trams|ben-rolls)\/|sitemap/);
     expectTreeEqualsFullBuild(site);
+  });
+
+  it('--changed-only reads the accounts written since the last syncs (updated_at, set by a trigger), and ends as a full compare does', async () => {
+    await server.admin.query(
+      "UPDATE accounts SET name = 'Ben B.' WHERE id = 2; " +
+        "INSERT INTO accounts (id, handle, name, created_at) VALUES (5, 'eva', 'Eva', '2015-07-01 00:00:00+00'); " +
+        'DELETE FROM accounts WHERE id = 3',
+    );
+    const { result, report } = site.syncJson(['--changed-only']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.tables.users).toMatchObject({ mode: 'changed', inserted: 1, updated: 1, deleted: 1, skipped: 0 });
+    expect(report.tables.users!.unchanged).toBeLessThan(3);
+    expect(report.tables.videos).toMatchObject({ mode: 'full', reason: expect.stringMatching(/no watermark column/) });
+    mkdirSync(join(temp.dir, 'reference'));
+    const reference = syncSite(join(temp.dir, 'reference'), docBlock('postgres-config'), null);
+    expect(reference.sync().code).toBe(0);
+    expect(siteRows(site.db)).toBe(siteRows(reference.db));
+    expect(site.syncJson(['--changed-only']).report).toMatchObject({ changes: 0, tables: { users: { mode: 'changed' } } });
   });
 
   it('exits 75 and writes nothing when the password is refused or the server has stopped', async () => {

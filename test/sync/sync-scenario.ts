@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { expect } from 'vitest';
 import { BIN, cli, readTree, type CliResult } from '../helpers/cli.js';
 import { undated } from '../helpers/tree.js';
+import { SYNC_ORDER } from '../../src/sync/table-plan.js';
 
 /**
  * What the sync tests of both servers share: the worked examples of docs/adopting.md (read from
@@ -77,6 +78,16 @@ export function dumpTables(file: string): string {
     // The log's times are the clock's, not the rows': two syncs of the same rows log the same entries at other times.
     const columns = (t: string) => (t === 'change_log' ? 'seq, table_name, op, old_keys, new_keys' : '*');
     return JSON.stringify(tables.map((t) => [t, db.prepare(`SELECT ${columns(t)} FROM "${t}" ORDER BY 1, 2`).raw(true).all()]));
+  } finally {
+    db.close();
+  }
+}
+
+/** The rows of vidfeeds's site tables alone, in key order: equal for two databases synced to the same rows, whatever their logs and marks. */
+export function siteRows(file: string): string {
+  const db = new Database(file, { readonly: true });
+  try {
+    return JSON.stringify(SYNC_ORDER.map((t) => [t, db.prepare(`SELECT * FROM "${t}" ORDER BY 1, 2`).raw(true).all()]));
   } finally {
     db.close();
   }

@@ -15,6 +15,7 @@ interface SyncFlags {
   config?: string;
   from?: string;
   dryRun?: boolean;
+  changedOnly?: boolean;
   wait?: number;
   json?: boolean;
   quiet?: boolean;
@@ -40,6 +41,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
     .option('--config <file>', 'configuration file with the `sync` section (default: vidfeeds.config.json if present)')
     .option('--from <url>', 'the source: mysql://, mariadb://, postgres://, postgresql:// or sqlite: URL (overrides sync.from)')
     .option('--dry-run', 'report the inserts, updates and deletes per table without writing them')
+    .option('--changed-only', "for tables with a watermark column (sync.tables.<table>.watermark): read only the rows changed since the last syncs, and the keys (for deletions); a full compare stays the reference (docs/adopting.md)")
     .option('--wait <seconds>', 'when another sync holds the database, wait up to this long for it (default 0: exit 75 at once)', seconds)
     .option('--json', 'print one JSON object on stdout: counts per table, rows skipped with reasons, values replaced, seconds')
     .option('--quiet', 'print only problems (skipped rows, replaced values, errors): no summary')
@@ -48,7 +50,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
       const issues: ValueIssue[] = [];
       await withJsonErrors('sync', flags.json, io.out, async () => {
         const { site: config, run } = readSettings(flags, io);
-        const request = syncRequest(config, { db: databaseOf(flags.db, run), from: flags.from, dryRun: flags.dryRun, wait: flags.wait }, process.env);
+        const request = syncRequest(config, { db: databaseOf(flags.db, run), from: flags.from, dryRun: flags.dryRun, changedOnly: flags.changedOnly, wait: flags.wait }, process.env);
         let stop: 'SIGINT' | 'SIGTERM' | null = null;
         const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
           stop = signal;
@@ -89,7 +91,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
 /** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`). */
 export function syncRequest(
   config: SiteConfig,
-  flags: { db: string; from?: string; dryRun?: boolean; wait?: number; command?: string },
+  flags: { db: string; from?: string; dryRun?: boolean; changedOnly?: boolean; wait?: number; command?: string },
   env: Readonly<Record<string, string | undefined>>,
 ): SyncRequest {
   const fromEnv = config.sync.fromEnv === null ? undefined : env[config.sync.fromEnv];
@@ -103,8 +105,8 @@ export function syncRequest(
   }
   const tables = Object.fromEntries(
     Object.entries(config.sync.tables).map(([table, map]) => {
-      const { query, decodeEntities = [] } = typeof map === 'string' || Array.isArray(map) ? { query: map } : map;
-      return [table, { query: Array.isArray(query) ? query.join('\n') : query, decodeEntities }];
+      const { query, decodeEntities = [], watermark = null } = typeof map === 'string' || Array.isArray(map) ? { query: map } : map;
+      return [table, { query: Array.isArray(query) ? query.join('\n') : query, decodeEntities, watermark }];
     }),
   );
   if (Object.keys(tables).length === 0) throw new UsageError('sync.tables maps no table: write one SELECT per vidfeeds table in the configuration (docs/adopting.md)');
@@ -114,6 +116,7 @@ export function syncRequest(
     source: { passwordFile: config.sync.passwordFile },
     tables,
     dryRun: flags.dryRun ?? false,
+    changedOnly: flags.changedOnly ?? false,
     waitSeconds: flags.wait ?? 0,
     command: flags.command,
   };
@@ -125,7 +128,12 @@ export function syncSummary(report: SyncReport): string {
   const perTable = Object.entries(report.tables)
     .filter(([, c]) => c.inserted + c.updated + c.deleted > 0)
     .map(([table, c]) => `${table} ${[c.inserted && `+${c.inserted}`, c.updated && `~${c.updated}`, c.deleted && `-${c.deleted}`].filter(Boolean).join(' ')}`);
-  const extra = [report.skipped > 0 ? `${report.skipped} rows skipped` : '', report.issues > 0 ? `${report.issues} bad values replaced` : ''].filter(Boolean);
+  const changed = Object.values(report.tables).filter((t) => t.mode === 'changed').length;
+  const extra = [
+    report.skipped > 0 ? `${report.skipped} rows skipped` : '',
+    report.issues > 0 ? `${report.issues} bad values replaced` : '',
+    report.changedOnly ? `changed rows only in ${changed} of ${Object.keys(report.tables).length} tables` : '',
+  ].filter(Boolean);
   return (
     `sync from ${report.source}${report.dryRun ? ' (dry run, nothing written)' : ''}: ${verb} ${report.changes} ${report.changes === 1 ? 'change' : 'changes'}` +
     `${perTable.length > 0 ? ` (${perTable.join(', ')})` : ''}${extra.length > 0 ? `, ${extra.join(', ')}` : ''} in ${report.seconds.toFixed(2)}s`

@@ -8,7 +8,7 @@ import { requireOption } from '../check-command-line.js';
 import { previewUrlWarning } from '../preview-warning.js';
 import { shortName, watchInputs } from '../../watch/file-watcher.js';
 import { DEFAULT_POLL_MS, WatchSession } from '../../watch/watch-session.js';
-import { EXIT } from '../errors.js';
+import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
 import { buildRequest, summaryFields, summaryText } from './build.js';
 import { configOptions, configOverrides, databaseOf, exitCodesHelp, nonNegativeInteger, outOf, positiveInteger, readSettings, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
@@ -29,6 +29,7 @@ interface WatchFlags extends ConfigFlags, AnnounceFlags {
   db?: string;
   out?: string;
   syncEvery?: number;
+  syncChangedOnly?: boolean;
   state?: string;
   debounce: number;
   poll: number;
@@ -54,6 +55,7 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
       .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS)
       .option('--sync-every <seconds>', "also run `vidfeeds sync` (the configuration's sync section) at start and then every SECONDS; a sync that changed something is built", positiveInteger('--sync-every', 86_400))
+      .option('--sync-changed-only', 'with --sync-every: sync as `vidfeeds sync --changed-only` does (tables with a watermark column read only their changed rows)')
       .option('--on-change <command>', 'run COMMAND (through sh) with the changed and removed URLs on its standard input, one per line, batched like the notifications')
       .option('--no-notify', 'do not notify the WebSub hubs and IndexNow of the configuration')
       .option('--notify-delay <ms>', 'send the changes of every build within this long of the first together: one request per hub for a burst of edits', nonNegativeInteger('--notify-delay', 600_000), 2000),
@@ -66,6 +68,7 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
 /** The watch itself: a session of builds, the inputs' watcher, the notifications and the syncs, until a signal. */
 async function watchAction(flags: WatchFlags, io: Console, setExit: (code: number) => void): Promise<void> {
   io.log.withTimes();
+  if (flags.syncChangedOnly && flags.syncEvery === undefined) throw new UsageError('--sync-changed-only goes with --sync-every');
   const { run } = readSettings(flags, io);
   const request = buildRequest({ db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
   checkDatabaseFile(request.db);
@@ -116,7 +119,7 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
       : new SyncInterval({
           everyMs: flags.syncEvery * 1000,
           run: (stopping) =>
-            runSync(syncRequest(load(), { db: request.db, command: 'vidfeeds watch --sync-every' }, process.env), {
+            runSync(syncRequest(load(), { db: request.db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every' }, process.env), {
               skipped: (row) => io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`),
               issue: (issue) => io.log.warn(`sync: ${describeIssue(issue)}`),
               stopRequested: () => (stopping() ? 'SIGTERM' : null),

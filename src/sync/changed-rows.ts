@@ -1,0 +1,73 @@
+import type Database from 'better-sqlite3';
+import { MappingError } from './sync-errors.js';
+import { normaliseValue, WRONG } from './sync-values.js';
+import type { RowFilter, SyncSource } from './sync-source.js';
+import { TargetPages } from './table-diff.js';
+import { compareKeys, type TableSync } from './table-sync.js';
+
+/**
+ * One table brought to the source's rows by reading only what changed since an earlier sync
+ * (`sync --changed-only`, for a table with a watermark column). Two reads of the source:
+ * - its keys alone, merged with vidfeeds's keys: a key only vidfeeds has is deleted, and a key only
+ *   the source has (a new row whose watermark did not move, or one skipped before because a row
+ *   it refers to was missing) is read in full below;
+ * - the rows whose watermark is past `since`, and those keys: each is compared with its stored
+ *   row, and written only when a value differs.
+ * When more keys are missing than a filter should carry, the caller compares the table in full.
+ */
+
+/** Keys missing from vidfeeds's table read by key, at most; past it the table is compared in full. */
+export const MAX_MISSING_KEYS = 20_000;
+/** Keys per query that reads rows by key. */
+const KEYS_PER_QUERY = 500;
+
+/** False when more than MAX_MISSING_KEYS keys are missing: nothing but deletions was written, and the table needs a full compare. */
+export async function syncChangedRows(target: Database.Database, source: SyncSource, sync: TableSync, since: unknown, checkStop: () => void): Promise<boolean> {
+  const { plan } = sync;
+  const keyCount = plan.keys.length;
+  const specs = plan.specs.slice(0, keyCount);
+  const pages = new TargetPages(target, plan, plan.keys);
+  const missing: number[][] = [];
+  let previous: number[] | undefined;
+  let n = 0;
+  for await (const raw of source.keys(plan.query, plan.keys)) {
+    if ((++n & 4095) === 0) checkStop();
+    // A key that is not an integer is skipped, and named, when its row is read in full.
+    const key = raw.map((value, i) => normaliseValue(specs[i]!, value));
+    if (key.some((value) => value === WRONG || value === null)) continue;
+    const numbers = key as number[];
+    if (previous !== undefined) {
+      const order = compareKeys(numbers, previous, keyCount);
+      // Two rows of one key: the first is kept, and named, when rows are read in full.
+      if (order === 0) continue;
+      if (order < 0) throw new MappingError(`sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${numbers.join(', ')} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`);
+    }
+    previous = numbers;
+    let head = pages.head();
+    while (head !== undefined && compareKeys(head, numbers, keyCount) < 0) {
+      sync.remove(head.slice(0, keyCount));
+      pages.advance();
+      head = pages.head();
+    }
+    if (head !== undefined && compareKeys(head, numbers, keyCount) === 0) pages.advance();
+    else if (missing.push(numbers) > MAX_MISSING_KEYS) return false;
+  }
+  for (let head = pages.head(); head !== undefined; pages.advance(), head = pages.head()) sync.remove(head.slice(0, keyCount));
+
+  // A row both changed and missing comes back twice (once per query): it is applied once.
+  const seen = new Set<string>();
+  const apply = async (filter: RowFilter) => {
+    await sync.forEachRow(source.rows(plan.query, plan.keys, filter), (values, issues, name) => {
+      const id = values.slice(0, keyCount).join(',');
+      if (seen.has(id)) return;
+      seen.add(id);
+      sync.apply(values, issues, name, sync.writer.find(values.slice(0, keyCount)));
+    });
+  };
+  await apply({ after: { column: plan.watermark!, value: since }, keys: missing.slice(0, KEYS_PER_QUERY) });
+  for (let at = KEYS_PER_QUERY; at < missing.length; at += KEYS_PER_QUERY) {
+    checkStop();
+    await apply({ keys: missing.slice(at, at + KEYS_PER_QUERY) });
+  }
+  return true;
+}

@@ -1,0 +1,110 @@
+import Database from 'better-sqlite3';
+import type { ValueIssue } from '../db/decode.js';
+import { sameValue, type StoredValue } from './sync-values.js';
+import type { TablePlan } from './table-plan.js';
+
+/**
+ * The prepared writes of one vidfeeds table during a sync, and what a write the schema refuses
+ * means: a unique name another row holds, a reference to a row that is missing (cleared when
+ * optional), any other constraint.
+ */
+
+export type WriteOutcome = { ok: true; unchanged: boolean; issues: ValueIssue[] } | { ok: false; unique: boolean; reason: string; issues: ValueIssue[] };
+
+export class TableWriter {
+  private readonly insert: Database.Statement;
+  private readonly update: Database.Statement | undefined;
+  private readonly delete: Database.Statement;
+  private readonly keyCount: number;
+  private select: Database.Statement | undefined;
+
+  constructor(
+    private readonly target: Database.Database,
+    private readonly plan: TablePlan,
+  ) {
+    const table = quote(plan.table);
+    const where = plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ');
+    this.keyCount = plan.keys.length;
+    this.insert = target.prepare(`INSERT INTO ${table} (${plan.columns.map(quote).join(', ')}) VALUES (${plan.columns.map(() => '?').join(', ')})`);
+    const others = plan.columns.slice(this.keyCount);
+    this.update = others.length === 0 ? undefined : target.prepare(`UPDATE ${table} SET ${others.map((c) => `${quote(c)} = ?`).join(', ')} WHERE ${where}`);
+    this.delete = target.prepare(`DELETE FROM ${table} WHERE ${where}`);
+  }
+
+  /** The stored row of a key (its columns in `plan.columns` order), if there is one. */
+  find(key: readonly unknown[]): unknown[] | undefined {
+    this.select ??= this.target.prepare(`SELECT ${this.plan.columns.map(quote).join(', ')} FROM ${quote(this.plan.table)} WHERE ${this.plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ')}`).raw(true);
+    return this.select.get(...key) as unknown[] | undefined;
+  }
+
+  remove(key: unknown[]): void {
+    this.delete.run(...key);
+  }
+
+  /** Gives the stored row a name no other row holds in the unique column a write of `values` collided on (`reason` names it). */
+  moveAside(values: StoredValue[], reason: string): void {
+    const column = /^(\w+) /.exec(reason)?.[1];
+    if (column === undefined || !this.plan.columns.includes(column)) return;
+    const key = values.slice(0, this.keyCount);
+    const where = this.plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ');
+    this.target.prepare(`UPDATE ${quote(this.plan.table)} SET ${quote(column)} = ? WHERE ${where}`).run(`vidfeeds sync: moving ${this.plan.table} ${key.join(',')}`, ...key);
+  }
+
+  /** Writes the row; `stored` is the row an update replaces, which the row may turn out to equal once a reference to a missing row is cleared. */
+  write(op: 'insert' | 'update', values: StoredValue[], stored?: readonly unknown[]): WriteOutcome {
+    const issues: ValueIssue[] = [];
+    for (;;) {
+      if (issues.length > 0 && stored !== undefined && values.every((v, i) => sameValue(stored[i], v))) return { ok: true, unchanged: true, issues };
+      try {
+        if (op === 'insert') this.insert.run(...values);
+        else this.update!.run(...values.slice(this.keyCount), ...values.slice(0, this.keyCount));
+        return { ok: true, unchanged: false, issues };
+      } catch (error) {
+        if (!(error instanceof Database.SqliteError)) throw error;
+        if (error.code === 'SQLITE_CONSTRAINT_UNIQUE') return { ok: false, unique: true, reason: this.uniqueHolder(error.message, values), issues };
+        if (error.code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') {
+          if (error.code.startsWith('SQLITE_CONSTRAINT')) return { ok: false, unique: false, reason: `vidfeeds's schema refuses it: ${error.message}`, issues };
+          throw error;
+        }
+        const missing = this.missingReferences(values);
+        const required = missing.find((i) => !this.plan.specs[i]!.nullable);
+        if (required !== undefined || missing.length === 0) {
+          const i = required ?? -1;
+          const reason =
+            i < 0
+              ? `a row it refers to is missing: ${error.message}`
+              : `${this.plan.columns[i]} ${values[i]}: no ${this.plan.references.get(this.plan.columns[i]!)} row has that id (not in the source, or skipped)`;
+          return { ok: false, unique: false, reason, issues };
+        }
+        // An optional reference to a row that is gone is cleared, as the schema's ON DELETE SET NULL would.
+        for (const i of missing) {
+          issues.push({ table: this.plan.table, row: '', column: this.plan.columns[i]!, found: `${values[i]}`, expected: `the id of a ${this.plan.references.get(this.plan.columns[i]!)} row or NULL`, rule: 'omit', outcome: 'stored as NULL (no such row)' });
+          values[i] = null;
+        }
+      }
+    }
+  }
+
+  private missingReferences(values: StoredValue[]): number[] {
+    const missing: number[] = [];
+    this.plan.columns.forEach((column, i) => {
+      const parent = this.plan.references.get(column);
+      if (parent === undefined || values[i] === null) return;
+      if (this.target.prepare(`SELECT 1 FROM ${quote(parent)} WHERE id = ?`).get(values[i]) === undefined) missing.push(i);
+    });
+    return missing;
+  }
+
+  private uniqueHolder(message: string, values: StoredValue[]): string {
+    const column = /UNIQUE constraint failed: \w+\.(\w+)/.exec(message)?.[1];
+    const i = column === undefined ? -1 : this.plan.columns.indexOf(column);
+    if (i < 0) return `vidfeeds's schema refuses it: ${message}`;
+    const holder = this.target.prepare(`SELECT ${this.plan.keys.map(quote).join(', ')} FROM ${quote(this.plan.table)} WHERE ${quote(column!)} = ?`).raw(true).get(values[i]) as unknown[] | undefined;
+    const who = holder === undefined ? 'another row' : `${this.plan.table} ${this.plan.keys.map((k, j) => `${k}=${holder[j]}`).join(', ')}`;
+    return `${column} ${JSON.stringify(values[i])} is already taken by ${who} (${column} must be unique)`;
+  }
+}
+
+export function quote(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

@@ -1,0 +1,119 @@
+import type Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
+import { redactUrl } from './sync-source.js';
+import type { TablePlan } from './table-plan.js';
+
+/**
+ * What `sync --changed-only` needs to know of earlier syncs, per table with a watermark, kept in
+ * vidfeeds's database (`site_meta`, key `sync.watermark.<table>`) and written in the sync's own
+ * transaction: the mapping it was made with, the greatest watermark the source held at the last
+ * two syncs, and the change log's position after the last one.
+ *
+ * A changed-only sync reads the rows whose watermark is at or past the one of the sync before the
+ * last that changed something: one sync of overlap, so that a row written in a transaction that
+ * was still open when the last sync read the source (its watermark already set, below that sync's
+ * greatest) is read now. After the first sync of a mapping, it reads from that sync's greatest. It
+ * compares the table in full instead when it cannot trust that reading: no earlier sync of this
+ * mapping, rows of the table written by anything but a sync since (the change log says), or the
+ * source's greatest watermark gone back (a restored source).
+ */
+
+/** A watermark as the driver gave it, kept with its type: it goes back to the source as a parameter. */
+export interface StoredMark {
+  type: 'bigint' | 'number' | 'string';
+  value: string;
+}
+
+export interface TableMarks {
+  /** Which mapping (source URL without password, query, watermark column) the marks are of. */
+  mapping: string;
+  /** Where the next changed-only sync reads from: the greatest watermark at the sync before the last one (at the first, its own); null when the table was empty. */
+  previous: StoredMark | null;
+  /** The source's greatest watermark at the last sync; null when the table was empty. */
+  latest: StoredMark | null;
+  /** The change log's position after the last sync's commit. */
+  log: number;
+}
+
+export type Mode = { mode: 'full'; reason: string } | { mode: 'changed'; since: unknown };
+
+export function mappingId(from: string, plan: TablePlan): string {
+  return createHash('sha256').update(`${redactUrl(from)}\0${plan.query}\0${plan.watermark}`).digest('hex').slice(0, 32);
+}
+
+export function encodeMark(value: unknown): StoredMark | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'bigint') return { type: 'bigint', value: String(value) };
+  if (typeof value === 'number') return { type: 'number', value: String(value) };
+  if (value instanceof Date) return { type: 'string', value: value.toISOString() };
+  return { type: 'string', value: String(value) };
+}
+
+export function decodeMark(mark: StoredMark): unknown {
+  return mark.type === 'bigint' ? BigInt(mark.value) : mark.type === 'number' ? Number(mark.value) : mark.value;
+}
+
+/** Orders two marks of one column: integers (a BIGINT comes as text) by value, other numbers as numbers, text as the drivers give dates. */
+export function compareMarks(a: StoredMark, b: StoredMark): number {
+  const integer = /^-?\d+$/;
+  if (integer.test(a.value) && integer.test(b.value)) {
+    const x = BigInt(a.value);
+    const y = BigInt(b.value);
+    return x === y ? 0 : x < y ? -1 : 1;
+  }
+  if (a.type !== 'string' && b.type !== 'string') return Math.sign(Number(a.value) - Number(b.value));
+  return a.value === b.value ? 0 : a.value < b.value ? -1 : 1;
+}
+
+export class SyncMarks {
+  constructor(private readonly target: Database.Database) {}
+
+  read(table: string): TableMarks | null {
+    const row = this.target.prepare('SELECT value FROM site_meta WHERE key = ?').get(keyOf(table)) as { value: string } | undefined;
+    if (row === undefined) return null;
+    try {
+      return JSON.parse(row.value) as TableMarks;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Writes the marks when they differ from those stored; true when it wrote. */
+  write(table: string, marks: TableMarks): boolean {
+    const text = JSON.stringify(marks);
+    const stored = this.target.prepare('SELECT value FROM site_meta WHERE key = ?').get(keyOf(table)) as { value: string } | undefined;
+    if (stored?.value === text) return false;
+    this.target.prepare('INSERT INTO site_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(keyOf(table), text);
+    return true;
+  }
+
+  /** How to sync a table when only changed rows are asked for, given its marks and the source's greatest watermark now. */
+  mode(plan: TablePlan, mapping: string, latest: StoredMark | null): Mode {
+    if (plan.watermark === null) return { mode: 'full', reason: 'it has no watermark column (sync.tables.<table>.watermark)' };
+    const marks = this.read(plan.table);
+    if (marks === null || marks.mapping !== mapping) return { mode: 'full', reason: 'no earlier sync of this mapping (source, query and watermark)' };
+    if (marks.previous === null) return { mode: 'full', reason: `the source held no ${plan.watermark} at an earlier sync (no rows)` };
+    const outside = this.writtenOutsideSync(plan.table, marks.log);
+    if (outside !== null) return { mode: 'full', reason: outside };
+    if (marks.latest !== null && (latest === null || compareMarks(latest, marks.latest) < 0)) {
+      return { mode: 'full', reason: `the source's greatest ${plan.watermark} went back (${latest?.value ?? 'no rows'}, was ${marks.latest.value}): restored from a backup?` };
+    }
+    return { mode: 'changed', since: decodeMark(marks.previous) };
+  }
+
+  /** Why rows of `table` may have been written by something other than a sync since log position `log`; null when they were not. */
+  private writtenOutsideSync(table: string, log: number): string | null {
+    const last = (this.target.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'change_log'`).get() as { seq: number } | undefined)?.seq ?? 0;
+    if (last === log) return null;
+    const kept = (this.target.prepare('SELECT count(*) AS n FROM change_log WHERE seq > ?').get(log) as { n: number }).n;
+    if (kept < last - log) return 'the change log was pruned past the last sync, so writes since cannot be ruled out';
+    if (this.target.prepare('SELECT 1 FROM change_log WHERE seq > ? AND table_name = ? LIMIT 1').get(log, table) !== undefined) {
+      return 'rows of it were written by something other than a sync since the last one (the change log says)';
+    }
+    return null;
+  }
+}
+
+function keyOf(table: string): string {
+  return `sync.watermark.${table}`;
+}
