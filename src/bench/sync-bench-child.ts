@@ -6,17 +6,19 @@ import { openForReading } from '../db/open-database.js';
 
 /**
  * One timed run of the sync bench, in a process of its own so that its peak RSS is its own:
- * `sync DB URL MAPPING` runs a sync; `read DB URL MAPPING` reads the same queries, in the same
- * key order, through the driver alone and counts the rows: the floor a sync is compared with.
+ * `sync DB URL MAPPING` runs a sync (`sync-changed`: with --changed-only); `read DB URL MAPPING`
+ * reads the same queries, in the same key order, through the driver alone and counts the rows: the
+ * floor a sync is compared with.
  * Prints one `BENCH {...}` line.
  */
 const [mode, db, from, mappingFile] = process.argv.slice(2) as [string, string, string, string];
 const tables = JSON.parse(readFileSync(mappingFile, 'utf8')) as Record<string, TableMapping>;
 const started = performance.now();
 let result: Record<string, unknown>;
-if (mode === 'sync') {
-  const report = await runSync({ db, from, tables, dryRun: false, waitSeconds: 0 });
-  result = { changes: report.changes, skipped: report.skipped, issues: report.issues };
+if (mode === 'sync' || mode === 'sync-changed') {
+  const report = await runSync({ db, from, tables, dryRun: false, changedOnly: mode === 'sync-changed', waitSeconds: 0 });
+  const changed = Object.values(report.tables).filter((t) => t.mode === 'changed').length;
+  result = { changes: report.changes, skipped: report.skipped, issues: report.issues, changedTables: changed };
 } else {
   const source = await openSource(from);
   const target = openForReading(db);

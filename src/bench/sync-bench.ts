@@ -14,11 +14,13 @@ import { serverAvailable, startBenchServer, type BenchServer } from './sync-serv
 
 /**
  * `npm run bench -- --sync [--users 100000] [--servers mariadb,postgres]`: the feed-heavy demo
- * site loaded into a real MariaDB (and PostgreSQL) server with vidfeeds's own column names, then
+ * site loaded into a real MariaDB (and PostgreSQL) server with vidfeeds's own column names and a
+ * `changed_at` the server sets on every write (the watermark of `sync --changed-only`), then
  * timed: the first sync into an empty vidfeeds database, a sync in which nothing changed, the
- * driver alone reading the same rows in the same order (the floor), and a sync after 1% of the
- * videos changed; each with its peak RSS. The no-change and 1% syncs are judged against 1.5 times
- * the floor (issue 30), the peaks against 200 MB.
+ * driver alone reading the same rows in the same order (the floor), the same no-change sync with
+ * --changed-only, and after 1% of the videos changed a --changed-only sync, then after another 1%
+ * a full one; each with its peak RSS. The no-change and 1% syncs are judged against 1.5 times the
+ * floor (issue 30), the peaks against 200 MB.
  */
 
 const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'sync-bench-child.js');
@@ -82,36 +84,45 @@ async function benchServer(server: BenchServer, demo: string, dir: string): Prom
   }
   console.log(`-- ${server.kind}: ${rows} rows in ${Object.keys(tables).length} tables loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
   const mapping = join(dir, `${server.kind}.mapping.json`);
-  writeFileSync(mapping, JSON.stringify(Object.fromEntries(Object.entries(tables).map(([t, query]) => [t, { query, decodeEntities: [] }]))));
+  writeFileSync(mapping, JSON.stringify(Object.fromEntries(Object.entries(tables).map(([t, query]) => [t, { query, decodeEntities: [], watermark: 'changed_at' }]))));
   const target = join(dir, `${server.kind}.vidfeeds.sqlite`);
   await runProcess(process.execPath, [BIN, 'init', '--db', target]);
-  const run = (mode: 'sync' | 'read') => runChild([mode, target, server.url, mapping]);
+  const run = (mode: 'sync' | 'sync-changed' | 'read') => runChild([mode, target, server.url, mapping]);
+  const editPercent = (rest: number) =>
+    exec.query(
+      server.kind === 'mariadb'
+        ? `UPDATE videos SET title = CONCAT(title, ' (edited)') WHERE id % 100 = ${rest}`
+        : `UPDATE videos SET title = title || ' (edited)' WHERE id % 100 = ${rest}`,
+    );
   const first = await run('sync');
   line('first sync', first);
   const none = await run('sync');
   line('no-change sync', none);
   const read = await run('read');
   line('driver read', read);
-  await exec.query(
-    server.kind === 'mariadb'
-      ? "UPDATE videos SET title = CONCAT(title, ' (edited)') WHERE id % 100 = 0"
-      : "UPDATE videos SET title = title || ' (edited)' WHERE id % 100 = 0",
-  );
+  const noneChanged = await run('sync-changed');
+  line('no-change, --changed-only', noneChanged);
+  await editPercent(0);
+  const changedOnly = await run('sync-changed');
+  line('1%, --changed-only', changedOnly);
+  await editPercent(1);
   const changed = await run('sync');
   line('1%-changed sync', changed);
   const ratio = (t: Timed) => (t.seconds / read.seconds).toFixed(2);
-  const peak = Math.max(first.maxRssKb, none.maxRssKb, changed.maxRssKb) / 1024;
+  const judged = (t: Timed) => `${ratio(t)} (${t.seconds <= 1.5 * read.seconds ? 'met' : 'NOT met'})`;
+  const peak = Math.max(first.maxRssKb, none.maxRssKb, noneChanged.maxRssKb, changedOnly.maxRssKb, changed.maxRssKb) / 1024;
   console.log(
-    `   no-change / driver read = ${ratio(none)} (target at most 1.5: ${none.seconds <= 1.5 * read.seconds ? 'met' : 'NOT met'}); ` +
-      `1%-changed / driver read = ${ratio(changed)} (${changed.seconds <= 1.5 * read.seconds ? 'met' : 'NOT met'}); ` +
+    `   / driver read, target at most 1.5: no-change ${judged(none)}, 1%-changed ${judged(changed)}; ` +
+      `with --changed-only: no-change ${judged(noneChanged)}, 1%-changed ${judged(changedOnly)}; ` +
       `peak RSS ${peak.toFixed(0)} MB (target under 200: ${peak < 200 ? 'met' : 'NOT met'})`,
   );
   await exec.end();
 }
 
 function line(what: string, t: Timed): void {
-  const detail = 'rows' in t.report ? `${t.report.rows} rows` : `${t.report.changes} changes, ${t.report.skipped} skipped`;
-  console.log(`   ${what.padEnd(16)} ${t.seconds.toFixed(2).padStart(8)} s  ${(t.maxRssKb / 1024).toFixed(0).padStart(5)} MB  ${detail}`);
+  const changed = Number(t.report.changedTables ?? 0) > 0 ? `, ${t.report.changedTables} tables by changed rows` : '';
+  const detail = 'rows' in t.report ? `${t.report.rows} rows` : `${t.report.changes} changes, ${t.report.skipped} skipped${changed}`;
+  console.log(`   ${what.padEnd(26)} ${t.seconds.toFixed(2).padStart(8)} s  ${(t.maxRssKb / 1024).toFixed(0).padStart(5)} MB  ${detail}`);
 }
 
 type Exec = { query(sql: string, values?: unknown[]): Promise<unknown>; end(): Promise<void> };
@@ -153,21 +164,32 @@ function quote(kind: BenchServer['kind'], name: string): string {
   return kind === 'mariadb' ? `\`${name}\`` : `"${name}"`;
 }
 
-/** Creates `table` in the source with vidfeeds's column names and its key, and copies its rows in batches. */
+/**
+ * Creates `table` in the source with vidfeeds's column names, its key and a `changed_at` the
+ * server sets on every write (MariaDB's ON UPDATE, a PostgreSQL trigger), indexed, and copies its
+ * rows in batches.
+ */
 async function loadTable(kind: BenchServer['kind'], exec: Exec, source: Database.Database, table: string): Promise<number> {
   const info = source.prepare(`SELECT name, type FROM pragma_table_info(?)`).all(table) as Array<{ name: string; type: string }>;
   const type = (t: string) => (/INT/i.test(t) ? 'BIGINT' : /REAL/i.test(t) ? (kind === 'mariadb' ? 'DOUBLE' : 'double precision') : kind === 'mariadb' ? 'LONGTEXT' : 'text');
   const columns = info.map((c) => `${quote(kind, c.name)} ${type(c.type)}`).join(', ');
-  await exec.query(`CREATE TABLE ${quote(kind, table)} (${columns}, PRIMARY KEY (${SITE_TABLES[table]!.key.map((k) => quote(kind, k)).join(', ')}))`);
+  const changedAt = kind === 'mariadb' ? 'changed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6)' : 'changed_at timestamptz NOT NULL DEFAULT now()';
+  await exec.query(`CREATE TABLE ${quote(kind, table)} (${columns}, ${changedAt}, PRIMARY KEY (${SITE_TABLES[table]!.key.map((k) => quote(kind, k)).join(', ')}))`);
+  await exec.query(`CREATE INDEX ${quote(kind, `${table}_changed_at`)} ON ${quote(kind, table)} (changed_at)`);
+  if (kind === 'postgres') {
+    await exec.query(`CREATE OR REPLACE FUNCTION vidfeeds_bench_touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.changed_at := now(); RETURN NEW; END $$`);
+    await exec.query(`CREATE TRIGGER ${quote(kind, `${table}_touch`)} BEFORE UPDATE ON ${quote(kind, table)} FOR EACH ROW EXECUTE FUNCTION vidfeeds_bench_touch()`);
+  }
+  const into = `${quote(kind, table)} (${info.map((c) => quote(kind, c.name)).join(', ')})`;
   const batch = Math.max(1, Math.floor(20_000 / info.length));
   let pending: unknown[][] = [];
   let count = 0;
   const flush = async () => {
     if (pending.length === 0) return;
-    if (kind === 'mariadb') await exec.query(`INSERT INTO ${quote(kind, table)} VALUES ?`, [pending]);
+    if (kind === 'mariadb') await exec.query(`INSERT INTO ${into} VALUES ?`, [pending]);
     else {
       const rowsSql = pending.map((row, r) => `(${row.map((_, c) => `$${r * info.length + c + 1}`).join(', ')})`).join(', ');
-      await exec.query(`INSERT INTO ${quote(kind, table)} VALUES ${rowsSql}`, pending.flat());
+      await exec.query(`INSERT INTO ${into} VALUES ${rowsSql}`, pending.flat());
     }
     count += pending.length;
     pending = [];
