@@ -305,8 +305,9 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
     const again = new Set([...changed].map((id) => Math.floor(id / width)));
     for (const k of [...new Set([...kept, ...again])].sort((a, b) => a - b)) {
       if (!again.has(k)) {
-        listed.push(rangeFile(kind, k, width));
-        yield { file: rangeFile(kind, k, width), unchanged: true };
+        const file = rangeFile(kind, k, width);
+        listed.push(file);
+        yield { file, unchanged: true };
         continue;
       }
       const part = render(k, rows(k * width, (k + 1) * width - 1));

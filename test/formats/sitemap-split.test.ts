@@ -25,6 +25,9 @@ function locs(document: string): string[] {
   return [...document.matchAll(/<loc>([^<]*)<\/loc>/g)].map((m) => m[1]!.replaceAll('&amp;', '&'));
 }
 
+/** The sitemap files of a tree, by name. */
+const sitemaps = (tree: Map<string, Buffer>) => [...tree.keys()].filter((p) => p.startsWith('sitemap')).sort();
+
 describe('sitemap split', () => {
   it('makes an index of numbered sitemaps past 50,000 URLs, all valid against the sitemaps.org schemas', () => {
     const count = 2 * MAX_URLS_PER_SITEMAP + 7;
@@ -241,7 +244,6 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
     expect(userParts()).toEqual(['sitemap-users-0-23.xml', 'sitemap-users-24-47.xml']);
     expect(locs(after.get('sitemap-users-24-47.xml')!.toString('utf8'))).toContain('https://videos.example.org/far-away/rss/');
     const whole = readTree(join(buildWhole(fixture.file, table), 'out'));
-    const sitemaps = (tree: Map<string, Buffer>) => [...tree.keys()].filter((p) => p.startsWith('sitemap')).sort();
     expect(sitemaps(after)).toEqual(sitemaps(whole));
     for (const path of sitemaps(whole)) expect(after.get(path)!.equals(whole.get(path)!), path).toBe(true);
   });
@@ -262,7 +264,6 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
     expect(build().mode).toBe('incremental');
     const after = readTree(out);
     const whole = readTree(join(buildWhole(fixture.file, formats), 'out'));
-    const sitemaps = (tree: Map<string, Buffer>) => [...tree.keys()].filter((p) => p.startsWith('sitemap')).sort();
     expect(sitemaps(after)).toEqual(sitemaps(whole));
     expect(sitemaps(after).some((p) => /^sitemap-users-\d+\.xml$/.test(p))).toBe(false);
   });

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect } from 'vitest';
 import { BIN, cli, readTree, type CliResult } from '../helpers/cli.js';
@@ -38,7 +38,7 @@ export interface SyncJson {
   exitCode: number;
   changes: number;
   logged: number;
-  tables: Record<string, { inserted: number; updated: number; deleted: number; unchanged: number; skipped: number }>;
+  tables: Record<string, { inserted: number; updated: number; deleted: number; unchanged: number; skipped: number; mode: 'full' | 'changed'; reason?: string }>;
   skipped: Array<{ table: string; row: string; reason: string }>;
   issues: Array<{ table: string; row: string; column: string; found: string; outcome: string }>;
   error?: string;
@@ -91,6 +91,25 @@ export function siteRows(file: string): string {
   } finally {
     db.close();
   }
+}
+
+/**
+ * After the caller changed, added and deleted one account each in the source: `sync --changed-only`
+ * reads users by their watermark (the others in full, having none) and leaves exactly the rows a
+ * full sync into a new database gives; a second one finds nothing.
+ */
+export function expectChangedOnlyLikeFull(site: SyncSite, configBlock: string, from: string | null): void {
+  const { result, report } = site.syncJson(['--changed-only']);
+  expect(result.code, result.stderr).toBe(0);
+  expect(report.tables.users).toMatchObject({ mode: 'changed', inserted: 1, updated: 1, deleted: 1, skipped: 0 });
+  expect(report.tables.users!.unchanged).toBeLessThan(3);
+  expect(report.tables.videos).toMatchObject({ mode: 'full', reason: expect.stringMatching(/no watermark column/) });
+  const dir = join(site.dir, 'reference');
+  mkdirSync(dir);
+  const reference = syncSite(dir, configBlock, from);
+  expect(reference.sync().code).toBe(0);
+  expect(siteRows(site.db)).toBe(siteRows(reference.db));
+  expect(site.syncJson(['--changed-only']).report).toMatchObject({ changes: 0, tables: { users: { mode: 'changed' } } });
 }
 
 /** The change log's entries after `seq`, as `table op keys`. */
