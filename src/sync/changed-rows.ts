@@ -57,12 +57,21 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
   // A row both changed and missing comes back twice (once per query): it is applied once.
   const seen = new Set<string>();
   const apply = async (filter: RowFilter) => {
-    await sync.forEachRow(source.rows(plan.query, plan.keys, filter), (values, issues, name) => {
-      const id = values.slice(0, keyCount).join(',');
-      if (seen.has(id)) return;
-      seen.add(id);
-      sync.apply(values, issues, name, sync.writer.find(values.slice(0, keyCount)));
-    });
+    await sync.forEachRow(
+      source.rows(plan.query, plan.keys, filter),
+      (values, issues, name) => {
+        const id = values.slice(0, keyCount).join(',');
+        if (seen.has(id)) return;
+        seen.add(id);
+        sync.apply(values, issues, name, sync.writer.find(values.slice(0, keyCount)));
+      },
+      // A row that can no longer be stored goes, as in a full compare: its old form is not kept.
+      (raw) => {
+        const key = plan.keys.map((k, i) => normaliseValue(specs[i]!, raw[k]));
+        if (key.some((value) => value === WRONG || value === null)) return;
+        if (sync.writer.find(key) !== undefined) sync.remove(key as number[]);
+      },
+    );
   };
   await apply({ after: { column: plan.watermark!, value: since }, keys: missing.slice(0, KEYS_PER_QUERY) });
   for (let at = KEYS_PER_QUERY; at < missing.length; at += KEYS_PER_QUERY) {

@@ -49,9 +49,14 @@ export class TableSync {
 
   /**
    * Calls `each` with every row of `rows` that can be stored, shaped, in key order; the others
-   * are skipped and named. Keys out of numeric order stop the sync: the merge relies on them.
+   * are skipped and named, and `unfit` hears of those skipped for their values (not for a
+   * duplicate key). Keys out of numeric order stop the sync: the merge relies on them.
    */
-  async forEachRow(rows: AsyncIterable<Record<string, unknown>>, each: (values: StoredValue[], issues: ValueIssue[], name: () => string) => void): Promise<void> {
+  async forEachRow(
+    rows: AsyncIterable<Record<string, unknown>>,
+    each: (values: StoredValue[], issues: ValueIssue[], name: () => string) => void,
+    unfit?: (raw: Record<string, unknown>) => void,
+  ): Promise<void> {
     const { plan, keyCount } = this;
     let previous: StoredValue[] | undefined;
     let n = 0;
@@ -63,6 +68,7 @@ export class TableSync {
       const shaped = shapeRow(plan, raw, name);
       if ('skipped' in shaped) {
         this.skip(name(), shaped.skipped);
+        unfit?.(raw);
         continue;
       }
       if (previous !== undefined) {

@@ -92,20 +92,23 @@ describe('sync --changed-only', () => {
       UPDATE media SET name = 'Renamed', modified = 900 WHERE mid = 2;
       UPDATE media SET modified = 901 WHERE mid = 3;                              -- touched, not changed
       INSERT INTO media VALUES (21, 1, 'v21', 'Backdated', ${T + 5000}, 50);      -- new, its watermark old
+      UPDATE media SET code = NULL, modified = 903 WHERE mid = 6;                -- can no longer be stored: goes
       DELETE FROM media WHERE mid = 4;
       DELETE FROM favs WHERE mid = 4;
       INSERT INTO accounts VALUES (6, 'user6', ${T + 6}, 902);
     `);
     const changed = await sync(target, sourceFile);
     // Read again and unchanged: video 3 (touched) and video 20, user 5 (at the watermark).
-    expect(changed.tables.videos).toMatchObject({ mode: 'changed', inserted: 1, updated: 1, deleted: 1, unchanged: 2 });
+    expect(changed.tables.videos).toMatchObject({ mode: 'changed', inserted: 1, updated: 1, deleted: 2, skipped: 1, unchanged: 2 });
     expect(changed.tables.users).toMatchObject({ mode: 'changed', inserted: 1, updated: 0, deleted: 0, unchanged: 1 });
-    // The favourite of the deleted video went with it (its foreign key cascades): nothing left to do.
-    expect(changed.tables.saved_videos).toMatchObject({ mode: 'full', inserted: 0, updated: 0, deleted: 0, skipped: 0 });
+    // The favourites of videos 4 and 6 went with them (the foreign key cascades); the source still
+    // holds the one of video 6, which now refers to a missing video: skipped, as a full compare does.
+    expect(changed.tables.saved_videos).toMatchObject({ mode: 'full', inserted: 0, updated: 0, deleted: 0, skipped: 1 });
     const log = logAfter(target, before).map((e) => `${e.table_name} ${e.op} ${e.new_keys ?? e.old_keys}`);
     expect(log.filter((e) => e.startsWith('videos '))).toEqual([
       expect.stringMatching(/^videos delete \{"id":4,/),
       expect.stringMatching(/^videos update \{"id":2,/),
+      expect.stringMatching(/^videos delete \{"id":6,/),
       expect.stringMatching(/^videos insert \{"id":21,/),
     ]);
     expect(log.filter((e) => e.startsWith('users '))).toEqual([expect.stringMatching(/^users insert \{"id":6,/)]);
