@@ -36,7 +36,9 @@ import { packTree } from './pack.js';
  *                                      fast paths of src/render/xml.ts)
  *   npm run bench -- --freshness       instead: the time from a commit to its documents in place
  *                                      while `vidfeeds watch` runs (freshness.ts); --rate <changes
- *                                      per second> (20) and --seconds <n> (60) shape the writer
+ *                                      per second> (20) and --seconds <n> (60) shape the writer;
+ *                                      --sync-every <s>: the writer commits to a site database of
+ *                                      its own, which watch syncs from every s seconds
  *
  * Every build runs as its own process (child.ts) so its peak RSS is its own. Demo databases are
  * cached in bench-cache/ (gitignored), keyed by the generator's code. Each run builds into fresh
@@ -75,8 +77,8 @@ interface BenchOptions {
   pairs: number;
   /** The deploy run instead of the build timings (deploy-bench.ts). */
   deploy: boolean;
-  /** The freshness run instead of the build timings, with its writer's rate and length. */
-  freshness: { rate: number; seconds: number } | null;
+  /** The freshness run instead of the build timings, with its writer's rate and length, and how often it syncs from a site database of its own (null: it writes to vidfeeds's). */
+  freshness: { rate: number; seconds: number; syncEvery: number | null } | null;
   /** Environment of every build. */
   env: Record<string, string>;
 }
@@ -91,6 +93,7 @@ function parseArgs(argv: string[]): BenchOptions {
   let deploy = false;
   let rate = 20;
   let seconds = 60;
+  let syncEvery: number | null = null;
   const env: Record<string, string> = {};
   const positive = (flag: string, value: string | undefined) => {
     const number = Number(value);
@@ -117,7 +120,9 @@ function parseArgs(argv: string[]): BenchOptions {
       pairs = Number(argv[++i]);
       if (!Number.isInteger(pairs) || pairs < 1 || pairs > 9) throw new Error('--pairs takes a whole number from 1 to 9');
     } else if (arg === '--freshness') {
-      freshness = { rate, seconds };
+      freshness = { rate, seconds, syncEvery };
+    } else if (arg === '--sync-every') {
+      syncEvery = positive(arg, argv[++i]);
     } else if (arg === '--deploy') {
       deploy = true;
     } else if (arg === '--rate') {
@@ -129,10 +134,11 @@ function parseArgs(argv: string[]): BenchOptions {
       if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
       env.VIDFEEDS_XML_ENGINE = engine;
     } else {
-      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>], --deploy`);
+      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>] [--sync-every <s>], --deploy`);
     }
   }
-  if (freshness !== null) freshness = { rate, seconds };
+  if (syncEvery !== null && freshness === null) throw new Error('--sync-every goes with --freshness');
+  if (freshness !== null) freshness = { rate, seconds, syncEvery };
   // The deploy run's size unless --users says otherwise: the store writes each object as files.
   if (deploy && !argv.includes('--users')) users = [10_000];
   return { users, shapes, only, keep, pairs, freshness, deploy, env };
@@ -423,7 +429,8 @@ async function freshnessSize(users: number, runDir: string, options: BenchOption
   const demo = demoDatabase(users, 'demo');
   const db = join(runDir, 'site.sqlite');
   copyFileSync(demo.file, db);
-  lines(`== freshness, ${n(users)} users (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'})`);
+  const through = options.freshness!.syncEvery === null ? '' : `, committed to a site database of its own and synced every ${options.freshness!.syncEvery} s`;
+  lines(`== freshness, ${n(users)} users${through} (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'})`);
   await benchFreshness({
     db,
     runDir,
@@ -431,6 +438,7 @@ async function freshnessSize(users: number, runDir: string, options: BenchOption
     writerScript: WRITER,
     rate: options.freshness!.rate,
     seconds: options.freshness!.seconds,
+    syncEvery: options.freshness!.syncEvery,
     env: options.env,
     runCli: (args) => runChild(CLI_CHILD, args, options.env),
     quietDisk: () => quietDisk(lines),
