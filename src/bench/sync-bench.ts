@@ -20,7 +20,7 @@ import { serverAvailable, startBenchServer, type BenchServer } from './sync-serv
  * driver alone reading the same rows in the same order (the floor), the same no-change sync with
  * --changed-only, and after 1% of the videos changed a --changed-only sync, then after another 1%
  * a full one; each with its peak RSS. The no-change and 1% syncs are judged against 1.5 times the
- * floor (issue 30), the peaks against 200 MB.
+ * floor, the peaks against 200 MB.
  */
 
 const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'sync-bench-child.js');

@@ -26,6 +26,11 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
   const { plan } = sync;
   const keyCount = plan.keys.length;
   const specs = plan.specs.slice(0, keyCount);
+  /** A key as the source gave it, as vidfeeds stores it; null when it is not one (not an integer). */
+  const storedKey = (values: readonly unknown[]): number[] | null => {
+    const key = values.map((value, i) => normaliseValue(specs[i]!, value));
+    return key.some((value) => value === WRONG || value === null) ? null : (key as number[]);
+  };
   const pages = new TargetPages(target, plan, plan.keys);
   const missing: number[][] = [];
   let previous: number[] | undefined;
@@ -33,9 +38,8 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
   for await (const raw of source.keys(plan.query, plan.keys)) {
     if ((++n & 4095) === 0) checkStop();
     // A key that is not an integer is skipped, and named, when its row is read in full.
-    const key = raw.map((value, i) => normaliseValue(specs[i]!, value));
-    if (key.some((value) => value === WRONG || value === null)) continue;
-    const numbers = key as number[];
+    const numbers = storedKey(raw);
+    if (numbers === null) continue;
     if (previous !== undefined) {
       const order = compareKeys(numbers, previous, keyCount);
       // Two rows of one key: the first is kept, and named, when rows are read in full.
@@ -67,9 +71,8 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
       },
       // A row that can no longer be stored goes, as in a full compare: its old form is not kept.
       (raw) => {
-        const key = plan.keys.map((k, i) => normaliseValue(specs[i]!, raw[k]));
-        if (key.some((value) => value === WRONG || value === null)) return;
-        if (sync.writer.find(key) !== undefined) sync.remove(key as number[]);
+        const key = storedKey(plan.keys.map((k) => raw[k]));
+        if (key !== null && sync.writer.find(key) !== undefined) sync.remove(key);
       },
     );
   };
