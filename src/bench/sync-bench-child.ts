@@ -25,7 +25,7 @@ if (mode === 'sync' || mode === 'sync-changed') {
   let rows = 0;
   try {
     for (const plan of await planTables(target, source, tables)) {
-      for await (const row of source.rows(plan.query, plan.keys)) if (row !== undefined) rows++;
+      for await (const batch of source.rows(plan.query, plan.keys)) rows += batch.length;
     }
   } finally {
     target.close();

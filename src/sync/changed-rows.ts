@@ -34,27 +34,28 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
   const pages = new TargetPages(target, plan, plan.keys);
   const missing: number[][] = [];
   let previous: number[] | undefined;
-  let n = 0;
-  for await (const raw of source.keys(plan.query, plan.keys)) {
-    if ((++n & 4095) === 0) checkStop();
-    // A key that is not an integer is skipped, and named, when its row is read in full.
-    const numbers = storedKey(raw);
-    if (numbers === null) continue;
-    if (previous !== undefined) {
-      const order = compareKeys(numbers, previous, keyCount);
-      // Two rows of one key: the first is kept, and named, when rows are read in full.
-      if (order === 0) continue;
-      if (order < 0) throw new MappingError(`sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${numbers.join(', ')} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`);
+  for await (const batch of source.keys(plan.query, plan.keys)) {
+    checkStop();
+    for (const raw of batch) {
+      // A key that is not an integer is skipped, and named, when its row is read in full.
+      const numbers = storedKey(raw);
+      if (numbers === null) continue;
+      if (previous !== undefined) {
+        const order = compareKeys(numbers, previous, keyCount);
+        // Two rows of one key: the first is kept, and named, when rows are read in full.
+        if (order === 0) continue;
+        if (order < 0) throw new MappingError(`sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${numbers.join(', ')} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`);
+      }
+      previous = numbers;
+      let head = pages.head();
+      while (head !== undefined && compareKeys(head, numbers, keyCount) < 0) {
+        sync.remove(head.slice(0, keyCount));
+        pages.advance();
+        head = pages.head();
+      }
+      if (head !== undefined && compareKeys(head, numbers, keyCount) === 0) pages.advance();
+      else if (missing.push(numbers) > MAX_MISSING_KEYS) return false;
     }
-    previous = numbers;
-    let head = pages.head();
-    while (head !== undefined && compareKeys(head, numbers, keyCount) < 0) {
-      sync.remove(head.slice(0, keyCount));
-      pages.advance();
-      head = pages.head();
-    }
-    if (head !== undefined && compareKeys(head, numbers, keyCount) === 0) pages.advance();
-    else if (missing.push(numbers) > MAX_MISSING_KEYS) return false;
   }
   for (let head = pages.head(); head !== undefined; pages.advance(), head = pages.head()) sync.remove(head.slice(0, keyCount));
 

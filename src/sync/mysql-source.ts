@@ -1,13 +1,14 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, keysQuery, maxQuery, orderedQuery, type Dialect, type ServerUrl, type SyncSource } from './sync-source.js';
+import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type ServerUrl, type SyncSource } from './sync-source.js';
 
 /**
- * MySQL and MariaDB through mysql2. BIGINT and DECIMAL come as strings and dates as text
- * (`supportBigNumbers`, `bigNumberStrings`, `dateStrings`), so nothing is rounded or moved to the
- * machine's time zone on the way: src/sync/sync-values.ts reads them. The session's time zone is
- * UTC, so TIMESTAMP columns come in UTC; DATETIME columns hold no zone and are read as UTC.
- * The rows of a query arrive as a stream that pauses the connection while the sync catches up.
+ * MySQL and MariaDB through mysql2. A BIGINT comes as a number where it fits one exactly and as
+ * text where it does not, DECIMAL as text and dates as text (`supportBigNumbers`, `dateStrings`),
+ * so nothing is rounded or moved to the machine's time zone on the way: src/sync/sync-values.ts
+ * reads them. The session's time zone is UTC, so TIMESTAMP columns come in UTC; DATETIME columns
+ * hold no zone and are read as UTC. The rows of a query arrive in batches, the connection paused
+ * while the sync works through one.
  */
 
 /** Errors of the connection itself, as opposed to the query: try again later. */
@@ -24,7 +25,6 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
     database: url.database,
     charset: 'utf8mb4',
     supportBigNumbers: true,
-    bigNumberStrings: true,
     dateStrings: true,
     connectTimeout: 10_000,
   });
@@ -34,14 +34,10 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
     new Promise<{ rows: unknown; fields: FieldPacket[] }>((resolve, reject) =>
       connection.query(sql, (error, rows, fields) => (error ? reject(error) : resolve({ rows, fields: fields as FieldPacket[] }))),
     );
-  // Rows as a stream that pauses the connection while the sync catches up.
-  async function* stream<T>(options: { sql: string; values?: unknown[]; rowsAsArray?: boolean }, query: string): AsyncIterable<T> {
-    try {
-      for await (const row of connection.query(options).stream({ highWaterMark: 2000 })) yield row as T;
-    } catch (error) {
-      throw describe(error, query);
-    }
-  }
+  /** Set when a query was left before its end: the connection is dropped, not asked to finish it. */
+  let abandoned = false;
+  const batches = <T>(options: QueryOptions, query: string) =>
+    queryBatches<T>(connection, options, (error) => describe(error, query), () => (abandoned = true));
   try {
     await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
     await run("SET time_zone = '+00:00'");
@@ -64,10 +60,10 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
     },
     rows(query, keys, filter) {
       const { sql, params } = orderedQuery(query, keys, DIALECT, filter);
-      return stream<Record<string, unknown>>({ sql, values: params }, query);
+      return batches<Record<string, unknown>>({ sql, values: params }, query);
     },
     keys(query, keys) {
-      return stream<unknown[]>({ sql: keysQuery(query, keys, DIALECT), rowsAsArray: true }, query);
+      return batches<unknown[]>({ sql: keysQuery(query, keys, DIALECT), rowsAsArray: true }, query);
     },
     async max(query, column) {
       try {
@@ -77,10 +73,65 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
       }
     },
     async close() {
-      await new Promise<void>((resolve) => connection.end(() => resolve()));
+      if (!abandoned) await new Promise<void>((resolve) => connection.end(() => resolve()));
       connection.destroy();
     },
   };
+}
+
+interface QueryOptions {
+  sql: string;
+  values?: unknown[];
+  rowsAsArray?: boolean;
+}
+
+/**
+ * A query's rows in batches of SOURCE_BATCH, the connection paused while the caller works through
+ * one. A query left before its end cannot be asked to finish: the connection is dropped (`left`).
+ */
+async function* queryBatches<T>(connection: Connection, options: QueryOptions, describe: (error: unknown) => Error, left: () => void): AsyncIterable<T[]> {
+  let batch: T[] = [];
+  let ended = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const resolve = wake;
+    wake = undefined;
+    resolve?.();
+  };
+  connection
+    .query(options)
+    .on('result', (row) => {
+      if (batch.push(row as T) >= SOURCE_BATCH) {
+        connection.pause();
+        notify();
+      }
+    })
+    .on('error', (error) => {
+      failure ??= error;
+      notify();
+    })
+    .on('end', () => {
+      ended = true;
+      notify();
+    });
+  try {
+    for (;;) {
+      if (batch.length < SOURCE_BATCH && !ended && failure === undefined) await new Promise<void>((resolve) => (wake = resolve));
+      if (failure !== undefined) throw describe(failure);
+      const full = batch;
+      batch = [];
+      // Resuming hands over the rows that came while paused, at once: they start the next batch.
+      if (!ended) connection.resume();
+      if (full.length > 0) yield full;
+      if (ended && batch.length === 0) return;
+    }
+  } finally {
+    if (!ended && failure === undefined) {
+      left();
+      connection.destroy();
+    }
+  }
 }
 
 const DIALECT: Dialect = {

@@ -1,22 +1,29 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, keysQuery, maxQuery, orderedQuery, redactUrl, type Dialect, type SyncSource } from './sync-source.js';
+import { columnsQuery, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
- * PostgreSQL through pg. int8 and numeric come as strings (pg's default), and dates as their
- * text (`timestamp`, `timestamptz`, `date`): pg would otherwise read a `timestamp` without zone
- * in this machine's zone. src/sync/sync-values.ts reads `timestamp` text as UTC. All queries run
+ * PostgreSQL through pg. int8 comes as a number where it fits one exactly and as text where it
+ * does not, numeric as text (pg's default), and dates as their text (`timestamp`, `timestamptz`,
+ * `date`): pg would otherwise read a `timestamp` without zone in this machine's zone. src/sync/sync-values.ts reads `timestamp` text as UTC. All queries run
  * in one REPEATABLE READ, READ ONLY transaction; rows are read through a cursor, 2,000 at a time.
  * Without a password in the URL or the configuration, pg reads PGPASSWORD and ~/.pgpass (or
  * PGPASSFILE) as libpq does.
  */
 
 const DATE_TYPES = new Set([1082, 1114, 1184]);
+const INT8 = 20;
 const TYPES = {
   getTypeParser: ((oid: number, format?: string) =>
-    DATE_TYPES.has(oid) ? (text: string) => text : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    DATE_TYPES.has(oid) ? (text: string) => text : oid === INT8 ? int8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
+
+/** An int8 as a number where it is one exactly, else its text (which the sync then names as too large). */
+function int8(text: string): number | string {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : text;
+}
 
 /** SQLSTATE classes of the connection, not the query: 08 connection, 28 authorisation, 53 resources, 57 operator intervention, 3D no such database. */
 const CONNECTION_STATES = /^(08|28|53|57|3D)/;
@@ -41,14 +48,14 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
   }
   const version = String((await client.query('SHOW server_version')).rows[0]?.server_version ?? '');
   const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
-  // Rows through a cursor, 2,000 at a time.
-  async function* read<T>(cursor: Cursor, query: string): AsyncIterable<T> {
+  // Rows through a cursor, a batch at a time.
+  async function* read<T>(cursor: Cursor, query: string): AsyncIterable<T[]> {
     client.query(cursor);
     try {
       for (;;) {
-        const batch = (await cursor.read(2000)) as T[];
+        const batch = (await cursor.read(SOURCE_BATCH)) as T[];
         if (batch.length === 0) break;
-        yield* batch;
+        yield batch;
       }
     } catch (error) {
       throw describe(error, query);

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { keysQuery, maxQuery, orderedQuery, trimQuery, type Dialect, type SyncSource } from './sync-source.js';
+import { keysQuery, maxQuery, orderedQuery, trimQuery, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
  * Another application's SQLite file, opened read-only: its integers come as BigInt (no value is
@@ -54,11 +54,14 @@ const DIALECT: Dialect = {
   param: () => '?',
 };
 
-async function* iterate<T>(statement: Database.Statement, params: unknown[]): AsyncIterable<T> {
-  let n = 0;
+async function* iterate<T>(statement: Database.Statement, params: unknown[]): AsyncIterable<T[]> {
+  let batch: T[] = [];
   for (const row of statement.iterate(...params) as Iterable<T>) {
-    // The rows come without waiting on anything: let signals and timers in now and then.
-    if ((++n & 4095) === 0) await new Promise((resolve) => setImmediate(resolve));
-    yield row;
+    if (batch.push(row) < SOURCE_BATCH) continue;
+    yield batch;
+    batch = [];
+    // The rows come without waiting on anything: let signals and timers in between batches.
+    await new Promise((resolve) => setImmediate(resolve));
   }
+  if (batch.length > 0) yield batch;
 }

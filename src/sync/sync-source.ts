@@ -9,14 +9,21 @@ export interface SyncSource {
   readonly description: string;
   /** The names of the columns a query returns, without reading its rows. */
   columnsOf(query: string): Promise<string[]>;
-  /** The rows of a query (those `filter` picks, if given), ordered by `keys` (columns it returns). */
-  rows(query: string, keys: readonly string[], filter?: RowFilter): AsyncIterable<Record<string, unknown>>;
-  /** Only the keys of a query's rows, each as an array in the order of `keys`, in key order. */
-  keys(query: string, keys: readonly string[]): AsyncIterable<unknown[]>;
+  /**
+   * The rows of a query (those `filter` picks, if given), ordered by `keys` (columns it returns),
+   * in batches of about SOURCE_BATCH: one await per batch, not per row, which is most of what
+   * iterating costs beside the driver's own parsing.
+   */
+  rows(query: string, keys: readonly string[], filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>>;
+  /** Only the keys of a query's rows, each as an array in the order of `keys`, in key order, in batches. */
+  keys(query: string, keys: readonly string[]): AsyncIterable<unknown[][]>;
   /** The greatest value of a column the query returns, as the driver gives it; null when there is none. */
   max(query: string, column: string): Promise<unknown>;
   close(): Promise<void>;
 }
+
+/** Rows a source hands over at a time. */
+export const SOURCE_BATCH = 2000;
 
 export interface SourceOptions {
   /** A file whose first line is the password, used when the URL holds none. */

@@ -21,6 +21,8 @@ const DECIMAL_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 /** `YYYY-MM-DD`, optionally `[ T]HH:MM[:SS[.fraction]]`, optionally `Z` or `±HH[:MM]`. */
 const DATE_TEXT = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** The value to store for `raw` in a column of `spec`, or `WRONG`. NULL stays NULL here; the caller checks nullability. */
 export function normaliseValue(spec: ColumnSpec, raw: unknown): StoredValue | typeof WRONG {
@@ -59,7 +61,7 @@ export function sameValue(stored: unknown, value: StoredValue): boolean {
 
 function integerOf(raw: unknown): number | typeof WRONG {
   if (typeof raw === 'number') return Number.isSafeInteger(raw) ? raw : WRONG;
-  if (typeof raw === 'bigint') return raw >= BigInt(Number.MIN_SAFE_INTEGER) && raw <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(raw) : WRONG;
+  if (typeof raw === 'bigint') return raw >= MIN_SAFE && raw <= MAX_SAFE ? Number(raw) : WRONG;
   if (typeof raw === 'string' && INTEGER_TEXT.test(raw.trim())) {
     const n = Number(raw.trim());
     return Number.isSafeInteger(n) ? n : WRONG;

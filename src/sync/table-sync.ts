@@ -53,39 +53,48 @@ export class TableSync {
    * duplicate key). Keys out of numeric order stop the sync: the merge relies on them.
    */
   async forEachRow(
-    rows: AsyncIterable<Record<string, unknown>>,
+    batches: AsyncIterable<Array<Record<string, unknown>>>,
     each: (values: StoredValue[], issues: ValueIssue[], name: () => string) => void,
     unfit?: (raw: Record<string, unknown>) => void,
   ): Promise<void> {
-    const { plan, keyCount } = this;
     let previous: StoredValue[] | undefined;
-    let n = 0;
-    for await (const raw of rows) {
-      if ((++n & 1023) === 0) this.hooks.checkStop();
-      // Most rows are unchanged and never named: the name is made when a message needs it.
-      let named: string | undefined;
-      const name = () => (named ??= rowName(plan, raw));
-      const shaped = shapeRow(plan, raw, name);
-      if ('skipped' in shaped) {
-        this.skip(name(), shaped.skipped);
-        unfit?.(raw);
-        continue;
-      }
-      if (previous !== undefined) {
-        const order = compareKeys(shaped.values, previous, keyCount);
-        if (order === 0) {
-          this.skip(name(), `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`);
-          continue;
-        }
-        if (order < 0) {
-          throw new MappingError(
-            `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${previous.slice(0, keyCount).join(', ')}): return it as an integer (CAST it in the query)`,
-          );
-        }
-      }
-      previous = shaped.values;
-      each(shaped.values, shaped.issues, name);
+    for await (const rows of batches) {
+      this.hooks.checkStop();
+      for (const raw of rows) previous = this.takeRow(raw, previous, each, unfit);
     }
+  }
+
+  /** One row for forEachRow: shaped and handed to `each`, or skipped; returns the key the next row must follow. */
+  private takeRow(
+    raw: Record<string, unknown>,
+    previous: StoredValue[] | undefined,
+    each: (values: StoredValue[], issues: ValueIssue[], name: () => string) => void,
+    unfit: ((raw: Record<string, unknown>) => void) | undefined,
+  ): StoredValue[] | undefined {
+    const { plan, keyCount } = this;
+    // Most rows are unchanged and never named: the name is made when a message needs it.
+    let named: string | undefined;
+    const name = () => (named ??= rowName(plan, raw));
+    const shaped = shapeRow(plan, raw, name);
+    if ('skipped' in shaped) {
+      this.skip(name(), shaped.skipped);
+      unfit?.(raw);
+      return previous;
+    }
+    if (previous !== undefined) {
+      const order = compareKeys(shaped.values, previous, keyCount);
+      if (order === 0) {
+        this.skip(name(), `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`);
+        return previous;
+      }
+      if (order < 0) {
+        throw new MappingError(
+          `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${previous.slice(0, keyCount).join(', ')}): return it as an integer (CAST it in the query)`,
+        );
+      }
+    }
+    each(shaped.values, shaped.issues, name);
+    return shaped.values;
   }
 
   /** Brings the stored row (`stored`; none: the key is new) to `values`, writing only when a value differs. */
