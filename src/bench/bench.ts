@@ -500,7 +500,7 @@ async function benchMain(): Promise<void> {
           storeScript: STORE_CHILD,
           runCli: async (args, extra) => {
             const result = await runChild(CLI_CHILD, args, { ...env, ...extra });
-            return { seconds: result.seconds, stdout: result.stdout, stderr: result.stderr };
+            return { seconds: result.seconds, stdout: result.stdout, stderr: result.stderr, maxRssKb: result.maxRssKb };
           },
           lines: (line) => console.log(line),
         });

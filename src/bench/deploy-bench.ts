@@ -19,7 +19,7 @@ export interface DeployBenchInput {
   /** `dist/bench/s3rver-child.js`. */
   storeScript: string;
   /** Runs a vidfeeds command in a child process with extra environment; resolves with its time and output. */
-  runCli: (args: string[], env: Record<string, string>) => Promise<{ seconds: number; stdout: string; stderr: string }>;
+  runCli: (args: string[], env: Record<string, string>) => Promise<{ seconds: number; stdout: string; stderr: string; maxRssKb: number }>;
   lines: (line: string) => void;
 }
 
@@ -39,11 +39,16 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
   try {
     const deploy = async (what: string) => {
       const result = await input.runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', `http://127.0.0.1:${port}`, '--json', '--no-notify'], CREDENTIALS);
-      const report = JSON.parse(result.stdout.split('\n').find((l) => l.startsWith('{'))!) as { counts: { objects: number; uploaded: number; deleted: number; unchanged: number } };
+      const report = JSON.parse(result.stdout.split('\n').find((l) => l.startsWith('{'))!) as {
+        counts: { objects: number; uploaded: number; uploadedNew: number; uploadedChanged: number; uploadedSite: number; deleted: number; unchanged: number };
+      };
       const { objects, uploaded, deleted } = report.counts;
+      // New: absent from the store's listing; changed: listed with other bytes; site: the site-wide files.
+      const split = uploaded > 0 ? ` (new ${report.counts.uploadedNew}, changed ${report.counts.uploadedChanged}, site ${report.counts.uploadedSite})` : '';
       lines(
         `  ${what.padEnd(22)} ${result.seconds.toFixed(1).padStart(7)} s   ${String(objects).padStart(8)} objects   ${String(uploaded).padStart(8)} uploaded   ${String(deleted).padStart(5)} deleted` +
-          (uploaded > 0 ? `   ${(uploaded / result.seconds).toFixed(0)} objects/s` : ''),
+          `   peak RSS ${(result.maxRssKb / 1024).toFixed(0)} MB` +
+          (uploaded > 0 ? `   ${(uploaded / result.seconds).toFixed(0)} objects/s${split}` : ''),
       );
       return report.counts;
     };
