@@ -49,6 +49,12 @@ export interface DeployReport {
   unchanged: number;
   /** Objects whose headers and metadata were asked of the store. */
   checked: number;
+  /**
+   * The first two keys the store listed out of S3's order (ascending UTF-8 bytes), if any: then
+   * objects missing from its listing were asked for one by one, and objects to delete that it
+   * left out stay in the store.
+   */
+  unorderedListing: { before: string; after: string } | null;
   /** Keys written (or, in a dry run, to write), and deleted (or to delete). */
   uploadedKeys: string[];
   deletedKeys: string[];
@@ -73,28 +79,41 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
   const documents = planDocuments(request.manifest, routes, target.prefix, shard);
   const report = emptyReport(showTarget(target), request.dryRun, documents);
   const remote = new Map<string, StoredObject>();
-  for await (const object of store.list(target.prefix)) remote.set(object.key, object);
+  let previous: string | undefined;
+  for await (const object of store.list(target.prefix)) {
+    if (previous !== undefined && report.unorderedListing === null && !inKeyOrder(previous, object.key)) {
+      report.unorderedListing = { before: previous, after: object.key };
+    }
+    previous = object.key;
+    remote.set(object.key, object);
+  }
+  // A listing out of key order was paged by a store that does not keep S3's order, and such a
+  // store can leave keys out at a page's edge: what it did not list is asked for one by one.
+  const listingComplete = report.unorderedListing === null;
 
   const fingerprint = headersFingerprint(documents);
   const known = request.record.get(request.recordId);
   const trustEtags = known !== undefined && known.headers === fingerprint && known.etagsAreMd5;
   const verdicts = new Map<string, Verdict>();
   for (const document of documents) {
-    for (const object of document.objects) verdicts.set(object.key, firstVerdict(object, remote.get(object.key), trustEtags));
+    for (const object of document.objects) verdicts.set(object.key, firstVerdict(object, remote.get(object.key), trustEtags, listingComplete));
   }
   const toCheck = documents.flatMap((d) => d.objects.filter((o) => verdicts.get(o.key) === 'check'));
   // Objects rewritten only for their headers: their readers' content did not change.
   const headersOnly = new Set<string>();
+  // Objects the store holds that its listing left out.
+  const unlisted = new Set<string>();
   await runPool(toCheck, request.concurrency, async (object) => {
     const head = await store.head(object.key);
     verdicts.set(object.key, head !== null && headMatches(object, head) ? 'same' : 'write');
+    if (head !== null && !remote.has(object.key)) unlisted.add(object.key);
     if (head !== null && head.metadata['vidfeeds-sha256'] === object.sha256 && verdicts.get(object.key) === 'write') headersOnly.add(object.key);
   });
   report.checked = toCheck.length;
 
   const planned = new Set(documents.flatMap((d) => d.objects.map((o) => o.key)));
   const deletions = [...remote.keys()].filter((key) => !planned.has(key) && ownedDocumentOf(routes, target.prefix, key, shard) !== null).sort();
-  const steps = orderSteps(documents, remote, verdicts);
+  const steps = orderSteps(documents, (key) => remote.has(key) || unlisted.has(key), verdicts);
   report.unchanged = [...verdicts.values()].filter((v) => v === 'same').length;
 
   let etagsAreMd5 = known?.etagsAreMd5 ?? true;
@@ -148,8 +167,8 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
 }
 
 /** What the listing alone says of an object: the same bytes and headers, to write, or to ask the store. */
-function firstVerdict(object: PlannedObject, stored: StoredObject | undefined, trustEtags: boolean): Verdict {
-  if (stored === undefined) return 'write';
+function firstVerdict(object: PlannedObject, stored: StoredObject | undefined, trustEtags: boolean, listingComplete: boolean): Verdict {
+  if (stored === undefined) return listingComplete ? 'write' : 'check';
   if (stored.size !== object.size) return 'write';
   if (trustEtags) return stored.etag === object.md5 ? 'same' : 'write';
   return 'check';
@@ -171,9 +190,9 @@ interface Step {
 }
 
 /** The steps in the safe order, each with the documents that have something to write. */
-function orderSteps(documents: readonly PlannedDocument[], remote: ReadonlyMap<string, StoredObject>, verdicts: ReadonlyMap<string, Verdict>): Step[] {
+function orderSteps(documents: readonly PlannedDocument[], isStored: (key: string) => boolean, verdicts: ReadonlyMap<string, Verdict>): Step[] {
   const pending = documents.filter((d) => d.objects.some((o) => verdicts.get(o.key) === 'write'));
-  const isNew = (d: PlannedDocument) => d.objects.every((o) => !remote.has(o.key));
+  const isNew = (d: PlannedDocument) => d.objects.every((o) => !isStored(o.key));
   const steps: Step[] = [
     { kind: 'new', documents: pending.filter((d) => d.rank === 0 && isNew(d)) },
     { kind: 'changed', documents: pending.filter((d) => d.rank === 0 && !isNew(d)) },
@@ -237,6 +256,7 @@ function emptyReport(target: string, dryRun: boolean, documents: readonly Planne
     deleted: 0,
     unchanged: 0,
     checked: 0,
+    unorderedListing: null,
     uploadedKeys: [],
     deletedKeys: [],
     changedFiles: [],
@@ -246,6 +266,12 @@ function emptyReport(target: string, dryRun: boolean, documents: readonly Planne
     stoppedBy: null,
     seconds: 0,
   };
+}
+
+/** Whether `after` may follow `before` in an S3 listing: ascending by UTF-8 bytes. */
+function inKeyOrder(before: string, after: string): boolean {
+  // UTF-16 order is UTF-8 order but for surrogates against U+E000 to U+FFFF: the bytes decide then.
+  return before < after || Buffer.compare(Buffer.from(before), Buffer.from(after)) < 0;
 }
 
 function messageOf(error: unknown): string {

@@ -182,6 +182,13 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
   for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
   const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'an earlier step failed, and it would link to what is missing';
   for (const key of report.notAttempted) io.log.error(`not written: ${key}: not attempted (${why})`);
+  if (report.unorderedListing !== null) {
+    const { before, after } = report.unorderedListing;
+    io.log.warn(
+      `the store listed ${after} after ${before}, out of S3's key order, so its listing may leave objects out: ` +
+        `objects missing from it were asked for one by one (${report.checked} asked in all), and objects to delete that it left out stay`,
+    );
+  }
   reportDeliveries(deliveries, io);
   if (exitCode !== EXIT.ok) io.log.error(deploySummary(report));
   else if (!flags.quiet) io.log.info(deploySummary(report));
@@ -210,6 +217,7 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
         deleted: report.deletedKeys,
         failed: report.failed,
         notAttempted: report.notAttempted,
+        unorderedListing: report.unorderedListing,
         notifications: deliveries,
       }),
     );
