@@ -42,6 +42,7 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
       const report = JSON.parse(result.stdout.split('\n').find((l) => l.startsWith('{'))!) as {
         counts: { objects: number; uploaded: number; uploadedNew: number; uploadedChanged: number; uploadedSite: number; deleted: number; unchanged: number; checked: number };
         unorderedListing: unknown;
+        uploaded: string[];
       };
       const { objects, uploaded, deleted } = report.counts;
       // New: absent from the store's listing; changed: listed with other bytes; site: the site-wide files.
@@ -54,7 +55,7 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
           // out at a page's edge: the deploy then asks for each object the listing lacks.
           (report.counts.checked > 0 ? `   ${report.counts.checked} asked (HEAD)${report.unorderedListing === null ? '' : ': listing out of key order'}` : ''),
       );
-      return report.counts;
+      return { ...report.counts, keys: report.uploaded };
     };
     await deploy('first deploy');
     const unchanged = await deploy('no-change deploy');
@@ -65,9 +66,20 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
     site.prepare(`UPDATE videos SET title = title || ' (edited)' WHERE id = (SELECT min(id) FROM videos WHERE visibility = 'public')`).run();
     site.close();
     const edit = await input.runCli(['build', '--db', db, '--out', out, '--json', '--no-notify'], {});
-    const written = (JSON.parse(edit.stdout.split('\n').find((l) => l.startsWith('{'))!) as { counts: { written: number } }).counts.written;
+    const built = JSON.parse(edit.stdout.split('\n').find((l) => l.startsWith('{'))!) as { urls: { written: string[] } };
+    // Each URL the build rewrote, as the keys it is stored under: a directory URL also without its slash.
+    const expected = new Set(
+      built.urls.written.flatMap((url) => {
+        const key = `site/${decodeURIComponent(new URL(url).pathname.slice(1))}`;
+        return key.endsWith('/') ? [key, key.slice(0, -1)] : [key];
+      }),
+    );
     const counts = await deploy('one-edit deploy');
-    lines(`  the edit rewrote ${written} files; the deploy uploaded ${counts.uploaded} objects (each file under its keys: two for a directory URL)`);
+    const same = counts.keys.length === expected.size && counts.keys.every((key) => expected.has(key));
+    lines(
+      `  the edit rewrote ${built.urls.written.length} files (${expected.size} keys); the deploy uploaded ${counts.uploaded} objects: ` +
+        (same ? 'exactly those keys' : `!! not those keys (uploaded ${JSON.stringify([...counts.keys].sort())}, expected ${JSON.stringify([...expected].sort())})`),
+    );
   } finally {
     child.kill('SIGTERM');
   }
