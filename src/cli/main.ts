@@ -56,10 +56,12 @@ export async function main(argv: string[], io: Console = processConsole): Promis
       // What commander itself still reports (an unknown command), in the words of our other errors.
       writeErr: (text) => io.log.error(`command line: ${text.replace(/^error: /, '').replace(/\n$/, '').replace(/\n/g, '; ')} (see vidfeeds --help)`),
     });
-  // The command named first is the only one needed; anything else (help, a mistyped name, an
-  // option first) gets them all, so help lists them and commander can suggest one.
+  // The command named first is the only one needed, and `--version` alone needs none; anything
+  // else (help, a mistyped name, an option first) gets them all, so help lists them and
+  // commander can suggest one.
   const named = argv[2];
-  const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
+  const wanted =
+    named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : argv.length === 3 && (named === '--version' || named === '-V') ? [] : Object.keys(COMMANDS);
   for (const register of await Promise.all(wanted.map((name) => COMMANDS[name]!()))) register(program, io, setExit);
   addLoggingOptions(program);
 
