@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { MappingError } from './sync-errors.js';
 import { normaliseValue, WRONG } from './sync-values.js';
 import type { RowFilter, SyncSource } from './sync-source.js';
-import { TargetPages } from './table-diff.js';
+import { TargetPages } from './target-pages.js';
 import { compareKeys, type TableSync } from './table-sync.js';
 
 /**
@@ -22,7 +22,7 @@ export const MAX_MISSING_KEYS = 20_000;
 const KEYS_PER_QUERY = 500;
 
 /** False when more than MAX_MISSING_KEYS keys are missing: nothing but deletions was written, and the table needs a full compare. */
-export async function syncChangedRows(target: Database.Database, source: SyncSource, sync: TableSync, since: unknown, checkStop: () => void): Promise<boolean> {
+export async function syncChangedRows(target: Database.Database, source: SyncSource, sync: TableSync, since: unknown): Promise<boolean> {
   const { plan } = sync;
   const keyCount = plan.keys.length;
   const specs = plan.specs.slice(0, keyCount);
@@ -31,11 +31,11 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
     const key = values.map((value, i) => normaliseValue(specs[i]!, value));
     return key.some((value) => value === WRONG || value === null) ? null : (key as number[]);
   };
-  const pages = new TargetPages(target, plan, plan.keys);
+  const pages = new TargetPages(target, plan.table, plan.keys, plan.keys);
   const missing: number[][] = [];
   let previous: number[] | undefined;
   for await (const batch of source.keys(plan.query, plan.keys)) {
-    checkStop();
+    sync.checkStop();
     for (const raw of batch) {
       // A key that is not an integer is skipped, and named, when its row is read in full.
       const numbers = storedKey(raw);
@@ -62,24 +62,24 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
   // A row both changed and missing comes back twice (once per query): it is applied once.
   const seen = new Set<string>();
   const apply = async (filter: RowFilter) => {
-    await sync.forEachRow(
-      source.rows(plan.query, plan.keys, filter),
-      (values, issues, name) => {
-        const id = values.slice(0, keyCount).join(',');
-        if (seen.has(id)) return;
-        seen.add(id);
-        sync.apply(values, issues, name, sync.writer.find(values.slice(0, keyCount)));
-      },
+    await sync.forEachRow(source.rows(plan.query, plan.keys, filter), (row) => {
+      const id = row.key.join(',');
+      if (seen.has(id)) return true;
+      seen.add(id);
+      const stored = sync.writer.find(row.key);
+      const shaped = sync.shape(row);
       // A row that can no longer be stored goes, as in a full compare: its old form is not kept.
-      (raw) => {
-        const key = storedKey(plan.keys.map((k) => raw[k]));
-        if (key !== null && sync.writer.find(key) !== undefined) sync.remove(key);
-      },
-    );
+      if (shaped === undefined) {
+        if (stored !== undefined) sync.remove(row.key);
+        return false;
+      }
+      sync.apply(row, shaped, stored, sync.digests.find(row.key));
+      return true;
+    });
   };
   await apply({ after: { column: plan.watermark!, value: since }, keys: missing.slice(0, KEYS_PER_QUERY) });
   for (let at = KEYS_PER_QUERY; at < missing.length; at += KEYS_PER_QUERY) {
-    checkStop();
+    sync.checkStop();
     await apply({ keys: missing.slice(at, at + KEYS_PER_QUERY) });
   }
   return true;

@@ -11,6 +11,7 @@ import type { SourceOptions, SyncSource } from './sync-source.js';
 import { MAX_MISSING_KEYS, syncChangedRows } from './changed-rows.js';
 import { syncTable } from './table-diff.js';
 import { planTables, type TableMapping, type TablePlan } from './table-plan.js';
+import { DigestTable } from './digest-table.js';
 import { TableSync, type DiffHooks, type TableCounts } from './table-sync.js';
 import { TableWriter } from './table-writer.js';
 import { encodeMark, mappingId, SyncMarks, type Mode, type TableMarks } from './watermark-state.js';
@@ -103,10 +104,13 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
       const before = logPosition(target);
       const marks = new SyncMarks(target);
       const newMarks = new Map<string, TableMarks>();
+      const digests: DigestTable[] = [];
       let firstMarks = false;
       for (const plan of plans) {
         checkStop();
-        const { counts, mode, mark, first } = await syncOne(target, source, plan, request, marks, diffHooks);
+        const digest = new DigestTable(target, plan);
+        digests.push(digest);
+        const { counts, mode, mark, first } = await syncOne(target, source, plan, request, marks, new TableSync(plan, new TableWriter(target, plan), digest, diffHooks));
         firstMarks ||= first === true;
         report.tables[plan.table] = { ...counts, mode: mode.mode, ...(request.changedOnly && mode.mode === 'full' ? { reason: mode.reason } : {}) };
         report.changes += counts.inserted + counts.updated + counts.deleted;
@@ -116,11 +120,14 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
       // Nothing to write (or only looking): the transaction ends without a commit, so not even
       // SQLite's data_version moves and `watch` sees no change. The marks move only with changes,
       // or when a mapping has none yet: a sync that finds nothing leaves them, and its window of
-      // rows to read next time only grows (src/sync/watermark-state.ts).
+      // rows to read next time only grows (src/sync/watermark-state.ts). Digests written without a
+      // change (made for the first time, or marked for rows something else wrote) are kept.
       const logged = logPosition(target) - before;
       const marking = !request.dryRun && (report.changes > 0 || firstMarks);
+      const committing = !request.dryRun && (marking || digests.some((digest) => digest.wrote));
       if (marking) for (const [table, mark] of newMarks) marks.write(table, { ...mark, log: before + logged });
-      if (request.dryRun || (report.changes === 0 && !marking)) target.exec('ROLLBACK');
+      if (committing) for (const digest of digests) digest.save(before + logged);
+      if (!committing) target.exec('ROLLBACK');
       else {
         report.logged = logged;
         target.exec('COMMIT');
@@ -147,16 +154,15 @@ async function syncOne(
   plan: TablePlan,
   request: SyncRequest,
   marks: SyncMarks,
-  hooks: DiffHooks,
+  sync: TableSync,
 ): Promise<{ counts: TableCounts; mode: Mode; mark?: TableMarks; first?: boolean }> {
-  const sync = new TableSync(plan, new TableWriter(target, plan), hooks);
   const mapping = plan.watermark === null ? '' : mappingId(request.from, plan);
   // Read before the rows, in the same snapshot: rows changed after it are past it.
   const latest = plan.watermark === null ? null : encodeMark(await source.max(plan.query, plan.watermark));
   let mode: Mode = request.changedOnly ? marks.mode(plan, mapping, latest) : { mode: 'full', reason: 'asked for' };
   let done = false;
   if (mode.mode === 'changed') {
-    done = await syncChangedRows(target, source, sync, mode.since, hooks.checkStop);
+    done = await syncChangedRows(target, source, sync, mode.since);
     if (!done) mode = { mode: 'full', reason: `more than ${MAX_MISSING_KEYS} of its source rows are missing from vidfeeds's table` };
   }
   if (!done) await syncTable(target, source, sync);

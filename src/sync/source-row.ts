@@ -20,8 +20,14 @@ export interface SkippedSourceRow {
   reason: string;
 }
 
-/** The row's values in `plan.columns` order, or the reason it is skipped. */
-export type ShapedRow = { values: StoredValue[]; issues: ValueIssue[] } | { skipped: string };
+/** A row's values in `plan.columns` order, and what was wrong with them. */
+export interface ShapedValues {
+  values: StoredValue[];
+  issues: ValueIssue[];
+}
+
+/** The row's values, or the reason it is skipped. */
+export type ShapedRow = ShapedValues | { skipped: string };
 
 export function rowName(plan: TablePlan, raw: Record<string, unknown>): string {
   return plan.keys.map((k) => `${k}=${typeof raw[k] === 'number' || typeof raw[k] === 'bigint' || (typeof raw[k] === 'string' && /^\d+$/.test(raw[k] as string)) ? String(raw[k]) : describeSourceValue(raw[k])}`).join(', ');

@@ -1,7 +1,8 @@
 import type { ValueIssue } from '../db/decode.js';
-import { rowName, shapeRow, type SkippedSourceRow } from './source-row.js';
+import type { DigestTable } from './digest-table.js';
+import { rowName, shapeRow, type ShapedValues, type SkippedSourceRow } from './source-row.js';
 import { MappingError } from './sync-errors.js';
-import { sameValue, type StoredValue } from './sync-values.js';
+import { normaliseValue, sameValue, WRONG, type StoredValue } from './sync-values.js';
 import type { TablePlan } from './table-plan.js';
 import type { TableWriter } from './table-writer.js';
 
@@ -27,10 +28,18 @@ export interface DiffHooks {
   checkStop(): void;
 }
 
+/** A source row as the driver gave it, with its key as vidfeeds stores it. */
+export interface SourceRow {
+  raw: Record<string, unknown>;
+  key: number[];
+  /** The row's name for messages, made when one needs it. */
+  name: () => string;
+}
+
 interface PendingWrite {
   op: 'insert' | 'update';
+  row: SourceRow;
   values: StoredValue[];
-  name: string;
   error: string;
 }
 
@@ -42,83 +51,98 @@ export class TableSync {
   constructor(
     readonly plan: TablePlan,
     readonly writer: TableWriter,
+    readonly digests: DigestTable,
     private readonly hooks: DiffHooks,
   ) {
     this.keyCount = plan.keys.length;
   }
 
   /**
-   * Calls `each` with every row of `rows` that can be stored, shaped, in key order; the others
-   * are skipped and named, and `unfit` hears of those skipped for their values (not for a
-   * duplicate key). Keys out of numeric order stop the sync: the merge relies on them.
+   * Calls `each` with every row of `rows` whose key can be stored, in key order; `each` answers
+   * whether it took the row. A row with a key that cannot be stored, or the same key as the row
+   * taken before it, is skipped and named. Keys out of numeric order stop the sync: the merges
+   * rely on them.
    */
-  async forEachRow(
-    batches: AsyncIterable<Array<Record<string, unknown>>>,
-    each: (values: StoredValue[], issues: ValueIssue[], name: () => string) => void,
-    unfit?: (raw: Record<string, unknown>) => void,
-  ): Promise<void> {
-    let previous: StoredValue[] | undefined;
+  async forEachRow(batches: AsyncIterable<Array<Record<string, unknown>>>, each: (row: SourceRow) => boolean): Promise<void> {
+    const { plan, keyCount } = this;
+    const specs = plan.specs;
+    let previous: number[] | undefined;
     for await (const rows of batches) {
       this.hooks.checkStop();
-      for (const raw of rows) previous = this.takeRow(raw, previous, each, unfit);
+      for (const raw of rows) {
+        // Most rows are unchanged and never named: the name is made when a message needs it.
+        let named: string | undefined;
+        const name = () => (named ??= rowName(plan, raw));
+        const key: number[] = new Array(keyCount);
+        for (let i = 0; i < keyCount; i++) key[i] = normaliseValue(specs[i]!, raw[plan.keys[i]!]) as number;
+        if (key.some((value) => (value as unknown) === WRONG || value === null)) {
+          this.shape({ raw, key, name });
+          continue;
+        }
+        if (previous !== undefined) {
+          const order = compareKeys(key, previous, keyCount);
+          if (order === 0) {
+            this.skip(name(), `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`);
+            continue;
+          }
+          if (order < 0) {
+            throw new MappingError(
+              `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`,
+            );
+          }
+        }
+        if (each({ raw, key, name })) previous = key;
+      }
     }
   }
 
-  /** One row for forEachRow: shaped and handed to `each`, or skipped; returns the key the next row must follow. */
-  private takeRow(
-    raw: Record<string, unknown>,
-    previous: StoredValue[] | undefined,
-    each: (values: StoredValue[], issues: ValueIssue[], name: () => string) => void,
-    unfit: ((raw: Record<string, unknown>) => void) | undefined,
-  ): StoredValue[] | undefined {
-    const { plan, keyCount } = this;
-    // Most rows are unchanged and never named: the name is made when a message needs it.
-    let named: string | undefined;
-    const name = () => (named ??= rowName(plan, raw));
-    const shaped = shapeRow(plan, raw, name);
-    if ('skipped' in shaped) {
-      this.skip(name(), shaped.skipped);
-      unfit?.(raw);
-      return previous;
-    }
-    if (previous !== undefined) {
-      const order = compareKeys(shaped.values, previous, keyCount);
-      if (order === 0) {
-        this.skip(name(), `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`);
-        return previous;
-      }
-      if (order < 0) {
-        throw new MappingError(
-          `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${previous.slice(0, keyCount).join(', ')}): return it as an integer (CAST it in the query)`,
-        );
-      }
-    }
-    each(shaped.values, shaped.issues, name);
-    return shaped.values;
+  /** The row's values as vidfeeds stores them; undefined when it cannot be stored (it is skipped and named). */
+  shape(row: SourceRow): ShapedValues | undefined {
+    const shaped = shapeRow(this.plan, row.raw, row.name);
+    if (!('skipped' in shaped)) return shaped;
+    this.skip(row.name(), shaped.skipped);
+    return undefined;
   }
 
-  /** Brings the stored row (`stored`; none: the key is new) to `values`, writing only when a value differs. */
-  apply(values: StoredValue[], issues: ValueIssue[], name: () => string, stored: readonly unknown[] | undefined): void {
+  /** Throws when the sync must stop (a signal). */
+  checkStop(): void {
+    this.hooks.checkStop();
+  }
+
+  /** A row whose digest shows it unchanged. */
+  unchanged(key: readonly number[], digest: number): void {
+    this.counts.unchanged++;
+    this.digests.keep(key, digest, digest);
+  }
+
+  /**
+   * Brings the stored row (`stored`; none: the key is new) to the shaped row, writing only when a
+   * value differs; `digest` is the key's stored digest (undefined: none).
+   */
+  apply(row: SourceRow, shaped: ShapedValues, stored: readonly unknown[] | undefined, digest: number | null | undefined): void {
+    const { values, issues } = shaped;
     if (stored !== undefined && values.every((v, i) => sameValue(stored[i], v))) {
       this.counts.unchanged++;
       for (const issue of issues) this.hooks.issue(issue);
+      this.keepDigest(row, issues.length === 0, digest);
       return;
     }
     const op = stored === undefined ? 'insert' : 'update';
     const outcome = this.writer.write(op, values, stored);
     for (const issue of issues) this.hooks.issue(issue);
-    for (const issue of outcome.issues) this.hooks.issue({ ...issue, row: name() });
+    for (const issue of outcome.issues) this.hooks.issue({ ...issue, row: row.name() });
     if (outcome.ok) {
       this.counts[outcome.unchanged ? 'unchanged' : op === 'insert' ? 'inserted' : 'updated']++;
+      this.keepDigest(row, issues.length === 0 && outcome.issues.length === 0, digest);
       return;
     }
-    if (outcome.unique) this.deferred.push({ op, values, name: name(), error: outcome.reason });
-    else this.drop(op, values, name(), outcome.reason);
+    if (outcome.unique) this.deferred.push({ op, row, values, error: outcome.reason });
+    else this.drop(op, row, outcome.reason);
   }
 
-  remove(key: unknown[]): void {
-    this.writer.remove(key);
-    this.counts.deleted++;
+  remove(key: readonly unknown[]): void {
+    if (this.writer.remove(key)) this.counts.deleted++;
+    this.digests.forget(key);
   }
 
   skip(name: string, reason: string): void {
@@ -136,14 +160,19 @@ export class TableSync {
       for (const pending of this.deferred) if (pending.op === 'update') this.writer.moveAside(pending.values, pending.error);
       this.retryDeferred();
     }
-    for (const pending of this.deferred) this.drop(pending.op, pending.values, pending.name, pending.error);
+    for (const pending of this.deferred) this.drop(pending.op, pending.row, pending.error);
     return this.counts;
   }
 
+  /** The digest of the source row a stored row now equals; NULL (compare in full) when it was stored with an issue. */
+  private keepDigest(row: SourceRow, clean: boolean, stored: number | null | undefined): void {
+    this.digests.keep(row.key, clean ? this.digests.digestOf(row.raw) : null, stored);
+  }
+
   /** A row the source holds but that cannot be written is not left behind in its old form either. */
-  private drop(op: 'insert' | 'update', values: StoredValue[], name: string, reason: string): void {
-    this.skip(name, reason);
-    if (op === 'update') this.remove(values.slice(0, this.keyCount));
+  private drop(op: 'insert' | 'update', row: SourceRow, reason: string): void {
+    this.skip(row.name(), reason);
+    if (op === 'update') this.remove(row.key);
   }
 
   private retryDeferred(): void {
@@ -152,8 +181,9 @@ export class TableSync {
       for (const pending of this.deferred.splice(0)) {
         const outcome = this.writer.write(pending.op, pending.values);
         if (outcome.ok) {
-          for (const issue of outcome.issues) this.hooks.issue({ ...issue, row: pending.name });
+          for (const issue of outcome.issues) this.hooks.issue({ ...issue, row: pending.row.name() });
           this.counts[pending.op === 'insert' ? 'inserted' : 'updated']++;
+          this.keepDigest(pending.row, outcome.issues.length === 0, this.digests.find(pending.row.key));
           progress = true;
         } else this.deferred.push({ ...pending, error: outcome.reason });
       }

@@ -37,8 +37,9 @@ export class TableWriter {
     return this.select.get(...key) as unknown[] | undefined;
   }
 
-  remove(key: unknown[]): void {
-    this.delete.run(...key);
+  /** Deletes the row of a key; false when there was none. */
+  remove(key: readonly unknown[]): boolean {
+    return this.delete.run(...key).changes > 0;
   }
 
   /** Gives the stored row a name no other row holds in the unique column a write of `values` collided on (`reason` names it). */

@@ -103,15 +103,20 @@ export class SyncMarks {
 
   /** Why rows of `table` may have been written by something other than a sync since log position `log`; null when they were not. */
   private writtenOutsideSync(table: string, log: number): string | null {
-    const last = (this.target.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'change_log'`).get() as { seq: number } | undefined)?.seq ?? 0;
-    if (last === log) return null;
-    const kept = (this.target.prepare('SELECT count(*) AS n FROM change_log WHERE seq > ?').get(log) as { n: number }).n;
-    if (kept < last - log) return 'the change log was pruned past the last sync, so writes since cannot be ruled out';
+    if (logPrunedSince(this.target, log)) return 'the change log was pruned past the last sync, so writes since cannot be ruled out';
     if (this.target.prepare('SELECT 1 FROM change_log WHERE seq > ? AND table_name = ? LIMIT 1').get(log, table) !== undefined) {
       return 'rows of it were written by something other than a sync since the last one (the change log says)';
     }
     return null;
   }
+}
+
+/** Whether entries past position `log` are missing from the change log, so that what was written since cannot be told. */
+export function logPrunedSince(target: Database.Database, log: number): boolean {
+  const last = (target.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'change_log'`).get() as { seq: number } | undefined)?.seq ?? 0;
+  if (last === log) return false;
+  const kept = (target.prepare('SELECT count(*) AS n FROM change_log WHERE seq > ?').get(log) as { n: number }).n;
+  return kept < last - log;
 }
 
 function keyOf(table: string): string {

@@ -3,8 +3,8 @@ import type { SyncReport } from '../sync/run-sync.js';
 /**
  * `watch --sync-every SECONDS`: a sync at start and then every SECONDS after the previous one
  * ended, never two at once. A sync that changed something commits, and the watch sees the commit
- * as it sees any other and builds; a sync that changed nothing writes nothing, so nothing is
- * built. A sync that fails (the source unreachable, a mapping being edited) is reported and the
+ * as it sees any other and builds; a sync that changed nothing logs nothing, so nothing is
+ * built (it commits at all only when its own digests moved). A sync that fails (the source unreachable, a mapping being edited) is reported and the
  * next one runs on time.
  */
 export interface SyncIntervalOptions {
