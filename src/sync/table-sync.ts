@@ -152,15 +152,20 @@ export class TableSync {
 
   /**
    * The writes that collided with a unique name another row held: that row may have moved since.
-   * Rows that hold each other's names (a swap) are first moved aside to a name no one holds.
+   * One pass, last key first, clears a run of rows each taking the name of the row after it (the
+   * merge wrote that row later). The rows still waiting are then moved aside to names no one
+   * holds, which frees every name they held (a swap, a cycle, runs in any order), and tried again
+   * until no write succeeds: a few passes, however many rows wait.
    */
   finish(): TableCounts {
-    this.retryDeferred();
+    this.deferred.reverse();
+    this.retryDeferred(1);
     if (this.deferred.some((pending) => pending.op === 'update')) {
       for (const pending of this.deferred) if (pending.op === 'update') this.writer.moveAside(pending.values, pending.error);
       this.retryDeferred();
     }
-    for (const pending of this.deferred) this.drop(pending.op, pending.row, pending.error);
+    // Named in key order.
+    for (const pending of this.deferred.reverse()) this.drop(pending.op, pending.row, pending.error);
     return this.counts;
   }
 
@@ -175,8 +180,8 @@ export class TableSync {
     if (op === 'update') this.remove(row.key);
   }
 
-  private retryDeferred(): void {
-    for (let progress = true; this.deferred.length > 0 && progress; ) {
+  private retryDeferred(passes = Infinity): void {
+    for (let progress = true; this.deferred.length > 0 && progress && passes-- > 0; ) {
       progress = false;
       for (const pending of this.deferred.splice(0)) {
         const outcome = this.writer.write(pending.op, pending.values);

@@ -16,6 +16,8 @@ export class TableWriter {
   private readonly update: Database.Statement | undefined;
   private readonly delete: Database.Statement;
   private readonly keyCount: number;
+  /** The statements that move a row aside, by column. */
+  private readonly moves = new Map<string, Database.Statement>();
   private select: Database.Statement | undefined;
 
   constructor(
@@ -47,8 +49,13 @@ export class TableWriter {
     const column = /^(\w+) /.exec(reason)?.[1];
     if (column === undefined || !this.plan.columns.includes(column)) return;
     const key = values.slice(0, this.keyCount);
-    const where = this.plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ');
-    this.target.prepare(`UPDATE ${quote(this.plan.table)} SET ${quote(column)} = ? WHERE ${where}`).run(`vidfeeds sync: moving ${this.plan.table} ${key.join(',')}`, ...key);
+    let move = this.moves.get(column);
+    if (move === undefined) {
+      const where = this.plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ');
+      move = this.target.prepare(`UPDATE ${quote(this.plan.table)} SET ${quote(column)} = ? WHERE ${where}`);
+      this.moves.set(column, move);
+    }
+    move.run(`vidfeeds sync: moving ${this.plan.table} ${key.join(',')}`, ...key);
   }
 
   /** Writes the row; `stored` is the row an update replaces, which the row may turn out to equal once a reference to a missing row is cleared. */
