@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
 import { MappingError } from './sync-errors.js';
 import { normaliseValue, WRONG } from './sync-values.js';
-import type { RowFilter, SyncSource } from './sync-source.js';
+import type { SyncSource } from './sync-source.js';
+import { applyRowsByKey } from './keyed-rows.js';
 import { TargetPages } from './target-pages.js';
 import { compareKeys, type TableSync } from './table-sync.js';
 
@@ -18,8 +19,6 @@ import { compareKeys, type TableSync } from './table-sync.js';
 
 /** Keys missing from vidfeeds's table read by key, at most; past it the table is compared in full. */
 export const MAX_MISSING_KEYS = 20_000;
-/** Keys per query that reads rows by key. */
-const KEYS_PER_QUERY = 500;
 
 /** False when more than MAX_MISSING_KEYS keys are missing: nothing but deletions was written, and the table needs a full compare. */
 export async function syncChangedRows(target: Database.Database, source: SyncSource, sync: TableSync, since: unknown): Promise<boolean> {
@@ -59,28 +58,6 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
   }
   for (let head = pages.head(); head !== undefined; pages.advance(), head = pages.head()) sync.remove(head.slice(0, keyCount));
 
-  // A row both changed and missing comes back twice (once per query): it is applied once.
-  const seen = new Set<string>();
-  const apply = async (filter: RowFilter) => {
-    await sync.forEachRow(source.rows(plan.query, plan.keys, filter), (row) => {
-      const id = row.key.join(',');
-      if (seen.has(id)) return true;
-      seen.add(id);
-      const stored = sync.writer.find(row.key);
-      const shaped = sync.shape(row);
-      // A row that can no longer be stored goes, as in a full compare: its old form is not kept.
-      if (shaped === undefined) {
-        if (stored !== undefined) sync.remove(row.key);
-        return false;
-      }
-      sync.apply(row, shaped, stored, sync.digests.find(row.key));
-      return true;
-    });
-  };
-  await apply({ after: { column: plan.watermark!, value: since }, keys: missing.slice(0, KEYS_PER_QUERY) });
-  for (let at = KEYS_PER_QUERY; at < missing.length; at += KEYS_PER_QUERY) {
-    sync.checkStop();
-    await apply({ keys: missing.slice(at, at + KEYS_PER_QUERY) });
-  }
+  await applyRowsByKey(source, sync, missing, { column: plan.watermark!, value: since });
   return true;
 }

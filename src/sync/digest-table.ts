@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { SCHEMA_VERSION } from '../db/migrations.js';
 import { newDigestSeed, rowDigest, type DigestSeed } from './row-digest.js';
+import { DIGEST_COLUMN, type RowFilter, type ServerDigests, type SyncSource } from './sync-source.js';
 import type { TablePlan } from './table-plan.js';
 import { quote } from './table-writer.js';
 import { logPrunedSince } from './watermark-state.js';
@@ -10,7 +11,8 @@ import { logPrunedSince } from './watermark-state.js';
 /**
  * What lets a full sync tell an unchanged source row without reading vidfeeds's copy of it. Per
  * synced table, `sync_digest_<table>` holds every key of vidfeeds's table with the digest of the
- * source row (src/sync/row-digest.ts) that the stored row was last made from, or none (NULL)
+ * source row (src/sync/row-digest.ts, or the server's own where the source makes them: see
+ * ServerDigests in src/sync/sync-source.ts) that the stored row was last made from, or none (NULL)
  * where the row must be compared in full: stored with a value issue, a driver value the digest
  * does not read, written by something other than a sync. So a source row whose digest equals its
  * key's is unchanged, and only the others are read back and compared.
@@ -26,7 +28,7 @@ import { logPrunedSince } from './watermark-state.js';
  * NULL). Reading 16 or 24 bytes a key out of a BLOB costs a small part of what a row of SQLite's
  * costs to hand to JavaScript, and that read is what a no-change sync does for every key.
  *
- * `site_meta` key `sync.digests.<table>` says what the digests were made with (vidfeeds's version,
+ * `site_meta` key `sync.digests.<table>` says what the digests were made with (how, vidfeeds's version,
  * the schema version, the mapping's query, columns and entity decoding: whatever shapes a stored
  * row from a source row, or orders the values a digest reads), their seed, and the change log's position after the sync that wrote them. When it
  * does not match, or the log was pruned past that position, the digests are not trusted: a full
@@ -69,14 +71,16 @@ export class DigestTable {
   private cached: { chunk: number; entries: Entry[]; dirty: boolean } | undefined;
   private statements: { read: Database.Statement; write: Database.Statement; remove: Database.Statement; page: Database.Statement } | undefined;
 
+  /** `server`: the source's own digests, where it makes them (src/sync/sync-source.ts); else they are made here. */
   constructor(
     private readonly target: Database.Database,
     private readonly plan: TablePlan,
+    readonly server?: ServerDigests,
   ) {
     this.name = `sync_digest_${plan.table}`;
     this.width = plan.keys.length + 1;
     this.span = CHUNK_SPAN[plan.keys.length as 1 | 2];
-    this.planId = digestPlanId(plan);
+    this.planId = digestPlanId(plan, server?.method ?? 'row-digest');
     this.state = this.readState();
     this.seed = this.state?.seed ?? [0, 0];
     this.maintained = false;
@@ -86,10 +90,23 @@ export class DigestTable {
 
   /**
    * The digest of a source row as it is kept here: of every value the query returns, the
-   * watermark too (a row whose watermark moved is compared once), in the query's order.
+   * watermark too (a row whose watermark moved is compared once), in the query's order; or the
+   * one the server sent with it.
    */
   digestOf(raw: Record<string, unknown>): number | null {
+    if (this.server !== undefined) return (raw[DIGEST_COLUMN] as number | undefined) ?? null;
     return rowDigest(Object.values(raw), this.seed);
+  }
+
+  /** The rows of the table's query (those `filter` picks), with their digests where the server makes them. */
+  rows(source: SyncSource, filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>> {
+    const { query, keys } = this.plan;
+    return this.server === undefined ? source.rows(query, keys, filter) : this.server.rows(query, keys, this.seed, filter);
+  }
+
+  /** The keys of the table's query and the server's digest of each row (`server` only). */
+  keysAndDigests(): AsyncIterable<Array<Record<string, unknown>>> {
+    return this.server!.keys(this.plan.query, this.plan.keys, this.seed);
   }
 
   /**
@@ -382,7 +399,7 @@ function search(entries: readonly Entry[], key: readonly number[]): { found: boo
   return { found: false, index: low };
 }
 
-function digestPlanId(plan: TablePlan): string {
-  const made = [DIGEST_FORMAT, VIDFEEDS_VERSION, SCHEMA_VERSION, plan.table, plan.query, plan.columns, plan.watermark, [...plan.decode].sort()];
+function digestPlanId(plan: TablePlan, method: string): string {
+  const made = [DIGEST_FORMAT, method, VIDFEEDS_VERSION, SCHEMA_VERSION, plan.table, plan.query, plan.columns, plan.watermark, [...plan.decode].sort()];
   return createHash('sha256').update(JSON.stringify(made)).digest('hex').slice(0, 32);
 }

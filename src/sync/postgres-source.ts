@@ -1,7 +1,8 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
+import type { DigestSeed } from './row-digest.js';
+import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type ServerDigests, type SyncSource } from './sync-source.js';
 
 /**
  * PostgreSQL through pg. int8 comes as a number where it fits one exactly and as text where it
@@ -10,6 +11,15 @@ import { columnsQuery, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATC
  * in one REPEATABLE READ, READ ONLY transaction; rows are read through a cursor, 2,000 at a time.
  * Without a password in the URL or the configuration, pg reads PGPASSWORD and ~/.pgpass (or
  * PGPASSFILE) as libpq does.
+ *
+ * The server digests rows itself (src/sync/sync-source.ts, ServerDigests), with the sync's secret
+ * seed, cut to 53 bits. From PostgreSQL 14, `hash_record_extended` over the row's columns, each
+ * hashed by a rule that sees every change of its text: integers, booleans, dates, times and bytes
+ * by their own hash; text as bytes (`COLLATE "C"`, not a case-blind collation's); every other
+ * type (numeric, floats, citext, enums, json...) by its text, since its own hash follows its
+ * equality, which may ignore what its text shows (1.0 and 1.00, -0 and 0, a letter's case, an
+ * enum label renamed). PostgreSQL 11 to 13: `hashtextextended` of the whole row's text, exact too but
+ * about three times the server's work.
  */
 
 const DATE_TYPES = new Set([1082, 1114, 1184]);
@@ -47,6 +57,25 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
     throw new SourceUnavailableError(`the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${(error as Error).message}`);
   }
   const version = String((await client.query('SHOW server_version')).rows[0]?.server_version ?? '');
+  const versionNumber = Number((await client.query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);
+  /** Each query's digest column, made from the types of the columns it returns. */
+  const digests = new Map<string, string>();
+  const digestOf = async (query: string): Promise<string> => {
+    let column = digests.get(query);
+    if (column === undefined) {
+      const fields = versionNumber >= 140000 ? await describeColumns(query) : [];
+      column = digestColumn(fields, '$1');
+      digests.set(query, column);
+    }
+    return column;
+  };
+  const describeColumns = async (query: string) => {
+    try {
+      return (await client.query(columnsQuery(query))).fields;
+    } catch (error) {
+      throw describe(error, query);
+    }
+  };
   const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
   // Rows through a cursor, a batch at a time.
   async function* read<T>(cursor: Cursor, query: string): AsyncIterable<T[]> {
@@ -63,8 +92,21 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
       await cursor.close().catch(() => undefined);
     }
   }
+  const serverDigests: ServerDigests = {
+    method: versionNumber >= 140000 ? 'postgresql hash_record_extended' : 'postgresql hashtextextended(row text)',
+    async *keys(query, keys, seed) {
+      const sql = keysQuery(query, keys, DIALECT, await digestOf(query));
+      yield* read<Record<string, unknown>>(new Cursor(sql, [seedParameter(seed)]), query);
+    },
+    async *rows(query, keys, seed, filter) {
+      const select = { list: `vidfeeds_source.*, ${await digestOf(query)}`, params: [seedParameter(seed)] };
+      const { sql, params } = orderedQuery(query, keys, DIALECT, filter, select);
+      yield* read<Record<string, unknown>>(new Cursor(sql, params), query);
+    },
+  };
   return {
     description: `PostgreSQL ${version} at ${redactUrl(url)}`,
+    ...(versionNumber >= 110000 ? { serverDigests } : {}),
     async columnsOf(query) {
       try {
         const result = await client.query(columnsQuery(query));
@@ -91,6 +133,31 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
       await client.end().catch(() => undefined);
     },
   };
+}
+
+/** Types whose own hash tells apart every two values of different text: bool, bytea, int8, int2, int4, oid, date, timestamp, timestamptz, uuid. */
+const HASHED_AS_IS = new Set([16, 17, 20, 21, 23, 26, 1082, 1114, 1184, 2950]);
+/** text and varchar: hashed as bytes. */
+const TEXT_TYPES = new Set([25, 1043]);
+
+/**
+ * The digest of a row of the derived table, with the seed parameter `seed`, 53 bits (a safe
+ * integer): over its columns (`fields`, from PostgreSQL 14), or its whole text (none given, or
+ * two columns of one name).
+ */
+function digestColumn(fields: ReadonlyArray<{ name: string; dataTypeID: number }>, seed: string): string {
+  const names = fields.map((field) => field.name);
+  if (names.length === 0 || new Set(names).size < names.length) return `hashtextextended(vidfeeds_source::text, ${seed}) & 9007199254740991 AS ${DIGEST_COLUMN}`;
+  const columns = fields.map(({ name, dataTypeID }) => {
+    const column = `vidfeeds_source.${DIALECT.quote(name)}`;
+    return HASHED_AS_IS.has(dataTypeID) ? column : TEXT_TYPES.has(dataTypeID) ? `${column} COLLATE "C"` : `${column}::text COLLATE "C"`;
+  });
+  return `hash_record_extended(ROW(${columns.join(', ')}), ${seed}) & 9007199254740991 AS ${DIGEST_COLUMN}`;
+}
+
+/** The seed's two 32-bit halves as one int8, in text (pg sends it as is). */
+function seedParameter(seed: DigestSeed): string {
+  return BigInt.asIntN(64, (BigInt(seed[1]) << 32n) | BigInt(seed[0])).toString();
 }
 
 const DIALECT: Dialect = {

@@ -108,7 +108,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
       let firstMarks = false;
       for (const plan of plans) {
         checkStop();
-        const digest = new DigestTable(target, plan);
+        const digest = new DigestTable(target, plan, source.serverDigests);
         digests.push(digest);
         const { counts, mode, mark, first } = await syncOne(target, source, plan, request, marks, new TableSync(plan, new TableWriter(target, plan), digest, diffHooks));
         firstMarks ||= first === true;

@@ -33,6 +33,12 @@ export function rowName(plan: TablePlan, raw: Record<string, unknown>): string {
   return plan.keys.map((k) => `${k}=${typeof raw[k] === 'number' || typeof raw[k] === 'bigint' || (typeof raw[k] === 'string' && /^\d+$/.test(raw[k] as string)) ? String(raw[k]) : describeSourceValue(raw[k])}`).join(', ');
 }
 
+/** Why a row whose key column `index` (in `plan.keys`, which `plan.columns` starts with) cannot be stored is skipped. */
+export function keyProblem(plan: TablePlan, index: number, raw: Record<string, unknown>): string {
+  const column = plan.keys[index]!;
+  return `key column ${column}: found ${describeSourceValue(raw[column])}, expected ${expected(plan.specs[index]!)}`;
+}
+
 /** `name` gives the row's name for the issues it reports; it is asked only when there is one. */
 export function shapeRow(plan: TablePlan, raw: Record<string, unknown>, name: () => string): ShapedRow {
   const values: StoredValue[] = new Array(plan.columns.length);
@@ -51,7 +57,8 @@ export function shapeRow(plan: TablePlan, raw: Record<string, unknown>, name: ()
       continue;
     }
     const issue = (outcome: string): ValueIssue => ({ table: plan.table, row: name(), column, found: describeSourceValue(found), expected: expected(spec), rule: spec.rule, outcome });
-    if (plan.keys.includes(column)) return { skipped: `key column ${column}: found ${describeSourceValue(found)}, expected ${expected(spec)}` };
+    const key = plan.keys.indexOf(column);
+    if (key >= 0) return { skipped: keyProblem(plan, key, raw) };
     if (spec.rule === 'row' || spec.rule === 'sql' || spec.rule === 'owner') {
       const what = spec.rule === 'owner' ? 'the user is not published' : plan.table === 'videos' ? 'the video is not published' : 'the row is left out of the documents';
       return { skipped: `column ${column}: found ${describeSourceValue(found)}, expected ${expected(spec)}; ${what}` };

@@ -1,3 +1,4 @@
+import type { DigestSeed } from './row-digest.js';
 
 /**
  * The site's own database, read through its own driver. Every source reads all of a sync's
@@ -19,8 +20,26 @@ export interface SyncSource {
   keys(query: string, keys: readonly string[]): AsyncIterable<unknown[][]>;
   /** The greatest value of a column the query returns, as the driver gives it; null when there is none. */
   max(query: string, column: string): Promise<unknown>;
+  /**
+   * Present where the server digests rows itself: a full sync then reads only each row's key and
+   * digest, and reads in full only the rows whose digest moved (src/sync/table-diff.ts).
+   */
+  readonly serverDigests?: ServerDigests;
   close(): Promise<void>;
 }
+
+/** A digest of each row the server makes, under DIGEST_COLUMN, 53 bits (a safe integer), with a secret seed. */
+export interface ServerDigests {
+  /** How the server digests a row: digests made another way are never compared with these. */
+  readonly method: string;
+  /** The key columns of a query's rows and each row's digest, in key order, in batches. */
+  keys(query: string, keys: readonly string[], seed: DigestSeed): AsyncIterable<Array<Record<string, unknown>>>;
+  /** As `SyncSource.rows`, each row with its digest. */
+  rows(query: string, keys: readonly string[], seed: DigestSeed, filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>>;
+}
+
+/** The column a server's row digest comes in; no vidfeeds table has a column of this name, so no mapping returns one. */
+export const DIGEST_COLUMN = 'vidfeeds_row_digest';
 
 /** Rows a source hands over at a time. */
 export const SOURCE_BATCH = 2000;
@@ -61,22 +80,37 @@ export interface Dialect {
   param(index: number): string;
 }
 
-/** `SELECT * FROM (query) AS alias [WHERE filter] ORDER BY keys`: the mapping's own query, untouched, in key order. */
-export function orderedQuery(query: string, keys: readonly string[], dialect: Dialect, filter?: RowFilter): { sql: string; params: unknown[] } {
+/** What a query built around the mapping's selects: `*` unless told, with the parameters of the list (numbered first). */
+export interface Selection {
+  list: string;
+  params: unknown[];
+}
+
+/**
+ * `SELECT * FROM (query) AS vidfeeds_source [WHERE filter] ORDER BY keys`: the mapping's own
+ * query, untouched, in key order.
+ */
+export function orderedQuery(
+  query: string,
+  keys: readonly string[],
+  dialect: Dialect,
+  filter?: RowFilter,
+  select: Selection = { list: '*', params: [] },
+): { sql: string; params: unknown[] } {
   const order = ` ORDER BY ${keys.map(dialect.quote).join(', ')}`;
-  if (filter === undefined) return { sql: `SELECT * FROM ${derivedTable(query)}${order}`, params: [] };
-  const params: unknown[] = [];
+  const params: unknown[] = [...select.params];
+  if (filter === undefined) return { sql: `SELECT ${select.list} FROM ${derivedTable(query)}${order}`, params };
   const param = (value: unknown) => dialect.param(params.push(value));
   const picks = filter.after === undefined ? [] : [`${dialect.quote(filter.after.column)} >= ${param(filter.after.value)}`];
   // A key of several columns as (a = ? AND b = ?) OR ...: row values in IN lists are not read alike by every database.
   for (const key of filter.keys) picks.push(`(${keys.map((k, i) => `${dialect.quote(k)} = ${param(key[i])}`).join(' AND ')})`);
-  return { sql: `SELECT * FROM ${derivedTable(query)} WHERE ${picks.length === 0 ? 'FALSE' : picks.join(' OR ')}${order}`, params };
+  return { sql: `SELECT ${select.list} FROM ${derivedTable(query)} WHERE ${picks.length === 0 ? 'FALSE' : picks.join(' OR ')}${order}`, params };
 }
 
-/** `SELECT keys FROM (query) AS alias ORDER BY keys`. */
-export function keysQuery(query: string, keys: readonly string[], dialect: Dialect): string {
+/** `SELECT keys[, more] FROM (query) AS vidfeeds_source ORDER BY keys`. */
+export function keysQuery(query: string, keys: readonly string[], dialect: Dialect, more = ''): string {
   const columns = keys.map(dialect.quote).join(', ');
-  return `SELECT ${columns} FROM ${derivedTable(query)} ORDER BY ${columns}`;
+  return `SELECT ${columns}${more === '' ? '' : `, ${more}`} FROM ${derivedTable(query)} ORDER BY ${columns}`;
 }
 
 /** `SELECT max(column) FROM (query) AS alias`. */

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { applyRowsByKey } from './keyed-rows.js';
 import type { SyncSource } from './sync-source.js';
 import { TargetPages } from './target-pages.js';
 import { compareKeys, type TableSync } from './table-sync.js';
@@ -12,17 +13,26 @@ import { compareKeys, type TableSync } from './table-sync.js';
  *
  * Where the table's digests are trusted (src/sync/digest-table.ts), the merge reads them in place
  * of the stored rows: a source row whose digest is its key's is unchanged, and only the others are
- * shaped, read back and compared. Otherwise it reads every stored row, and fills the digests as it
- * goes for the next sync.
+ * shaped, read back and compared. Where the server makes the digests, the source is first read
+ * for keys and digests alone, and only the rows whose digest moved are read in full, by key.
+ * Otherwise the merge reads every stored row, and fills the digests as it goes for the next sync.
  */
 
+/** Rows whose digest moved (or that are new, gone or skipped) read by key after a digest pass, at most; past it the table is merged in full. */
+export const MAX_DIGEST_MOVES = 100_000;
+
 export async function syncTable(target: Database.Database, source: SyncSource, sync: TableSync): Promise<void> {
+  if (sync.digests.trusted && sync.digests.server !== undefined && (await compareDigests(source, sync))) return;
+  await mergeRows(target, source, sync);
+}
+
+async function mergeRows(target: Database.Database, source: SyncSource, sync: TableSync): Promise<void> {
   const { plan, digests } = sync;
   const keyCount = plan.keys.length;
   const trusted = digests.trusted;
   digests.beginCompare();
   const pages = trusted ? digests.pages() : new TargetPages(target, plan.table, plan.keys, plan.columns);
-  await sync.forEachRow(source.rows(plan.query, plan.keys), (row) => {
+  await sync.forEachRow(digests.rows(source), (row) => {
     let head = pages.head();
     while (head !== undefined && compareKeys(head, row.key, keyCount) < 0) {
       sync.remove(head.slice(0, keyCount));
@@ -49,4 +59,58 @@ export async function syncTable(target: Database.Database, source: SyncSource, s
   });
   for (let head = pages.head(); head !== undefined; pages.advance(), head = pages.head()) sync.remove(head.slice(0, keyCount));
   digests.endCompare();
+}
+
+/**
+ * The source's keys and digests merged with the stored ones, writing nothing; then the keys only
+ * vidfeeds holds deleted and the rows whose digest moved read by key and applied. False, with
+ * nothing written or reported, when more than MAX_DIGEST_MOVES rows need that: the caller merges
+ * the table in full.
+ */
+async function compareDigests(source: SyncSource, sync: TableSync): Promise<boolean> {
+  const { plan, digests } = sync;
+  const keyCount = plan.keys.length;
+  const pages = digests.pages();
+  const gone: number[][] = [];
+  const moved: number[][] = [];
+  const skipped: Array<[name: string, reason: string]> = [];
+  let unchanged = 0;
+  const tooMany = () => gone.length + moved.length + skipped.length > MAX_DIGEST_MOVES;
+  let over = false;
+  await sync.forEachRow(
+    digests.keysAndDigests(),
+    (row) => {
+      if (over) return true;
+      let head = pages.head();
+      while (head !== undefined && compareKeys(head, row.key, keyCount) < 0) {
+        gone.push(head.slice(0, keyCount) as number[]);
+        pages.advance();
+        head = pages.head();
+      }
+      const digest = head !== undefined && compareKeys(head, row.key, keyCount) === 0 ? (head[keyCount] as number | null) : undefined;
+      if (digest !== undefined) pages.advance();
+      if (digest !== undefined && digest !== null && digest === digests.digestOf(row.raw)) unchanged++;
+      else moved.push(row.key);
+      over = tooMany();
+      return true;
+    },
+    (name, reason, sameKeyAs) => {
+      if (sameKeyAs === undefined) skipped.push([name, reason]);
+      // A key of several rows is read in full, and its rows after the first named, below.
+      else if (moved.at(-1) !== sameKeyAs) {
+        unchanged--;
+        moved.push(sameKeyAs as number[]);
+      }
+    },
+  );
+  for (let head = pages.head(); head !== undefined && !over; pages.advance(), head = pages.head()) {
+    gone.push(head.slice(0, keyCount) as number[]);
+    over = tooMany();
+  }
+  if (over) return false;
+  sync.counts.unchanged += unchanged;
+  for (const [name, reason] of skipped) sync.skip(name, reason);
+  for (const key of gone) sync.remove(key);
+  await applyRowsByKey(source, sync, moved);
+  return true;
 }

@@ -1,6 +1,6 @@
 import type { ValueIssue } from '../db/decode.js';
 import type { DigestTable } from './digest-table.js';
-import { rowName, shapeRow, type ShapedValues, type SkippedSourceRow } from './source-row.js';
+import { keyProblem, rowName, shapeRow, type ShapedValues, type SkippedSourceRow } from './source-row.js';
 import { MappingError } from './sync-errors.js';
 import { normaliseValue, sameValue, WRONG, type StoredValue } from './sync-values.js';
 import type { TablePlan } from './table-plan.js';
@@ -60,10 +60,14 @@ export class TableSync {
   /**
    * Calls `each` with every row of `rows` whose key can be stored, in key order; `each` answers
    * whether it took the row. A row with a key that cannot be stored, or the same key as the row
-   * taken before it, is skipped and named. Keys out of numeric order stop the sync: the merges
-   * rely on them.
+   * taken before it, is skipped and named (to `skip`, by default `this.skip`, which for a second row
+   * of a key also hears the key). Keys out of numeric order stop the sync: the merges rely on them.
    */
-  async forEachRow(batches: AsyncIterable<Array<Record<string, unknown>>>, each: (row: SourceRow) => boolean): Promise<void> {
+  async forEachRow(
+    batches: AsyncIterable<Array<Record<string, unknown>>>,
+    each: (row: SourceRow) => boolean,
+    skip: (name: string, reason: string, sameKeyAs?: readonly number[]) => void = (name, reason) => this.skip(name, reason),
+  ): Promise<void> {
     const { plan, keyCount } = this;
     const specs = plan.specs;
     let previous: number[] | undefined;
@@ -75,14 +79,15 @@ export class TableSync {
         const name = () => (named ??= rowName(plan, raw));
         const key: number[] = new Array(keyCount);
         for (let i = 0; i < keyCount; i++) key[i] = normaliseValue(specs[i]!, raw[plan.keys[i]!]) as number;
-        if (key.some((value) => (value as unknown) === WRONG || value === null)) {
-          this.shape({ raw, key, name });
+        const wrong = key.findIndex((value) => (value as unknown) === WRONG || value === null);
+        if (wrong >= 0) {
+          skip(name(), keyProblem(plan, wrong, raw));
           continue;
         }
         if (previous !== undefined) {
           const order = compareKeys(key, previous, keyCount);
           if (order === 0) {
-            this.skip(name(), `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`);
+            skip(name(), `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`, previous);
             continue;
           }
           if (order < 0) {

@@ -1,0 +1,35 @@
+import type { RowFilter, SyncSource } from './sync-source.js';
+import type { TableSync } from './table-sync.js';
+
+/** Keys per query that reads rows by key. */
+const KEYS_PER_QUERY = 500;
+
+/**
+ * Reads in full the source rows of `keys` (and, with `after`, those whose watermark is past it) and
+ * brings each stored row to its source row, writing only where a value differs. A row read twice
+ * (changed and also asked for by key) is applied once.
+ */
+export async function applyRowsByKey(source: SyncSource, sync: TableSync, keys: readonly number[][], after?: RowFilter['after']): Promise<void> {
+  const seen = new Set<string>();
+  const apply = async (filter: RowFilter) => {
+    await sync.forEachRow(sync.digests.rows(source, filter), (row) => {
+      const id = row.key.join(',');
+      if (seen.has(id)) return true;
+      seen.add(id);
+      const stored = sync.writer.find(row.key);
+      const shaped = sync.shape(row);
+      // A row that can no longer be stored goes, as in a full compare: its old form is not kept.
+      if (shaped === undefined) {
+        if (stored !== undefined) sync.remove(row.key);
+        return false;
+      }
+      sync.apply(row, shaped, stored, sync.digests.find(row.key));
+      return true;
+    });
+  };
+  if (after !== undefined) await apply({ after, keys: keys.slice(0, KEYS_PER_QUERY) });
+  for (let at = after === undefined ? 0 : KEYS_PER_QUERY; at < keys.length; at += KEYS_PER_QUERY) {
+    sync.checkStop();
+    await apply({ keys: keys.slice(at, at + KEYS_PER_QUERY) });
+  }
+}
