@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { parseIntoClientConfig } from 'pg-connection-string';
 import Cursor from 'pg-cursor';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
 import type { DigestSeed } from './row-digest.js';
@@ -39,9 +40,20 @@ function int8(text: string): number | string {
 const CONNECTION_STATES = /^(08|28|53|57|3D)/;
 
 export async function openPostgresSource(url: string, passwordFromFile: string | undefined): Promise<SyncSource> {
+  let config: pg.ClientConfig;
+  try {
+    config = parseIntoClientConfig(url);
+  } catch (error) {
+    throw new MappingError(`the source URL ${redactUrl(url)} cannot be read: ${(error as Error).message}`);
+  }
+  // Parsed here, not given to pg as a connectionString: pg lays that over the options beside it,
+  // and the URL's missing password (parsed as '') would hide the file's. With neither, pg looks
+  // for PGPASSWORD and then the password file of libpq.
+  const { password: inUrl, ...where } = config;
+  const password = typeof inUrl === 'string' && inUrl !== '' ? inUrl : passwordFromFile;
   const client = new pg.Client({
-    connectionString: url,
-    ...(passwordFromFile === undefined ? {} : { password: passwordFromFile }),
+    ...where,
+    ...(password === undefined ? {} : { password }),
     types: TYPES,
     connectionTimeoutMillis: 10_000,
     application_name: 'vidfeeds sync',
@@ -54,7 +66,11 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   } catch (error) {
     await client.end().catch(() => undefined);
-    throw new SourceUnavailableError(`the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${(error as Error).message}`);
+    // pg's words when the server asks for a password and none was found.
+    const cause = /client password must be a string/.test((error as Error).message)
+      ? 'the server asks for a password and none was given (in the URL, sync.passwordFile, PGPASSWORD, or a line of ~/.pgpass or PGPASSFILE for this host, port, database and user)'
+      : (error as Error).message;
+    throw new SourceUnavailableError(`the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${cause}`);
   }
   const version = String((await client.query('SHOW server_version')).rows[0]?.server_version ?? '');
   const versionNumber = Number((await client.query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);

@@ -7,7 +7,7 @@ import { cli } from '../helpers/cli.js';
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import {
-  buildUrls, copyDatabase, docBlock, dumpTables, expectChangedOnlyLikeFull, expectTreeEqualsFullBuild, logAfter, logPosition, syncAndSignal, syncSite, type SyncSite,
+  buildUrls, copyDatabase, docBlock, dumpTables, expectChangedOnlyLikeFull, expectTreeEqualsFullBuild, logAfter, logPosition, syncAndSignal, syncSite, syncWithPasswordFile, type SyncSite,
 } from './sync-scenario.js';
 
 /**
@@ -203,6 +203,13 @@ describe.skipIf(missing !== null)('vidfeeds sync from MariaDB (docs/adopting.md,
     // Whatever the kills left, the next sync completes it.
     expect(site.sync().code).toBe(0);
     expect(dumpTables(site.db)).toBe(after);
+  });
+
+  it('reads the password from sync.passwordFile when the URL holds none', () => {
+    const noPassword = server.url.replace(':secret@', '@');
+    const withFile = syncWithPasswordFile(site, noPassword, 'secret');
+    expect(withFile.code, withFile.stderr).toBe(0);
+    expect(syncWithPasswordFile(site, noPassword, 'wrong').code).toBe(75);
   });
 
   it('exits 75 and writes nothing when the server has stopped', async () => {

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { buildUrls, docBlock, dumpTables, expectChangedOnlyLikeFull, expectTreeEqualsFullBuild, logAfter, logPosition, syncSite, type SyncSite } from './sync-scenario.js';
+import { buildUrls, docBlock, dumpTables, expectChangedOnlyLikeFull, expectTreeEqualsFullBuild, logAfter, logPosition, syncSite, syncWithPasswordFile, type SyncSite } from './sync-scenario.js';
 
 /**
  * The PostgreSQL worked example of docs/adopting.md, against a real PostgreSQL server: the URL from
@@ -103,6 +103,26 @@ describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.
         'DELETE FROM accounts WHERE id = 3',
     );
     expectChangedOnlyLikeFull(site, docBlock('postgres-config'), null);
+  });
+
+  it('reads the password from sync.passwordFile, and says so when none was given', () => {
+    const noPassword = server.url.replace(':secret@', '@');
+    const saved = { PGPASSWORD: process.env.PGPASSWORD, PGPASSFILE: process.env.PGPASSFILE };
+    delete process.env.PGPASSWORD;
+    // Not the ~/.pgpass of whoever runs the tests.
+    process.env.PGPASSFILE = `${site.dir}/no-such-pgpass`;
+    try {
+      const withFile = syncWithPasswordFile(site, noPassword, 'secret');
+      expect(withFile.code, withFile.stderr).toBe(0);
+      const none = syncWithPasswordFile(site, noPassword, null);
+      expect(none.code).toBe(75);
+      expect(none.stderr).toMatch(/the server asks for a password and none was given \(in the URL, sync\.passwordFile, PGPASSWORD/);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 
   it('exits 75 and writes nothing when the password is refused or the server has stopped', async () => {

@@ -70,6 +70,22 @@ export function syncSite(dir: string, configBlock: string, from: string | null):
   };
 }
 
+/**
+ * A dry-run sync of the site from `url`, a URL without a password, by its configuration with
+ * `sync.passwordFile` naming a file that holds `password` (null: no file named).
+ */
+export function syncWithPasswordFile(site: SyncSite, url: string, password: string | null): CliResult {
+  const config = JSON.parse(readFileSync(site.config, 'utf8')) as { sync: Record<string, unknown> };
+  delete config.sync.passwordFile;
+  if (password !== null) {
+    config.sync.passwordFile = join(site.dir, 'source-password');
+    writeFileSync(config.sync.passwordFile as string, `${password}\n`);
+  }
+  const file = join(site.dir, 'password-file.config.json');
+  writeFileSync(file, JSON.stringify(config));
+  return cli(['sync', '--db', site.db, '--config', file, '--from', url, '--dry-run']);
+}
+
 /** Every row of every vidfeeds table (and the change log's length): equal dumps are equal databases. */
 export function dumpTables(file: string): string {
   const db = new Database(file, { readonly: true });
