@@ -16,7 +16,8 @@ export type StoredValue = number | string | null;
 /** A value that is not of its column's kind, whatever the driver's spelling. */
 export const WRONG: unique symbol = Symbol('wrong value');
 
-const INTEGER_TEXT = /^[+-]?\d+$/;
+/** An integer, also as a DECIMAL with a zero fraction (`47.000000`, from `extract(epoch ...)` or a DECIMAL column). */
+const INTEGER_TEXT = /^[+-]?\d+(\.0*)?$/;
 const DECIMAL_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 /** `YYYY-MM-DD`, optionally `[ T]HH:MM[:SS[.fraction]]`, optionally `Z` or `±HH[:MM]`. */
 const DATE_TEXT = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
