@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import Cursor from 'pg-cursor';
+import pgpass from 'pgpass';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
 import type { DigestSeed } from './row-digest.js';
 import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type ServerDigests, type SyncSource } from './sync-source.js';
@@ -36,10 +37,8 @@ function int8(text: string): number | string {
   return Number.isSafeInteger(n) ? n : text;
 }
 
-/** SQLSTATE classes of the connection, not the query: 08 connection, 28 authorisation, 53 resources, 57 operator intervention, 3D no such database. */
-const CONNECTION_STATES = /^(08|28|53|57|3D)/;
-
-export async function openPostgresSource(url: string, passwordFromFile: string | undefined): Promise<SyncSource> {
+/** A client of the source, not yet connected. */
+function newClient(url: string, passwordFromFile: string | undefined): pg.Client {
   let config: pg.ClientConfig;
   try {
     config = parseIntoClientConfig(url);
@@ -47,17 +46,34 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
     throw new MappingError(`the source URL ${redactUrl(url)} cannot be read: ${(error as Error).message}`);
   }
   // Parsed here, not given to pg as a connectionString: pg lays that over the options beside it,
-  // and the URL's missing password (parsed as '') would hide the file's. With neither, pg looks
-  // for PGPASSWORD and then the password file of libpq.
+  // and the URL's missing password (parsed as '') would hide the file's.
   const { password: inUrl, ...where } = config;
-  const password = typeof inUrl === 'string' && inUrl !== '' ? inUrl : passwordFromFile;
-  const client = new pg.Client({
+  const client: pg.Client = new pg.Client({
     ...where,
-    ...(password === undefined ? {} : { password }),
+    // None found: pg fails the login, and openPostgresSource says where one goes.
+    password: typeof inUrl === 'string' && inUrl !== '' ? inUrl : (passwordFromFile ?? ((): Promise<string> => libpqPassword(client) as Promise<string>)),
     types: TYPES,
     connectionTimeoutMillis: 10_000,
     application_name: 'vidfeeds sync',
   });
+  return client;
+}
+
+/**
+ * Where libpq finds a password the URL and sync.passwordFile lack: PGPASSWORD, then the password
+ * file (PGPASSFILE, else ~/.pgpass), read here with pg's own reader: pg's reading of it warns
+ * on every connection that it goes in pg 9.
+ */
+async function libpqPassword(client: pg.Client): Promise<string | undefined> {
+  const { host, port, database, user } = client;
+  return process.env.PGPASSWORD ?? (await new Promise<string | undefined>((found) => pgpass({ host, port, database, user }, found)));
+}
+
+/** SQLSTATE classes of the connection, not the query: 08 connection, 28 authorisation, 53 resources, 57 operator intervention, 3D no such database. */
+const CONNECTION_STATES = /^(08|28|53|57|3D)/;
+
+export async function openPostgresSource(url: string, passwordFromFile: string | undefined): Promise<SyncSource> {
+  const client = newClient(url, passwordFromFile);
   let broken: Error | undefined;
   // A connection that breaks while idle must not end the process: the next query reports it.
   client.on('error', (error) => (broken = error));

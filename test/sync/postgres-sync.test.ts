@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -105,7 +106,7 @@ describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.
     expectChangedOnlyLikeFull(site, docBlock('postgres-config'), null);
   });
 
-  it('reads the password from sync.passwordFile, and says so when none was given', () => {
+  it('reads the password from sync.passwordFile, PGPASSWORD or the password file, and says so when none was given', () => {
     const noPassword = server.url.replace(':secret@', '@');
     const saved = { PGPASSWORD: process.env.PGPASSWORD, PGPASSFILE: process.env.PGPASSFILE };
     delete process.env.PGPASSWORD;
@@ -117,6 +118,14 @@ describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.
       const none = syncWithPasswordFile(site, noPassword, null);
       expect(none.code).toBe(75);
       expect(none.stderr).toMatch(/the server asks for a password and none was given \(in the URL, sync\.passwordFile, PGPASSWORD/);
+      // libpq's ways: PGPASSWORD, then the password file, without pg's warning that it stops reading that file.
+      process.env.PGPASSWORD = 'secret';
+      expect(syncWithPasswordFile(site, noPassword, null).code).toBe(0);
+      delete process.env.PGPASSWORD;
+      writeFileSync(process.env.PGPASSFILE, `127.0.0.1:${server.port}:site:site:secret\n`, { mode: 0o600 });
+      const fromPgpass = syncWithPasswordFile(site, noPassword, null);
+      expect(fromPgpass.code, fromPgpass.stderr).toBe(0);
+      expect(fromPgpass.stderr).not.toMatch(/Warning/);
     } finally {
       for (const [name, value] of Object.entries(saved)) {
         if (value === undefined) delete process.env[name];
