@@ -100,6 +100,8 @@ export function starterConfigText(file: string, overrides: Record<string, Config
       parent[key] = config.baseUrl + (parent[key] as string).slice(DEFAULT_BASE_URL.length);
     }
   }
+  // The default description names the demo site; with the site's name given, it names that.
+  if (overrides.siteName?.value !== undefined) config.siteDescription = `Videos shared by the people of ${config.siteName}.`;
   // Relative where vidfeeds is installed below the file (./node_modules/vidfeeds/…), else a file URL.
   const below = relative(dirname(file), CONFIG_SCHEMA_FILE);
   const schema = below.startsWith('..') || isAbsolute(below) ? pathToFileURL(CONFIG_SCHEMA_FILE).href : `./${below.split(sep).join('/')}`;

@@ -90,6 +90,7 @@ describe('vidfeeds init', () => {
     );
     const config = JSON.parse(readFileSync(join(dir, 'vidfeeds.config.json'), 'utf8')) as Record<string, unknown>;
     expect(config).toMatchObject({ baseUrl: 'https://videos.example.org', siteName: 'Example Videos', recommendationsCount: 8, db: 'site.sqlite', out: null });
+    expect(config.siteDescription).toBe('Videos shared by the people of Example Videos.');
     const configured = cli(['build'], { cwd: dir });
     expect(configured.code, configured.stderr).toBe(0);
     expect(readFileSync(join(dir, 'out', 'robots.txt'), 'utf8')).toContain('Sitemap: https://videos.example.org/sitemap.xml');
