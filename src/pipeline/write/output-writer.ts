@@ -96,10 +96,20 @@ export class DirectoryMaker {
 }
 
 /**
- * The absolute path of `path` (relative, `/`-separated) inside `root` (absolute), refusing
- * anything that would land outside it or in the staging folder.
+ * A relative path that resolves to itself: `/`-separated names, none empty, none `.` or `..`, no
+ * backslash or NUL, and not starting with `..` (which the careful rule refuses too). Nearly every
+ * document path is one, and for those the absolute path is plain concatenation; anything else
+ * takes the careful rule below.
+ */
+const PLAIN_PATH = /^(?!\.\.|\.(?:\/|$))(?:[^/\\\0]+\/(?!\.\.?(?:\/|$)))*[^/\\\0]+$/;
+
+/**
+ * The absolute path of `path` (relative, `/`-separated) inside `root` (absolute, normalized),
+ * refusing anything that would land outside it or in the staging folder.
  */
 export function resolveInside(root: string, path: string): string {
+  if (path === STAGING_DIR || path.startsWith(`${STAGING_DIR}/`)) throw new Error(`refusing to write into the staging folder: ${path}`);
+  if (sep === '/' && PLAIN_PATH.test(path)) return root === '/' ? `/${path}` : `${root}/${path}`;
   const full = resolve(root, path);
   const rel = relative(root, full);
   if (rel === '' || rel.startsWith('..') || rel.split(sep).includes('..') || resolve(root, rel) !== full) {
@@ -109,53 +119,89 @@ export function resolveInside(root: string, path: string): string {
   return full;
 }
 
-/** How many folders a PathGuard remembers as checked before it starts again. */
-const CHECKED_DIRECTORIES = 4096;
+/** How many folders a PathGuard remembers before it starts again. */
+const KNOWN_FOLDERS = 4096;
+
+/**
+ * What a PathGuard knows of a folder: there and a real folder (`real`), that and writable
+ * (`writable`), or missing when first asked about and so made by this build's own writes (`made`),
+ * which no one else can have replaced while the build holds the output's lock.
+ */
+type FolderState = 'real' | 'writable' | 'made';
 
 /**
  * Nothing is written, renamed or removed through a symbolic link, whatever the tree holds: every
  * folder on a path below the root is looked at with lstat (never followed) before a file is
- * placed or removed there, and remembered once it is a real folder. The root itself is the
- * operator's choice and may be a link.
+ * placed or removed there, and remembered once it is known. The root itself is the operator's
+ * choice and may be a link.
+ *
+ * A folder costs one lstat, and one access check before the first write into it: the guard asks
+ * the disk once per owner's folder, not per file. A tree that held nothing served when the guard
+ * first looked (a first build) holds only what this build made, so there it asks nothing below
+ * the root, but for dot-named entries, which an empty tree may still hold.
  */
 export class PathGuard {
-  private readonly checked = new Set<string>();
+  private readonly known = new Map<string, FolderState>();
+  private ownTree: boolean | undefined;
 
   constructor(private readonly root: string) {}
 
   /** Why `full` (absolute, inside the root) cannot be written (`write`) or removed, or null. */
   problem(full: string, write: boolean): string | null {
-    const parts = relative(this.root, full).split(sep);
-    // The folder a new entry goes into (the deepest one there): it must take one.
+    this.ownTree ??= !holdsServedEntries(this.root);
+    const rel = this.root === '/' ? full.slice(1) : full.slice(this.root.length + 1);
+    const trusted = this.ownTree && !rel.startsWith('.');
+    if (this.known.size >= KNOWN_FOLDERS) this.known.clear();
+    // The deepest folder there is on the path, which a new entry goes into: it must take one.
     let deepest = this.root;
-    let at = this.root;
-    for (let i = 0; i < parts.length - 1; i++) {
-      at = join(at, parts[i]!);
-      if (this.checked.has(at)) {
-        deepest = at;
+    let state: FolderState = this.known.get(this.root) ?? 'real';
+    let reached = true;
+    for (let slash = rel.indexOf('/'); slash !== -1; slash = rel.indexOf('/', slash + 1)) {
+      const at = inside(this.root, rel.slice(0, slash));
+      const seen = this.known.get(at);
+      if (seen !== undefined) {
+        [deepest, state] = [at, seen];
+        if (seen === 'made') break;
         continue;
       }
-      const stat = lstatSync(at, { throwIfNoEntry: false });
-      if (stat === undefined) break;
-      const shown = `${parts.slice(0, i + 1).join('/')}/`;
+      const stat = trusted ? undefined : lstatSync(at, { throwIfNoEntry: false });
+      if (stat === undefined) {
+        // Missing: the write makes it and the folders below it.
+        if (write) this.rememberMade(rel, slash);
+        reached = false;
+        break;
+      }
+      const shown = `${rel.slice(0, slash)}/`;
       if (stat.isSymbolicLink()) return `${shown} is a symbolic link (to ${readlinkSync(at)}): vidfeeds never writes or removes through one`;
       if (!stat.isDirectory()) return `${shown} is ${stat.isFile() ? 'a file' : 'not a folder'} where a folder of the path should be`;
-      if (this.checked.size >= CHECKED_DIRECTORIES) this.checked.clear();
-      this.checked.add(at);
-      deepest = at;
+      this.known.set(at, 'real');
+      [deepest, state] = [at, 'real'];
     }
-    if (write && !writable(deepest)) return `${deepest === this.root ? 'the output directory' : `${relative(this.root, deepest).split(sep).join('/')}/`} cannot be written (${unwritable(deepest)})`;
-    if (deepest !== dirname(full)) return null;
+    if (write && state === 'real') {
+      if (!writable(deepest)) return `${deepest === this.root ? 'the output directory' : `${deepest.slice(this.root.length + 1)}/`} cannot be written (${unwritable(deepest)})`;
+      this.known.set(deepest, 'writable');
+    }
+    if (!reached || state === 'made' || trusted || deepest !== dirname(full)) return null;
     const stat = lstatSync(full, { throwIfNoEntry: false });
     if (stat === undefined || stat.isFile()) return null;
     if (stat.isSymbolicLink()) return `a symbolic link (to ${readlinkSync(full)}) stands in the file's place: vidfeeds never writes through one`;
     return `a ${stat.isDirectory() ? 'directory' : 'special file'} stands in the file's place`;
   }
 
-  /** Forgets what it checked: after a removal a remembered folder may be gone. */
+  /** Forgets what it knows: after a removal a remembered folder may be gone. */
   forget(): void {
-    this.checked.clear();
+    this.known.clear();
   }
+
+  /** Remembers as made the folders of `rel` from the one ending at `slash` down. */
+  private rememberMade(rel: string, slash: number): void {
+    for (let at = slash; at !== -1; at = rel.indexOf('/', at + 1)) this.known.set(inside(this.root, rel.slice(0, at)), 'made');
+  }
+}
+
+/** `rel` (relative, `/`-separated, plain) inside `root` (absolute). */
+function inside(root: string, rel: string): string {
+  return root === '/' ? `/${rel}` : `${root}/${rel}`;
 }
 
 function writable(path: string): boolean {
@@ -198,7 +244,7 @@ export class FilePlacer {
   /** Writes `body` to `full`, an absolute path inside the root (checked by the caller). */
   place(full: string, body: Uint8Array): void {
     this.dirs.ensure(dirname(full));
-    const temp = join(this.staging, `${this.prefix}-${this.counter++}`);
+    const temp = `${this.staging}/${this.prefix}-${this.counter++}`;
     const fd = openSync(temp, 'w', 0o644);
     try {
       let offset = 0;
