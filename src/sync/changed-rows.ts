@@ -3,7 +3,7 @@ import { MappingError } from './sync-errors.js';
 import { normaliseValue, WRONG } from './sync-values.js';
 import type { SyncSource } from './sync-source.js';
 import { applyRowsByKey } from './keyed-rows.js';
-import { TargetPages } from './target-pages.js';
+import { passRest, passTo, TargetPages } from './target-pages.js';
 import { compareKeys, type TableSync } from './table-sync.js';
 
 /**
@@ -32,6 +32,7 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
   };
   const pages = new TargetPages(target, plan.table, plan.keys, plan.keys);
   const missing: number[][] = [];
+  const gone = (key: number[]) => sync.remove(key);
   let previous: number[] | undefined;
   for await (const batch of source.keys(plan.query, plan.keys)) {
     sync.checkStop();
@@ -46,17 +47,10 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
         if (order < 0) throw new MappingError(`sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${numbers.join(', ')} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`);
       }
       previous = numbers;
-      let head = pages.head();
-      while (head !== undefined && compareKeys(head, numbers, keyCount) < 0) {
-        sync.remove(head.slice(0, keyCount));
-        pages.advance();
-        head = pages.head();
-      }
-      if (head !== undefined && compareKeys(head, numbers, keyCount) === 0) pages.advance();
-      else if (missing.push(numbers) > MAX_MISSING_KEYS) return false;
+      if (passTo(pages, numbers, keyCount, gone) === undefined && missing.push(numbers) > MAX_MISSING_KEYS) return false;
     }
   }
-  for (let head = pages.head(); head !== undefined; pages.advance(), head = pages.head()) sync.remove(head.slice(0, keyCount));
+  passRest(pages, keyCount, gone);
 
   await applyRowsByKey(source, sync, missing, { column: plan.watermark!, value: since });
   return true;

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import { applyRowsByKey } from './keyed-rows.js';
 import type { SyncSource } from './sync-source.js';
-import { TargetPages } from './target-pages.js';
-import { compareKeys, type TableSync } from './table-sync.js';
+import { passRest, passTo, TargetPages } from './target-pages.js';
+import type { TableSync } from './table-sync.js';
 
 /**
  * One table brought to the source's rows by a full compare: a merge of two streams in key order,
@@ -32,17 +32,12 @@ async function mergeRows(target: Database.Database, source: SyncSource, sync: Ta
   const trusted = digests.trusted;
   digests.beginCompare();
   const pages = trusted ? digests.pages() : new TargetPages(target, plan.table, plan.keys, plan.columns);
+  const gone = (key: number[]) => sync.remove(key);
   await sync.forEachRow(digests.rows(source), (row) => {
-    let head = pages.head();
-    while (head !== undefined && compareKeys(head, row.key, keyCount) < 0) {
-      sync.remove(head.slice(0, keyCount));
-      pages.advance();
-      head = pages.head();
-    }
-    const held = head !== undefined && compareKeys(head, row.key, keyCount) === 0;
+    const head = passTo(pages, row.key, keyCount, gone);
+    const held = head !== undefined;
     // Taken before the next head(), which may fill the same array again.
-    const digest = held && trusted ? (head![keyCount] as number | null) : undefined;
-    if (held) pages.advance();
+    const digest = held && trusted ? (head[keyCount] as number | null) : undefined;
     if (digest !== undefined && digest !== null && digest === digests.digestOf(row.raw)) {
       sync.unchanged(row.key, digest);
       return true;
@@ -57,7 +52,7 @@ async function mergeRows(target: Database.Database, source: SyncSource, sync: Ta
     else sync.apply(row, shaped, head, undefined);
     return true;
   });
-  for (let head = pages.head(); head !== undefined; pages.advance(), head = pages.head()) sync.remove(head.slice(0, keyCount));
+  passRest(pages, keyCount, gone);
   digests.endCompare();
 }
 
@@ -81,14 +76,8 @@ async function compareDigests(source: SyncSource, sync: TableSync): Promise<bool
     digests.keysAndDigests(),
     (row) => {
       if (over) return true;
-      let head = pages.head();
-      while (head !== undefined && compareKeys(head, row.key, keyCount) < 0) {
-        gone.push(head.slice(0, keyCount) as number[]);
-        pages.advance();
-        head = pages.head();
-      }
-      const digest = head !== undefined && compareKeys(head, row.key, keyCount) === 0 ? (head[keyCount] as number | null) : undefined;
-      if (digest !== undefined) pages.advance();
+      const head = passTo(pages, row.key, keyCount, (key) => gone.push(key));
+      const digest = head === undefined ? undefined : (head[keyCount] as number | null);
       if (digest !== undefined && digest !== null && digest === digests.digestOf(row.raw)) unchanged++;
       else moved.push(row.key);
       over = tooMany();
@@ -103,9 +92,12 @@ async function compareDigests(source: SyncSource, sync: TableSync): Promise<bool
       }
     },
   );
-  for (let head = pages.head(); head !== undefined && !over; pages.advance(), head = pages.head()) {
-    gone.push(head.slice(0, keyCount) as number[]);
-    over = tooMany();
+  if (!over) {
+    passRest(pages, keyCount, (key) => {
+      gone.push(key);
+      over = tooMany();
+      return !over;
+    });
   }
   if (over) return false;
   sync.counts.unchanged += unchanged;

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { compareKeys } from './table-sync.js';
 import { quote } from './table-writer.js';
 
 /** Rows of vidfeeds's database read at a time. */
@@ -39,5 +40,36 @@ export class TargetPages {
     this.at = 0;
     // A short page is the last: what the sync inserts past it must not be read back as vidfeeds's own.
     this.done = rows.length < PAGE;
+  }
+}
+
+/** Stored rows in key order, the keys first: vidfeeds's table (TargetPages) or its digests. */
+export interface KeyedPages {
+  head(): unknown[] | undefined;
+  advance(): void;
+}
+
+/**
+ * Moves past the stored rows whose key comes before `key`, handing each one's key to `gone`, and
+ * past the row with `key` itself, which it returns (undefined when none is stored). The row is the
+ * pages' own: read it before the next `head()`.
+ */
+export function passTo(pages: KeyedPages, key: readonly unknown[], keyCount: number, gone: (key: number[]) => void): unknown[] | undefined {
+  let head = pages.head();
+  while (head !== undefined && compareKeys(head, key, keyCount) < 0) {
+    gone(head.slice(0, keyCount) as number[]);
+    pages.advance();
+    head = pages.head();
+  }
+  if (head === undefined || compareKeys(head, key, keyCount) !== 0) return undefined;
+  pages.advance();
+  return head;
+}
+
+/** Hands the key of every stored row left to `gone`, until it returns false. */
+export function passRest(pages: KeyedPages, keyCount: number, gone: (key: number[]) => boolean | void): void {
+  for (let head = pages.head(); head !== undefined; head = pages.head()) {
+    pages.advance();
+    if (gone(head.slice(0, keyCount) as number[]) === false) return;
   }
 }
