@@ -26,6 +26,14 @@ export const STATE_VERSION = 4;
 /** Stale outputs are read this many at a time. */
 const STALE_PAGE = 1000;
 
+/**
+ * The index that finds a user's outputs (their videos' among them) for a build of that user. Its
+ * entries come in no order a build writes in, so a build into an empty state makes it at its
+ * commit, in one sort, instead of entry by entry: for 2.5 million outputs, a third of the state's
+ * cost.
+ */
+const USER_INDEX = 'CREATE INDEX IF NOT EXISTS outputs_user ON outputs(user)';
+
 export interface PreviousOutput {
   hash: Buffer;
   size: number;
@@ -67,6 +75,8 @@ export class BuildState {
   private readonly db: Database.Database;
   private readonly stmt;
   private pending = 0;
+  /** Whether this build makes the user index at its commit (it began with no outputs). */
+  private userIndexLater = false;
   buildId = 0;
   /** When this build runs (Unix seconds): the change time of every output whose bytes it changes. */
   changeTime = Math.floor(Date.now() / 1000);
@@ -106,7 +116,7 @@ export class BuildState {
         build       INTEGER NOT NULL,
         changed     INTEGER
       );
-      CREATE INDEX IF NOT EXISTS outputs_user ON outputs(user);
+      ${USER_INDEX};
       CREATE INDEX IF NOT EXISTS outputs_owner ON outputs(owner_kind, owner_id);
     `);
     this.setMeta('state_version', String(STATE_VERSION));
@@ -264,6 +274,9 @@ export class BuildState {
     this.buildId = Number(this.getMeta('last_build') ?? '0') + 1;
     this.setMeta('last_build', String(this.buildId));
     this.setMeta('in_progress', new Date().toISOString());
+    this.userIndexLater = this.isEmpty();
+    // Made again when the build commits or rolls back, or when a killed build's state is opened.
+    if (this.userIndexLater) this.db.exec('DROP INDEX IF EXISTS outputs_user');
     this.db.exec('BEGIN');
     return this.buildId;
   }
@@ -358,11 +371,22 @@ export class BuildState {
 
   /** Commits the build's records. */
   commit(): void {
+    this.makeUserIndex();
     this.db.exec('COMMIT');
   }
 
   rollback(): void {
     if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    try {
+      this.makeUserIndex();
+    } catch {
+      // A state that cannot take it now (a full disk) is given it when it is next opened.
+    }
+  }
+
+  private makeUserIndex(): void {
+    if (this.userIndexLater) this.db.exec(USER_INDEX);
+    this.userIndexLater = false;
   }
 
   close(): void {
@@ -426,60 +450,4 @@ function setAside(file: string): string {
   if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${movedTo}-wal`);
   rmSync(`${file}-shm`, { force: true });
   return movedTo;
-}
-
-/** An output as the state recorded it. `size` is -1 for records carried over from another layout without their bytes. */
-export interface RecordedOutput {
-  path: string;
-  format: string;
-  hash: Buffer;
-  size: number;
-}
-
-/**
- * A build state opened only to read it (`vidfeeds check`): never created, migrated or written, so
- * a check changes nothing, even beside a tree that a build is about to write.
- */
-export class SavedState {
-  private readonly db: Database.Database;
-  private readonly lookupStmt;
-
-  constructor(readonly file: string) {
-    this.db = new Database(file, { readonly: true, fileMustExist: true });
-    const version = this.db.prepare<[], { value: string }>(`SELECT value FROM meta WHERE key = 'state_version'`).get()?.value;
-    if (version !== String(STATE_VERSION)) {
-      this.db.close();
-      throw new Error(`${file} is a build state of version ${version ?? '(none)'}, this vidfeeds reads version ${STATE_VERSION}: build once with this vidfeeds`);
-    }
-    this.lookupStmt = this.db.prepare<[string], { format: string }>('SELECT format FROM outputs WHERE path = ?');
-  }
-
-  /** Every recorded output, by path, read as it goes. */
-  outputs(): IterableIterator<RecordedOutput> {
-    return this.db.prepare<[], RecordedOutput>('SELECT path, format, hash, size FROM outputs ORDER BY path').iterate();
-  }
-
-  /** The format of the recorded output at `path`, or undefined when no build recorded it. */
-  formatOf(path: string): string | undefined {
-    return this.lookupStmt.get(path)?.format;
-  }
-
-  /** A build began on this state and never finished. */
-  interrupted(): boolean {
-    return this.db.prepare(`SELECT 1 FROM meta WHERE key = 'in_progress'`).get() !== undefined;
-  }
-
-  /** The compressed forms the last build left beside every text document (none when it recorded none). */
-  compression(): readonly Encoding[] {
-    if (this.encodings === undefined) {
-      const text = this.db.prepare<[], { value: string }>(`SELECT value FROM meta WHERE key = 'compression'`).get()?.value;
-      this.encodings = text === undefined ? [] : text.split(',').filter(isEncoding);
-    }
-    return this.encodings;
-  }
-  private encodings: readonly Encoding[] | undefined;
-
-  close(): void {
-    this.db.close();
-  }
 }

@@ -28,8 +28,10 @@ function outcome(run: () => string): string {
 function countCalls(): { lstat: number; access: number } {
   const counts = { lstat: 0, access: 0 };
   const { lstatSync, accessSync } = fs;
-  fs.lstatSync = ((...args: Parameters<typeof lstatSync>) => (counts.lstat++, lstatSync(...args))) as typeof lstatSync;
-  fs.accessSync = ((...args: Parameters<typeof accessSync>) => (counts.access++, accessSync(...args))) as typeof accessSync;
+  Object.assign(fs, {
+    lstatSync: (...args: Parameters<typeof lstatSync>) => (counts.lstat++, lstatSync(...args)),
+    accessSync: (...args: Parameters<typeof accessSync>) => (counts.access++, accessSync(...args)),
+  });
   syncBuiltinESMExports();
   cleanUpAfterTest(() => {
     Object.assign(fs, { lstatSync, accessSync });

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { defaultStateFile, SavedState } from '../../pipeline/build-state.js';
+import { defaultStateFile } from '../../pipeline/build-state.js';
+import { SavedState } from '../../pipeline/saved-state.js';
 import { defaultLockFile, LockHeldError, runningHolder } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import type { CheckProblem, TreeCheckResult } from '../../check/tree-check.js';
