@@ -28,9 +28,8 @@ const STALE_PAGE = 1000;
 
 /**
  * The index that finds a user's outputs (their videos' among them) for a build of that user. Its
- * entries come in no order a build writes in, so a build into an empty state makes it at its
- * commit, in one sort, instead of entry by entry: for 2.5 million outputs, a third of the state's
- * cost.
+ * entries come in no order a build writes in, so kept entry by entry it has most of its pages
+ * rewritten at every commit; a build into an empty state makes it at its commit, in one sort.
  */
 const USER_INDEX = 'CREATE INDEX IF NOT EXISTS outputs_user ON outputs(user)';
 

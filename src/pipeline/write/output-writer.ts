@@ -109,7 +109,7 @@ const PLAIN_PATH = /^(?!\.\.|\.(?:\/|$))(?:[^/\\\0]+\/(?!\.\.?(?:\/|$)))*[^/\\\0
  */
 export function resolveInside(root: string, path: string): string {
   if (path === STAGING_DIR || path.startsWith(`${STAGING_DIR}/`)) throw new Error(`refusing to write into the staging folder: ${path}`);
-  if (sep === '/' && PLAIN_PATH.test(path)) return root === '/' ? `/${path}` : `${root}/${path}`;
+  if (sep === '/' && PLAIN_PATH.test(path)) return inside(root, path);
   const full = resolve(root, path);
   const rel = relative(root, full);
   if (rel === '' || rel.startsWith('..') || rel.split(sep).includes('..') || resolve(root, rel) !== full) {
@@ -149,7 +149,7 @@ export class PathGuard {
   /** Why `full` (absolute, inside the root) cannot be written (`write`) or removed, or null. */
   problem(full: string, write: boolean): string | null {
     this.ownTree ??= !holdsServedEntries(this.root);
-    const rel = this.root === '/' ? full.slice(1) : full.slice(this.root.length + 1);
+    const rel = this.relativeOf(full);
     const trusted = this.ownTree && !rel.startsWith('.');
     if (this.known.size >= KNOWN_FOLDERS) this.known.clear();
     // The deepest folder there is on the path, which a new entry goes into: it must take one.
@@ -178,7 +178,7 @@ export class PathGuard {
       [deepest, state] = [at, 'real'];
     }
     if (write && state === 'real') {
-      if (!writable(deepest)) return `${deepest === this.root ? 'the output directory' : `${deepest.slice(this.root.length + 1)}/`} cannot be written (${unwritable(deepest)})`;
+      if (!writable(deepest)) return `${deepest === this.root ? 'the output directory' : `${this.relativeOf(deepest)}/`} cannot be written (${unwritable(deepest)})`;
       this.known.set(deepest, 'writable');
     }
     if (!reached || state === 'made' || trusted || deepest !== dirname(full)) return null;
@@ -191,6 +191,11 @@ export class PathGuard {
   /** Forgets what it knows: after a removal a remembered folder may be gone. */
   forget(): void {
     this.known.clear();
+  }
+
+  /** `full` (absolute, below the root) relative to the root. */
+  private relativeOf(full: string): string {
+    return full.slice(this.root === '/' ? 1 : this.root.length + 1);
   }
 
   /** Remembers as made the folders of `rel` from the one ending at `slash` down. */
