@@ -56,6 +56,18 @@ const WRITER = join(ROOT, 'dist/bench/writer.js');
 const DISK_BASELINE = join(CACHE, 'disk-probe.json');
 
 const TARGETS = { fullOverFloor: 1.5, noChangeOverFull: 0.1, oneVideoSeconds: 0.5 };
+
+/**
+ * How far above its floor a full build may take. At full size the targets are the design's: the
+ * demo shape at 100,000 users writes small files and is bound by the disk, so it is held closer
+ * (1.15); a feed-heavy build of 50,000 users or more is bound by reading and rendering on the main
+ * thread, where Node 20's better-sqlite3 builds each row value by value (1.6 there, 1.5 on 22+).
+ */
+function fullOverFloorTarget(shape: DemoShape, users: number, nodeMajor = Number(process.versions.node.split('.')[0])): number {
+  if (shape === 'demo' && users >= 100_000) return 1.15;
+  if (shape === 'feed-heavy' && users >= 50_000) return nodeMajor < 22 ? 1.6 : 1.5;
+  return TARGETS.fullOverFloor;
+}
 /** Peak RSS targets: the feed-heavy one is issue 17's. */
 const PEAK_RSS_MB: Record<DemoShape, number> = { demo: 300, 'feed-heavy': 200 };
 
@@ -297,16 +309,17 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   }
 
   const overFloor = full.seconds / floor.seconds;
+  const target = fullOverFloorTarget(shape, users);
   lines(`floor               ${s(floor.seconds)}   the same ${n(packed.files)} files, write-beside-and-rename only`);
   if (more.length === 0) {
-    lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${TARGETS.fullOverFloor}: ${mark(overFloor <= TARGETS.fullOverFloor)})`);
+    lines(`full / floor        ${overFloor.toFixed(2).padStart(7)}     (target ≤ ${target}: ${mark(overFloor <= target)})`);
   } else {
     for (const [i, pair] of more.entries()) {
       lines(`pair ${i + 2}              build ${s(pair.full.seconds)}, floor ${s(pair.floor.seconds)}: ${(pair.full.seconds / pair.floor.seconds).toFixed(2)}   peak RSS ${(pair.full.maxRssKb / 1024).toFixed(0)} MB`);
     }
     const ratios = [overFloor, ...more.map((pair) => pair.full.seconds / pair.floor.seconds)];
     const middle = median(ratios);
-    lines(`full / floor        ${middle.toFixed(2).padStart(7)}     median of ${ratios.length} pairs (${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; target ≤ ${TARGETS.fullOverFloor}: ${mark(middle <= TARGETS.fullOverFloor)})`);
+    lines(`full / floor        ${middle.toFixed(2).padStart(7)}     median of ${ratios.length} pairs (${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; target ≤ ${target}: ${mark(middle <= target)})`);
     const peak = Math.max(full.maxRssKb, ...more.map((pair) => pair.full.maxRssKb)) / 1024;
     lines(`peak RSS            ${peak.toFixed(0)} MB, the highest of ${ratios.length} builds (target < ${rssTarget} MB: ${mark(peak < rssTarget)})`);
   }
