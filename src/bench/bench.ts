@@ -57,18 +57,20 @@ const DISK_BASELINE = join(CACHE, 'disk-probe.json');
 
 const TARGETS = { fullOverFloor: 1.5, noChangeOverFull: 0.1, oneVideoSeconds: 0.5 };
 
+const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
+
 /**
  * How far above its floor a full build may take. At full size the targets are the design's: the
  * demo shape at 100,000 users writes small files and is bound by the disk, so it is held closer
  * (1.15); a feed-heavy build of 50,000 users or more is bound by reading and rendering on the main
  * thread, where Node 20's better-sqlite3 builds each row value by value (1.6 there, 1.5 on 22+).
  */
-function fullOverFloorTarget(shape: DemoShape, users: number, nodeMajor = Number(process.versions.node.split('.')[0])): number {
+function fullOverFloorTarget(shape: DemoShape, users: number): number {
   if (shape === 'demo' && users >= 100_000) return 1.15;
-  if (shape === 'feed-heavy' && users >= 50_000) return nodeMajor < 22 ? 1.6 : 1.5;
+  if (shape === 'feed-heavy' && users >= 50_000) return NODE_MAJOR < 22 ? 1.6 : 1.5;
   return TARGETS.fullOverFloor;
 }
-/** Peak RSS targets: the feed-heavy one is issue 17's. */
+/** Peak RSS targets, by shape: a feed-heavy build holds more per user. */
 const PEAK_RSS_MB: Record<DemoShape, number> = { demo: 300, 'feed-heavy': 200 };
 
 interface ChildResult {
