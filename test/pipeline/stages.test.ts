@@ -39,7 +39,7 @@ function fixture() {
 }
 
 function doc(path: string, text: string): RenderedDocument {
-  return { format: FORMATS[0]!, path, key: 'alice', owner: { kind: 'user', id: 1 }, user: 'alice', body: Buffer.from(text) };
+  return { format: FORMATS[0]!, path, key: 'alice', owner: { kind: 'user', id: 1 }, user: 'alice', text };
 }
 
 describe('the read stage', () => {
@@ -77,7 +77,7 @@ describe('the render stage', () => {
     const first = renderOwner(read, formats, site);
     const second = renderOwner(read, formats, site);
     expect(first.map((r) => (r.ok ? r.document.path : r.failed.path))).toEqual(formats.user.map((f) => `alice/${f.dir}/${f.file}`));
-    expect(second.map((r) => (r.ok ? r.document.body.toString('utf8') : null))).toEqual(first.map((r) => (r.ok ? r.document.body.toString('utf8') : null)));
+    expect(second.map((r) => (r.ok ? r.document.text : null))).toEqual(first.map((r) => (r.ok ? r.document.text : null)));
     expect(first.every((r) => r.ok)).toBe(true);
   });
 

@@ -6,7 +6,7 @@ import type { Failure } from '../build-report.js';
 import type { OwnerRead } from '../read/read-owners.js';
 
 /**
- * The render stage: an owner's documents, as bytes, from what the read stage gave. Pure: it
+ * The render stage: an owner's documents, as text, from what the read stage gave. Pure: it
  * touches no disk, database or clock (the formats' renderers do not either), so the same read
  * gives the same bytes. A renderer that throws gives a failure naming the document instead.
  */
@@ -20,7 +20,8 @@ export interface RenderedDocument {
   owner: Owner;
   /** The user the document belongs to (a video's uploader), for `--user` builds; null for site files. */
   user: string | null;
-  body: Buffer;
+  /** What the format rendered; the write stage encodes it as UTF-8 (document-bytes.ts). */
+  text: string;
 }
 
 export interface FailedDocument {
@@ -37,7 +38,7 @@ export type RenderResult = { ok: true; document: RenderedDocument } | { ok: fals
 
 function renderOne(format: Format, path: string, key: string, owner: Owner, user: string | null, render: () => string): RenderResult {
   try {
-    return { ok: true, document: { format, path, key, owner, user, body: Buffer.from(render(), 'utf8') } };
+    return { ok: true, document: { format, path, key, owner, user, text: render() } };
   } catch (error) {
     const failure = { format: format.name, key, path, message: (error as Error).message };
     return { ok: false, failed: { format, path, key, owner, failure, where: `${format.name} of ${showName(key)} (${path})` } };

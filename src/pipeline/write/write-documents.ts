@@ -2,6 +2,7 @@ import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible 
 import type { Format } from '../../formats/format.js';
 import type { BuildState } from '../build-state.js';
 import { documentHash } from '../document-hash.js';
+import { documentBytes } from './document-bytes.js';
 import type { OutputWriter } from './output-writer.js';
 import type { FailedDocument, RenderedDocument } from '../render/render-documents.js';
 
@@ -54,7 +55,9 @@ export interface WriteOutcome {
 
 export function compareAndWrite(target: WriteTarget, document: RenderedDocument): WriteOutcome {
   const { writer, state } = target;
-  const { path, body } = document;
+  const { path } = document;
+  // Reused memory (document-bytes.ts): everything below is done with it before the next document.
+  const body = documentBytes(document.text);
   const hash = documentHash(body);
   const previous = state.previous(path);
   // Without a trustworthy saved hash (an interrupted build, no record of this path: a lost or
@@ -68,7 +71,7 @@ export function compareAndWrite(target: WriteTarget, document: RenderedDocument)
   let bytes = 0;
   if (same) {
     // After an interrupted build, too: it may have written forms and been killed before their document.
-    if (target.formsUnknown || target.verify) bytes += syncForms(target, document);
+    if (target.formsUnknown || target.verify) bytes += syncForms(target, document, body);
   } else {
     const problem = writer.blocked?.(path) ?? null;
     if (problem !== null) {
@@ -79,7 +82,7 @@ export function compareAndWrite(target: WriteTarget, document: RenderedDocument)
     // The forms of encodings no longer wanted go first: left beside the new document, a server
     // would send their old bytes to the clients that accept that encoding.
     if (target.formsUnknown || target.verify) removeUnwantedForms(target, document);
-    bytes = writeWithForms((to, data) => writer.write(to, data), document, target.compression);
+    bytes = writeWithForms((to, data) => writer.write(to, data), document, body, target.compression);
   }
   return recordDocument(state, document, hash, body.length, { written: !same, bytes }, previous);
 }
@@ -90,7 +93,8 @@ export function compareAndWrite(target: WriteTarget, document: RenderedDocument)
  */
 export function writeWithForms(
   write: (path: string, body: Buffer) => void,
-  { format, path, body }: Pick<RenderedDocument, 'format' | 'path' | 'body'>,
+  { format, path }: Pick<RenderedDocument, 'format' | 'path'>,
+  body: Buffer,
   compression: readonly Encoding[],
 ): number {
   let bytes = 0;
@@ -107,7 +111,7 @@ export function writeWithForms(
 
 function recordDocument(
   state: BuildState,
-  document: Omit<RenderedDocument, 'body'>,
+  document: Omit<RenderedDocument, 'text'>,
   hash: Buffer,
   size: number,
   done: { written: boolean; bytes: number },
@@ -123,9 +127,9 @@ function recordDocument(
  * The compressed forms of a document that did not change: written where they do not hold its
  * bytes, removed for encodings no longer wanted. Returns the bytes written.
  */
-function syncForms(target: WriteTarget, document: RenderedDocument): number {
+function syncForms(target: WriteTarget, document: RenderedDocument, body: Buffer): number {
   const { writer, compression } = target;
-  const { format, path, body } = document;
+  const { format, path } = document;
   removeUnwantedForms(target, document);
   if (!isCompressible(format.mediaType)) return 0;
   let bytes = 0;
