@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { DEMO_SHAPES, generateDemo, type DemoShape } from '../db/demo-data.js';
 import { FORMATS } from '../formats/registry.js';
 import { openForWriting } from '../db/open-database.js';
+import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from '../pipeline/lock.js';
 import { PROBE_FOLDER_PREFIX, waitForQuietDisk } from './disk-probe.js';
 import { benchDeploy } from './deploy-bench.js';
 import { benchFreshness } from './freshness.js';
@@ -479,7 +480,23 @@ async function oneVideoEdit(db: string, out: string, env: Record<string, string>
  */
 const DELETE_SETTLES_S = 390;
 
+/**
+ * One run at a time on a cache: two runs share the disk and the trees' folder, and each would time
+ * the other's writes and remove its trees. Held until the process exits; a lock whose process is
+ * gone (a run killed by a signal) is taken over.
+ */
+function benchLock(): BuildLock {
+  try {
+    return acquireBuildLock(RUNS, { command: 'npm run bench', leaseSeconds: 0 });
+  } catch (error) {
+    if (!(error instanceof LockHeldError) || error.holder === null) throw error;
+    throw new Error(`another bench is running (${describeHolder(error.holder)}): two runs at once time each other's writes; wait for it to end`);
+  }
+}
+
 async function benchMain(): Promise<void> {
+  const lock = benchLock();
+  process.on('exit', () => lock.release());
   // `--sync` times `vidfeeds sync` from real database servers instead (sync-bench.ts).
   if (process.argv.includes('--sync')) return (await import('./sync-bench.js')).syncBenchMain(process.argv.slice(2));
   const options = parseArgs(process.argv.slice(2));
