@@ -8,7 +8,7 @@ import type { OwnerRead } from '../read/read-owners.js';
 /**
  * The render stage: an owner's documents, as text, from what the read stage gave. Pure: it
  * touches no disk, database or clock (the formats' renderers do not either), so the same read
- * gives the same bytes. A renderer that throws gives a failure naming the document instead.
+ * gives the same text. A renderer that throws gives a failure naming the document instead.
  */
 
 export interface RenderedDocument {

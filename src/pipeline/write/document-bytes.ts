@@ -4,7 +4,7 @@
  * hashes the bytes, compares them and hands them to the writer, which copies what it keeps, before
  * it encodes the next document; so one buffer serves the whole build. Encoding into place spares
  * an allocation and a pass over the text per document (`Buffer.from` measures the UTF-8 length
- * first), which on a site of many feeds is a large share of the build thread's work.
+ * first), and the garbage of a buffer per document.
  */
 
 /** Documents whose text may need more than this are encoded into a Buffer of their own (a sitemap part). */
