@@ -1,5 +1,5 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
-import { MappingError, SourceUnavailableError } from './sync-errors.js';
+import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type ServerUrl, type SyncSource } from './sync-source.js';
 
 /**
@@ -12,7 +12,9 @@ import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dia
  */
 
 /** Errors of the connection itself, as opposed to the query: try again later. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ENOENT', 'PROTOCOL_CONNECTION_LOST', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'ER_LOCK_WAIT_TIMEOUT']);
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ENOENT', 'PROTOCOL_CONNECTION_LOST', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'ER_LOCK_WAIT_TIMEOUT']);
+/** The server refuses the login or knows no such database: the URL or the account needs fixing. */
+const REFUSED_CODES = new Set(['ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE']);
 
 export async function openMysqlSource(url: ServerUrl, passwordFromFile: string | undefined): Promise<SyncSource> {
   const where = url.socket ?? `${url.host}:${url.port ?? 3306}`;
@@ -44,7 +46,8 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
     await run('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY');
   } catch (error) {
     connection.destroy();
-    throw new SourceUnavailableError(`the source database (MySQL/MariaDB at ${where}, database ${url.database}) cannot be read: ${(error as Error).message}`);
+    const message = `the source database (MySQL/MariaDB at ${where}, database ${url.database}) cannot be read: ${(error as Error).message}`;
+    throw REFUSED_CODES.has((error as { code?: string }).code ?? '') ? new SourceRefusedError(message) : new SourceUnavailableError(message);
   }
   const version = String(((await run('SELECT VERSION() AS v')).rows as Array<{ v: string }>)[0]?.v ?? '');
   const describe = (error: unknown, query: string) => mysqlError(error, where, query);

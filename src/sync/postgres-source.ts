@@ -2,7 +2,7 @@ import pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import Cursor from 'pg-cursor';
 import pgpass from 'pgpass';
-import { MappingError, SourceUnavailableError } from './sync-errors.js';
+import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import type { DigestSeed } from './row-digest.js';
 import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type ServerDigests, type SyncSource } from './sync-source.js';
 
@@ -69,8 +69,10 @@ async function libpqPassword(client: pg.Client): Promise<string | undefined> {
   return process.env.PGPASSWORD ?? (await new Promise<string | undefined>((found) => pgpass({ host, port, database, user }, found)));
 }
 
-/** SQLSTATE classes of the connection, not the query: 08 connection, 28 authorisation, 53 resources, 57 operator intervention, 3D no such database. */
-const CONNECTION_STATES = /^(08|28|53|57|3D)/;
+/** SQLSTATE classes of the connection, not the query: 08 connection, 53 resources, 57 operator intervention. */
+const CONNECTION_STATES = /^(08|53|57)/;
+/** SQLSTATE classes of a login the server refuses: 28 authorisation, 3D no such database. */
+const REFUSED_STATES = /^(28|3D)/;
 
 export async function openPostgresSource(url: string, passwordFromFile: string | undefined): Promise<SyncSource> {
   const client = newClient(url, passwordFromFile);
@@ -83,10 +85,13 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
   } catch (error) {
     await client.end().catch(() => undefined);
     // pg's words when the server asks for a password and none was found.
-    const cause = /client password must be a string/.test((error as Error).message)
+    const noPassword = /client password must be a string/.test((error as Error).message);
+    const cause = noPassword
       ? 'the server asks for a password and none was given (in the URL, sync.passwordFile, PGPASSWORD, or a line of ~/.pgpass or PGPASSFILE for this host, port, database and user)'
       : (error as Error).message;
-    throw new SourceUnavailableError(`the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${cause}`);
+    const message = `the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${cause}`;
+    const refused = noPassword || REFUSED_STATES.test((error as { code?: string }).code ?? '');
+    throw refused ? new SourceRefusedError(message) : new SourceUnavailableError(message);
   }
   const version = String((await client.query('SHOW server_version')).rows[0]?.server_version ?? '');
   const versionNumber = Number((await client.query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);

@@ -7,12 +7,23 @@ import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
  */
 
 /**
- * The site's database cannot be reached now: refused or lost connection, authentication
- * refused, a server shutting down. Exit code 75 (try again later).
+ * The site's database cannot be reached now: refused or lost connection, a server shutting down
+ * or out of connections. Exit code 75 (try again later).
  */
 export class SourceUnavailableError extends VidfeedsError {
   constructor(message: string) {
     super(EXIT.tempfail, { what: message, hint: 'nothing was written; try again later' });
+  }
+}
+
+/**
+ * The site's database answers but refuses the login (user or password), has no database of that
+ * name, or asks for a password vidfeeds was not given: the URL, `sync.passwordFile` or the account
+ * needs fixing, and trying again later changes nothing. Exit code 2, as for a bad configuration.
+ */
+export class SourceRefusedError extends VidfeedsError {
+  constructor(message: string) {
+    super(EXIT.usage, { what: message, hint: 'nothing was written; fix the URL, sync.passwordFile or the account on the server' });
   }
 }
 

@@ -59,11 +59,15 @@ describe.skipIf(missing !== null)('vidfeeds sync from MariaDB (docs/adopting.md,
     expect(dumpTables(site.db)).toBe(before);
   });
 
-  it('refuses a wrong password or an unreachable server with exit 75, writing nothing', () => {
+  it('stops with exit 2 on a refused login or an unknown database, 75 on an unreachable server, writing nothing', () => {
     const before = dumpTables(site.db);
+    // Trying again later would change nothing: the URL or the account needs fixing.
     const wrong = site.sync(['--from', server.url.replace(':secret@', ':wrong@')]);
-    expect(wrong.code).toBe(75);
-    expect(wrong.stderr).toMatch(/Access denied for user 'site'/);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/Access denied for user 'site'.*; nothing was written; fix the URL, sync\.passwordFile or the account on the server/);
+    const unknown = site.sync(['--from', server.url.replace(/\/site$/, '/no_such_database')]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/database no_such_database\) cannot be read: .*no_such_database/);
     const closed = site.sync(['--from', `mysql://site:secret@127.0.0.1:1/site`]);
     expect(closed.code).toBe(75);
     expect(closed.stderr).toMatch(/ECONNREFUSED/);
@@ -209,7 +213,7 @@ describe.skipIf(missing !== null)('vidfeeds sync from MariaDB (docs/adopting.md,
     const noPassword = server.url.replace(':secret@', '@');
     const withFile = syncWithPasswordFile(site, noPassword, 'secret');
     expect(withFile.code, withFile.stderr).toBe(0);
-    expect(syncWithPasswordFile(site, noPassword, 'wrong').code).toBe(75);
+    expect(syncWithPasswordFile(site, noPassword, 'wrong').code).toBe(2);
   });
 
   it('exits 75 and writes nothing when the server has stopped', async () => {

@@ -116,7 +116,7 @@ describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.
       const withFile = syncWithPasswordFile(site, noPassword, 'secret');
       expect(withFile.code, withFile.stderr).toBe(0);
       const none = syncWithPasswordFile(site, noPassword, null);
-      expect(none.code).toBe(75);
+      expect(none.code).toBe(2);
       expect(none.stderr).toMatch(/the server asks for a password and none was given \(in the URL, sync\.passwordFile, PGPASSWORD/);
       // libpq's ways: PGPASSWORD, then the password file, without pg's warning that it stops reading that file.
       process.env.PGPASSWORD = 'secret';
@@ -134,11 +134,15 @@ describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.
     }
   });
 
-  it('exits 75 and writes nothing when the password is refused or the server has stopped', async () => {
+  it('exits 2 on a refused password or an unknown database, 75 when the server has stopped, and writes nothing', async () => {
     const before = dumpTables(site.db);
+    // Trying again later would change nothing: the URL or the account needs fixing.
     const refused = site.sync(['--from', server.url.replace(':secret@', ':wrong@')]);
-    expect(refused.code).toBe(75);
-    expect(refused.stderr).toMatch(/password authentication failed for user "site"/);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/password authentication failed for user "site".*; nothing was written; fix the URL, sync\.passwordFile or the account on the server/);
+    const unknown = site.sync(['--from', server.url.replace(/\/site$/, '/no_such_database')]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/database "no_such_database" does not exist/);
     await server.admin.query("UPDATE videos SET title = 'Not synced' WHERE id = 2");
     await server.stop();
     const stopped = site.sync();
