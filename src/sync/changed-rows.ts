@@ -31,7 +31,8 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
     return key.some((value) => value === WRONG || value === null) ? null : (key as number[]);
   };
   const pages = new TargetPages(target, plan.table, plan.keys, plan.keys);
-  const missing: number[][] = [];
+  /** Keys as the source gave them: read back by `1`, a key the source holds as '001' would not be found. */
+  const missing: unknown[][] = [];
   const gone = (key: number[]) => sync.remove(key);
   let previous: number[] | undefined;
   for await (const batch of source.keys(plan.query, plan.keys)) {
@@ -47,7 +48,7 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
         if (order < 0) throw new MappingError(`sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${numbers.join(', ')} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`);
       }
       previous = numbers;
-      if (passTo(pages, numbers, keyCount, gone) === undefined && missing.push(numbers) > MAX_MISSING_KEYS) return false;
+      if (passTo(pages, numbers, keyCount, gone) === undefined && missing.push(raw) > MAX_MISSING_KEYS) return false;
     }
   }
   passRest(pages, keyCount, gone);

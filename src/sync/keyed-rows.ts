@@ -9,7 +9,7 @@ const KEYS_PER_QUERY = 500;
  * brings each stored row to its source row, writing only where a value differs. A row read twice
  * (changed and also asked for by key) is applied once.
  */
-export async function applyRowsByKey(source: SyncSource, sync: TableSync, keys: readonly number[][], after?: RowFilter['after']): Promise<void> {
+export async function applyRowsByKey(source: SyncSource, sync: TableSync, keys: ReadonlyArray<readonly unknown[]>, after?: RowFilter['after']): Promise<void> {
   const seen = new Set<string>();
   const apply = async (filter: RowFilter) => {
     await sync.forEachRow(sync.digests.rows(source, filter), (row) => {

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { applyRowsByKey } from './keyed-rows.js';
 import type { SyncSource } from './sync-source.js';
 import { passRest, passTo, TargetPages } from './target-pages.js';
-import type { TableSync } from './table-sync.js';
+import type { SourceRow, TableSync } from './table-sync.js';
 
 /**
  * One table brought to the source's rows by a full compare: a merge of two streams in key order,
@@ -67,28 +67,37 @@ async function compareDigests(source: SyncSource, sync: TableSync): Promise<bool
   const keyCount = plan.keys.length;
   const pages = digests.pages();
   const gone: number[][] = [];
-  const moved: number[][] = [];
+  /** Keys as the source gave them: read back by `1`, a key the source holds as '001' would not be found. */
+  const moved: unknown[][] = [];
   const skipped: Array<[name: string, reason: string]> = [];
   let unchanged = 0;
   const tooMany = () => gone.length + moved.length + skipped.length > MAX_DIGEST_MOVES;
   let over = false;
+  /** The last row looked at, and the key of the last row moved: rows of one key come one after another. */
+  let last: SourceRow | undefined;
+  let lastMoved: readonly number[] | undefined;
+  const move = (row: SourceRow) => {
+    moved.push(plan.keys.map((column) => row.raw[column]));
+    lastMoved = row.key;
+  };
   await sync.forEachRow(
     digests.keysAndDigests(),
     (row) => {
+      last = row;
       if (over) return true;
       const head = passTo(pages, row.key, keyCount, (key) => gone.push(key));
       const digest = head === undefined ? undefined : (head[keyCount] as number | null);
       if (digest !== undefined && digest !== null && digest === digests.digestOf(row.raw)) unchanged++;
-      else moved.push(row.key);
+      else move(row);
       over = tooMany();
       return true;
     },
     (name, reason, sameKeyAs) => {
       if (sameKeyAs === undefined) skipped.push([name, reason]);
       // A key of several rows is read in full, and its rows after the first named, below.
-      else if (moved.at(-1) !== sameKeyAs) {
+      else if (lastMoved !== sameKeyAs) {
         unchanged--;
-        moved.push(sameKeyAs as number[]);
+        move(last!);
       }
     },
   );

@@ -138,6 +138,34 @@ describe('vidfeeds sync from an SQLite file', () => {
     expect(dumpTables(s.db)).toBe(before);
   });
 
+  it('reads changed and missing rows back by the key as the source holds it (zero-padded text)', () => {
+    const s = site();
+    const users = {
+      query: "SELECT printf('%03d', uid) AS id, login AS username, full_name AS display_name, 'active' AS state, joined AS created_at, joined AS updated_at, joined AS modified FROM accounts",
+      watermark: 'modified',
+    };
+    s.writeConfig({ users } as unknown as Record<string, string>);
+    expect(s.sync().code).toBe(0);
+    const names = () => {
+      const db = new Database(s.db, { readonly: true });
+      const rows = db.prepare('SELECT id, display_name FROM users ORDER BY id').all();
+      db.close();
+      return rows;
+    };
+    // A full sync compares digests, then reads the one row whose digest moved by its key: '001', not 1.
+    s.change("UPDATE accounts SET full_name = 'Alice L.' WHERE uid = 1");
+    const full = s.sync('--json');
+    expect(full.code, full.stderr).toBe(0);
+    expect(JSON.parse(full.stdout)).toMatchObject({ changes: 1, tables: { users: { updated: 1 } } });
+    expect(names()).toEqual([{ id: 1, display_name: 'Alice L.' }, { id: 2, display_name: 'Bob' }]);
+    // --changed-only reads a key vidfeeds lacks by key, though its watermark is behind the last sync's.
+    s.change("INSERT INTO accounts VALUES (3, 'carol', 'Carol', '2001-01-01 00:00:00', 'ok')");
+    const changed = s.sync('--changed-only', '--json');
+    expect(changed.code, changed.stderr).toBe(0);
+    expect(JSON.parse(changed.stdout)).toMatchObject({ changes: 1, tables: { users: { inserted: 1 } } });
+    expect(names()).toEqual([{ id: 1, display_name: 'Alice L.' }, { id: 2, display_name: 'Bob' }, { id: 3, display_name: 'Carol' }]);
+  });
+
   it('refuses a table vidfeeds does not have, a missing source and another sync holding the database', () => {
     const s = site();
     writeFileSync(s.config, JSON.stringify({ sync: { from: `sqlite:${s.source}`, tables: { members: 'SELECT 1' } } }));

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli } from '../helpers/cli.js';
 import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { buildUrls, docBlock, dumpTables, expectChangedOnlyLikeFull, expectTreeEqualsFullBuild, logAfter, logPosition, syncSite, syncWithPasswordFile, type SyncSite } from './sync-scenario.js';
@@ -132,6 +133,30 @@ describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.
         else process.env[name] = value;
       }
     }
+  });
+
+  it('reads a row whose digest moved back by its key as the server holds it (zero-padded text)', async () => {
+    await server.admin.query(`CREATE TABLE padded_topics (code text PRIMARY KEY, label text NOT NULL);
+      INSERT INTO padded_topics VALUES ('001', 'Cooking'), ('002', 'Travel'), ('010', 'Music')`);
+    const { dir } = temp;
+    const db = `${dir}/padded.sqlite`;
+    const config = `${dir}/padded.config.json`;
+    expect(cli(['init', '--db', db]).code).toBe(0);
+    writeFileSync(config, JSON.stringify({ sync: { from: server.url, tables: { categories: 'SELECT code AS id, label AS name FROM padded_topics' } } }));
+    const sync = () => cli(['sync', '--db', db, '--config', config, '--json']);
+    const names = () => {
+      const d = new Database(db, { readonly: true });
+      const rows = d.prepare('SELECT id, name FROM categories ORDER BY id').all();
+      d.close();
+      return rows;
+    };
+    expect(sync().code).toBe(0);
+    // The second sync reads keys and the server's digests, then the one row that changed by key: '002', not 2.
+    await server.admin.query("UPDATE padded_topics SET label = 'Travelling' WHERE code = '002'");
+    const changed = sync();
+    expect(changed.code, changed.stderr).toBe(0);
+    expect(JSON.parse(changed.stdout)).toMatchObject({ changes: 1, tables: { categories: { updated: 1 } } });
+    expect(names()).toEqual([{ id: 1, name: 'Cooking' }, { id: 2, name: 'Travelling' }, { id: 10, name: 'Music' }]);
   });
 
   it('exits 2 on a refused password or an unknown database, 75 when the server has stopped, and writes nothing', async () => {
