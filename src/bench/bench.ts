@@ -42,13 +42,14 @@ import { packTree } from './pack.js';
  *                                      its own, which watch syncs from every s seconds
  *
  * Every build runs as its own process (child.ts) so its peak RSS is its own. Demo databases are
- * cached in bench-cache/ (gitignored), keyed by the generator's code. Each run builds into fresh
+ * cached in bench-cache/ (gitignored; VIDFEEDS_BENCH_CACHE names another folder), keyed by the generator's code. Each run builds into fresh
  * directories and removes them only after every timing (deleting a large tree just before timing
  * a build slows the file system down), along with trees an interrupted run left.
  */
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const CACHE = join(ROOT, 'bench-cache');
+/** The demo databases, the disk's baseline and the runs' trees: VIDFEEDS_BENCH_CACHE (another disk, a test's folder), else bench-cache/. */
+const CACHE = process.env.VIDFEEDS_BENCH_CACHE ? resolve(process.env.VIDFEEDS_BENCH_CACHE) : join(ROOT, 'bench-cache');
 const RUNS = join(CACHE, 'runs');
 const CLI_CHILD = join(ROOT, 'dist/bench/child.js');
 const STORE_CHILD = join(ROOT, 'dist/bench/s3rver-child.js');
@@ -412,7 +413,7 @@ function checkRoom(users: number[], shapes: DemoShape[], only: string[] | undefi
   if (fs.ffree < inodes) short.push(`${n(inodes)} inodes (${n(fs.ffree)} free)`);
   if (fs.bavail * fs.bsize < bytes) short.push(`${(bytes / 1e9).toFixed(0)} GB (${((fs.bavail * fs.bsize) / 1e9).toFixed(0)} GB free)`);
   if (short.length === 0) return;
-  const hint = staleRuns ? ' (the trees of an earlier run, under bench-cache/runs/, are removed only after this run: remove them first)' : '';
+  const hint = staleRuns ? ` (the trees of an earlier run, under ${RUNS}, are removed only after this run: remove them first)` : '';
   const sizes = users.map(n).join(' and ');
   throw new Error(`${sizes} users of ${shapes.join(' and ')} shape${only === undefined ? '' : ` (--only ${only.join(',')})`} need about ${short.join(' and ')} on the file system of ${RUNS}${hint}; fewer users, one shape or --only fewer formats need less`);
 }
