@@ -140,21 +140,25 @@ export function buildFingerprint(config: SiteConfig, formats: readonly Format[],
 const CODE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 let code: string | undefined;
 
-/** Hash of every module of vidfeeds (names and bytes), computed once per process. */
+/**
+ * Hash of every module of vidfeeds (names and bytes), computed once per process. Where it is
+ * installed is no part of it: the same code in another folder (a new Node version's global
+ * modules, another release directory) renders the same bytes, and must not force a full build.
+ */
 export function codeHash(): string {
   code ??= filesHash([CODE_DIR], '**/*.{js,ts}');
   return code;
 }
 
-/** Hash of every file under the template directories (names and bytes), so any edit is seen. */
+/** Hash of every file under the template directories (names and bytes, each folder by its place in the list), so any edit is seen. */
 export function templatesHash(dirs: readonly string[]): string {
   return filesHash(dirs, '**/*');
 }
 
 function filesHash(dirs: readonly string[], pattern: string): string {
   const hash = createHash('sha256');
-  for (const dir of dirs) {
-    hash.update(`dir\0${dir}\0`);
+  for (const [place, dir] of dirs.entries()) {
+    hash.update(`dir\0${place}\0`);
     if (!existsSync(dir)) continue;
     for (const file of fg.sync(pattern, { cwd: dir, onlyFiles: true, dot: false }).sort()) {
       hash.update(`file\0${file}\0`).update(readFileSync(resolve(dir, file))).update('\0');
