@@ -42,9 +42,10 @@ import { packTree } from './pack.js';
  *                                      its own, which watch syncs from every s seconds
  *
  * Every build runs as its own process (child.ts) so its peak RSS is its own. Demo databases are
- * cached in bench-cache/ (gitignored; VIDFEEDS_BENCH_CACHE names another folder), keyed by the generator's code. Each run builds into fresh
- * directories and removes them only after every timing (deleting a large tree just before timing
- * a build slows the file system down), along with trees an interrupted run left.
+ * cached in bench-cache/ (gitignored; VIDFEEDS_BENCH_CACHE names another folder), keyed by the
+ * generator's code. Each run builds into fresh directories and removes them only after every
+ * timing (deleting a large tree just before timing a build slows the file system down), along
+ * with trees an interrupted run left.
  */
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

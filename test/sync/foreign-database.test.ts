@@ -82,7 +82,7 @@ describe('vidfeeds sync from an SQLite file', () => {
     const db = join(dir, 'vidfeeds.sqlite');
     expect(cli(['init', '--db', db]).code).toBe(0);
     const config = join(dir, 'vidfeeds.config.json');
-    const writeConfig = (tables: Record<string, string>) => writeFileSync(config, JSON.stringify({ sync: { from: `sqlite:${source}`, tables } }));
+    const writeConfig = (tables: Record<string, string | { query: string; watermark: string }>) => writeFileSync(config, JSON.stringify({ sync: { from: `sqlite:${source}`, tables } }));
     writeConfig(MAPPING);
     const sync = (...extra: string[]) => cli(['sync', '--db', db, '--config', config, ...extra]);
     const change = (sql: string) => {
@@ -144,7 +144,7 @@ describe('vidfeeds sync from an SQLite file', () => {
       query: "SELECT printf('%03d', uid) AS id, login AS username, full_name AS display_name, 'active' AS state, joined AS created_at, joined AS updated_at, joined AS modified FROM accounts",
       watermark: 'modified',
     };
-    s.writeConfig({ users } as unknown as Record<string, string>);
+    s.writeConfig({ users });
     expect(s.sync().code).toBe(0);
     const names = () => {
       const db = new Database(s.db, { readonly: true });
@@ -152,7 +152,7 @@ describe('vidfeeds sync from an SQLite file', () => {
       db.close();
       return rows;
     };
-    // A full sync compares digests, then reads the one row whose digest moved by its key: '001', not 1.
+    // A full sync (the whole query merged with the stored rows) finds the changed row.
     s.change("UPDATE accounts SET full_name = 'Alice L.' WHERE uid = 1");
     const full = s.sync('--json');
     expect(full.code, full.stderr).toBe(0);
