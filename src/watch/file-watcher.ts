@@ -10,6 +10,9 @@ import type { ChangeKind } from './watch-session.js';
  * creates later is still seen.
  */
 
+/** How long chokidar ignores a file's changes after reporting one (its `_throttle` of 'change'). */
+const CHOKIDAR_THROTTLE_MS = 50;
+
 export interface WatchedInputs {
   db: string;
   /** The configuration file, when there is one or may be one. */
@@ -53,13 +56,27 @@ export function watchInputs(
 
   const watcher: FSWatcher = watch([...fileDirs, ...templateDirs], { ignoreInitial: true, ignored, persistent: true });
   const readyPromise = new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
+  // chokidar drops a file's further changes for 50 ms after it reports one. An editor saving in
+  // place truncates and then writes: the truncation is reported, the write is not, and the session
+  // would keep the empty file until the next edit. So each report is repeated once after that
+  // window (counted from the file's last report), for whatever the file holds by then; a repeat
+  // that finds nothing new builds nothing.
+  const again = new Map<string, NodeJS.Timeout>();
   // Every touch of the database files is passed on, even those without new data (SQLite readers,
   // our own builds included, open the -wal read-write; checkpoints rewrite the database file): the
   // session builds only when the change log moved, which no file time can tell reliably.
   const report = (path: string) => {
     const full = resolve(path);
     const kind = kindOf(full);
-    if (kind !== null) onChange(kind, full);
+    if (kind === null) return;
+    onChange(kind, full);
+    clearTimeout(again.get(full));
+    const timer = setTimeout(() => {
+      again.delete(full);
+      if (kindOf(full) !== null) onChange(kind, full);
+    }, CHOKIDAR_THROTTLE_MS + 20);
+    timer.unref();
+    again.set(full, timer);
   };
   watcher.on('add', report).on('change', report).on('unlink', report).on('addDir', report).on('unlinkDir', report);
   watcher.on('error', (error) => onError(`watching files failed: ${(error as Error).message}`));
@@ -74,7 +91,11 @@ export function watchInputs(
       if (added.length > 0) watcher.add(added);
     },
     ready: () => readyPromise,
-    close: () => watcher.close(),
+    close: () => {
+      for (const timer of again.values()) clearTimeout(timer);
+      again.clear();
+      return watcher.close();
+    },
   };
 }
 

@@ -97,6 +97,8 @@ export class WatchSession {
   private owed = true;
   /** The problem last reported, so a repeated one is not reported again. */
   private problem: string | null = null;
+  /** The configuration or template problem last reported: the same file read again is not reported again. */
+  private loadProblem: string | null = null;
   private failures = 0;
   private retryTimer: unknown = null;
   private pollTimer: unknown = null;
@@ -292,8 +294,11 @@ export class WatchSession {
       this.fingerprint = fingerprint;
       if (readerChanged && this.connection !== null) this.connection.reader = new SiteReader(this.connection.db, readLimits(config.recommendationsCount));
       if (shapesOtherBytes) this.owed = true;
+      this.loadProblem = null;
     } catch (error) {
-      this.options.onProblem(`${(error as Error).message}; keeping the last good configuration and templates`);
+      const message = `${(error as Error).message}; keeping the last good configuration and templates`;
+      if (message !== this.loadProblem) this.options.onProblem(message);
+      this.loadProblem = message;
     }
   }
 
