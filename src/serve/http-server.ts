@@ -5,8 +5,8 @@ import { textResponse, type ServeResponse } from './responses.js';
 import type { SiteServer } from './site-server.js';
 
 /**
- * node:http around the server core: reads a request body up to the POST limit (413 past it,
- * without reading the rest), hands the request to `SiteServer.respond`, writes the answer.
+ * node:http around the server core: reads a request body up to the POST limit (413 past it),
+ * hands the request to `SiteServer.respond`, writes the answer.
  */
 
 export interface RunningServer {
@@ -45,29 +45,37 @@ function send(res: ServerResponse, response: ServeResponse): void {
   res.end(response.body);
 }
 
+/**
+ * Past this much of an oversized body the 413 goes out at once and the connection is closed
+ * unread: a bound on what a client can make the server read for nothing.
+ */
+const OVERSIZED_BODY_READ_MAX = 1024 * 1024;
+
+/**
+ * The body, or 'too-large' past `limit`. An oversized body is still read to its end (up to
+ * OVERSIZED_BODY_READ_MAX) before the answer: the 413 closes the connection, and a proxy still
+ * sending the body into a closed connection (Apache's mod_proxy, nginx) answers its client 502
+ * instead of the 413.
+ */
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
   return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? '0');
-    if (Number.isFinite(declared) && declared > limit) {
+    const giveUp = () => {
+      req.removeAllListeners('data');
+      req.removeAllListeners('end');
       req.resume();
       resolve('too-large');
-      return;
-    }
-    const chunks: Buffer[] = [];
+    };
+    const declared = Number(req.headers['content-length'] ?? '0');
+    if (Number.isFinite(declared) && declared > OVERSIZED_BODY_READ_MAX) return giveUp();
+    let chunks: Buffer[] | null = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        // Answer now; the rest is read and dropped (bounded by requestTimeout), so the client,
-        // still sending, gets the 413 instead of a reset connection.
-        req.removeAllListeners('data');
-        req.resume();
-        resolve('too-large');
-        return;
-      }
-      chunks.push(chunk);
+      if (size > OVERSIZED_BODY_READ_MAX) return giveUp();
+      if (size > limit) chunks = null;
+      chunks?.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('end', () => resolve(chunks === null ? 'too-large' : Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
