@@ -1,0 +1,14 @@
+import Database from 'better-sqlite3';
+import { bundleStatements } from '/work/main/dist/db/reader-statements.js';
+const db = new Database('/dev/shm/fh10k.sqlite', { readonly: true });
+const s = bundleStatements(db, { uploads: 20, groups: 20, recommendations: 20 });
+console.log(s.uploads.source);
+for (const r of db.prepare('EXPLAIN QUERY PLAN ' + s.uploads.source).all(5)) console.log(r.detail);
+const ids = db.prepare('SELECT id FROM users').pluck().all();
+let n=0; let t=process.hrtime.bigint();
+db.exec('BEGIN');
+for (const id of ids) n += s.uploads.all(id).length;
+console.log('rows', n, 'µs/user', Number(process.hrtime.bigint()-t)/1e3/ids.length);
+t=process.hrtime.bigint();
+for (const id of ids) n += s.uploads.all(id).length;
+console.log('again µs/user', Number(process.hrtime.bigint()-t)/1e3/ids.length);
