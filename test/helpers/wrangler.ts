@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { waitForHttp } from './http.js';
+import { freePort, waitForHttp } from './http.js';
 
 /**
  * Cloudflare's own Pages server, run locally: `wrangler pages dev DIR` serves a folder with the
@@ -37,14 +37,29 @@ export function findWrangler(): Wrangler | string {
 }
 
 export interface RunningPages {
+  /** The port it serves on, 127.0.0.1. */
+  port: number;
   stop(): Promise<void>;
   /** What wrangler printed: its parse of `_headers` and `_redirects` (rules it drops are named there). */
   output(): string;
 }
 
-/** Serves `root` like Cloudflare Pages on 127.0.0.1:`port`; `work` holds wrangler's own state. */
-export async function startPagesDev(wrangler: Wrangler, root: string, port: number, work: string): Promise<RunningPages> {
+/**
+ * Serves `root` like Cloudflare Pages on 127.0.0.1, on a free port; `work` holds wrangler's own
+ * state. Wrangler takes seconds to start, and a port free when chosen may be another test's server
+ * by then: it is ready when it says so for its port, not when something answers there, and a port
+ * taken meanwhile is given up for another.
+ */
+export async function startPagesDev(wrangler: Wrangler, root: string, work: string): Promise<RunningPages> {
   mkdirSync(work, { recursive: true });
+  for (let attempt = 1; ; attempt++) {
+    const started = await startOn(wrangler, root, await freePort(), work);
+    if (started !== 'port taken') return started;
+    if (attempt === 3) throw new Error('wrangler pages dev found its port taken three times');
+  }
+}
+
+async function startOn(wrangler: Wrangler, root: string, port: number, work: string): Promise<RunningPages | 'port taken'> {
   const child = spawn(wrangler.node, [wrangler.script, 'pages', 'dev', root, '--ip', '127.0.0.1', '--port', String(port), '--compatibility-date', '2025-01-01'], {
     cwd: work,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -53,8 +68,13 @@ export async function startPagesDev(wrangler: Wrangler, root: string, port: numb
     detached: true,
   });
   let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let onOutput = () => {};
+  const append = (chunk: Buffer) => {
+    output += chunk.toString();
+    onOutput();
+  };
+  child.stdout.on('data', append);
+  child.stderr.on('data', append);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // wrangler runs workerd as its child: the whole process group goes.
   const kill = () => {
@@ -66,18 +86,31 @@ export async function startPagesDev(wrangler: Wrangler, root: string, port: numb
     }
   };
   process.once('exit', kill);
+  const ready = new Promise<void>((resolve) => {
+    onOutput = () => {
+      if (output.includes(`Ready on http://127.0.0.1:${port}`)) resolve();
+    };
+  });
+  let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
-      waitForHttp(port, '/', 60_000),
+      ready,
       exited.then(() => {
         throw new Error(`wrangler pages dev exited: ${output}`);
       }),
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`wrangler pages dev not ready after 60 s: ${output}`)), 60_000))),
     ]);
+    await waitForHttp(port, '/', 15_000);
   } catch (error) {
     kill();
+    await exited;
+    if (output.includes('Address already in use')) return 'port taken';
     throw error;
+  } finally {
+    clearTimeout(timer);
   }
   return {
+    port,
     async stop() {
       kill();
       await exited;

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
-import { freePort, http } from '../helpers/http.js';
+import { http, type HttpResult } from '../helpers/http.js';
 import { expectServed, servedUrls, type ServedUrl } from '../helpers/served-urls.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -46,8 +46,8 @@ beforeAll(async () => {
   const folders = readdirSync(root).filter((name) => !name.startsWith('.') && !name.startsWith('_'));
   users = folders.filter((name) => existsSync(join(root, name, 'rss', 'index.rss')));
   videos = folders.filter((name) => existsSync(join(root, name, 'oembed', 'index.json')));
-  port = await freePort();
-  pages = await startPagesDev(wrangler, root, port, join(work.dir, 'wrangler'));
+  pages = await startPagesDev(wrangler, root, join(work.dir, 'wrangler'));
+  port = pages.port;
 }, 120_000);
 
 afterAll(async () => {
@@ -63,6 +63,12 @@ function cacheOf(url: ServedUrl): string {
   return CACHE.profiles;
 }
 
+/** An error answer, with its body and what wrangler printed last: whose refusal it is shows there. */
+function expectNoError(answer: HttpResult, target: string): void {
+  if (answer.status < 400) return;
+  throw new Error(`${target} answered ${answer.status}: ${answer.text.slice(0, 300)}\nwrangler printed last:\n${pages!.output().slice(-3000)}`);
+}
+
 describe.skipIf(typeof wrangler === 'string')('Cloudflare Pages (wrangler pages dev)', () => {
   it('takes every rule of both files', () => {
     expect(pages!.output()).toMatch(/Parsed \d+ valid header rules/);
@@ -75,6 +81,7 @@ describe.skipIf(typeof wrangler === 'string')('Cloudflare Pages (wrangler pages 
     expect(videos.length).toBeGreaterThan(3);
     for (const url of servedUrls(users, videos)) {
       const answer = await http(port, url.target);
+      expectNoError(answer, url.target);
       if (/\/hcard$/.test(url.target)) {
         // Cloudflare Pages answers a bare URL of an HTML file with a redirect to the folder's URL.
         expect(answer.status, url.target).toBe(308);
@@ -101,6 +108,7 @@ describe.skipIf(typeof wrangler === 'string')('Cloudflare Pages (wrangler pages 
         const path = `/${encodeURIComponent(user)}/${feed}/`;
         for (const target of [path, path.slice(0, -1)]) {
           const answer = await http(port, target);
+          expectNoError(answer, target);
           expect(answer.status, target).toBe(200);
           expect(answer.headers.link, target).toBe(`${hubs}, <${BASE}${path}>; rel="self"`);
         }
