@@ -26,24 +26,34 @@ function vidfeeds(args: string[], cwd: string) {
   return spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8' });
 }
 
+/** `vidfeeds watch` running for the test: its stderr so far, a wait for a line, its exit code. */
+function startWatch(args: string[], cwd: string) {
+  const child = spawn(process.execPath, [BIN, 'watch', ...args], { cwd });
+  cleanUpAfterTest(() => child.kill('SIGKILL'));
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  /** Waits until stderr matches `pattern` `count` times. */
+  const waitFor = async (pattern: RegExp, count = 1) => {
+    for (let waited = 0; (stderr.match(new RegExp(pattern, 'g')) ?? []).length < count; waited += 50) {
+      if (waited > 30_000 || child.exitCode !== null) throw new Error(`no ${pattern} in:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return { child, exited, waitFor, stderr: () => stderr };
+}
+
 describe('vidfeeds build and watch from the command line', () => {
   it('watch names every skipped row of its builds on stderr, as build does', async () => {
     const { file, out, cwd, db } = site();
     insertUser(db, { username: 'robots.txt' });
-    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
-    cleanUpAfterTest(() => child.kill('SIGKILL'));
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    for (let waited = 0; !/full build/.test(stderr); waited += 50) {
-      if (waited > 30_000 || child.exitCode !== null) throw new Error(`no build in:\n${stderr}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const { child, exited, waitFor, stderr } = startWatch(['--db', file, '--out', out], cwd);
+    await waitFor(/full build/);
     child.kill('SIGINT');
     expect(await exited).toBe(0);
     // watch's lines start with their ISO 8601 time.
-    expect(stderr).toMatch(/^\S+Z vidfeeds: skipped user "?robots\.txt"?: .*site-wide file/m);
-    expect(stderr).toMatch(/1 skipped/);
+    expect(stderr()).toMatch(/^\S+Z vidfeeds: skipped user "?robots\.txt"?: .*site-wide file/m);
+    expect(stderr()).toMatch(/1 skipped/);
   });
 
   it('build says whether it was full or incremental and why', () => {
@@ -71,17 +81,7 @@ describe('vidfeeds build and watch from the command line', () => {
 
   it('watch rebuilds on a database change, holds the lock only while it builds, and stops cleanly on SIGINT', async () => {
     const { file, out, cwd, db } = site();
-    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
-    cleanUpAfterTest(() => child.kill('SIGKILL'));
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    const waitFor = async (pattern: RegExp) => {
-      for (let waited = 0; !pattern.test(stderr); waited += 50) {
-        if (waited > 30_000 || child.exitCode !== null) throw new Error(`no ${pattern} in:\n${stderr}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const { child, exited, waitFor, stderr } = startWatch(['--db', file, '--out', out], cwd);
 
     await waitFor(/start: full build/);
     expect(existsSync(defaultLockFile(out))).toBe(false);
@@ -95,11 +95,11 @@ describe('vidfeeds build and watch from the command line', () => {
 
     child.kill('SIGINT');
     expect(await exited).toBe(0);
-    expect(stderr).toContain('vidfeeds: SIGINT: stopping');
-    expect(stderr).toContain('vidfeeds: stopped');
+    expect(stderr()).toContain('vidfeeds: SIGINT: stopping');
+    expect(stderr()).toContain('vidfeeds: stopped');
     expect(existsSync(defaultLockFile(out))).toBe(false);
     // One line per rebuild: the start and the change.
-    expect(stderr.match(/ build \(/g)).toHaveLength(2);
+    expect(stderr().match(/ build \(/g)).toHaveLength(2);
   });
 
   it('watch on a database it cannot open exits 2 with one line, as build does, before touching a file', () => {
@@ -133,17 +133,7 @@ describe('vidfeeds build and watch from the command line', () => {
 
   it('watch reports a database that breaks while watching once, and builds again when it is back', async () => {
     const { file, out, cwd } = site();
-    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out, '--poll', '200'], { cwd });
-    cleanUpAfterTest(() => child.kill('SIGKILL'));
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    const waitFor = async (pattern: RegExp) => {
-      for (let waited = 0; !pattern.test(stderr); waited += 50) {
-        if (waited > 30_000 || child.exitCode !== null) throw new Error(`no ${pattern} in:\n${stderr}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const { child, exited, waitFor, stderr } = startWatch(['--db', file, '--out', out, '--poll', '200'], cwd);
     await waitFor(/start: full build/);
 
     // The site replaces its database by one of a newer schema, then keeps writing to it.
@@ -161,11 +151,11 @@ describe('vidfeeds build and watch from the command line', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     writer.close();
-    expect(stderr.match(/build failed/g)).toHaveLength(1);
+    expect(stderr().match(/build failed/g)).toHaveLength(1);
 
     renameSync(`${file}.good`, file);
     await waitFor(/build failed[^]*: incremental build/);
-    expect(stderr.match(/build failed/g)).toHaveLength(1);
+    expect(stderr().match(/build failed/g)).toHaveLength(1);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
   });
@@ -177,17 +167,7 @@ describe('vidfeeds build and watch from the command line', () => {
     const good = '<iframe src="{{fileUrl}}" title="{{title}}"></iframe>\n';
     writeFileSync(template, good);
     writeFileSync(join(cwd, 'vidfeeds.config.json'), JSON.stringify({ baseUrl: 'https://videos.example.org', player: { template: 'mine', templatesDir: 'templates' } }));
-    const child = spawn(process.execPath, [BIN, 'watch', '--db', file, '--out', out], { cwd });
-    cleanUpAfterTest(() => child.kill('SIGKILL'));
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    const waitFor = async (pattern: RegExp, count = 1) => {
-      for (let waited = 0; (stderr.match(new RegExp(pattern, 'g')) ?? []).length < count; waited += 50) {
-        if (waited > 30_000 || child.exitCode !== null) throw new Error(`no ${pattern} in:\n${stderr}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const { child, exited, waitFor, stderr } = startWatch(['--db', file, '--out', out], cwd);
     await waitFor(/start: full build/);
 
     // Saved whole (a write beside it, then a rename): a save in place may be read empty for a
@@ -206,7 +186,7 @@ describe('vidfeeds build and watch from the command line', () => {
     await waitFor(/changed: incremental build/, 2);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(stderr.match(/full build/g), stderr).toHaveLength(1); // the start only
-    expect(stderr.match(/keeping the last good/g)).toHaveLength(1);
+    expect(stderr().match(/full build/g), stderr()).toHaveLength(1); // the start only
+    expect(stderr().match(/keeping the last good/g), stderr()).toHaveLength(1);
   });
 });
