@@ -124,5 +124,6 @@ const APACHE_PROGRAM: ServerProgram = {
   name: 'apache2',
   binary: APACHE,
   configName: 'apache2.conf',
+  pidName: 'apache.pid',
   args: (prefix, file) => ['-d', prefix, '-f', file, '-DFOREGROUND'],
 };

@@ -49,6 +49,7 @@ const NGINX_PROGRAM: ServerProgram = {
   name: 'nginx',
   binary: NGINX,
   configName: 'nginx.conf',
+  pidName: 'nginx.pid',
   args: (prefix, file, errorLog) => ['-p', prefix, '-c', file, '-g', `daemon off; master_process on; pid ${join(prefix, 'nginx.pid')}; error_log ${errorLog} warn;`],
 };
 

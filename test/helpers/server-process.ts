@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitForHttp } from './http.js';
 
@@ -18,6 +18,11 @@ export interface ServerProgram {
   binary: string;
   /** The configuration file's name inside the prefix. */
   configName: string;
+  /**
+   * The pid file's name inside the prefix: the server writes it once its ports are bound, so a
+   * port some other process took shows as this server's failure, not as that process's answers.
+   */
+  pidName: string;
   /** Its arguments, to run in the foreground with this configuration and error log. */
   args(prefix: string, configFile: string, errorLog: string): string[];
 }
@@ -28,7 +33,15 @@ export interface RunningServer {
   errorLog(): string;
 }
 
-/** Starts `program` in `prefix` with `config`; resolves once every port answers, rejects with its output when it exits first. */
+/** Resolves once `file` exists (polled; the caller bounds the wait). */
+async function waitForFile(file: string): Promise<void> {
+  while (!existsSync(file)) await new Promise((r) => setTimeout(r, 50));
+}
+
+/**
+ * Starts `program` in `prefix` with `config`; resolves once its pid file is written and every port
+ * answers, rejects with its output when it exits first.
+ */
 export async function startServer(program: ServerProgram, prefix: string, config: string, ports: readonly number[], lifetimeMs = 300_000): Promise<RunningServer> {
   const file = join(prefix, program.configName);
   const errorLog = join(prefix, 'error.log');
@@ -50,7 +63,7 @@ export async function startServer(program: ServerProgram, prefix: string, config
   };
   try {
     await Promise.race([
-      Promise.all(ports.map((port) => waitForHttp(port))),
+      Promise.all([...ports.map((port) => waitForHttp(port)), waitForFile(join(prefix, program.pidName))]),
       exited.then(() => {
         throw new Error(`${program.name} exited: ${stderr}${readLog()}`);
       }),
