@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/http.js';
 import { missingPrograms } from '../helpers/programs.js';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -79,9 +79,8 @@ describe.skipIf(skip !== null)('the default embed in headless Chromium', () => {
       }
       res.writeHead(200, { 'Content-Type': type!, 'Content-Length': body.length }).end(body);
     });
-    const port = await freePort();
-    await new Promise<void>((ready) => server.listen(port, '127.0.0.1', ready));
-    origin = `http://127.0.0.1:${port}`;
+    await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
     // A published demo video with a hostile title, its files moved to the test's server.
     const { db, file } = createDemoDb();

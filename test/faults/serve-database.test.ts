@@ -2,8 +2,9 @@ import Database from 'better-sqlite3';
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cli, cliAsync } from '../helpers/cli.js';
-import { freePort, http, waitForHttp, type HttpResult } from '../helpers/http.js';
+import { cli } from '../helpers/cli.js';
+import { http, type HttpResult } from '../helpers/http.js';
+import { startServe } from '../helpers/serve-process.js';
 import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -32,10 +33,8 @@ async function served() {
   cleanups.push(work.cleanup);
   const out = join(work.dir, 'out');
   expect(cli(['build', '--db', fixture.file, '--out', out]).code).toBe(0);
-  const port = await freePort();
-  const child = cliAsync(['serve', '--db', fixture.file, '--out', out, '--port', String(port), '--no-access-log']);
+  const { port, child } = await startServe(['--db', fixture.file, '--out', out, '--no-access-log']);
   cleanups.push(() => child.kill());
-  await waitForHttp(port, '/robots.txt');
   return { port, file: fixture.file, dir: work.dir };
 }
 

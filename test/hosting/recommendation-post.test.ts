@@ -1,11 +1,11 @@
 import Database from 'better-sqlite3';
-import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, cliAsync } from '../helpers/cli.js';
-import { freePort, http, waitForHttp, type HttpResult } from '../helpers/http.js';
+import { cli } from '../helpers/cli.js';
+import { freePort, http, type HttpResult } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
+import { startServe, type ServeProcess } from '../helpers/serve-process.js';
 import { insertUser } from '../helpers/site-fixture.js';
 import { xmllintSchema, xpath } from '../helpers/validators.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -20,34 +20,12 @@ import { tempDir } from '../helpers/temp-dir.js';
 const SCHEMA = resolve(import.meta.dirname, '../../docs/schemas/recommendations.xsd');
 const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
 
-interface Serve {
-  port: number;
-  child: ChildProcess;
-  /** Request lines serve logged (`POST /x/openrecommender/ 202`): what reached it. */
-  log: string[];
-}
-
 let work: { dir: string; cleanup: () => void };
 let dbFile: string;
-let serve: Serve;
-let publishing: Serve;
+let serve: ServeProcess;
+let publishing: ServeProcess;
 let nginx: RunningNginx;
 let nginxPort: number;
-
-async function startServe(args: string[]): Promise<Serve> {
-  const port = await freePort();
-  const child = cliAsync(['serve', '--db', 'site.sqlite', '--out', 'out', '--port', String(port), ...args], { cwd: work.dir });
-  const log: string[] = [];
-  let pending = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    pending += chunk.toString();
-    const lines = pending.split('\n');
-    pending = lines.pop()!;
-    log.push(...lines);
-  });
-  await waitForHttp(port, '/robots.txt');
-  return { port, child, log };
-}
 
 function vidfeeds(...args: string[]) {
   return cli(args, { cwd: work.dir });
@@ -91,8 +69,8 @@ beforeAll(async () => {
   const built = vidfeeds('build', '--db', 'site.sqlite', '--out', 'out');
   expect(built.code, built.stderr).toBe(0);
 
-  serve = await startServe([]);
-  publishing = await startServe(['--config', 'publish.json', '--no-access-log']);
+  serve = await startServe(['--db', 'site.sqlite', '--out', 'out'], { cwd: work.dir });
+  publishing = await startServe(['--db', 'site.sqlite', '--out', 'out', '--config', 'publish.json', '--no-access-log'], { cwd: work.dir });
 
   nginxPort = await freePort();
   const generated = vidfeeds('hosting', 'nginx', '--root', 'out', '--listen', `127.0.0.1:${nginxPort}`, '--upstream', `127.0.0.1:${serve.port}`);

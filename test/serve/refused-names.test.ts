@@ -12,7 +12,7 @@ import { FORMATS } from '../../src/formats/registry.js';
 import { routesOf } from '../../src/hosting/routes.js';
 import { listen } from '../../src/serve/http-server.js';
 import { SiteServer } from '../../src/serve/site-server.js';
-import { freePort, http } from '../helpers/http.js';
+import { http } from '../helpers/http.js';
 import { createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
@@ -53,7 +53,7 @@ describe('serve and the build agree on names', () => {
     expect(existsSync(join(root, 'fine', 'oembed', 'index.json'))).toBe(true);
 
     const server = new SiteServer({ root, site, routes: routesOf(FORMATS), db: readDb, openForWriting: () => new Database(fixture.file) });
-    const running = await listen(server, { host: '127.0.0.1', port: await freePort() });
+    const running = await listen(server, { host: '127.0.0.1', port: 0 });
     cleanUpAfterTest(() => {
       void running.close();
       server.close();

@@ -14,8 +14,8 @@ import { RECOMMENDATION_POST_MAX_BYTES, routesOf } from '../../src/hosting/route
 import { callbackProblem } from '../../src/serve/jsonp.js';
 import { acceptsGzip, etagMatches } from '../../src/serve/responses.js';
 import { SiteServer, type ServeRequest } from '../../src/serve/site-server.js';
-import { cliAsync } from '../helpers/cli.js';
-import { freePort, http, waitForHttp } from '../helpers/http.js';
+import { http } from '../helpers/http.js';
+import { startServe } from '../helpers/serve-process.js';
 import { createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { jing, SCHEMAS } from '../helpers/validators.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
@@ -401,14 +401,10 @@ describe('vidfeeds serve, the command', () => {
       const built = cli(['build', '--db', s.dbFile, '--out', out, '--base-url', 'http://127.0.0.1:9/base']);
       expect(built.code, built.stderr).toBe(0);
     }
-    const port = await freePort();
-    const child = cliAsync(['serve', '--db', s.dbFile, '--out', out, '--port', String(port), '--base-url', 'http://127.0.0.1:9/base']);
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const { port, child, log, exited } = await startServe(['--db', s.dbFile, '--out', out, '--base-url', 'http://127.0.0.1:9/base']);
+    const stderr = () => log.join('\n');
     const watchdog = setTimeout(() => child.kill('SIGKILL'), 60_000);
     try {
-      await waitForHttp(port, '/base/robots.txt');
       const feed = await http(port, '/base/uploader/atom/');
       expect(feed.status).toBe(200);
       expect(feed.headers['content-type']).toBe('application/atom+xml; charset=utf-8');
@@ -430,14 +426,14 @@ describe('vidfeeds serve, the command', () => {
       expect(chunked.status).toBe(413);
     } finally {
       child.kill('SIGTERM');
-      expect(await exited, stderr).toBe(0);
+      expect(await exited, stderr()).toBe(0);
       clearTimeout(watchdog);
     }
-    expect(stderr).toContain(`serving ${out} at http://127.0.0.1:${port}/base/`);
+    expect(stderr()).toContain(`serving ${out} at http://127.0.0.1:${port}/base/`);
     // The access log: ISO 8601 time, client, method and path, status, bytes, duration.
-    expect(stderr).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z vidfeeds: 127\.0\.0\.1 "GET \/base\/uploader\/atom\/" 200 \d+ \d+\.\dms$/m);
-    expect(stderr).toMatch(/ vidfeeds: 127\.0\.0\.1 "HEAD \/base\/uploader\/atom" 200 0 /);
-    expect(stderr).toMatch(/ vidfeeds: 127\.0\.0\.1 "POST \/base\/uploader\/openrecommender\/" 413 /);
+    expect(stderr()).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z vidfeeds: 127\.0\.0\.1 "GET \/base\/uploader\/atom\/" 200 \d+ \d+\.\dms$/m);
+    expect(stderr()).toMatch(/ vidfeeds: 127\.0\.0\.1 "HEAD \/base\/uploader\/atom" 200 0 /);
+    expect(stderr()).toMatch(/ vidfeeds: 127\.0\.0\.1 "POST \/base\/uploader\/openrecommender\/" 413 /);
   });
 
   it('refuses a port in use with exit code 2 and a hint', async () => {
