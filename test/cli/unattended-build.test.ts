@@ -9,7 +9,7 @@ import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { BIN, cli, cliAsync, readTree } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { undated } from '../helpers/tree.js';
+import { oldOrNew, undated } from '../helpers/tree.js';
 
 
 /**
@@ -231,18 +231,7 @@ describe('a build stopped by a signal', () => {
     // The tree is no longer what a record would say: there is none.
     expect(existsSync(join(out, RECORD))).toBe(false);
 
-    const stopped = readTree(out);
-    let fresh = 0;
-    let old = 0;
-    // The reference was built at another moment: the sitemap's lastmod values are left out.
-    for (const [path, body] of stopped) {
-      const isOld = before.get(path)?.equals(body) ?? false;
-      const reference = after.get(path);
-      const isNew = reference !== undefined && undated(path, reference).equals(undated(path, body));
-      expect(isOld || isNew, `${path} is neither the old nor the new file`).toBe(true);
-      if (isNew && !isOld) fresh++;
-      if (isOld && !isNew) old++;
-    }
+    const { old, fresh } = oldOrNew(readTree(out), before, after);
     expect(fresh).toBeGreaterThan(0);
     expect(old).toBeGreaterThan(0);
 

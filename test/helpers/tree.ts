@@ -63,3 +63,22 @@ export function touchedButSame(before: Map<string, TreeFile>, after: Map<string,
   }
   return lines;
 }
+
+/**
+ * Holds that every file of `tree`, a tree caught between two builds, is whole: either its bytes
+ * from `before` or those of `after` (a reference of the finished build, lastmod aside). Returns
+ * how many were old only and new only, so a test can hold that it caught the build midway.
+ */
+export function oldOrNew(tree: ReadonlyMap<string, Buffer>, before: ReadonlyMap<string, Buffer>, after: ReadonlyMap<string, Buffer>): { old: number; fresh: number } {
+  let old = 0;
+  let fresh = 0;
+  for (const [path, body] of tree) {
+    const isOld = before.get(path)?.equals(body) ?? false;
+    const reference = after.get(path);
+    const isNew = reference !== undefined && undated(path, reference).equals(undated(path, body));
+    if (!isOld && !isNew) throw new Error(`${path} is neither the old nor the new file`);
+    if (isOld && !isNew) old++;
+    if (isNew && !isOld) fresh++;
+  }
+  return { old, fresh };
+}

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/pipeline/record/build-record.js';
 import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { cli, cliAsync, readTree } from '../helpers/cli.js';
-import { undated } from '../helpers/tree.js';
+import { oldOrNew, undated } from '../helpers/tree.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 
@@ -58,18 +58,7 @@ describe('a build killed midway', () => {
     // The killed build removed the first build's record before touching a file: the tree is no
     // longer what it says (src/pipeline/build-record.ts).
     expect(existsSync(join(out, RECORD))).toBe(false);
-    const killed = readTree(out);
-    let old = 0;
-    let fresh = 0;
-    for (const [path, body] of killed) {
-      const isOld = before.get(path)?.equals(body) ?? false;
-      // The reference was built at another moment: the sitemap's lastmod dates are left out.
-      const reference = after.get(path);
-      const isNew = reference !== undefined && undated(path, reference).equals(undated(path, body));
-      expect(isOld || isNew, `${path} is neither the old nor the new file`).toBe(true);
-      if (isOld && !isNew) old++;
-      if (isNew && !isOld) fresh++;
-    }
+    const { old, fresh } = oldOrNew(readTree(out), before, after);
     // It really was midway: some files already new, some still old.
     expect(fresh).toBeGreaterThan(0);
     expect(old).toBeGreaterThan(0);
