@@ -10,6 +10,7 @@ import { BIN, cli, cliAsync, readTree } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { oldOrNew, undated } from '../helpers/tree.js';
+import { until } from '../helpers/until.js';
 
 
 /**
@@ -18,16 +19,6 @@ import { oldOrNew, undated } from '../helpers/tree.js';
  */
 
 const RECORD = buildRecordName(undefined);
-
-/** Polls until `check` holds or the deadline passes. */
-async function until(check: () => boolean, deadlineMs: number): Promise<boolean> {
-  const end = Date.now() + deadlineMs;
-  while (Date.now() < end) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  return check();
-}
 
 function collect(child: ReturnType<typeof cliAsync>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   let stdout = '';

@@ -6,20 +6,11 @@ import { buildRecordName } from '../../src/pipeline/record/build-record.js';
 import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { cli, cliAsync, readTree } from '../helpers/cli.js';
 import { oldOrNew, undated } from '../helpers/tree.js';
+import { until } from '../helpers/until.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 
 const RECORD = buildRecordName(undefined);
-
-/** Polls until `check` holds or the deadline passes; never sleeps longer than it must. */
-async function until(check: () => boolean, deadlineMs: number): Promise<boolean> {
-  const end = Date.now() + deadlineMs;
-  while (Date.now() < end) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  return check();
-}
 
 describe('a build killed midway', () => {
   it('leaves every served file either the old or the new whole file, and the next build finishes the job', async () => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { watchInputs } from '../../src/watch/file-watcher.js';
 import { cleanUpAfterTest, useTempDir } from '../helpers/temp-dir.js';
+import { until } from '../helpers/until.js';
 
 /**
  * The watcher on real files. An editor that saves in place truncates the file and then writes it;
@@ -12,13 +13,6 @@ import { cleanUpAfterTest, useTempDir } from '../helpers/temp-dir.js';
  */
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let waited = 0; !condition(); waited += 10) {
-    if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 describe('file watcher', () => {
   it('reports a template again after a write that follows its first event within moments', async () => {
@@ -35,7 +29,7 @@ describe('file watcher', () => {
     await watcher.ready();
 
     writeFileSync(template, ''); // the truncation, seen on its own
-    await until(() => read.length > 0, 'the first report');
+    expect(await until(() => read.length > 0, 10_000), 'the first report').toBe(true);
     writeFileSync(template, 'new'); // the write, well inside the first event's 50 ms
     await sleep(400);
     expect(read[0]).toBe('');
