@@ -4,12 +4,8 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BuildState } from '../../src/pipeline/build-state.js';
-import { runBuild } from '../../src/pipeline/run-build.js';
 import { DirectoryWriter } from '../../src/pipeline/write/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
-import { SiteReader } from '../../src/db/site-reader.js';
-import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { routesOf } from '../../src/hosting/routes.js';
 import { listen, type RunningServer } from '../../src/serve/http-server.js';
@@ -18,7 +14,7 @@ import { cli } from '../helpers/cli.js';
 import { freePort, http } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { missingPrograms } from '../helpers/programs.js';
-import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
+import { buildInMemory, createDemoDb, testConfig } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { feedparser } from '../helpers/validators.js';
 
@@ -70,13 +66,11 @@ beforeAll(async () => {
 
   root = join(work.dir, 'out');
   const site = createSiteContext(config, FORMATS);
-  db = new Database(dbFile, { readonly: true });
   const writer = new DirectoryWriter(root);
-  const state = new BuildState(join(work.dir, 'state.sqlite'));
-  const report = runBuild({ reader: new SiteReader(db, readLimits(config.recommendationsCount)), writer, state, site, formats: FORMATS });
+  const { report } = buildInMemory(dbFile, { config, writer });
   writer.close();
-  state.close();
   expect(report.failed).toEqual([]);
+  db = new Database(dbFile, { readonly: true });
   users = readdirUsers(root, 'atom');
   videos = readdirUsers(root, 'oembed');
 

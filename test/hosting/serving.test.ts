@@ -3,12 +3,8 @@ import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/pipeline/record/build-record.js';
-import { BuildState } from '../../src/pipeline/build-state.js';
-import { runBuild } from '../../src/pipeline/run-build.js';
 import { DirectoryWriter } from '../../src/pipeline/write/output-writer.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
-import { SiteReader } from '../../src/db/site-reader.js';
-import { readLimits } from '../../src/formats/read-limits.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { APACHE_ALLOW_OVERRIDE } from '../../src/hosting/apache.js';
 import { routesOf } from '../../src/hosting/routes.js';
@@ -19,7 +15,7 @@ import { cli } from '../helpers/cli.js';
 import { freePort, http } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { expectBodiesParse, expectServed, PRODUCT_TABLE, REFUSED_PATHS, servedUrls } from '../helpers/served-urls.js';
-import { createDemoDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
+import { buildInMemory, createDemoDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -65,13 +61,11 @@ beforeAll(async () => {
   root = join(work.dir, 'out');
   const config = testConfig({ baseUrl: 'http://127.0.0.1:8080' });
   const site = createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1)));
-  db = new Database(dbFile, { readonly: true });
   const writer = new DirectoryWriter(root);
-  const state = new BuildState(join(work.dir, 'state.sqlite'));
-  const report = runBuild({ reader: new SiteReader(db, readLimits(config.recommendationsCount)), writer, state, site, formats: FORMATS });
+  const { report } = buildInMemory(dbFile, { config, writer });
   writer.close();
-  state.close();
   expect(report.failed).toEqual([]);
+  db = new Database(dbFile, { readonly: true });
   // What must never be served, planted in the tree.
   writeFileSync(join(root, '.secret'), 'secret');
   writeFileSync(join(root, 'alice', '.secret'), 'secret');
