@@ -35,8 +35,11 @@ export class BuildRun {
    * Owners whose listing in the site files may have changed in this build: a document gained
    * (or a name taken over from another row), lost, or failed. A sitemap split by id rewrites
    * only their parts (an owner whose documents merely show another's changed name is not one).
+   * Kept only for the kinds `followRelisted` names: a build that renders every part of the site
+   * files needs none, and at 100,000 users a full build would keep 600,000 ids for nothing.
    */
   readonly relisted = { user: new Set<number>(), video: new Set<number>() };
+  private readonly following = { user: false, video: false };
 
   constructor(
     readonly reader: SiteReader,
@@ -58,8 +61,13 @@ export class BuildRun {
     };
   }
 
+  /** From now on, keeps the relisted owners of these kinds (`relisted`). */
+  followRelisted(kinds: { user: boolean; video: boolean }): void {
+    Object.assign(this.following, kinds);
+  }
+
   relist(owner: Owner, movedFrom: number | null = null): void {
-    if (owner.kind === 'site') return;
+    if (owner.kind === 'site' || !this.following[owner.kind]) return;
     this.relisted[owner.kind].add(owner.id);
     if (movedFrom !== null) this.relisted[owner.kind].add(movedFrom);
   }

@@ -82,6 +82,8 @@ export function* buildEverything(run: BuildRun, plan: BuildPlan, options: ScopeO
  */
 export function* buildAffected(run: BuildRun, affected: AffectedOwners, options: ScopeOptions): Generator<void, boolean> {
   const { state, formats } = run;
+  // The site files list every owner of a kind that is 'all' anyway (below): only the others are followed.
+  run.followRelisted({ user: affected.users !== 'all', video: affected.videos !== 'all' });
   const selection = (owners: ReadonlySet<number> | 'all', formatCount: number): OwnerSelection =>
     owners !== 'all' ? { ids: owners } : formatCount > 0 ? { every: true } : 'none';
   yield* run.users(selection(affected.users, formats.user.length));
