@@ -59,9 +59,11 @@ export class TableSync {
 
   /**
    * Calls `each` with every row of `rows` whose key can be stored, in key order; `each` answers
-   * whether it took the row. A row with a key that cannot be stored, or the same key as the row
-   * taken before it, is skipped and named (to `skip`, by default `this.skip`, which for a second row
-   * of a key also hears the key). Keys out of numeric order stop the sync: the merges rely on them.
+   * whether it took the row. A row with a key that cannot be stored is skipped and named (to
+   * `skip`, by default `this.skip`). Rows of one key are offered in the order of their values
+   * until one is taken, and the others are skipped and named with the key they share: a source
+   * returns such rows in any order, and the row kept must not change from one sync to the next.
+   * Keys out of numeric order stop the sync: the merges rely on them.
    */
   async forEachRow(
     batches: AsyncIterable<Array<Record<string, unknown>>>,
@@ -70,7 +72,16 @@ export class TableSync {
   ): Promise<void> {
     const { plan, keyCount } = this;
     const specs = plan.specs;
-    let previous: number[] | undefined;
+    /** The rows of the last key read, offered once a row of another key (or the end) shows there are no more. */
+    let group: SourceRow[] = [];
+    const offer = () => {
+      if (group.length > 1) group.sort((a, b) => compareText(rowText(a.raw), rowText(b.raw)));
+      const taken = group.find((row) => each(row));
+      for (const row of group) {
+        if (row !== taken && taken !== undefined) skip(row.name(), `another row of the query has the same key (${plan.keys.join(', ')}); the one kept comes first by its values`, taken.key);
+      }
+      group = [];
+    };
     for await (const rows of batches) {
       this.hooks.checkStop();
       for (const raw of rows) {
@@ -84,21 +95,17 @@ export class TableSync {
           skip(name(), keyProblem(plan, wrong, raw));
           continue;
         }
-        if (previous !== undefined) {
-          const order = compareKeys(key, previous, keyCount);
-          if (order === 0) {
-            skip(name(), `another row of the query has the same key (${plan.keys.join(', ')}): the first one is kept`, previous);
-            continue;
-          }
-          if (order < 0) {
-            throw new MappingError(
-              `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`,
-            );
-          }
+        const order = group.length === 0 ? 1 : compareKeys(key, group[0]!.key, keyCount);
+        if (order < 0) {
+          throw new MappingError(
+            `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${group[0]!.key.join(', ')}): return it as an integer (CAST it in the query)`,
+          );
         }
-        if (each({ raw, key, name })) previous = key;
+        if (order > 0) offer();
+        group.push({ raw, key, name });
       }
     }
+    offer();
   }
 
   /** The row's values as vidfeeds stores them; undefined when it cannot be stored (it is skipped and named). */
@@ -214,4 +221,24 @@ export function compareKeys(a: readonly unknown[], b: readonly unknown[], count:
     return String(x) < String(y) ? -1 : 1;
   }
   return 0;
+}
+
+/**
+ * A row's values as one text that orders rows the same way on every sync: each value with its
+ * type, in the query's column order. Only rows of one key are compared, which is rare.
+ */
+function rowText(raw: Record<string, unknown>): string {
+  let text = '';
+  for (const value of Object.values(raw)) {
+    if (value === null || value === undefined) text += '\u0000null';
+    else if (value instanceof Uint8Array) text += `\u0000bytes ${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`;
+    else if (value instanceof Date) text += `\u0000date ${value.getTime()}`;
+    else if (typeof value === 'object') text += `\u0000json ${JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`;
+    else text += `\u0000${typeof value} ${String(value)}`;
+  }
+  return text;
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
