@@ -29,13 +29,17 @@ export function xmlChars(text: string): string {
  * `text` as one flat string. V8 keeps a concatenation as a tree of its pieces until something
  * reads it; a piece kept and copied into many documents (an uploader's or a tag list's markup) is
  * walked again inside each document's tree when that document is encoded, unless flattened once.
- * Reading a character flattens a concatenation in place. (`Number(text)` does not: the
- * optimizing compiler drops a conversion whose result is unused, and the tree stays.)
+ * Reading a character flattens a concatenation in place, and the character is stored where the
+ * optimizing compiler cannot prove it unused: a read whose result goes nowhere is dropped once the
+ * caller is optimized, and the tree stays (as it does after an unused `Number(text)`).
  */
 export function flat(text: string): string {
-  text.charCodeAt(0);
+  lastRead = text.charCodeAt(0);
   return text;
 }
+
+/** The character `flat` read last; kept only so that the read happens. */
+let lastRead = 0;
 
 /** Text ready for the builder's `txt` or `att` (the builder path only). */
 export function forBuilder(text: string): string {
