@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onTestFinished } from 'vitest';
+import { afterAll, onTestFinished } from 'vitest';
 
 /**
  * Temporary folders and other things a test must undo, undone by vitest itself: a test (or its
@@ -22,9 +22,20 @@ export function useTempDir(prefix = 'vidfeeds-test-'): string {
 }
 
 /**
- * A new temporary folder and the step that removes it. Inside a test the step also runs when the
- * test ends; outside one (a beforeAll, for a folder the file's tests share) it is the caller's
- * to run, in an afterAll.
+ * Folders made outside a test (in a beforeAll or a describe, for the file's tests to share),
+ * removed once every test of the file has run. This module is imported while vitest collects a
+ * test file, so the hook below belongs to that file; vitest runs after-all hooks last registered
+ * first, so the file's own (which close the servers and browsers using these folders) run before.
+ */
+const sharedDirs: string[] = [];
+afterAll(() => {
+  for (const dir of sharedDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * A new temporary folder and the step that removes it sooner. Inside a test it is removed when the
+ * test ends; outside one (a beforeAll, for a folder the file's tests share), once the file's tests
+ * have all run.
  */
 export function tempDir(prefix = 'vidfeeds-test-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -32,7 +43,8 @@ export function tempDir(prefix = 'vidfeeds-test-'): { dir: string; cleanup: () =
   try {
     onTestFinished(cleanup);
   } catch {
-    // Not inside a test: the caller owns the cleanup.
+    // Not inside a test: removed after the file's tests.
+    sharedDirs.push(dir);
   }
   return { dir, cleanup };
 }
