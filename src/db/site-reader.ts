@@ -18,7 +18,7 @@ import { publishable, videoOrProblem, videoProblem, type VideoProblem } from './
  * - a video only when it is public and its uploader is published;
  * - a group only when it is not hidden and its owner is published;
  * - e-mail, phone, chat ids and address only when the user chose to show them (the SHA-1 of the
- *   e-mail is the one exception: FOAF publishes it, PRODUCT.md decision 3).
+ *   e-mail is the one exception: FOAF publishes it as `mbox_sha1sum`, docs/formats.md).
  *
  * Statements are prepared once (src/db/reader-statements.ts, over the columns and conditions of
  * src/db/reader-columns.ts); rows are decoded into views by src/db/user-view.ts and
@@ -34,7 +34,7 @@ export interface VideoEntry {
 }
 
 /**
- * A video looked up by its public id, as oEmbed answers it (PRODUCT.md decision 2): `private`
+ * A video looked up by its public id, as oEmbed answers it (docs/oembed.md): `private`
  * (401) only when the uploader is published and the video is not public; a video of a suspended
  * or deleted user, or a row that cannot be published, is `missing` (404) like an unknown id, so
  * nothing about it is revealed.
