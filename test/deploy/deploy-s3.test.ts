@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, readTree } from '../helpers/cli.js';
-import { PRODUCT_TABLE } from '../helpers/served-urls.js';
+import { URL_TABLE } from '../helpers/served-urls.js';
 import { BUCKET, runCli, startLocalS3, type LocalS3, type LoggedRequest } from '../helpers/s3.js';
 import { createDemoDb, insertVideo } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -72,7 +72,7 @@ function expectedObjects(files: readonly ManifestFile[], prefix: string): Map<st
 function productType(file: string): string {
   const parts = file.split('/');
   const pattern = parts.length === 1 ? file : `<x>/${parts.slice(1).join('/')}`;
-  const row = PRODUCT_TABLE.find((r) => r.file.replace(/^<(user|video)>/, '<x>') === pattern || (parts.length === 1 && /^sitemap-.*\.xml$/.test(file) && r.file === 'sitemap.xml'));
+  const row = URL_TABLE.find((r) => r.file.replace(/^<(user|video)>/, '<x>') === pattern || (parts.length === 1 && /^sitemap-.*\.xml$/.test(file) && r.file === 'sitemap.xml'));
   if (row === undefined) throw new Error(`no row of the URL table for ${file}`);
   return row.type;
 }

@@ -330,7 +330,7 @@ describe('oEmbed response of one video', () => {
     expect(writer.text('sitemap.xml')).not.toContain('scripted');
   });
 
-  it('lists only the default URL in the sitemap, at the paths and content types of PRODUCT.md', () => {
+  it('lists only the default URL in the sitemap, at the paths and content types of the URL table', () => {
     const { writer } = oneVideo(playerConfig(), {}, {}, new Set([...OEMBED_FORMATS, 'sitemap']));
     const table = FORMATS.filter((f) => OEMBED_FORMATS.has(f.name)).map((f) => f.scope === 'video' && [f.name, `${f.dir}/${f.urlName}`, `${f.dir}/${f.file}`, f.mediaType, f.inSitemap]);
     expect(table).toEqual([

@@ -39,7 +39,7 @@ describe('XSPF playlist (/<user>/xspf/)', () => {
     for (const text of PRIVATE_STRINGS) expect(body, text).not.toContain(text);
   });
 
-  it('falls back to the public viewing history when nothing public is saved (PRODUCT.md decision 4)', () => {
+  it('falls back to the public viewing history when nothing public is saved (docs/formats.md, XSPF)', () => {
     const body = build().text('hidden/xspf/index.xspf');
     valid({ hidden: body });
     expect(xpath(body, `count(${x('/playlist/trackList/track')})`)).toBe('1');

@@ -6,10 +6,11 @@ import { xmllintWellFormed } from './validators.js';
 import { spawnSync } from 'node:child_process';
 
 /**
- * The URL table of the product decisions (PRODUCT.md), written out here on purpose: the servers are generated
- * from the format table in src/, and this independent copy is what they are checked against.
+ * The URL table (docs/formats.md, `vidfeeds formats`), written out here on purpose: the servers
+ * are generated from the format table in src/, and this independent copy is what they are
+ * checked against.
  */
-export const PRODUCT_TABLE: ReadonlyArray<{ url: string; file: string; type: string; optional?: true }> = [
+export const URL_TABLE: ReadonlyArray<{ url: string; file: string; type: string; optional?: true }> = [
   { url: '/<user>/openrecommender/', file: '<user>/openrecommender/index.xml', type: 'application/xml; charset=utf-8' },
   { url: '/<user>/foaf/', file: '<user>/foaf/index.rdf', type: 'application/rdf+xml; charset=utf-8' },
   { url: '/<user>/hcard/', file: '<user>/hcard/index.html', type: 'text/html; charset=utf-8' },
@@ -44,7 +45,7 @@ export interface ServedUrl {
  */
 export function servedUrls(users: readonly string[], videos: readonly string[]): ServedUrl[] {
   const out: ServedUrl[] = [];
-  for (const row of PRODUCT_TABLE) {
+  for (const row of URL_TABLE) {
     if (row.optional) continue;
     const keys = row.url.includes('<user>') ? users : row.url.includes('<video>') ? videos : [''];
     for (const key of keys) {

@@ -6,7 +6,7 @@ import { verifyCompressed } from '../../src/paths/compression.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { cacheClassOf } from '../../src/hosting/cache-control.js';
 import { cli } from '../helpers/cli.js';
-import { PRODUCT_TABLE } from '../helpers/served-urls.js';
+import { URL_TABLE } from '../helpers/served-urls.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -110,7 +110,7 @@ describe('host configurations', () => {
       '<Files "index.atom.gz">\n  ForceType "application/atom+xml; charset=utf-8"\n  <IfModule mod_headers.c>\n    Header set Cache-Control "no-cache"\n' +
         '    Header set Content-Encoding gzip "expr=%{REQUEST_STATUS} != 304"\n    Header set Vary Accept-Encoding\n  </IfModule>\n  SetEnv no-gzip 1\n</Files>',
     );
-    for (const row of PRODUCT_TABLE) expect(text, row.url).toContain(`ForceType "${row.type}"`);
+    for (const row of URL_TABLE) expect(text, row.url).toContain(`ForceType "${row.type}"`);
     expect(text).not.toMatch(/\.(gz|br)"?\s*-\s*\[END\]/);
   });
 

@@ -13,7 +13,7 @@ import { routesOf } from '../../src/hosting/routes.js';
 import { matchRoute, splitUrlPath } from '../../src/paths/url-scheme.js';
 import { cli } from '../helpers/cli.js';
 import { nginxMainConfig, nginxTest } from '../helpers/nginx.js';
-import { PRODUCT_TABLE } from '../helpers/served-urls.js';
+import { URL_TABLE } from '../helpers/served-urls.js';
 import { buildInMemory, createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -96,7 +96,7 @@ describe('vidfeeds hosting nginx', () => {
 
   it('names each content type of the table once per location, and no charset directive that could add a second', () => {
     const text = cli(['hosting', 'nginx', '--root', work()]).stdout;
-    for (const row of PRODUCT_TABLE) expect(text, row.url).toContain(`default_type "${row.type}";`);
+    for (const row of URL_TABLE) expect(text, row.url).toContain(`default_type "${row.type}";`);
     expect(text).toContain('charset off;');
     expect(text).not.toMatch(/^\s*(return|rewrite)\s+30[12]/m);
   });
@@ -123,14 +123,14 @@ describe('vidfeeds hosting apache, headers, redirects', () => {
     expect(text).toContain('RewriteBase "/videos/"');
     expect(text).toContain('DirectorySlash Off');
     expect(text).toContain('RewriteRule "^([^/.][^/]*)/rss/?$" "$1/rss/index.rss" [B=?#%,END]');
-    for (const row of PRODUCT_TABLE) expect(text, row.url).toContain(`ForceType "${row.type}"`);
+    for (const row of URL_TABLE) expect(text, row.url).toContain(`ForceType "${row.type}"`);
     expect(text.trimEnd().endsWith('RewriteRule ^ - [R=404,L]')).toBe(true);
     expect(text).toContain('[P,L]');
   });
 
   it('print _headers with each URL pattern and its type, and _redirects that rewrite with 200', () => {
     const headers = cli(['hosting', 'headers']).stdout;
-    for (const row of PRODUCT_TABLE) {
+    for (const row of URL_TABLE) {
       const pattern = row.url.replace(/<user>|<video>/, '*');
       expect(headers, row.url).toContain(`${pattern}\n  Content-Type: ${row.type}\n`);
     }

@@ -14,7 +14,7 @@ import { apacheConfig, apacheMissing, documentedApache, startApache, type Runnin
 import { cli } from '../helpers/cli.js';
 import { freePort, http } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
-import { expectBodiesParse, expectServed, PRODUCT_TABLE, REFUSED_PATHS, servedUrls } from '../helpers/served-urls.js';
+import { expectBodiesParse, expectServed, URL_TABLE, REFUSED_PATHS, servedUrls } from '../helpers/served-urls.js';
 import { buildInMemory, createDemoDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -23,9 +23,9 @@ import { tempDir } from '../helpers/temp-dir.js';
  * configuration `vidfeeds hosting nginx` prints (at the root, under a base path, and with the
  * operator options on), Debian's Apache 2.4 with the `.htaccess` `vidfeeds hosting apache` prints
  * (at the root and under a base path, set up as docs/deploy.md says), and `vidfeeds serve`, all on
- * loopback ports. One table of tests runs against each: every URL form of PRODUCT.md for several
- * users and videos must come back with status 200, its exact Content-Type and the file's bytes;
- * tricks and hidden files must get 404.
+ * loopback ports. One table of tests runs against each: every URL form of the URL table
+ * (docs/formats.md) for several users and videos must come back with status 200, its exact
+ * Content-Type and the file's bytes; tricks and hidden files must get 404.
  */
 
 const ODD_USER = `o'd "n?#%&+;=@$`;
@@ -147,14 +147,14 @@ afterAll(async () => {
   work?.cleanup();
 });
 
-describe('the URL table of PRODUCT.md', () => {
+describe('the URL table', () => {
   it('is the format table: every row has its format, path and content type', () => {
     const rows = FORMATS.map((f) =>
       f.scope === 'site'
         ? { url: `/${f.file}`, file: f.file, type: f.mediaType }
         : { url: `/<${f.scope}>/${f.dir}/${f.urlName}`, file: `<${f.scope}>/${f.dir}/${f.file}`, type: f.mediaType },
     );
-    expect(new Set(rows.map((r) => JSON.stringify(r)))).toEqual(new Set(PRODUCT_TABLE.map(({ url, file, type }) => JSON.stringify({ url, file, type }))));
+    expect(new Set(rows.map((r) => JSON.stringify(r)))).toEqual(new Set(URL_TABLE.map(({ url, file, type }) => JSON.stringify({ url, file, type }))));
   });
 });
 
