@@ -4,8 +4,7 @@ import type { XMLBuilder, XMLBuilderCreateOptions } from 'xmlbuilder2/lib/interf
 
 /**
  * xmlbuilder2, loaded the first time a document or a name needs it, which the documents of our
- * formats never do: loaded, it took about 14 MB of memory and 60 ms in each thread that renders
- * (the CLI's, the build's, each render thread; docs/performance.md).
+ * formats never do: loading it costs about 14 MB of memory and 60 ms.
  * test/render/xml-builder-lazy.test.ts holds the build to it.
  */
 const require = createRequire(import.meta.url);

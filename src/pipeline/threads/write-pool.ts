@@ -84,8 +84,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
   /**
    * Made when the thread starts: until then (and for a build that never fills a batch, as most of
    * watch's do) the batch lives in a small buffer of this thread, grown as needed. Watch starts a
-   * writer per build: an 8 MB ring each time was garbage the collector got to late (699 MB peak
-   * RSS over 400 small builds, docs/performance.md).
+   * writer per build, and an 8 MB ring for each would be garbage the collector gets to late.
    */
   private ring: SharedArrayBuffer | null = null;
   private sent = 0;
