@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRegistry, type LocalRegistry } from '../helpers/local-registry.js';
+import { serving } from '../helpers/serve-process.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -142,16 +143,8 @@ describe('the npm package', () => {
     const site = join(work, 'site');
     const server = spawn(join(prefix, 'bin', 'vidfeeds'), ['serve', '--db', 'site.sqlite', '--out', 'out', '--port', '0'], { cwd: site, env: { PATH: installedPath(), HOME: work } });
     try {
-      const url = await new Promise<string>((found, failed) => {
-        let text = '';
-        server.stderr.on('data', (chunk: Buffer) => {
-          text += chunk.toString();
-          const match = /at (http:\/\/\S+?)\/ /.exec(text);
-          if (match) found(match[1]!);
-        });
-        server.on('exit', (code) => failed(new Error(`serve exited ${code}: ${text}`)));
-      });
-      const response = await fetch(`${url}/alice/foaf/`);
+      const { port } = await serving(server);
+      const response = await fetch(`http://127.0.0.1:${port}/alice/foaf/`);
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/rdf+xml; charset=utf-8');
     } finally {

@@ -25,6 +25,14 @@ export async function startServe(args: readonly string[], options: { cwd?: strin
   } catch {
     // Outside a test (a beforeAll): the caller stops it.
   }
+  return serving(child);
+}
+
+/**
+ * A started `vidfeeds serve --port 0` (this clone's, or an installed one) once its first line
+ * names its port; fails with what it printed if it exits or names none within 30 s.
+ */
+export async function serving(child: ChildProcess): Promise<ServeProcess> {
   const log: string[] = [];
   let pending = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
