@@ -43,6 +43,12 @@ interface PendingWrite {
   error: string;
 }
 
+/**
+ * Rows of one key held to choose the one kept (see forEachRow). More is not a duplicate but a key
+ * that is not the table's: the sync stops, rather than hold the table in memory.
+ */
+export const MAX_ROWS_OF_ONE_KEY = 10_000;
+
 export class TableSync {
   readonly counts: TableCounts = { inserted: 0, updated: 0, deleted: 0, unchanged: 0, skipped: 0 };
   private readonly deferred: PendingWrite[] = [];
@@ -102,6 +108,11 @@ export class TableSync {
           );
         }
         if (order > 0) offer();
+        if (group.length >= MAX_ROWS_OF_ONE_KEY) {
+          throw new MappingError(
+            `sync.tables.${plan.table}: the source returns more than ${MAX_ROWS_OF_ONE_KEY} rows with the key (${plan.keys.join(', ')}) ${key.join(', ')}: the key must name one row (is it the table's key?)`,
+          );
+        }
         group.push({ raw, key, name });
       }
     }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { MAX_ROWS_OF_ONE_KEY } from '../../src/sync/table-sync.js';
 import { dumpTables } from './sync-scenario.js';
 
 /**
@@ -136,6 +137,17 @@ describe('vidfeeds sync from an SQLite file', () => {
       });
       expect(s.sync('--json').stdout).toMatch(/"changes": ?0/);
     }
+
+    // A key that is not the table's (one value for every row) stops the sync before it holds them all.
+    s.writeConfig({
+      ...MAPPING,
+      users: `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i <= ${MAX_ROWS_OF_ONE_KEY}) SELECT 3 AS id, 'u' || i AS username, 'U' AS display_name, 'active' AS state, '2009-01-01' AS created_at, '2009-01-01' AS updated_at FROM n UNION ALL ${MAPPING.users}`,
+    });
+    const unchanged = dumpTables(s.db);
+    const oneKey = s.sync();
+    expect(oneKey.code).toBe(2);
+    expect(oneKey.stderr).toContain(`sync.tables.users: the source returns more than ${MAX_ROWS_OF_ONE_KEY} rows with the key (id) 3: the key must name one row`);
+    expect(dumpTables(s.db)).toBe(unchanged);
 
     s.writeConfig({ ...MAPPING, users: MAPPING.users.replace('uid AS id', "CASE uid WHEN 1 THEN '9' ELSE '10' END AS id") });
     const before = dumpTables(s.db);
