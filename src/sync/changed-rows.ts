@@ -43,7 +43,7 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
       if (numbers === null) continue;
       if (previous !== undefined) {
         const order = compareKeys(numbers, previous, keyCount);
-        // Two rows of one key: the first is kept, and named, when rows are read in full.
+        // Two rows of one key: which is kept is chosen, and the other named, when rows are read in full.
         if (order === 0) continue;
         if (order < 0) throw new MappingError(`sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${numbers.join(', ')} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`);
       }
