@@ -13,7 +13,8 @@ import { compareKeys, type TableSync } from './table-sync.js';
  *   the source has (a new row whose watermark did not move, or one skipped before because a row
  *   it refers to was missing) is read in full below;
  * - the rows whose watermark is past `since`, and those keys: each is compared with its stored
- *   row, and written only when a value differs.
+ *   row, and written only when a value differs. A key the source holds several rows of is read
+ *   whole, so the row kept is the one a full compare keeps.
  * When more keys are missing than a filter should carry, the caller compares the table in full.
  */
 
@@ -33,8 +34,11 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
   const pages = new TargetPages(target, plan.table, plan.keys, plan.keys);
   /** Keys as the source gave them: read back by `1`, a key the source holds as '001' would not be found. */
   const missing: unknown[][] = [];
+  /** Keys the source holds several rows of, read in full: the row kept is chosen among all of them. */
+  const several: unknown[][] = [];
   const gone = (key: number[]) => sync.remove(key);
   let previous: number[] | undefined;
+  let lastSeveral: number[] | undefined;
   for await (const batch of source.keys(plan.query, plan.keys)) {
     sync.checkStop();
     for (const raw of batch) {
@@ -44,15 +48,19 @@ export async function syncChangedRows(target: Database.Database, source: SyncSou
       if (previous !== undefined) {
         const order = compareKeys(numbers, previous, keyCount);
         // Two rows of one key: which is kept is chosen, and the other named, when rows are read in full.
-        if (order === 0) continue;
+        if (order === 0) {
+          if (lastSeveral !== previous && several.push(raw) + missing.length > MAX_MISSING_KEYS) return false;
+          lastSeveral = previous;
+          continue;
+        }
         if (order < 0) throw new MappingError(`sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${numbers.join(', ')} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`);
       }
       previous = numbers;
-      if (passTo(pages, numbers, keyCount, gone) === undefined && missing.push(raw) > MAX_MISSING_KEYS) return false;
+      if (passTo(pages, numbers, keyCount, gone) === undefined && missing.push(raw) + several.length > MAX_MISSING_KEYS) return false;
     }
   }
   passRest(pages, keyCount, gone);
 
-  await applyRowsByKey(source, sync, missing, { column: plan.watermark!, value: since });
+  await applyRowsByKey(source, sync, missing, { column: plan.watermark!, value: since }, several);
   return true;
 }

@@ -163,7 +163,7 @@ async function syncOne(
   let done = false;
   if (mode.mode === 'changed') {
     done = await syncChangedRows(target, source, sync, mode.since);
-    if (!done) mode = { mode: 'full', reason: `more than ${MAX_MISSING_KEYS} of its source rows are missing from vidfeeds's table` };
+    if (!done) mode = { mode: 'full', reason: `more than ${MAX_MISSING_KEYS} of its source keys are to be read by key (missing from vidfeeds's table, or held by several rows)` };
   }
   if (!done) await syncTable(target, source, sync);
   const counts = sync.finish();

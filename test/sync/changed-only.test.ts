@@ -127,6 +127,35 @@ describe('sync --changed-only', () => {
     source.close();
   });
 
+  it('keeps the row a full compare keeps of two rows with one key, when only the other changed', async () => {
+    const dir = useTempDir('vidfeeds-changed-');
+    const sourceFile = join(dir, 'source.db');
+    const source = makeSource(sourceFile);
+    // A second row for user 2, from a table of its own: 'user2' comes before 'zed' and is kept.
+    source.exec(`CREATE TABLE aliases (uid INTEGER, login TEXT, joined INTEGER, modified INTEGER); INSERT INTO aliases VALUES (2, 'zed', ${T}, 150)`);
+    const tables = { ...MAPPING, users: { ...MAPPING.users, query: `${MAPPING.users.query} UNION ALL SELECT uid, login, joined, joined, modified FROM aliases` } };
+    const target = fresh(dir, 'vidfeeds.sqlite');
+    const username = () => {
+      const db = new Database(target, { readonly: true });
+      try {
+        return (db.prepare('SELECT username FROM users WHERE id = 2').get() as { username: string }).username;
+      } finally {
+        db.close();
+      }
+    };
+    for (const mode of ['full', 'changed']) {
+      const report = await sync(target, sourceFile, { tables });
+      expect(report.tables.users).toMatchObject({ mode, skipped: 1 });
+      expect(username()).toBe('user2');
+    }
+    // Only the row not kept moved past the watermark: the changed rows alone would hold it only.
+    source.exec('UPDATE aliases SET modified = 950');
+    const touched = await sync(target, sourceFile, { tables });
+    expect(touched.tables.users).toMatchObject({ mode: 'changed', updated: 0, skipped: 1 });
+    expect(username()).toBe('user2');
+    source.close();
+  });
+
   it('syncs a row skipped for a missing reference once that row appears, though its own watermark did not move', async () => {
     const dir = useTempDir('vidfeeds-changed-');
     const sourceFile = join(dir, 'source.db');
