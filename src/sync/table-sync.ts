@@ -81,7 +81,11 @@ export class TableSync {
     /** The rows of the last key read, offered once a row of another key (or the end) shows there are no more. */
     let group: SourceRow[] = [];
     const offer = () => {
-      if (group.length > 1) group.sort((a, b) => compareText(rowText(a.raw), rowText(b.raw)));
+      if (group.length > 1) {
+        // Each row's text made once, not once per comparison (a group may hold thousands).
+        const texts = new Map(group.map((row) => [row, rowText(row.raw)]));
+        group.sort((a, b) => compareText(texts.get(a)!, texts.get(b)!));
+      }
       const taken = group.find((row) => each(row));
       for (const row of group) {
         if (row !== taken && taken !== undefined) skip(row.name(), `another row of the query has the same key (${plan.keys.join(', ')}); the one kept comes first by its values`, taken.key);
