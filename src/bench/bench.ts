@@ -12,6 +12,7 @@ import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from 
 import { PROBE_FOLDER_PREFIX, waitForQuietDisk } from './disk-probe.js';
 import { benchDeploy } from './deploy-bench.js';
 import { benchFreshness } from './freshness.js';
+import type { WriterMix } from './writer.js';
 import { packTree } from './pack.js';
 
 /**
@@ -37,7 +38,8 @@ import { packTree } from './pack.js';
  *                                      fast paths of src/render/xml.ts)
  *   npm run bench -- --freshness       instead: the time from a commit to its documents in place
  *                                      while `vidfeeds watch` runs (freshness.ts); --rate <changes
- *                                      per second> (20) and --seconds <n> (60) shape the writer;
+ *                                      per second> (20), --seconds <n> (60) and --mix mixed|titles
+ *                                      (every kind of change, or title edits alone) shape the writer;
  *                                      --sync-every <s>: the writer commits to a site database of
  *                                      its own, which watch syncs from every s seconds
  *
@@ -95,7 +97,7 @@ interface BenchOptions {
   /** The deploy run instead of the build timings (deploy-bench.ts). */
   deploy: boolean;
   /** The freshness run instead of the build timings, with its writer's rate and length, and how often it syncs from a site database of its own (null: it writes to vidfeeds's). */
-  freshness: { rate: number; seconds: number; syncEvery: number | null } | null;
+  freshness: { rate: number; seconds: number; syncEvery: number | null; mix: WriterMix } | null;
   /** Environment of every build. */
   env: Record<string, string>;
 }
@@ -111,6 +113,7 @@ function parseArgs(argv: string[]): BenchOptions {
   let rate = 20;
   let seconds = 60;
   let syncEvery: number | null = null;
+  let mix: WriterMix = 'mixed';
   const env: Record<string, string> = {};
   const positive = (flag: string, value: string | undefined) => {
     const number = Number(value);
@@ -137,7 +140,11 @@ function parseArgs(argv: string[]): BenchOptions {
       pairs = Number(argv[++i]);
       if (!Number.isInteger(pairs) || pairs < 1 || pairs > 9) throw new Error('--pairs takes a whole number from 1 to 9');
     } else if (arg === '--freshness') {
-      freshness = { rate, seconds, syncEvery };
+      freshness = { rate, seconds, syncEvery, mix };
+    } else if (arg === '--mix') {
+      const given = argv[++i];
+      if (given !== 'mixed' && given !== 'titles') throw new Error('--mix takes mixed or titles');
+      mix = given;
     } else if (arg === '--sync-every') {
       syncEvery = positive(arg, argv[++i]);
     } else if (arg === '--deploy') {
@@ -151,11 +158,11 @@ function parseArgs(argv: string[]): BenchOptions {
       if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
       env.VIDFEEDS_XML_ENGINE = engine;
     } else {
-      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>] [--sync-every <s>], --deploy`);
+      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>] [--mix mixed|titles] [--sync-every <s>], --deploy`);
     }
   }
   if (syncEvery !== null && freshness === null) throw new Error('--sync-every goes with --freshness');
-  if (freshness !== null) freshness = { rate, seconds, syncEvery };
+  if (freshness !== null) freshness = { rate, seconds, syncEvery, mix };
   // The deploy run's size unless --users says otherwise: the store writes each object as files.
   if (deploy && !argv.includes('--users')) users = [10_000];
   return { users, shapes, only, keep, pairs, freshness, deploy, env };
@@ -456,6 +463,7 @@ async function freshnessSize(users: number, runDir: string, options: BenchOption
     writerScript: WRITER,
     rate: options.freshness!.rate,
     seconds: options.freshness!.seconds,
+    mix: options.freshness!.mix,
     syncEvery: options.freshness!.syncEvery,
     env: options.env,
     runCli: (args) => runChild(CLI_CHILD, args, options.env),

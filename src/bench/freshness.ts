@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } fr
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { SYNC_ORDER } from '../sync/table-plan.js';
-import type { ChangeLine } from './writer.js';
+import type { ChangeLine, WriterMix } from './writer.js';
 
 /**
  * `npm run bench -- --freshness`: how long a live site waits for its documents. `vidfeeds watch`
@@ -36,6 +36,8 @@ export interface FreshnessContext {
   writerScript: string;
   rate: number;
   seconds: number;
+  /** The writer's mix of changes: every kind, or title edits alone. */
+  mix: WriterMix;
   /** Sync from a site database of its own this often (seconds), instead of writing to vidfeeds's. */
   syncEvery: number | null;
   env: Record<string, string>;
@@ -104,6 +106,14 @@ export async function benchFreshness(ctx: FreshnessContext): Promise<void> {
 
     report(ctx, outcomes, { builds, watchSeconds, usage, problems });
 
+    // Truthful: every changed document's lastmod is no earlier than the second of its commit.
+    const early = earlyLastmods(out, outcomes);
+    lines(
+      early.length === 0
+        ? `sitemap             every changed document's lastmod is no earlier than its commit (truthful: ok)`
+        : `sitemap             ${n(early.length)} lastmods earlier than their document's change (MISSED), e.g. ${early.slice(0, 3).join(', ')}`,
+    );
+
     // Nothing lost: the watched tree is what a full build of the final database gives.
     const fresh = join(runDir, 'fresh');
     await ctx.runCli(['build', ...cli(fresh)]);
@@ -120,7 +130,7 @@ export async function benchFreshness(ctx: FreshnessContext): Promise<void> {
 
 /** Runs the writer and times each of its changes until its files are in place. */
 async function runWriter(ctx: FreshnessContext, db: string, out: string): Promise<Outcome[]> {
-  const writer = spawn(process.execPath, [ctx.writerScript, db, join(ctx.runDir, 'vidfeeds.config.json'), String(ctx.rate), String(ctx.seconds), '1'], {
+  const writer = spawn(process.execPath, [ctx.writerScript, db, join(ctx.runDir, 'vidfeeds.config.json'), String(ctx.rate), String(ctx.seconds), '1', ctx.mix], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let writerErr = '';
@@ -191,7 +201,7 @@ function report(
   const p99 = percentile(seen, 0.99);
   const rssMb = watch.usage.maxRssKb / 1024;
   const cpu = (watch.usage.userMs + watch.usage.systemMs) / (watch.watchSeconds * 1000);
-  lines(`writer              ${n(outcomes.length)} changes at ${ctx.rate}/s for ${ctx.seconds} s: ${[...kinds].map(([k, v]) => `${v.length} ${k}`).join(', ')}`);
+  lines(`writer              ${n(outcomes.length)} changes (${ctx.mix} mix) at ${ctx.rate}/s for ${ctx.seconds} s: ${[...kinds].map(([k, v]) => `${v.length} ${k}`).join(', ')}`);
   lines(
     `commit → in place   p50 ${ms(p50)}   p95 ${ms(percentile(seen, 0.95))}   p99 ${ms(p99)}   max ${ms(seen.at(-1) ?? NaN)}` +
       // Through a sync, a change waits for the next one: the targets are those of a direct commit.
@@ -209,6 +219,27 @@ function report(
       `   peak RSS ${rssMb.toFixed(0)} MB (target < ${FRESHNESS_TARGETS.peakRssMb} MB: ${mark(rssMb < FRESHNESS_TARGETS.peakRssMb)})`,
   );
   for (const problem of watch.problems.slice(0, 5)) lines(`watch reported      ${problem}`);
+}
+
+/**
+ * The URLs a change listed whose sitemap `<lastmod>` is earlier than the second the change was
+ * committed in (sitemap dates have a second's resolution), read from the sitemap files on disk.
+ */
+function earlyLastmods(out: string, outcomes: readonly Outcome[]): string[] {
+  const lastmods = new Map<string, number>();
+  for (const file of readdirSync(out).filter((f) => /^sitemap[^/]*\.xml$/.test(f))) {
+    for (const match of readFileSync(join(out, file), 'utf8').matchAll(/<loc>([^<]*)<\/loc><lastmod>([^<]*)<\/lastmod>/g)) {
+      lastmods.set(match[1]!.replace(/&amp;/g, '&'), Date.parse(match[2]!));
+    }
+  }
+  const early: string[] = [];
+  const latest = new Map<string, number>();
+  for (const { change } of outcomes) for (const url of change.listed) latest.set(url, Math.max(latest.get(url) ?? 0, change.committedAt));
+  for (const [url, committedAt] of latest) {
+    const lastmod = lastmods.get(url);
+    if (lastmod === undefined || lastmod < Math.floor(committedAt / 1000) * 1000) early.push(`${url} (${lastmod === undefined ? 'not listed' : new Date(lastmod).toISOString()})`);
+  }
+  return early;
 }
 
 /** Files (dot-named entries left out) that are not the same in both trees. */

@@ -14,7 +14,7 @@ import { readLimits } from '../formats/read-limits.js';
  * change it prints one JSON line on stdout, right after its commit returns: when it committed, and
  * what every file the change should alter must then hold, found from the format table: a unique
  * token in the documents that show the changed field, or no file where the change withdrew one.
- * Usage: node dist/bench/writer.js <db> <config file> <changes per second> <seconds> <seed>
+ * Usage: node dist/bench/writer.js <db> <config file> <changes per second> <seconds> <seed> [mixed|titles]
  */
 
 export type Expectation = { path: string; contains: string } | { path: string; lacks: string } | { path: string; absent: true };
@@ -25,24 +25,33 @@ export interface ChangeLine {
   /** Epoch milliseconds (fractional) just after the commit returned. */
   committedAt: number;
   expect: Expectation[];
+  /** The sitemap URLs whose `<lastmod>` must end no earlier than the commit's second. */
+  listed: string[];
 }
 
 type ChangeKind = 'upload' | 'title' | 'profile' | 'privacy' | 'delete' | 'recommendation';
 
-/** The mix, in changes out of 20: what a video site's day looks like, roughly. */
-const MIX: Array<[ChangeKind, number]> = [
+/** The mixes, in changes out of 20. */
+export type WriterMix = 'mixed' | 'titles';
+
+/** What a video site's day looks like, roughly; `titles` is the commonest change alone. */
+const MIXES: Record<WriterMix, Array<[ChangeKind, number]>> = {
+  titles: [['title', 20]],
+  mixed: [
   ['upload', 4],
   ['title', 5],
   ['profile', 3],
   ['privacy', 2],
   ['delete', 2],
   ['recommendation', 4],
-];
+  ],
+};
 
 const now = () => performance.timeOrigin + performance.now();
 
 function main(): void {
-  const [dbFile, configFile, rateText, secondsText, seedText] = process.argv.slice(2) as [string, string, string, string, string];
+  const [dbFile, configFile, rateText, secondsText, seedText, mixText = 'mixed'] = process.argv.slice(2) as [string, string, string, string, string, string?];
+  if (!Object.hasOwn(MIXES, mixText)) throw new Error(`the mix is one of ${Object.keys(MIXES).join(', ')}, not ${mixText}`);
   const rate = Number(rateText);
   const total = Math.round(rate * Number(secondsText));
   const config = loadConfig({ configFile });
@@ -87,7 +96,7 @@ function main(): void {
     delete: db.prepare(`DELETE FROM videos WHERE id = ?`),
     recommendation: db.prepare(`INSERT INTO recommendations (user_id, title, link, image, created_at) VALUES (?, ?, ?, ?, ?)`),
   };
-  const kinds = MIX.flatMap(([kind, count]) => Array<ChangeKind>(count).fill(kind));
+  const kinds = MIXES[mixText as WriterMix].flatMap(([kind, count]) => Array<ChangeKind>(count).fill(kind));
 
   const apply = (id: number): ChangeLine => {
     const user = candidates[id]!;
@@ -95,6 +104,7 @@ function main(): void {
     const token = `fresh${id}x${randomBytes(4).toString('hex')}`;
     const time = Math.floor(Date.now() / 1000) + 1;
     let expect: Expectation[];
+    let listed: string[] = [];
     switch (kind) {
       case 'upload':
       {
@@ -106,10 +116,12 @@ function main(): void {
       case 'title':
         stmt.title.run(token, time, user.video_id);
         expect = [...videoFiles(user.public_id), userFile('rss', user.username)].map((path) => ({ path, contains: token }));
+        listed = [paths.url(listedVideo, user.public_id), paths.url(format<UserFormat>('rss'), user.username)];
         break;
       case 'profile':
         stmt.profile.run(token, time, user.id);
         expect = NAME_FORMATS.map((name) => ({ path: userFile(name, user.username), contains: token }));
+        listed = NAME_FORMATS.map((name) => paths.url(format<UserFormat>(name), user.username));
         break;
       case 'privacy':
         stmt.privacy.run(time, user.video_id);
@@ -126,7 +138,7 @@ function main(): void {
         expect = [{ path: userFile('recommendations', user.username), contains: token }];
         break;
     }
-    return { id, kind, committedAt: now(), expect };
+    return { id, kind, committedAt: now(), expect, listed };
   };
 
   // A steady rate: change i is due at start + i / rate, whatever the ones before cost.

@@ -22,8 +22,8 @@ import { NS } from '../render/xml.js';
  * width until they fit (`rangeWidth`). Each part's name carries its range, so parts of another
  * width are never mistaken for this build's: they are all rendered again, and the old ones pruned.
  *
- * Each URL carries its `<lastmod>` when the build knows it (`index.lastModified`, from the build
- * state): the time the document's bytes last changed, never the time of the build, so a crawler
+ * Each URL carries its `<lastmod>` when the build knows it (`index.lastModifiedIn`, from the build
+ * state, read once per part): the time the document's bytes last changed, never the time of the build, so a crawler
  * that trusts it re-reads exactly what changed.
  */
 
@@ -54,10 +54,16 @@ export interface SitemapEntry {
   lastmod: string | null;
 }
 
-/** Every URL the sitemap lists, in a stable order: users by name, then videos by id; never a document that failed. */
+/**
+ * Every URL the sitemap lists, in a stable order: users by name, then videos by id; never a
+ * document that failed. A site in one file lists at most 50,000 URLs: their dates are read at once.
+ */
 export function* sitemapEntries(index: SiteIndex, site: SiteContext): Generator<SitemapEntry> {
-  for (const name of index.usernames()) yield* ownerUrls(index, site, 'users', name);
-  for (const id of index.videoIds()) yield* ownerUrls(index, site, 'videos', id);
+  const all = (kind: OwnerKind) => index.lastModifiedIn?.(kind, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) ?? null;
+  const userDates = all('users');
+  for (const name of index.usernames()) yield* ownerUrls(index, site, 'users', name, userDates);
+  const videoDates = all('videos');
+  for (const id of index.videoIds()) yield* ownerUrls(index, site, 'videos', id, videoDates);
 }
 
 /** Every URL the sitemap lists, in its order. */
@@ -227,14 +233,17 @@ function partsOnDisk(files: Iterable<string>, widths: Record<OwnerKind, number>)
   return onDisk;
 }
 
-/** The URLs of one owner's listed documents, leaving out those that failed in this build, with their lastmod where known. */
-function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: string): SitemapEntry[] {
+/**
+ * The URLs of one owner's listed documents, leaving out those that failed in this build, with
+ * their lastmod from `dates` (the owner's part's, by file under out/; null: no lastmod).
+ */
+function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: string, dates: ReadonlyMap<string, Date> | null): SitemapEntry[] {
   const failed = (format: string) => index.documentFailed?.(format, key) ?? false;
   const changed = (format: UserFormat | VideoFormat): string | null => {
-    if (index.lastModified === undefined) return null;
+    if (dates === null) return null;
     // A listed document is recorded before the site files are rendered; the build's clock stands
     // in only for a record that has no time.
-    return rfc3339(index.lastModified(site.paths.file(format, key)) ?? site.now);
+    return rfc3339(dates.get(site.paths.file(format, key)) ?? site.now);
   };
   return listedFormats(site.formats, kind === 'users' ? 'user' : 'video')
     .filter((f) => !failed(f.name))
@@ -271,8 +280,9 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
     const rows = (from: number, to: number): Iterable<KeyedRow> => (kind === 'users' ? index.usersById!(from, to) : index.videosById!(from, to));
     const render = (k: number, owners: Iterable<KeyedRow>) => {
       const file = rangeFile(kind, k, width);
+      const dates = index.lastModifiedIn?.(kind, k * width, (k + 1) * width - 1) ?? null;
       return rangePart(file, (function* () {
-        for (const owner of owners) yield* ownerUrls(index, site, kind, owner.key);
+        for (const owner of owners) yield* ownerUrls(index, site, kind, owner.key, dates);
       })(), limits);
     };
     const changed = changes?.[kind];

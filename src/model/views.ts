@@ -204,10 +204,11 @@ export interface SiteIndex {
   /** Published video ids in a stable order. */
   videoIds(): Iterable<string>;
   /**
-   * When the bytes of the document at this file (under out/) last changed, as the build state
-   * recorded it; null when unknown. The sitemap's `lastmod`; absent: no `lastmod` is written.
+   * When the bytes of each recorded document of the users (or videos) with `from <= id <= to`
+   * last changed, by its file under out/, as the build state recorded them: the sitemap's
+   * `lastmod`, read for a whole part at once. Absent: no `lastmod` is written.
    */
-  lastModified?(file: string): Date | null;
+  lastModifiedIn?(kind: 'users' | 'videos', from: number, to: number): ReadonlyMap<string, Date>;
   /** Whether the document of `format` for this key failed to render in this build (lists leave it out). */
   documentFailed?(format: string, key: string): boolean;
   /** Lowest and highest id of any user and any video row, published or not (null: no rows). */

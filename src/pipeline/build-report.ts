@@ -59,7 +59,14 @@ export interface BuildReport {
   reason: string;
   /** Incremental builds: how many changes were applied and how many owners they affected. */
   changes?: number;
-  owners?: { users: number | 'all'; videos: number | 'all'; siteFiles: boolean; unknownTables: readonly string[] };
+  owners?: {
+    users: number | 'all';
+    videos: number | 'all';
+    siteFiles: boolean;
+    /** The site files were left for a later build although `lastmod`s moved (watch's `deferLastmods`). */
+    lastmodsDeferred?: boolean;
+    unknownTables: readonly string[];
+  };
   /** The change log as the build's snapshot read it: what the tree is as of (absent without a change log). */
   snapshot?: ChangeLogPosition;
 }

@@ -88,7 +88,7 @@ export class BuildRun {
    */
   *siteFiles(changes?: { users: ReadonlySet<number> | 'all'; videos: ReadonlySet<number> | 'all' }): Generator<void> {
     const onDisk = changes === undefined ? undefined : { ...changes, siteFilesOnDisk: this.state.siteFiles() };
-    const index = siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk, (file) => this.state.lastChanged(file));
+    const index = siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk, (kind, from, to) => this.state.changedIn(kind === 'users' ? 'user' : 'video', from, to));
     for (const format of this.formats.site) {
       for (const result of renderSiteFormat(format, index, this.site)) {
         if ('kept' in result) this.state.keep(result.kept);

@@ -27,6 +27,8 @@ export interface ScopeOptions {
   removalGuard?: RemovalGuard;
   /** The tree may hold files no record names (a killed build, a set-aside state): a full build sweeps it. */
   sweep?: boolean;
+  /** Leave site-file work that only moves `lastmod`s to a later build (BuildOptions.deferLastmods). */
+  deferLastmods?: boolean;
 }
 
 /**
@@ -54,6 +56,7 @@ export function* buildEverything(run: BuildRun, plan: BuildPlan, options: ScopeO
   guardRemovals(run, options, () => state.stale(staleScope));
   // After the documents, so the sitemap lists none that failed.
   yield* run.siteFiles();
+  if (run.formats.site.length > 0) state.setLastmodsOwed(null);
   // Names that would be one directory on macOS or Windows, every published row of them named.
   if (whole && ownsSiteFiles(options.shard)) {
     for (const group of nameCollisions(() => publishedNames(reader, run.site.paths))) run.tally.nameCollision(describeCollision(group));
@@ -77,10 +80,11 @@ export function* buildEverything(run: BuildRun, plan: BuildPlan, options: ScopeO
 
 /**
  * The affected owners, and the site files when the published names may have changed (an owner
- * gained or lost a document: created, renamed, published or withdrawn), and the paths they no
- * longer produce. Returns whether the site files were rendered.
+ * gained or lost a document: created, renamed, published or withdrawn) or a listed document's
+ * `lastmod` moved, and the paths they no longer produce. Returns whether the site files were
+ * rendered, or left for a later build (`deferLastmods`).
  */
-export function* buildAffected(run: BuildRun, affected: AffectedOwners, options: ScopeOptions): Generator<void, boolean> {
+export function* buildAffected(run: BuildRun, affected: AffectedOwners, options: ScopeOptions): Generator<void, 'rendered' | 'deferred' | 'none'> {
   const { state, formats } = run;
   // The site files list every owner of a kind that is 'all' anyway (below): only the others are followed.
   run.followRelisted({ user: affected.users !== 'all', video: affected.videos !== 'all' });
@@ -103,15 +107,27 @@ export function* buildAffected(run: BuildRun, affected: AffectedOwners, options:
   // rewritten).
   const sharded = options.shard !== undefined && options.shard.count > 1 && formats.site.length > 0;
   const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
-  const siteFiles = affected.siteFiles || run.newPaths || run.lastmodMoved || run.pruned > 0 || options.siteFilesStale || (sharded && anyOwner);
-  if (!siteFiles) return false;
-  // The owners this build relisted are the only ones whose listing may have changed, unless
-  // earlier builds left the site files behind (stale, another shard's owners, unknown tables).
+  const listingMoved = affected.siteFiles || run.newPaths || run.pruned > 0 || options.siteFilesStale || (sharded && anyOwner);
+  const owed = formats.site.length > 0 ? state.lastmodsOwed() : null;
+  if (!listingMoved && !run.lastmodMoved && owed === null) return 'none';
+  // The owners this build relisted (and those earlier builds owe) are the only ones whose listing
+  // may have changed, unless earlier builds left the site files behind (stale, another shard's
+  // owners, unknown tables).
   const relistedOnly = !(affected.siteFiles || options.siteFilesStale || sharded);
-  const users = affected.users === 'all' ? 'all' : run.relisted.user;
-  const videos = affected.videos === 'all' ? 'all' : run.relisted.video;
+  const bothFollowed = affected.users !== 'all' && affected.videos !== 'all';
+  if (!listingMoved && options.deferLastmods === true && relistedOnly && bothFollowed) {
+    state.setLastmodsOwed({ user: union(owed?.user, run.relisted.user), video: union(owed?.video, run.relisted.video) });
+    return 'deferred';
+  }
+  const users = affected.users === 'all' ? 'all' : union(owed?.user, run.relisted.user);
+  const videos = affected.videos === 'all' ? 'all' : union(owed?.video, run.relisted.video);
   yield* run.siteFiles(relistedOnly ? { users, videos } : undefined);
   run.prune(state.staleOwned('site'));
   state.setSiteFilesStale(false);
-  return true;
+  state.setLastmodsOwed(null);
+  return 'rendered';
+}
+
+function union(a: ReadonlySet<number> | undefined, b: ReadonlySet<number>): Set<number> {
+  return a === undefined ? new Set(b) : new Set([...a, ...b]);
 }

@@ -136,7 +136,9 @@ export class BuildState {
            user = excluded.user, hash = excluded.hash, size = excluded.size, build = excluded.build,
            changed = CASE WHEN outputs.hash = excluded.hash AND outputs.changed IS NOT NULL THEN outputs.changed ELSE excluded.changed END`,
       ),
-      changed: this.db.prepare<[string], number | null>('SELECT changed FROM outputs WHERE path = ?').pluck(),
+      changedIn: this.db.prepare<[string, number, number], { path: string; changed: number }>(
+        'SELECT path, changed FROM outputs WHERE owner_kind = ? AND owner_id BETWEEN ? AND ? AND changed IS NOT NULL',
+      ),
       touch: this.db.prepare('UPDATE outputs SET build = ? WHERE path = ?'),
       forget: this.db.prepare('DELETE FROM outputs WHERE path = ?'),
       // Read in pages after the last path seen, so a prune holds one page in memory, and the
@@ -228,6 +230,24 @@ export class BuildState {
   }
 
   /**
+   * Owners whose documents changed bytes in builds that left the site files for later (watch's
+   * `deferLastmods`): the sitemap parts that list them still carry their old `lastmod`, and the
+   * next build that renders the site files renders those parts too. Null when none are owed.
+   */
+  lastmodsOwed(): { user: Set<number>; video: Set<number> } | null {
+    const text = this.getMeta('lastmods_owed');
+    if (text === null) return null;
+    const owed = JSON.parse(text) as { user: number[]; video: number[] };
+    return { user: new Set(owed.user), video: new Set(owed.video) };
+  }
+
+  /** Records the owners a build relisted without rendering the site files (see lastmodsOwed); null clears them. */
+  setLastmodsOwed(owed: { user: ReadonlySet<number>; video: ReadonlySet<number> } | null): void {
+    if (owed === null) this.deleteMeta('lastmods_owed');
+    else this.setMeta('lastmods_owed', JSON.stringify({ user: [...owed.user], video: [...owed.video] }));
+  }
+
+  /**
    * The encodings of the compressed forms beside every document, as the last full build left them
    * (src/pipeline/compression.ts); null when no build recorded them.
    */
@@ -303,10 +323,15 @@ export class BuildState {
     this.tick();
   }
 
-  /** When the bytes of an output last changed, or null when no build recorded it. */
-  lastChanged(path: string): Date | null {
-    const seconds = this.stmt.changed.get(path);
-    return seconds === undefined || seconds === null ? null : new Date(seconds * 1000);
+  /**
+   * When the bytes of each recorded output of the owners of a kind with `from <= id <= to` last
+   * changed, by path: one query on the owner index for a whole sitemap part, where a lookup per
+   * path would cost most of the part's rendering.
+   */
+  changedIn(kind: 'user' | 'video', from: number, to: number): Map<string, Date> {
+    const dates = new Map<string, Date>();
+    for (const row of this.stmt.changedIn.iterate(kind, from, to)) dates.set(row.path, new Date(row.changed * 1000));
+    return dates;
   }
 
   /** The site-wide files recorded (sitemap parts among them), as paths under out/. */

@@ -52,6 +52,14 @@ export interface BuildOptions {
    * than this allows (prune/removal-guard.ts); no guard when absent (`--allow-removals`).
    */
   removalGuard?: RemovalGuard;
+  /**
+   * When the only site-file work an incremental build has is moving `lastmod`s (no URL came or
+   * went), leave it to a later build: the owners are recorded as owed in the state, and the next
+   * build that renders the site files renders their parts. `vidfeeds watch` sets it between its
+   * site-file passes, so a run of edits reaches its documents without rewriting the sitemap each
+   * time.
+   */
+  deferLastmods?: boolean;
 }
 
 export interface BuildDeps {
@@ -146,7 +154,12 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
         const affected = affectedOwners(changeLog.since(plan.from!, log!.position), changeLog.lookups);
         report.changes = log!.position - plan.from!;
         const siteFiles = yield* buildAffected(run, affected, scope);
-        report.owners = { ...countOwners(affected), siteFiles, unknownTables: affected.unknownTables };
+        report.owners = {
+          ...countOwners(affected),
+          siteFiles: siteFiles === 'rendered',
+          ...(siteFiles === 'deferred' ? { lastmodsDeferred: true } : {}),
+          unknownTables: affected.unknownTables,
+        };
       }
     } finally {
       endSnapshot();

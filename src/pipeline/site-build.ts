@@ -80,6 +80,8 @@ export interface SiteBuildRequest {
   dryRun?: boolean;
   /** Stop before removing too much of the site (prune/removal-guard.ts); none when absent. */
   removalGuard?: RemovalGuard;
+  /** Leave site-file work that only moves `lastmod`s to a later build (`vidfeeds watch`; run-build.ts). */
+  deferLastmods?: boolean;
 }
 
 /** An open database with its prepared statements, an open state, and the fingerprint of the loaded configuration and templates. */
@@ -193,7 +195,7 @@ function* buildInto({ request, db, state, writer, site, formats, fingerprint, be
           stopRequested: request.stopRequested,
           compression: config.compress,
         },
-        { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard, removalGuard: request.removalGuard },
+        { only: request.only, user: request.user, strict: config.strict, full: request.full, shard: request.shard, removalGuard: request.removalGuard, deferLastmods: request.deferLastmods },
       ),
     );
   } catch (error) {

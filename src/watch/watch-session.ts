@@ -61,8 +61,14 @@ export interface WatchSessionOptions {
   /** Each file a build wrote (bytes changed) or removed, under the output directory: for announcing changes. */
   onWrote?: (path: string) => void;
   onRemoved?: (path: string) => void;
-  /** The build's clock for documents (tests pin it). */
+  /** The build's clock for documents (tests pin it), read at each build. */
   now?: () => Date;
+  /**
+   * The least time between two builds that render the site files only to move `lastmod`s
+   * (`SITEMAP_LASTMOD_INTERVAL_MS` by default). The builds between them write their documents
+   * at once and leave the sitemap parts that list them to the next such build.
+   */
+  lastmodIntervalMs?: number;
   /**
    * The removal guard of every build (src/pipeline/prune/removal-guard.ts): a build that would
    * remove too much stops before removing anything, is reported, and is retried like a failed
@@ -72,6 +78,11 @@ export interface WatchSessionOptions {
 }
 
 export const DEFAULT_POLL_MS = 2000;
+/**
+ * Sitemap `lastmod`s move at most once a second in watch: crawlers read the sitemap hours apart,
+ * while each rewrite of the parts a change touches costs as much as the change's documents.
+ */
+export const SITEMAP_LASTMOD_INTERVAL_MS = 1000;
 const DEFAULT_RETRY_MS = 1000;
 const DEFAULT_MAX_RETRY_MS = 60_000;
 
@@ -102,6 +113,10 @@ export class WatchSession {
   private failures = 0;
   private retryTimer: unknown = null;
   private pollTimer: unknown = null;
+  /** Set while builds leave `lastmod`-only site-file work for later: the interval since the last site-file pass. */
+  private lastmodTimer: unknown = null;
+  /** A build left `lastmod`s owed (recorded in the state); the end of the interval builds them. */
+  private lastmodsOwed = false;
   private readonly scheduler: Scheduler | undefined;
   readonly queue: WatchQueue;
 
@@ -160,6 +175,7 @@ export class WatchSession {
   async stop(): Promise<void> {
     this.clearTimer('pollTimer');
     this.clearTimer('retryTimer');
+    this.clearTimer('lastmodTimer');
     await this.queue.stop();
     this.connection?.db.close();
     this.connection = null;
@@ -250,13 +266,15 @@ export class WatchSession {
         out: this.options.out,
         stateFile: this.options.stateFile,
         config: this.config,
-        site: this.site,
+        site: { ...this.site, now: this.options.now?.() ?? new Date() },
         formats: this.formats,
         lock,
         held: { ...connection, state: this.state, fingerprint: this.fingerprint },
         reporter: { warn: this.options.onWarning, wrote: this.options.onWrote, removed: this.options.onRemoved },
         removalGuard: this.options.removalGuard,
+        deferLastmods: this.lastmodTimer !== null,
       });
+      this.afterSiteFiles(report);
       this.builtVersion = version;
       this.owed = false;
       this.problem = null;
@@ -280,6 +298,26 @@ export class WatchSession {
     } catch (error) {
       this.failed(error);
     }
+  }
+
+  /**
+   * After a build that rendered the site files, the next `lastmod`-only pass waits for the
+   * interval; a build that left `lastmod`s owed gets one when the interval ends.
+   */
+  private afterSiteFiles(report: BuildReport): void {
+    if (report.owners?.lastmodsDeferred === true) {
+      this.lastmodsOwed = true;
+      return;
+    }
+    if (report.mode === 'incremental' && report.owners?.siteFiles !== true) return;
+    this.lastmodsOwed = false;
+    this.clearTimer('lastmodTimer');
+    this.lastmodTimer = this.schedule(() => {
+      this.lastmodTimer = null;
+      if (!this.lastmodsOwed) return;
+      this.owed = true;
+      this.queue.notify('lastmods');
+    }, this.options.lastmodIntervalMs ?? SITEMAP_LASTMOD_INTERVAL_MS);
   }
 
   /** New configuration or templates: kept when they load, and a build is owed when they shape other bytes. */
@@ -327,7 +365,7 @@ export class WatchSession {
     return timer;
   }
 
-  private clearTimer(which: 'pollTimer' | 'retryTimer'): void {
+  private clearTimer(which: 'pollTimer' | 'retryTimer' | 'lastmodTimer'): void {
     const handle = this[which];
     if (handle === null) return;
     if (this.scheduler !== undefined) this.scheduler.clearTimeout(handle);

@@ -6,7 +6,9 @@ import type { BuildReport } from '../../src/pipeline/build-report.js';
 import { acquireBuildLock, defaultLockFile } from '../../src/pipeline/lock.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { loadConfig } from '../../src/config/load-config.js';
-import { WatchSession } from '../../src/watch/watch-session.js';
+import { FORMATS } from '../../src/formats/registry.js';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
+import { WatchSession, type WatchSessionOptions } from '../../src/watch/watch-session.js';
 import { createTestDb, insertUser, insertVideo } from '../helpers/site-fixture.js';
 import { ManualScheduler } from '../helpers/manual-scheduler.js';
 import { readTree, treeDifferences, undated } from '../helpers/tree.js';
@@ -17,7 +19,7 @@ import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
  * each rebuild the tree is what a full build into a fresh directory gives.
  */
 
-function setup() {
+function setup(extra: Partial<WatchSessionOptions> = {}) {
   const fixture = createTestDb();
   const alice = insertUser(fixture.db, { username: 'alice' });
   insertVideo(fixture.db, alice.id, { public_id: 'clip' });
@@ -33,13 +35,14 @@ function setup() {
   const problems: string[] = [];
   const hooks: { afterBuild?: () => void } = {};
   const lockFile = defaultLockFile(out);
+  const stateFile = join(work.dir, 'state.sqlite');
   /** Whether the lock file was there when each build was reported, and while each file was written. */
   const lockHeld: boolean[] = [];
   const lockWhileWriting: boolean[] = [];
   const session = new WatchSession({
     db: fixture.file,
     out,
-    stateFile: join(work.dir, 'state.sqlite'),
+    stateFile,
     loadConfig: () => loadConfig({ configFile }),
     delayMs: 0,
     pollMs: 2000,
@@ -53,6 +56,7 @@ function setup() {
     },
     onProblem: (message) => problems.push(message),
     onWrote: () => lockWhileWriting.push(existsSync(lockFile)),
+    ...extra,
   });
   cleanUpAfterTest(() => void session.stop());
   // The site's own writes, through another connection.
@@ -69,7 +73,7 @@ function setup() {
     clock.advance(ms);
     await session.idle();
   };
-  return { ...fixture, site, session, clock, run, builds, problems, hooks, out, configFile, template, expected, lockFile, lockHeld, lockWhileWriting };
+  return { ...fixture, site, session, clock, run, builds, stateFile, problems, hooks, out, configFile, template, expected, lockFile, lockHeld, lockWhileWriting };
 }
 
 describe('watch session', () => {
@@ -272,5 +276,67 @@ describe('watch session', () => {
     expect(builds).toHaveLength(1);
     expect(clock.pending).toBe(0);
     expect(existsSync(lockFile)).toBe(false);
+  });
+
+  it('dates each change by the build that published it, and moves sitemap dates at most once a second', async () => {
+    let now = new Date('2026-03-01T10:00:00Z');
+    const { site, session, run, builds, out } = setup({ now: () => now });
+    const lastmod = (url: string) => {
+      const sitemap = readTree(out).get('sitemap.xml')!.body.toString();
+      return new RegExp(`<loc>${url}</loc><lastmod>([^<]*)</lastmod>`).exec(sitemap)?.[1];
+    };
+    const oembed = 'https://videos.example.org/clip/oembed/';
+    session.start();
+    await run();
+    expect(lastmod(oembed)).toBe('2026-03-01T10:00:00Z');
+
+    // A minute later, within a second of the last site-file pass on the manual clock: the
+    // documents are written at once and the sitemap's dates are owed.
+    now = new Date('2026-03-01T10:01:00Z');
+    site.prepare(`UPDATE videos SET title = 'Edited once' WHERE public_id = 'clip'`).run();
+    session.changed('database', 'site.sqlite-wal');
+    await run();
+    expect(builds[1]!.report.owners).toMatchObject({ siteFiles: false, lastmodsDeferred: true });
+    expect(readTree(out).get('clip/oembed/index.json')!.body.toString()).toContain('Edited once');
+    expect(lastmod(oembed)).toBe('2026-03-01T10:00:00Z');
+
+    // The pass at the end of the second dates the document by the build that changed it.
+    now = new Date('2026-03-01T10:02:00Z');
+    await run(1000);
+    expect(builds.map((b) => b.changes)).toEqual([['start'], ['database:site.sqlite-wal'], ['lastmods']]);
+    expect(builds[2]!.report.owners).toMatchObject({ siteFiles: true });
+    expect(lastmod(oembed)).toBe('2026-03-01T10:01:00Z');
+
+    // Past the interval, a change renders its sitemap dates in its own build.
+    await run(5000);
+    now = new Date('2026-03-01T10:03:00Z');
+    site.prepare(`UPDATE videos SET title = 'Edited twice' WHERE public_id = 'clip'`).run();
+    session.changed('database', 'site.sqlite-wal');
+    await run();
+    expect(builds[3]!.report.owners).toMatchObject({ siteFiles: true });
+    expect(builds[3]!.report.owners!.lastmodsDeferred).toBeUndefined();
+    expect(lastmod(oembed)).toBe('2026-03-01T10:03:00Z');
+    expect(builds).toHaveLength(4);
+  });
+
+  it('leaves owed sitemap dates in the state, for the next build after it stops', async () => {
+    let now = new Date('2026-03-01T10:00:00Z');
+    const { site, session, run, builds, out, file, stateFile } = setup({ now: () => now });
+    session.start();
+    await run();
+    now = new Date('2026-03-01T10:01:00Z');
+    site.prepare(`UPDATE videos SET title = 'Edited' WHERE public_id = 'clip'`).run();
+    session.changed('database', 'site.sqlite-wal');
+    await run();
+    expect(builds[1]!.report.owners).toMatchObject({ lastmodsDeferred: true });
+    await session.stop();
+
+    // A cron build with nothing new to read still renders what watch owed.
+    const report = buildSite({ db: file, out, stateFile, config: session.currentConfig, site: { ...createSiteContext(session.currentConfig, FORMATS), now: new Date('2026-03-01T11:00:00Z') } });
+    expect(report).toMatchObject({ mode: 'incremental', changes: 0, owners: { siteFiles: true } });
+    const sitemap = readTree(out).get('sitemap.xml')!.body.toString();
+    expect(sitemap).toContain('<loc>https://videos.example.org/clip/oembed/</loc><lastmod>2026-03-01T10:01:00Z</lastmod>');
+    // The alice documents the edit changed (her feed lists the clip) are dated likewise.
+    expect(sitemap).toContain('<loc>https://videos.example.org/alice/rss/</loc><lastmod>2026-03-01T10:01:00Z</lastmod>');
   });
 });

@@ -274,9 +274,10 @@ export function summaryText(report: BuildReport): string {
 /** "incremental build (…)" / "full build (…)": what kind of build it was and why. */
 export function describeMode(report: BuildReport): string {
   if (report.mode !== 'incremental' || report.owners === undefined) return `${report.mode} build (${report.reason})`;
-  const { users, videos, siteFiles } = report.owners;
-  if (report.changes === 0) return 'incremental build (no changes since the last build)';
-  const owners = `${users} users, ${videos} videos${siteFiles ? ', site files' : ''}`;
+  const { users, videos, siteFiles, lastmodsDeferred } = report.owners;
+  const sitemap = siteFiles ? ', site files' : lastmodsDeferred === true ? ', sitemap dates owed' : '';
+  if (report.changes === 0) return siteFiles ? 'incremental build (no changes since the last build → site files)' : 'incremental build (no changes since the last build)';
+  const owners = `${users} users, ${videos} videos${sitemap}`;
   const unknown = report.owners.unknownTables.length === 0 ? '' : `; unknown tables ${report.owners.unknownTables.join(', ')} in the log: all rendered`;
   return `incremental build (${report.changes} changes since the last build → ${owners}${unknown})`;
 }

@@ -103,10 +103,10 @@ export function siteIndex(
   paths: SitePaths,
   failed: ReadonlySet<string>,
   changes?: SiteIndex['changes'],
-  lastModified?: SiteIndex['lastModified'],
+  lastModifiedIn?: SiteIndex['lastModifiedIn'],
 ): SiteIndex {
   return {
-    ...(lastModified === undefined ? {} : { lastModified }),
+    ...(lastModifiedIn === undefined ? {} : { lastModifiedIn }),
     documentFailed: (format, key) => failed.has(`${format}\u0000${key}`),
     *usernames() {
       for (const row of reader.users()) if (paths.problem(row.username) === null) yield row.username;
