@@ -1,9 +1,9 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RelaxNGValidator, XmlDocument, XsdValidator } from 'libxml2-wasm';
+import { RelaxNGValidator, XmlBufferInputProvider, XmlDocument, xmlRegisterInputProvider, XsdValidator } from 'libxml2-wasm';
 import type { Format } from '../formats/format.js';
 
 /**
@@ -43,7 +43,7 @@ const RULES: Readonly<Record<string, Rule>> = {
   'oembed-json': { kind: 'json', schema: 'oembed-1.0-response.schema.json' },
   'oembed-xml': { kind: 'xml', schema: 'oembed-1.0-response.rng' },
   'oembed-html': { kind: 'html' },
-  sitemap: { kind: 'xml', schema: (root) => (root === 'sitemapindex' ? 'siteindex.xsd' : 'sitemap.xsd') },
+  sitemap: { kind: 'xml', schema: (root) => (root === 'sitemapindex' ? 'siteindex.xsd' : 'sitemap-with-video.xsd') },
   robots: { kind: 'text' },
   opensearch: { kind: 'xml', schema: 'opensearch-1.1-description.rng' },
   crossdomain: { kind: 'xml', schema: 'cross-domain-policy.rng' },
@@ -158,6 +158,7 @@ export class DocumentChecker {
     if (known !== undefined) return known;
     const file = this.schemaFile(name);
     if (file === null) return null;
+    provideSchemas(dirname(file));
     // The schema's document lives as long as its validator: libxml2's compiled schema may point into it.
     const schemaDoc = XmlDocument.fromBuffer(readFileSync(file), { url: file });
     this.schemaDocs.push(schemaDoc);
@@ -172,6 +173,24 @@ export class DocumentChecker {
     this.xml.clear();
     this.schemaDocs.length = 0;
   }
+}
+
+/**
+ * libxml2-wasm reads no file itself: a schema that imports another (sitemap-with-video.xsd) finds
+ * it among the schema files of its folder, served from memory. Only those paths are served, so
+ * no document checked can make libxml2 read anything else.
+ */
+let schemaFiles: XmlBufferInputProvider | null = null;
+const providedDirs = new Set<string>();
+
+function provideSchemas(dir: string): void {
+  if (providedDirs.has(dir)) return;
+  providedDirs.add(dir);
+  if (schemaFiles === null) {
+    schemaFiles = new XmlBufferInputProvider({});
+    xmlRegisterInputProvider(schemaFiles);
+  }
+  for (const name of readdirSync(dir)) if (name.endsWith('.xsd')) schemaFiles.addBuffer(join(dir, name), readFileSync(join(dir, name)));
 }
 
 /** libxml2's first message, with its line: `line 3: Opening and ending tag mismatch`. */

@@ -58,6 +58,9 @@ export function lookupStatements(db: Database.Database) {
     videosAllRead: rawVideos(
       `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
     ),
+    videosReadById: rawVideos(
+      `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id BETWEEN ? AND ? AND ${PUBLISHED_VIDEO} ORDER BY v.id`,
+    ),
     videosOfUserRead: rawVideos(
       `SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE u.username = ? AND ${PUBLISHED_VIDEO} ORDER BY v.public_id`,
     ),

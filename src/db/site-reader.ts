@@ -221,6 +221,19 @@ export class SiteReader {
     }
   }
 
+  /**
+   * The published videos with `from <= id <= to` as the documents show them, by id, for the
+   * sitemap's video entries; rows that cannot be published are left out. A build has read (and
+   * reported) these rows with the videos' own documents, so this reading reports nothing again.
+   */
+  *videoViewsById(from: number, to: number): Iterable<VideoView> {
+    const quiet: DecodeContext = { ...this.ctx, sink: () => {} };
+    for (const raw of this.stmt.videosReadById.iterate(from, to)) {
+      const view = videoOrProblem(quiet, raw);
+      if (!('problem' in view)) yield view;
+    }
+  }
+
   /** The lowest and highest id of the users and of the videos (any row), each null when the table is empty. */
   idBounds(): { users: IdBounds | null; videos: IdBounds | null } {
     const bounds = (row: { min: number | null; max: number | null } | undefined) =>

@@ -1,8 +1,10 @@
 import type { Format, RenderedSiteFile, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from './format.js';
-import type { IdBounds, KeyedRow, SiteIndex } from '../model/views.js';
+import type { XmlElement } from '../render/xml-element.js';
+import type { IdBounds, KeyedRow, SiteIndex, VideoView } from '../model/views.js';
 import { rfc3339 } from '../render/dates.js';
 import { FlatXmlDocument } from '../render/flat-xml-document.js';
 import { NS } from '../render/xml.js';
+import { buildVideoElement, describable, SITEMAP_VIDEO_NS, videoElementBytes, videoEntry } from './sitemap-video.js';
 
 /**
  * sitemap.xml: every published document at its canonical URL (formats with `inSitemap`).
@@ -21,6 +23,9 @@ import { NS } from '../render/xml.js';
  * Ids spread far apart would need more parts than an index may list; the ranges then double in
  * width until they fit (`rangeWidth`). Each part's name carries its range, so parts of another
  * width are never mistaken for this build's: they are all rendered again, and the old ones pruned.
+ *
+ * Every published video's own page (`pages.video`) is listed too, with a `<video:video>` that
+ * describes it (sitemap-video.ts), after the video's documents and in the same part.
  *
  * Each URL carries its `<lastmod>` when the build knows it (`index.lastModifiedIn`, from the build
  * state, read once per part): the time the document's bytes last changed, never the time of the build, so a crawler
@@ -48,10 +53,11 @@ export interface SitemapLimits {
 
 export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, maxBytes: MAX_BYTES_PER_SITEMAP, partUrls: 500, maxParts: MAX_URLS_PER_SITEMAP };
 
-/** One `<url>`: its location, and when its document last changed when that is known. */
+/** One `<url>`: its location, and when its document last changed when that is known; a video's page also describes the video. */
 export interface SitemapEntry {
   loc: string;
   lastmod: string | null;
+  video?: VideoView;
 }
 
 /**
@@ -62,8 +68,10 @@ export function* sitemapEntries(index: SiteIndex, site: SiteContext): Generator<
   const all = (kind: OwnerKind) => index.lastModifiedIn?.(kind, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) ?? null;
   const userDates = all('users');
   for (const name of index.usernames()) yield* ownerUrls(index, site, 'users', name, userDates);
+  if (listedFormats(site.formats, 'video').length === 0) return;
   const videoDates = all('videos');
   for (const id of index.videoIds()) yield* ownerUrls(index, site, 'videos', id, videoDates);
+  for (const video of index.videoViewsById?.(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) ?? []) yield videoEntry(video, site, videoDates);
 }
 
 /** Every URL the sitemap lists, in its order. */
@@ -75,26 +83,33 @@ export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<str
  * Bytes one `<url>` entry takes once escaped: `&` becomes `&amp;`, `<`/`>` `&lt;`/`&gt;` (a URL
  * from site-paths holds none of them but `&`, from a configured page template). An upper bound.
  */
-function entryBytes(entry: SitemapEntry): number {
+function entryBytes(entry: SitemapEntry, site: SiteContext): number {
   const url = entry.loc;
+  const video = entry.video === undefined ? 0 : videoElementBytes({ ...entry, video: entry.video }, site);
   let escaped = 0;
   for (let i = url.indexOf('&'); i >= 0; i = url.indexOf('&', i + 1)) escaped += 4;
   for (const c of ['<', '>']) for (let i = url.indexOf(c); i >= 0; i = url.indexOf(c, i + 1)) escaped += 3;
   const lastmod = entry.lastmod === null ? 0 : entry.lastmod.length + '<lastmod></lastmod>'.length;
-  return Buffer.byteLength(url) + escaped + lastmod + '<url><loc></loc></url>'.length;
+  return Buffer.byteLength(url) + escaped + lastmod + video + '<url><loc></loc></url>'.length;
 }
 
+/** The root of every urlset: the sitemaps.org namespace, and Google's video extension for the videos' pages. */
+const URLSET_ATTRS = { xmlns: NS.sitemap, 'xmlns:video': SITEMAP_VIDEO_NS };
+
 /** Bytes of a urlset besides its entries: the declaration, the root element, the final newline. */
-const URLSET_WRAPPER_BYTES = Buffer.byteLength(new FlatXmlDocument('urlset', { xmlns: NS.sitemap }, 'url', ['loc']).entry('x').end()) - entryBytes({ loc: 'x', lastmod: null });
+const URLSET_WRAPPER_BYTES =
+  Buffer.byteLength(new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc']).entry('x').end()) - Buffer.byteLength('<url><loc>x</loc></url>');
 
 /**
  * An empty urlset whose entries are written as they are added, so a part is never held as a tree:
  * every entry with its `lastmod` when the build knows when documents changed, else none has one.
  */
 class Urlset {
-  private readonly withDates = new FlatXmlDocument('urlset', { xmlns: NS.sitemap }, 'url', ['loc', 'lastmod']);
-  private readonly plain = new FlatXmlDocument('urlset', { xmlns: NS.sitemap }, 'url', ['loc']);
+  private readonly withDates = new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc', 'lastmod']);
+  private readonly plain = new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc']);
   private dated: boolean | null = null;
+
+  constructor(private readonly site: SiteContext) {}
 
   get length(): number {
     return this.dated === true ? this.withDates.length : this.plain.length;
@@ -102,8 +117,14 @@ class Urlset {
 
   entry(entry: SitemapEntry): this {
     this.dated ??= entry.lastmod !== null;
-    if (this.dated) this.withDates.entry(entry.loc, entry.lastmod ?? '');
-    else this.plain.entry(entry.loc);
+    const { video } = entry;
+    const site = this.site;
+    const child =
+      video === undefined || !describable({ ...entry, video }, site)
+        ? undefined
+        : { name: 'video:video', build: (element: XmlElement) => buildVideoElement(element, { ...entry, video }, site) };
+    if (this.dated) this.withDates.entryWith([entry.loc, entry.lastmod ?? ''], child);
+    else this.plain.entryWith([entry.loc], child);
     return this;
   }
 
@@ -112,8 +133,8 @@ class Urlset {
   }
 }
 
-function urlset(): Urlset {
-  return new Urlset();
+function urlset(site: SiteContext): Urlset {
+  return new Urlset(site);
 }
 
 /**
@@ -123,15 +144,15 @@ function urlset(): Urlset {
  */
 export function* renderSitemaps(urls: Iterable<SitemapEntry | string>, site: SiteContext, maxUrls = MAX_URLS_PER_SITEMAP, maxBytes = MAX_BYTES_PER_SITEMAP): Generator<RenderedSiteFile> {
   let parts = 0;
-  let part = urlset();
+  let part = urlset(site);
   let bytes = URLSET_WRAPPER_BYTES;
   for (const given of urls) {
     const url = typeof given === 'string' ? { loc: given, lastmod: null } : given;
-    const size = entryBytes(url);
+    const size = entryBytes(url, site);
     if (part.length === maxUrls || (part.length > 0 && bytes + size > maxBytes)) {
       // More than one part: this one becomes a numbered sitemap, written now to keep memory flat.
       const body = part.end();
-      part = urlset();
+      part = urlset(site);
       bytes = URLSET_WRAPPER_BYTES;
       yield { file: partFile(++parts), body };
     }
@@ -162,7 +183,9 @@ function idRanges(index: SiteIndex, site: SiteContext, limits: SitemapLimits): R
 
 /** Ids per part of each kind for a site of these id bounds and formats, or null for one file. */
 function sitemapLayout(bounds: { users: IdBounds | null; videos: IdBounds | null }, formats: readonly Format[], limits: SitemapLimits): Record<OwnerKind, number> | null {
-  const perOwner = { users: listedFormats(formats, 'user').length, videos: listedFormats(formats, 'video').length };
+  // A video's own page is listed beside its documents.
+  const videoFormats = listedFormats(formats, 'video').length;
+  const perOwner = { users: listedFormats(formats, 'user').length, videos: videoFormats === 0 ? 0 : videoFormats + 1 };
   const span = (b: { min: number; max: number } | null) => (b === null ? 0 : b.max - b.min + 1);
   if (span(bounds.users) * perOwner.users + span(bounds.videos) * perOwner.videos <= limits.maxUrls) return null;
   return {
@@ -251,12 +274,12 @@ function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: st
 }
 
 /** One part of a site split by id, or null when its rows list nothing. */
-function rangePart(file: string, urls: Iterable<SitemapEntry>, limits: SitemapLimits): RenderedSiteFile | null {
-  const part = urlset();
+function rangePart(file: string, urls: Iterable<SitemapEntry>, limits: SitemapLimits, site: SiteContext): RenderedSiteFile | null {
+  const part = urlset(site);
   let bytes = URLSET_WRAPPER_BYTES;
   for (const url of urls) {
     part.entry(url);
-    bytes += entryBytes(url);
+    bytes += entryBytes(url, site);
   }
   if (part.length === 0) return null;
   if (part.length > limits.maxUrls || bytes > limits.maxBytes) {
@@ -280,10 +303,16 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
     const rows = (from: number, to: number): Iterable<KeyedRow> => (kind === 'users' ? index.usersById!(from, to) : index.videosById!(from, to));
     const render = (k: number, owners: Iterable<KeyedRow>) => {
       const file = rangeFile(kind, k, width);
-      const dates = index.lastModifiedIn?.(kind, k * width, (k + 1) * width - 1) ?? null;
+      const [from, to] = [k * width, (k + 1) * width - 1];
+      const dates = index.lastModifiedIn?.(kind, from, to) ?? null;
+      const videos = kind === 'videos' ? new Map([...(index.videoViewsById?.(from, to) ?? [])].map((v) => [v.id, v])) : null;
       return rangePart(file, (function* () {
-        for (const owner of owners) yield* ownerUrls(index, site, kind, owner.key, dates);
-      })(), limits);
+        for (const owner of owners) {
+          yield* ownerUrls(index, site, kind, owner.key, dates);
+          const video = videos?.get(owner.id);
+          if (video !== undefined) yield videoEntry(video, site, dates);
+        }
+      })(), limits, site);
     };
     const changed = changes?.[kind];
     const kept = onDisk[kind];

@@ -216,6 +216,8 @@ export interface SiteIndex {
   /** Published users (or videos) with `from <= id <= to`, by id, as `usernames` (`videoIds`) filters them. */
   usersById?(from: number, to: number): Iterable<KeyedRow>;
   videosById?(from: number, to: number): Iterable<KeyedRow>;
+  /** The published videos with `from <= id <= to`, by id, as the documents show them (the sitemap's video entries). */
+  videoViewsById?(from: number, to: number): Iterable<VideoView>;
   /**
    * The users and videos whose documents or names may differ from what the site files on disk
    * list ('all' when the build cannot tell), and those site files, so a document split by id

@@ -109,18 +109,21 @@ export function* buildAffected(run: BuildRun, affected: AffectedOwners, options:
   const anyOwner = affected.users === 'all' || affected.users.size > 0 || affected.videos === 'all' || affected.videos.size > 0;
   const listingMoved = affected.siteFiles || run.newPaths || run.pruned > 0 || options.siteFilesStale || (sharded && anyOwner);
   const owed = formats.site.length > 0 ? state.lastmodsOwed() : null;
-  if (!listingMoved && !run.lastmodMoved && owed === null) return 'none';
+  // The sitemap describes each video from its row (title, description, uploader): an affected
+  // video's part may change even where none of its documents did.
+  const described = affected.videos === 'all' ? new Set<number>() : affected.videos;
+  if (!listingMoved && !run.lastmodMoved && described.size === 0 && owed === null) return 'none';
   // The owners this build relisted (and those earlier builds owe) are the only ones whose listing
   // may have changed, unless earlier builds left the site files behind (stale, another shard's
   // owners, unknown tables).
   const relistedOnly = !(affected.siteFiles || options.siteFilesStale || sharded);
   const bothFollowed = affected.users !== 'all' && affected.videos !== 'all';
   if (!listingMoved && options.deferLastmods === true && relistedOnly && bothFollowed) {
-    state.setLastmodsOwed({ user: union(owed?.user, run.relisted.user), video: union(owed?.video, run.relisted.video) });
+    state.setLastmodsOwed({ user: union(owed?.user, run.relisted.user), video: union(owed?.video, run.relisted.video, described) });
     return 'deferred';
   }
   const users = affected.users === 'all' ? 'all' : union(owed?.user, run.relisted.user);
-  const videos = affected.videos === 'all' ? 'all' : union(owed?.video, run.relisted.video);
+  const videos = affected.videos === 'all' ? 'all' : union(owed?.video, run.relisted.video, described);
   yield* run.siteFiles(relistedOnly ? { users, videos } : undefined);
   run.prune(state.staleOwned('site'));
   state.setSiteFilesStale(false);
@@ -128,6 +131,8 @@ export function* buildAffected(run: BuildRun, affected: AffectedOwners, options:
   return 'rendered';
 }
 
-function union(a: ReadonlySet<number> | undefined, b: ReadonlySet<number>): Set<number> {
-  return a === undefined ? new Set(b) : new Set([...a, ...b]);
+function union(...sets: Array<ReadonlySet<number> | undefined>): Set<number> {
+  const all = new Set<number>();
+  for (const set of sets) if (set !== undefined) for (const id of set) all.add(id);
+  return all;
 }

@@ -1,8 +1,8 @@
-import { newElement, startTag, type Recording } from './recorded-tree.js';
-import { XmlDocument } from './xml-document.js';
-import type { Attrs } from './xml-element.js';
+import { cleanElement, newElement, serialize, startTag, type Recording } from './recorded-tree.js';
+import { RecordedElement, XmlDocument } from './xml-document.js';
+import type { Attrs, XmlElement } from './xml-element.js';
 import { xmlEngine } from './xml-engine.js';
-import { leafElement, xmlChars, XML_DECLARATION } from './xml-text.js';
+import { leafElement, MAYBE_FORBIDDEN, xmlChars, XML_DECLARATION } from './xml-text.js';
 
 /**
  * A document that is a root holding a long run of same-shaped entries, `<entry><leaf>text</leaf>
@@ -17,6 +17,8 @@ import { leafElement, xmlChars, XML_DECLARATION } from './xml-text.js';
  */
 export class FlatXmlDocument {
   private readonly tree: XmlDocument | null = null;
+  /** The namespace prefixes the root declares: a nested child may use them. */
+  private readonly prefixes = new Set<string>();
   private readonly start: string = '';
   /** Finished text, joined every so often so the garbage of the entries dies young. */
   private readonly chunks: string[] = [];
@@ -29,7 +31,7 @@ export class FlatXmlDocument {
     private readonly entryName: string,
     private readonly leafNames: readonly string[],
   ) {
-    const recording: Recording = { prefixes: new Set(), simple: true };
+    const recording: Recording = { prefixes: this.prefixes, simple: true };
     const root = newElement(rootName, attrs, recording, true, false);
     // Only the checks matter here: the root has declared its prefixes by now, as in a tree.
     for (const name of [entryName, ...leafNames]) newElement(name, undefined, recording, false);
@@ -39,19 +41,31 @@ export class FlatXmlDocument {
 
   /** Appends one entry holding one leaf per leaf name, with these texts, in order. */
   entry(...texts: Array<string | number>): this {
+    return this.entryWith(texts);
+  }
+
+  /**
+   * Appends one entry holding its leaves (as `entry`) and then, when `child` is given, one element
+   * of that name that `child.build` fills through the tree API (a sitemap's `<video:video>`). The
+   * child is recorded and written as XmlDocument writes an element: its names must be ones the
+   * fast path takes (prefixes the root declares), which is the caller's to hold.
+   */
+  entryWith(texts: ReadonlyArray<string | number>, child?: { name: string; build: (element: XmlElement) => void }): this {
     const names = this.leafNames;
     if (texts.length !== names.length) throw new Error(`<${this.entryName}> takes ${names.length} texts, got ${texts.length}`);
     this.entries++;
     if (this.tree !== null) {
       const element = this.tree.root.el(this.entryName);
       for (let i = 0; i < names.length; i++) element.leaf(names[i]!, texts[i]!);
+      if (child !== undefined) child.build(element.el(child.name));
       return this;
     }
-    if (names.length === 0) {
+    if (names.length === 0 && child === undefined) {
       this.pending.push(`<${this.entryName}/>`);
     } else {
       let out = `<${this.entryName}>`;
       for (let i = 0; i < names.length; i++) out += leafElement(names[i]!, xmlChars(String(texts[i]!)));
+      if (child !== undefined) out += this.childMarkup(child.name, child.build);
       this.pending.push(`${out}</${this.entryName}>`);
     }
     if (this.pending.length === FLAT_CHUNK_ENTRIES) {
@@ -59,6 +73,20 @@ export class FlatXmlDocument {
       this.pending = [];
     }
     return this;
+  }
+
+  /** A nested child as the fast path writes it: recorded, cleaned only where it must be (as XmlDocument does), serialised. */
+  private childMarkup(name: string, build: (element: XmlElement) => void): string {
+    const recording: Recording = { prefixes: this.prefixes, simple: true };
+    const node = newElement(name, undefined, recording, false);
+    build(new RecordedElement(node, recording));
+    let markup = serialize(node);
+    if (MAYBE_FORBIDDEN.test(markup)) {
+      cleanElement(node, recording, false);
+      markup = serialize(node);
+    }
+    if (!recording.simple) throw new Error(`<${name}> holds a name the root does not declare a prefix for`);
+    return markup;
   }
 
   /** How many entries it holds. */

@@ -20,8 +20,8 @@ import { xmlEngine } from './xml-engine.js';
 import { fastPathTakesDoctype } from './xml-names.js';
 import { forBuilder, MAYBE_FORBIDDEN, sections, XML_DECLARATION } from './xml-text.js';
 
-/** One element of a recorded document (XmlDocument). */
-class RecordedElement implements XmlElement {
+/** One element of a recorded document (XmlDocument, and FlatXmlDocument's nested children). */
+export class RecordedElement implements XmlElement {
   /** @internal */
   constructor(
     private readonly node: ElementNode,

@@ -37,7 +37,7 @@ describe('sitemap split', () => {
     const parts = Object.fromEntries(files.slice(0, -1).map((f) => [f.file, f.body]));
 
     expect(xmllintSchema(join(SCHEMAS, 'siteindex.xsd'), { index }).ok).toBe(true);
-    const validation = xmllintSchema(join(SCHEMAS, 'sitemap.xsd'), parts);
+    const validation = xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), parts);
     expect(validation.ok, validation.output.slice(0, 2000)).toBe(true);
     // An independent reader of the index finds every part at its URL.
     expect(xpath(index, 'count(//*[local-name()="sitemap"])')).toBe('3');
@@ -51,7 +51,7 @@ describe('sitemap split', () => {
   it('keeps one sitemap.xml (a urlset, not an index) at exactly 50,000 URLs', () => {
     const files = [...renderSitemaps(urls(MAX_URLS_PER_SITEMAP), site)];
     expect(files.map((f) => f.file)).toEqual(['sitemap.xml']);
-    expect(xmllintSchema(join(SCHEMAS, 'sitemap.xsd'), { sitemap: files[0]!.body }).ok).toBe(true);
+    expect(xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), { sitemap: files[0]!.body }).ok).toBe(true);
   });
 
   it('splits by bytes too: every file within the limit, each part as full as the limit allows', () => {
@@ -76,7 +76,7 @@ describe('sitemap split', () => {
       }
     }
     expect(next).toBe(all.length);
-    const validation = xmllintSchema(join(SCHEMAS, 'sitemap.xsd'), Object.fromEntries(parts.map((p) => [p.file, p.body])));
+    const validation = xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), Object.fromEntries(parts.map((p) => [p.file, p.body])));
     expect(validation.ok, validation.output.slice(0, 2000)).toBe(true);
     expect(xmllintSchema(join(SCHEMAS, 'siteindex.xsd'), { index: files.at(-1)!.body }).ok).toBe(true);
   });
@@ -146,7 +146,7 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
     expect(parts.length).toBeGreaterThan(4);
     const text = (path: string) => tree.get(path)!.toString('utf8');
     expect(xmllintSchema(join(SCHEMAS, 'siteindex.xsd'), { index: text('sitemap.xml') }).ok).toBe(true);
-    const validation = xmllintSchema(join(SCHEMAS, 'sitemap.xsd'), Object.fromEntries(parts.map((p) => [p, text(p)])));
+    const validation = xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), Object.fromEntries(parts.map((p) => [p, text(p)])));
     expect(validation.ok, validation.output.slice(0, 2000)).toBe(true);
     // The index lists exactly the parts on disk, users first, each range in order.
     const order = (p: string) => [p.includes('-users-') ? 0 : 1, Number(/-(\d+)-\d+\.xml$/.exec(p)![1])];

@@ -6,7 +6,9 @@ import { XmlDocument } from '../../src/render/xml-document.js';
 import { type Attrs, type XmlElement } from '../../src/render/xml-element.js';
 import { setXmlEngine } from '../../src/render/xml-engine.js';
 import { PLAIN_NAME, plainElementName } from '../../src/render/xml-names.js';
-import { renderSitemaps } from '../../src/formats/sitemap.js';
+import { renderSitemaps, type SitemapEntry } from '../../src/formats/sitemap.js';
+import { buildVideoElement, SITEMAP_VIDEO_NS } from '../../src/formats/sitemap-video.js';
+import type { VideoView } from '../../src/model/views.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import * as reference from '../helpers/xml-reference.js';
@@ -357,7 +359,7 @@ describe('FlatXmlDocument writes what a tree of the same calls writes', () => {
     const files = [...renderSitemaps(urls, site, 700)];
     expect(files.map((f) => f.file)).toEqual(['sitemap-1.xml', 'sitemap-2.xml', 'sitemap-3.xml', 'sitemap.xml']);
     const urlset = (part: string[]) => {
-      const doc = new reference.XmlDocument('urlset', { xmlns: NS.sitemap });
+      const doc = new reference.XmlDocument('urlset', { xmlns: NS.sitemap, 'xmlns:video': SITEMAP_VIDEO_NS });
       for (const url of part) doc.root.el('url').leaf('loc', url);
       return doc.end();
     };
@@ -367,7 +369,54 @@ describe('FlatXmlDocument writes what a tree of the same calls writes', () => {
     expect(files[3]!.body).toBe(index.end());
     expect(xmllintWellFormed(Object.fromEntries(files.map((f) => [f.file, f.body]))).output).toBe('');
   });
+
+  it('video entries of hostile text, nested in their url, are what the builder alone writes', () => {
+    const site = createSiteContext(testConfig(), FORMATS, new Date(Date.UTC(2026, 0, 1)));
+    const random = prng(7);
+    const hostile = Object.values(HOSTILE);
+    const pick = () => hostile[Math.floor(random() * hostile.length)]!;
+    const entries: SitemapEntry[] = [...Array(300).keys()].map((i) => ({
+      loc: hostileUrl(random),
+      lastmod: '2026-01-01T00:00:00Z',
+      video: videoOf(i, `${pick()} ${pick()}`, `${pick()}${pick()}`, `${pick()}`),
+    }));
+    const files = [...renderSitemaps(entries, site, 120)];
+    expect(files.map((f) => f.file)).toEqual(['sitemap-1.xml', 'sitemap-2.xml', 'sitemap-3.xml', 'sitemap.xml']);
+    for (let i = 0; i < 3; i++) {
+      const doc = new reference.XmlDocument('urlset', { xmlns: NS.sitemap, 'xmlns:video': SITEMAP_VIDEO_NS });
+      for (const entry of entries.slice(i * 120, (i + 1) * 120)) {
+        const url = doc.root.el('url').leaf('loc', entry.loc).leaf('lastmod', entry.lastmod!);
+        buildVideoElement(url.el('video:video') as unknown as XmlElement, { ...entry, video: entry.video! }, site);
+      }
+      expect(files[i]!.body, files[i]!.file).toBe(doc.end());
+    }
+    expect(xmllintWellFormed(Object.fromEntries(files.map((f) => [f.file, f.body]))).output).toBe('');
+  });
 });
+
+function videoOf(id: number, title: string, description: string, uploader: string): VideoView {
+  return {
+    id,
+    publicId: `v${id}`,
+    title,
+    description,
+    durationSeconds: id % 3 === 0 ? null : id * 97,
+    fileUrl: `https://cdn.example.org/v/${id}.mp4?a=1&b=<2>`,
+    fileSize: null,
+    fileType: 'video/mp4',
+    width: null,
+    height: null,
+    thumbnailUrl: `https://cdn.example.org/t/${id}.jpg?q="x"`,
+    thumbnailWidth: 160,
+    thumbnailHeight: 120,
+    captionsUrl: null,
+    category: null,
+    tags: [],
+    uploader: { username: `u${id}`, displayName: uploader, avatarUrl: null, homepageUrl: null, emailSha1: null },
+    createdAt: new Date(Date.UTC(2025, 0, 1 + id)),
+    updatedAt: new Date(Date.UTC(2025, 0, 1 + id)),
+  };
+}
 
 describe('text comes back as it went in', () => {
   it('escapes entity-shaped ampersands (the xmlbuilder2 quirk), markup and quotes; drops forbidden characters', () => {

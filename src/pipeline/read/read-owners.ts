@@ -121,6 +121,9 @@ export function siteIndex(
     *videosById(from, to) {
       for (const row of reader.publishableVideosById(from, to)) if (paths.problem(row.publicId) === null) yield { id: row.id, key: row.publicId };
     },
+    *videoViewsById(from, to) {
+      for (const video of reader.videoViewsById(from, to)) if (paths.problem(video.publicId) === null) yield video;
+    },
     ...(changes === undefined ? {} : { changes }),
   };
 }

@@ -1,0 +1,98 @@
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
+import { FORMATS } from '../../src/formats/registry.js';
+import { buildSite } from '../../src/pipeline/site-build.js';
+import { readTree } from '../helpers/cli.js';
+import { buildInMemory, createDemoDb, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { SCHEMAS, xmllintSchema, xpath } from '../helpers/validators.js';
+
+/**
+ * The sitemap's video entries (Google's video extension): every published video's own page, once,
+ * described by values equal to the database's, checked by xmllint against the extension's schema
+ * and read back with XPath; nothing private; a long description cut on a character boundary.
+ */
+
+/** The text of `name` in the video entry whose page is `loc`, read by xmllint's XPath. */
+function field(sitemap: string, loc: string, name: string): string {
+  const el = (n: string) => `*[local-name()='${n}']`;
+  return xpath(sitemap, `string(//${el('url')}[${el('loc')}='${loc}']/${el('video')}/${el(name)})`);
+}
+
+describe('the video sitemap', () => {
+  it('describes every published video once, by its page, valid against the extension schema', () => {
+    const f = createDemoDb();
+    const sitemap = buildInMemory(f.file, { only: new Set(['sitemap']) }).writer.text('sitemap.xml');
+    expect(xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), { sitemap })).toMatchObject({ ok: true });
+    const db = new Database(f.file, { readonly: true });
+    const published = db
+      .prepare<[], { public_id: string }>(`SELECT v.public_id FROM videos v JOIN users u ON u.id = v.user_id WHERE v.visibility = 'public' AND u.state = 'active'`)
+      .all()
+      .map((r) => r.public_id);
+    const described = [...sitemap.matchAll(/<url><loc>([^<]*)<\/loc>(?:<lastmod>[^<]*<\/lastmod>)?<video:video>/g)].map((m) => m[1]!);
+    const page = (id: string) => `https://videos.example.org/${encodeURIComponent(id)}/oembed/html`;
+    // Hostile ids the build skips are skipped here too: every described page is a published video's, once.
+    expect(new Set(described).size).toBe(described.length);
+    expect(described.length).toBeGreaterThan(published.length * 0.8);
+    for (const loc of described) expect(published.map(page)).toContain(loc.replace(/&amp;/g, '&'));
+    const privateOnes = db.prepare<[], { public_id: string }>(`SELECT public_id FROM videos WHERE visibility <> 'public'`).all();
+    for (const { public_id } of privateOnes) expect(described).not.toContain(page(public_id));
+    db.close();
+  });
+
+  it('carries the database values: title, description, file, duration, date and uploader', () => {
+    const { db, file } = createTestDb();
+    const ann = insertUser(db, { username: 'ann', display_name: 'Ann "the" <Uploader>' });
+    const title = 'A </script> "quoted" & \u202Eright-to-left\u202C title';
+    const description = `${'ö'.repeat(2046)}😀😀 and more`;
+    insertVideo(db, ann.id, { public_id: 'clip', title, description, duration_seconds: 600, created_at: 1_700_000_000 });
+    insertVideo(db, ann.id, { public_id: 'long', duration_seconds: 28_801 });
+    insertVideo(db, ann.id, { public_id: 'hidden', visibility: 'private' });
+    const sitemap = buildInMemory(file, { only: new Set(['sitemap']) }).writer.text('sitemap.xml');
+    expect(xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), { sitemap })).toMatchObject({ ok: true });
+    const loc = 'https://videos.example.org/clip/oembed/html';
+    expect(field(sitemap, loc, 'title')).toBe(title);
+    // 2,048 characters, the second emoji cut whole rather than split into half a surrogate pair.
+    expect(field(sitemap, loc, 'description')).toBe(`${'ö'.repeat(2046)}😀😀`);
+    expect(field(sitemap, loc, 'content_loc')).toMatch(/^https:\/\/cdn\.example\.org\/v\/\d+\.flv$/);
+    expect(field(sitemap, loc, 'duration')).toBe('600');
+    expect(field(sitemap, loc, 'publication_date')).toBe('2023-11-14T22:13:20Z');
+    expect(field(sitemap, loc, 'uploader')).toBe('Ann "the" <Uploader>');
+    expect(xpath(sitemap, `string(//*[local-name()='uploader']/@info)`)).toBe('https://videos.example.org/ann/');
+    // A duration Google does not take is left out; a private video is not there at all.
+    expect(sitemap).toContain('<loc>https://videos.example.org/long/oembed/html</loc>');
+    expect(field(sitemap, 'https://videos.example.org/long/oembed/html', 'duration')).toBe('');
+    expect(sitemap).not.toContain('hidden');
+  });
+
+  it('on a site split by id, an edited title rewrites only the part that lists the video', () => {
+    const { db, file } = createTestDb();
+    const ann = insertUser(db, { username: 'ann' });
+    for (let i = 0; i < 40; i++) insertVideo(db, ann.id, { id: 5000 + i, public_id: `v${i}` });
+    const split = sitemapFormat({ ...SITEMAP_LIMITS, maxUrls: 50, partUrls: 10 });
+    const formats = FORMATS.map((f) => (f.name === 'sitemap' ? split : f));
+    const work = tempDir('vidfeeds-video-sitemap-');
+    const out = join(work.dir, 'out');
+    const build = () => buildSite({ db: file, out, stateFile: join(work.dir, 'state'), config: testConfig(), formats, writeThread: false });
+    build();
+    const before = readTree(out);
+    const parts = [...before.keys()].filter((p) => p.startsWith('sitemap-videos-'));
+    expect(parts.length).toBeGreaterThan(3);
+    const validation = xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), Object.fromEntries(parts.map((p) => [p, before.get(p)!.toString('utf8')])));
+    expect(validation.ok, validation.output.slice(0, 2000)).toBe(true);
+
+    db.prepare(`UPDATE videos SET title = 'Retitled' WHERE public_id = 'v17'`).run();
+    expect(build().mode).toBe('incremental');
+    const after = readTree(out);
+    const changed = [...after.keys()].filter((p) => p.startsWith('sitemap') && !before.get(p)?.equals(after.get(p)!));
+    expect(changed).toHaveLength(1);
+    expect(after.get(changed[0]!)!.toString('utf8')).toContain('<video:title>Retitled</video:title>');
+
+    // A description shows in no document of the video (its uploader's feed aside), yet in its entry.
+    db.prepare(`UPDATE videos SET description = 'Described anew' WHERE public_id = 'v17'`).run();
+    expect(build().mode).toBe('incremental');
+    expect(readTree(out).get(changed[0]!)!.toString('utf8')).toContain('<video:description>Described anew</video:description>');
+  });
+});
