@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
@@ -342,7 +343,10 @@ describe('oEmbed response of one video', () => {
     expect([...writer.files.keys()].sort()).toEqual(['clip1/oembed/html', 'clip1/oembed/index.json', 'clip1/oembed/json', 'clip1/oembed/xml', 'sitemap.xml']);
     const sitemap = writer.text('sitemap.xml');
     expect(sitemap).toContain('<loc>https://videos.example.org/clip1/oembed/</loc>');
-    expect(sitemap.match(/oembed/g)).toHaveLength(1);
+    // Beside the video's own page (its entry in the video extension), one oEmbed URL.
+    const page = createSiteContext(playerConfig(), FORMATS).paths.videoPage('clip1');
+    const documents = [...sitemap.matchAll(/<loc>([^<]*)<\/loc>/g)].map((m) => m[1]).filter((loc) => loc !== page);
+    expect(documents.filter((loc) => loc!.includes('oembed'))).toEqual(['https://videos.example.org/clip1/oembed/']);
   });
 
   it('matches the snapshots of each form, with the default (HTML5) player and with the seed Flash one', async () => {
