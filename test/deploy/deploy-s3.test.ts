@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, readTree } from '../helpers/cli.js';
-import { URL_TABLE } from '../helpers/served-urls.js';
+import { expectedObjects, manifest as treeManifest, productCacheControl, productType, type ManifestFile } from '../helpers/deploy-objects.js';
 import { BUCKET, runCli, startLocalS3, type LocalS3, type LoggedRequest } from '../helpers/s3.js';
 import { createDemoDb, insertVideo } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -16,13 +16,6 @@ import { tempDir } from '../helpers/temp-dir.js';
 
 const BASE = 'https://videos.example.org';
 const HUB = 'https://hub.example.net/';
-
-interface ManifestFile {
-  file: string;
-  keys: string[];
-  link?: string;
-  compressed: Array<{ file: string; contentEncoding: string }>;
-}
 
 let s3: LocalS3;
 let work: { dir: string; cleanup: () => void };
@@ -51,37 +44,7 @@ function deploy(prefix: string, extra: string[] = [], onStart?: (child: ChildPro
 }
 
 function manifest(): ManifestFile[] {
-  const result = cli(['hosting', 'manifest', '--root', out, '--config', config]);
-  expect(result.code).toBe(0);
-  return (JSON.parse(result.stdout) as { files: ManifestFile[] }).files;
-}
-
-/** Every object a tree's manifest asks for, by key under `prefix`, with the file whose bytes it holds. */
-function expectedObjects(files: readonly ManifestFile[], prefix: string): Map<string, { file: string; encoding?: string; document: string; link?: string }> {
-  const objects = new Map<string, { file: string; encoding?: string; document: string; link?: string }>();
-  for (const f of files) {
-    for (const key of f.keys) {
-      objects.set(`${prefix}/${key}`, { file: f.file, document: f.file, link: f.link });
-      for (const form of f.compressed) objects.set(`${prefix}/${key}.gz`, { file: form.file, encoding: form.contentEncoding, document: f.file, link: f.link });
-    }
-  }
-  return objects;
-}
-
-/** The Content-Type of a document by the product's URL table (an independent copy, test/helpers/served-urls.ts). */
-function productType(file: string): string {
-  const parts = file.split('/');
-  const pattern = parts.length === 1 ? file : `<x>/${parts.slice(1).join('/')}`;
-  const row = URL_TABLE.find((r) => r.file.replace(/^<(user|video)>/, '<x>') === pattern || (parts.length === 1 && /^sitemap-.*\.xml$/.test(file) && r.file === 'sitemap.xml'));
-  if (row === undefined) throw new Error(`no row of the URL table for ${file}`);
-  return row.type;
-}
-
-/** The documented default Cache-Control of a document's class (docs/deploy.md). */
-function productCacheControl(file: string): string {
-  const dir = file.split('/')[1];
-  if (dir === undefined) return 'public, max-age=3600';
-  return ['foaf', 'hcard', 'oembed'].includes(dir) ? 'public, max-age=86400' : 'public, max-age=900';
+  return treeManifest(out, config);
 }
 
 const writes = (log: readonly LoggedRequest[]) => log.filter((r) => r.method === 'PUT' && r.key !== '' && r.status === 200);
