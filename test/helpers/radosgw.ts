@@ -19,7 +19,8 @@ import { missingPrograms } from './programs.js';
  */
 
 const PROGRAMS = {
-  monmaptool: 'ceph-base',
+  // monmaptool is ceph-base's, which ceph-mon depends on.
+  monmaptool: 'ceph-mon',
   'ceph-mon': 'ceph-mon',
   'ceph-osd': 'ceph-osd',
   ceph: 'ceph-common',
@@ -66,6 +67,9 @@ function startDaemon(name: string, program: string, args: string[]): Daemon {
   return { name, child, exited, output: () => output };
 }
 
+/** A daemon stopped while it was needed: a port taken in the meantime, most often. */
+class DaemonExited extends Error {}
+
 const running = (d: Daemon) => d.child.exitCode === null && d.child.signalCode === null;
 
 /** Rejects as soon as the daemon exits, naming it and what it printed (for a race with a wait). */
@@ -75,16 +79,28 @@ function exitOf(daemon: Daemon, logs: () => string): Promise<never> {
   });
 }
 
-class DaemonExited extends Error {}
 
 /** Runs a Ceph tool to its end (bounded); throws with its output when it fails. */
-function tool(program: string, args: string[], timeoutMs = 60_000): Promise<string> {
+function tool(program: string, args: string[], timeoutMs = 60_000, signal?: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(program, args, { cwd: tmpdir(), timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
+    execFile(program, args, { cwd: tmpdir(), timeout: timeoutMs, encoding: 'utf8', signal }, (error, stdout, stderr) => {
       if (error) reject(new Error(`${program} ${args.join(' ')} failed: ${error.message}\n${stdout}${stderr}`));
       else resolve(stdout);
     });
   });
+}
+
+/**
+ * Runs a tool that needs the daemons; fails as soon as one of them exits, and then stops the tool
+ * rather than leave it waiting for a cluster that is gone.
+ */
+async function toolWhileUp(daemons: readonly Daemon[], logs: () => string, program: string, args: string[], timeoutMs: number): Promise<void> {
+  const abort = new AbortController();
+  try {
+    await Promise.race([tool(program, args, timeoutMs, abort.signal), ...daemons.map((d) => exitOf(d, logs))]);
+  } finally {
+    abort.abort();
+  }
 }
 
 /** The cluster's configuration: everything under `dir`, quiet logs, as few threads as serve a test. */
@@ -127,7 +143,7 @@ mon allow pool size one = true
 mon warn on pool no redundancy = false
 mon max pg per osd = 1000
 # The monitor gathers changes for a second before it commits them by default, and every pool and
-# OSD change of a start waits for a commit: a start takes about 12 s so, 2 s without.
+# OSD change of a start waits for a commit.
 paxos propose interval = 0.01
 paxos min wait = 0.001
 osd op num shards = 1
@@ -173,13 +189,17 @@ async function stopDaemons(daemons: readonly Daemon[]): Promise<void> {
   }
 }
 
-/** Polls a signed ListBuckets with the user's keys until it succeeds: only this gateway knows them. */
-async function waitForGateway(client: S3Client, deadline: number): Promise<void> {
+/**
+ * Polls a signed ListBuckets with the user's keys until it succeeds (only this gateway knows them),
+ * for as long as the gateway runs.
+ */
+async function waitForGateway(client: S3Client, rgw: Daemon, deadline: number): Promise<void> {
   for (;;) {
     try {
       await client.send(new ListBucketsCommand({}));
       return;
     } catch (error) {
+      if (!running(rgw)) throw new DaemonExited(`radosgw exited: ${rgw.output()}`);
       if (Date.now() > deadline) throw new Error(`the gateway did not answer: ${(error as Error).message}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -201,7 +221,7 @@ async function startCluster(dir: string, keys: { access: string; secret: string 
   const config = join(dir, 'ceph.conf');
   writeFileSync(config, cephConf(dir, fsid, monPort, 0));
   const c = ['-c', config];
-  await tool('monmaptool', ['--create', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${monPort}]`, join(dir, 'monmap')]);
+  await tool('monmaptool', ['--create', '--clobber', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${monPort}]`, join(dir, 'monmap')]);
   await tool('ceph-mon', [...c, '-i', 'a', '--mkfs', '--monmap', join(dir, 'monmap')]);
   const mon = startDaemon('ceph-mon', 'ceph-mon', [...c, '-f', '-i', 'a']);
   daemons.push(mon);
@@ -209,12 +229,12 @@ async function startCluster(dir: string, keys: { access: string; secret: string 
   const left = () => Math.max(1_000, deadline - Date.now());
   const osdUuid = randomUUID();
   // `ceph` waits for the monitor to form its quorum; a monitor that could not bind exits instead.
-  await Promise.race([tool('ceph', [...c, '--connect-timeout', String(Math.ceil(left() / 1000)), 'osd', 'new', osdUuid], left()), exitOf(mon, logs)]);
+  await toolWhileUp([mon], logs, 'ceph', [...c, '--connect-timeout', String(Math.ceil(left() / 1000)), 'osd', 'new', osdUuid], left());
   await tool('ceph-osd', [...c, '-i', '0', '--mkfs', '--osd-uuid', osdUuid]);
   const osd = startDaemon('ceph-osd', 'ceph-osd', [...c, '-f', '-i', '0']);
   daemons.push(osd);
   const user = ['user', 'create', '--uid', 'vidfeeds-test', '--display-name', 'vidfeeds tests', '--access-key', keys.access, '--secret-key', keys.secret];
-  await Promise.race([tool('radosgw-admin', [...c, '-n', 'client.admin', ...user], left()), exitOf(mon, logs), exitOf(osd, logs)]);
+  await toolWhileUp([mon, osd], logs, 'radosgw-admin', [...c, '-n', 'client.admin', ...user], left());
 }
 
 /**
@@ -231,7 +251,7 @@ async function startGateway(dir: string, client: (port: number) => S3Client, dae
     daemons.push(rgw);
     const s3 = client(port);
     try {
-      await Promise.race([waitForGateway(s3, deadline), exitOf(rgw, () => readLogs(dir))]);
+      await Promise.race([waitForGateway(s3, rgw, deadline), exitOf(rgw, () => readLogs(dir))]);
       return port;
     } catch (error) {
       if (!(error instanceof DaemonExited) || attempt === 3) throw error;
