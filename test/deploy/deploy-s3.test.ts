@@ -3,9 +3,9 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, readTree } from '../helpers/cli.js';
-import { expectedObjects, manifest as treeManifest, productCacheControl, productType, type ManifestFile } from '../helpers/deploy-objects.js';
+import { editDemoSite, expectedObjects, manifest as treeManifest, productCacheControl, productType, type ManifestFile } from '../helpers/deploy-objects.js';
 import { BUCKET, runCli, startLocalS3, type LocalS3, type LoggedRequest } from '../helpers/s3.js';
-import { createDemoDb, insertVideo } from '../helpers/site-fixture.js';
+import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -83,11 +83,7 @@ describe('vidfeeds deploy to an S3-compatible store', () => {
   it('after one edit, writes exactly the changed objects and deletes exactly the removed ones, in an order no reader can catch half-done', async () => {
     const before = readTree(out);
     const oldObjects = expectedObjects(manifest(), 'videos');
-    const uploader = site.db.prepare(`SELECT user_id AS id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1`).get() as { id: number };
-    const [edited, hidden] = site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 2`).all() as Array<{ public_id: string }>;
-    site.db.prepare(`UPDATE videos SET title = 'A title edited for the deploy' WHERE public_id = ?`).run(edited!.public_id);
-    site.db.prepare(`UPDATE videos SET visibility = 'private' WHERE public_id = ?`).run(hidden!.public_id);
-    insertVideo(site.db, uploader.id, { public_id: 'brandnew1', title: 'A new video' });
+    editDemoSite(site.db);
     const build = cli(['build', '--db', site.file, '--out', out, '--config', config, '--json']);
     expect(build.code, build.stderr).toBe(0);
     const after = readTree(out);

@@ -3,10 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBucket, readObjects } from '../helpers/boto3.js';
 import { cli, readTree } from '../helpers/cli.js';
-import { expectedObjects, manifest, productCacheControl, productType } from '../helpers/deploy-objects.js';
+import { editDemoSite, expectedObjects, manifest, productCacheControl, productType } from '../helpers/deploy-objects.js';
 import { radosgwMissing, startRadosgw, type RunningRadosgw } from '../helpers/radosgw.js';
 import { runCli } from '../helpers/s3.js';
-import { createDemoDb, insertVideo } from '../helpers/site-fixture.js';
+import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -82,11 +82,8 @@ describe.skipIf(missing !== null)('vidfeeds deploy to Ceph RADOS Gateway', () =>
     expect(unchanged.code, unchanged.stderr).toBe(0);
     expect(JSON.parse(unchanged.stdout).counts).toMatchObject({ uploaded: 0, deleted: 0 });
 
-    const uploader = site.db.prepare(`SELECT user_id AS id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1`).get() as { id: number };
-    const [edited, hidden] = site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 2`).all() as Array<{ public_id: string }>;
-    site.db.prepare(`UPDATE videos SET title = 'A title edited for the deploy' WHERE public_id = ?`).run(edited!.public_id);
-    site.db.prepare(`UPDATE videos SET visibility = 'private' WHERE public_id = ?`).run(hidden!.public_id);
-    insertVideo(site.db, uploader.id, { public_id: 'brandnew1', title: 'A new video' });
+    const { hidden } = editDemoSite(site.db);
+    expect(readObjects(store, BUCKET, `videos/${hidden}/`).size).toBeGreaterThan(0);
     const build = cli(['build', '--db', site.file, '--out', out, '--config', config]);
     expect(build.code, build.stderr).toBe(0);
 
@@ -97,6 +94,6 @@ describe.skipIf(missing !== null)('vidfeeds deploy to Ceph RADOS Gateway', () =>
     expect(report.counts.deleted).toBeGreaterThan(0);
     expectStoreEqualsTree();
     expect(readObjects(store, BUCKET, 'videos/brandnew1/').size).toBeGreaterThan(0);
-    expect(readObjects(store, BUCKET, `videos/${hidden!.public_id}/`).size).toBe(0);
+    expect(readObjects(store, BUCKET, `videos/${hidden}/`).size).toBe(0);
   });
 });

@@ -1,6 +1,8 @@
+import type Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { cli } from './cli.js';
 import { URL_TABLE } from './served-urls.js';
+import { insertVideo } from './site-fixture.js';
 
 /**
  * What a deploy of a built tree must leave in a store, by the documents rather than by the deploy's
@@ -58,4 +60,17 @@ export function productCacheControl(file: string): string {
   const dir = file.split('/')[1];
   if (dir === undefined) return 'public, max-age=3600';
   return ['foaf', 'hcard', 'oembed'].includes(dir) ? 'public, max-age=86400' : 'public, max-age=900';
+}
+
+/**
+ * The change a deploy test publishes: the first public video's title edited, the second made
+ * private (its documents removed), a video `brandnew1` added. Returns the hidden video's id.
+ */
+export function editDemoSite(db: Database.Database): { hidden: string } {
+  const uploader = db.prepare(`SELECT user_id AS id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1`).get() as { id: number };
+  const [edited, hidden] = db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 2`).all() as Array<{ public_id: string }>;
+  db.prepare(`UPDATE videos SET title = 'A title edited for the deploy' WHERE public_id = ?`).run(edited!.public_id);
+  db.prepare(`UPDATE videos SET visibility = 'private' WHERE public_id = ?`).run(hidden!.public_id);
+  insertVideo(db, uploader.id, { public_id: 'brandnew1', title: 'A new video' });
+  return { hidden: hidden!.public_id };
 }
