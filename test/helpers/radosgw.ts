@@ -9,7 +9,7 @@ import { missingPrograms } from './programs.js';
 
 /**
  * A production object store for tests: Ceph's RADOS Gateway (Debian's `radosgw`, Ceph 16.2) over
- * a single-node cluster of one monitor and one in-memory OSD (memstore: no block device, no root),
+ * a single-node cluster of one monitor and one OSD (in memory by default: no block device, no root),
  * started in a temporary folder on loopback ports, with one S3 user of fresh random keys.
  *
  * Ceph runs as the current user (it does not refuse root, and every file it writes is in the
@@ -30,6 +30,15 @@ const PROGRAMS = {
 
 /** How long one start may take before it is abandoned (a start takes seconds; a loaded machine, more). */
 const START_DEADLINE_MS = 90_000;
+
+export type ObjectStore = 'memstore' | 'bluestore';
+
+export interface RadosgwOptions {
+  /** The OSD's store: memstore (the default) or a file-backed bluestore for more than 1 GiB. */
+  objectStore?: ObjectStore;
+  /** The cluster is killed after this long, stopped or not (default 10 minutes). */
+  lifetimeMs?: number;
+}
 
 export interface RunningRadosgw {
   /** `http://127.0.0.1:PORT`, path-style. */
@@ -103,8 +112,27 @@ async function toolWhileUp(daemons: readonly Daemon[], logs: () => string, progr
   }
 }
 
+/**
+ * The OSD's store. memstore holds every object in memory and starts in a moment; bluestore keeps
+ * them in a sparse 10 GiB file of the folder (its first start formats it: several seconds), with
+ * a small cache, for more data than a test's.
+ */
+function objectStoreConf(store: ObjectStore): string {
+  if (store === 'memstore') return 'osd objectstore = memstore\n# The capacity the OSD reports: writes stop when it is 95% full.\nmemstore device bytes = 1073741824\n';
+  return [
+    'osd objectstore = bluestore',
+    'bluestore block create = true',
+    'bluestore block size = 10737418240',
+    'bluestore fsck on mount = false',
+    'osd memory target = 536870912',
+    'bluestore cache autotune = false',
+    'bluestore cache size = 134217728',
+    '',
+  ].join('\n');
+}
+
 /** The cluster's configuration: everything under `dir`, quiet logs, as few threads as serve a test. */
-function cephConf(dir: string, fsid: string, monPort: number, rgwPort: number): string {
+function cephConf(dir: string, fsid: string, monPort: number, objectStore: ObjectStore): string {
   return `[global]
 fsid = ${fsid}
 mon host = v2:127.0.0.1:${monPort}
@@ -131,9 +159,7 @@ rgw data = ${dir}/rgw
 mon data avail warn = 0
 mon data avail crit = 0
 # One OSD holds every placement group: one copy, few groups, no autoscaler (it needs a manager).
-osd objectstore = memstore
-memstore device bytes = 1073741824
-osd pool default size = 1
+${objectStoreConf(objectStore)}osd pool default size = 1
 osd pool default min size = 1
 osd pool default pg num = 8
 osd pool default pgp num = 8
@@ -154,7 +180,7 @@ rgw enable lc threads = false
 rgw enable quota threads = false
 rgw dynamic resharding = false
 # Without tcp_nodelay every answer with a body waits for the client's delayed ACK (about 40 ms).
-rgw frontends = beast endpoint=127.0.0.1:${rgwPort} tcp_nodelay=1
+rgw frontends = beast endpoint=127.0.0.1:0 tcp_nodelay=1
 debug ms = 0
 debug mon = 0
 debug paxos = 0
@@ -211,7 +237,7 @@ async function waitForGateway(client: S3Client, rgw: Daemon, deadline: number): 
  * exists (radosgw-admin's write waits for the OSD to serve the pools it creates). The gateway's
  * port in the configuration is set by startGateway.
  */
-async function startCluster(dir: string, keys: { access: string; secret: string }, daemons: Daemon[], deadline: number): Promise<void> {
+async function startCluster(dir: string, objectStore: ObjectStore, keys: { access: string; secret: string }, daemons: Daemon[], deadline: number): Promise<void> {
   for (const sub of ['run', 'log', 'mon', 'osd', 'rgw', 'crash']) {
     rmSync(join(dir, sub), { recursive: true, force: true });
     mkdirSync(join(dir, sub));
@@ -219,7 +245,7 @@ async function startCluster(dir: string, keys: { access: string; secret: string 
   const fsid = randomUUID();
   const monPort = await freePort();
   const config = join(dir, 'ceph.conf');
-  writeFileSync(config, cephConf(dir, fsid, monPort, 0));
+  writeFileSync(config, cephConf(dir, fsid, monPort, objectStore));
   const c = ['-c', config];
   await tool('monmaptool', ['--create', '--clobber', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${monPort}]`, join(dir, 'monmap')]);
   await tool('ceph-mon', [...c, '-i', 'a', '--mkfs', '--monmap', join(dir, 'monmap')]);
@@ -262,7 +288,7 @@ async function startGateway(dir: string, client: (port: number) => S3Client, dae
 }
 
 /** Starts the cluster and its gateway; rejects with the daemons' logs when it cannot. */
-export async function startRadosgw(options: { lifetimeMs?: number } = {}): Promise<RunningRadosgw> {
+export async function startRadosgw(options: RadosgwOptions = {}): Promise<RunningRadosgw> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const dir = mkdtempSync(join(tmpdir(), 'vidfeeds-ceph-'));
   const keys = { access: randomBytes(10).toString('hex').toUpperCase(), secret: randomBytes(20).toString('hex') };
@@ -291,7 +317,7 @@ export async function startRadosgw(options: { lifetimeMs?: number } = {}): Promi
     // again on another port (three tries).
     for (let attempt = 1; ; attempt++) {
       try {
-        await startCluster(dir, keys, daemons, deadline);
+        await startCluster(dir, options.objectStore ?? 'memstore', keys, daemons, deadline);
         break;
       } catch (error) {
         if (!(error instanceof DaemonExited) || attempt === 3) throw error;
