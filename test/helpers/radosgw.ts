@@ -66,8 +66,12 @@ interface Daemon {
   output(): string;
 }
 
+/**
+ * Starts a daemon in the foreground. setpriv (util-linux, essential on Debian) has the kernel kill
+ * it when the test process dies, even by SIGKILL, when no exit handler of ours can run.
+ */
 function startDaemon(name: string, program: string, args: string[]): Daemon {
-  const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmpdir() });
+  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', program, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmpdir() });
   let output = '';
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8_000));
   child.stdout!.on('data', keep);
