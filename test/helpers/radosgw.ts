@@ -92,7 +92,6 @@ function exitOf(daemon: Daemon, logs: () => string): Promise<never> {
   });
 }
 
-
 /** Runs a Ceph tool to its end (bounded); throws with its output when it fails. */
 function tool(program: string, args: string[], timeoutMs = 60_000, signal?: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
