@@ -3,9 +3,9 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, readTree } from '../helpers/cli.js';
-import { URL_TABLE } from '../helpers/served-urls.js';
+import { editDemoSite, expectedObjects, manifest as treeManifest, productCacheControl, productType, type ManifestFile } from '../helpers/deploy-objects.js';
 import { BUCKET, runCli, startLocalS3, type LocalS3, type LoggedRequest } from '../helpers/s3.js';
-import { createDemoDb, insertVideo } from '../helpers/site-fixture.js';
+import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -16,13 +16,6 @@ import { tempDir } from '../helpers/temp-dir.js';
 
 const BASE = 'https://videos.example.org';
 const HUB = 'https://hub.example.net/';
-
-interface ManifestFile {
-  file: string;
-  keys: string[];
-  link?: string;
-  compressed: Array<{ file: string; contentEncoding: string }>;
-}
 
 let s3: LocalS3;
 let work: { dir: string; cleanup: () => void };
@@ -51,37 +44,7 @@ function deploy(prefix: string, extra: string[] = [], onStart?: (child: ChildPro
 }
 
 function manifest(): ManifestFile[] {
-  const result = cli(['hosting', 'manifest', '--root', out, '--config', config]);
-  expect(result.code).toBe(0);
-  return (JSON.parse(result.stdout) as { files: ManifestFile[] }).files;
-}
-
-/** Every object a tree's manifest asks for, by key under `prefix`, with the file whose bytes it holds. */
-function expectedObjects(files: readonly ManifestFile[], prefix: string): Map<string, { file: string; encoding?: string; document: string; link?: string }> {
-  const objects = new Map<string, { file: string; encoding?: string; document: string; link?: string }>();
-  for (const f of files) {
-    for (const key of f.keys) {
-      objects.set(`${prefix}/${key}`, { file: f.file, document: f.file, link: f.link });
-      for (const form of f.compressed) objects.set(`${prefix}/${key}.gz`, { file: form.file, encoding: form.contentEncoding, document: f.file, link: f.link });
-    }
-  }
-  return objects;
-}
-
-/** The Content-Type of a document by the product's URL table (an independent copy, test/helpers/served-urls.ts). */
-function productType(file: string): string {
-  const parts = file.split('/');
-  const pattern = parts.length === 1 ? file : `<x>/${parts.slice(1).join('/')}`;
-  const row = URL_TABLE.find((r) => r.file.replace(/^<(user|video)>/, '<x>') === pattern || (parts.length === 1 && /^sitemap-.*\.xml$/.test(file) && r.file === 'sitemap.xml'));
-  if (row === undefined) throw new Error(`no row of the URL table for ${file}`);
-  return row.type;
-}
-
-/** The documented default Cache-Control of a document's class (docs/deploy.md). */
-function productCacheControl(file: string): string {
-  const dir = file.split('/')[1];
-  if (dir === undefined) return 'public, max-age=3600';
-  return ['foaf', 'hcard', 'oembed'].includes(dir) ? 'public, max-age=86400' : 'public, max-age=900';
+  return treeManifest(out, config);
 }
 
 const writes = (log: readonly LoggedRequest[]) => log.filter((r) => r.method === 'PUT' && r.key !== '' && r.status === 200);
@@ -120,11 +83,7 @@ describe('vidfeeds deploy to an S3-compatible store', () => {
   it('after one edit, writes exactly the changed objects and deletes exactly the removed ones, in an order no reader can catch half-done', async () => {
     const before = readTree(out);
     const oldObjects = expectedObjects(manifest(), 'videos');
-    const uploader = site.db.prepare(`SELECT user_id AS id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1`).get() as { id: number };
-    const [edited, hidden] = site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 2`).all() as Array<{ public_id: string }>;
-    site.db.prepare(`UPDATE videos SET title = 'A title edited for the deploy' WHERE public_id = ?`).run(edited!.public_id);
-    site.db.prepare(`UPDATE videos SET visibility = 'private' WHERE public_id = ?`).run(hidden!.public_id);
-    insertVideo(site.db, uploader.id, { public_id: 'brandnew1', title: 'A new video' });
+    editDemoSite(site.db);
     const build = cli(['build', '--db', site.file, '--out', out, '--config', config, '--json']);
     expect(build.code, build.stderr).toBe(0);
     const after = readTree(out);

@@ -27,7 +27,7 @@ export function findProgram(name: string): string | null {
 export function missingPrograms(what: string, needs: Record<string, string>): string | null {
   const missing = Object.entries(needs).filter(([name]) => findProgram(name) === null);
   if (missing.length === 0) return null;
-  const message = `skipped ${what}: ${missing.map(([name]) => name).join(', ')} not installed (apt-get install ${missing.map(([, pkg]) => pkg).join(' ')}; .ci/run installs it)`;
+  const message = `skipped ${what}: ${missing.map(([name]) => name).join(', ')} not installed (apt-get install ${[...new Set(missing.map(([, pkg]) => pkg))].join(' ')}; .ci/run installs it)`;
   console.warn(message);
   return message;
 }
