@@ -165,9 +165,12 @@ function nextSignal(): Promise<NodeJS.Signals> {
   });
 }
 
-/** "site.sqlite-wal, vidfeeds.config.json changed", "start" or "retry, site.sqlite changed". */
+/**
+ * "site.sqlite-wal, vidfeeds.config.json changed", "start", "retry, site.sqlite changed" or
+ * "sitemap dates" (the pass that writes the sitemap dates earlier builds owed).
+ */
 export function describeChanges(changes: readonly string[]): string {
-  const events = ['start', 'retry'].filter((e) => changes.includes(e));
+  const events = ['start', 'retry', 'lastmods'].filter((e) => changes.includes(e)).map((e) => (e === 'lastmods' ? 'sitemap dates' : e));
   const names = [...new Set(changes.filter((c) => c.includes(':')).map((c) => shortName(c.slice(c.indexOf(':') + 1))))];
   if (names.length === 0) return events.join(', ');
   const shown = names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more` : names.join(', ');
