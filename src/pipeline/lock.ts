@@ -14,8 +14,8 @@ export { processIsAlive, type LockHolder } from './lock-holder.js';
  * second build either gets it or reads who holds it.
  *
  * A lock is recovered only when its holder is provably gone (src/pipeline/lock-holder.ts): on this
- * host, no process with its pid, or one that started after the lock was taken (the pid was
- * reused, after a reboot say), or the machine has booted since (another boot id); on another host
+ * host, no process with its pid, or one that started at another clock tick of this boot (the pid
+ * was reused), or the machine has booted since (another boot id); on another host
  * (a container that was replaced, a shared file system), a lease the holder no longer renews. A
  * lock older than a limit (`maxAgeSeconds`) that is still held is reported loudly: a build may be
  * hung.
@@ -139,7 +139,7 @@ function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
     command: options.command ?? 'vidfeeds build',
     token: randomBytes(12).toString('hex'),
     ...(facts.bootId === null ? {} : { bootId: facts.bootId }),
-    ...optional('processStart', facts.processStart(process.pid)),
+    ...optional('startTicks', facts.startTicks(process.pid)),
     ...(leaseSeconds > 0 ? { leaseSeconds } : {}),
   };
   mkdirSync(dirname(file), { recursive: true });

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { acquireBuildLock, defaultLockFile, LockHeldError, readLock, type LockHolder } from '../../src/pipeline/lock.js';
-import { bootId, LEASE_EXPIRY_SECONDS, processStartTime } from '../../src/pipeline/lock-holder.js';
+import { bootId, LEASE_EXPIRY_SECONDS, processStartTicks } from '../../src/pipeline/lock-holder.js';
 import { cli } from '../helpers/cli.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { createTestDb, insertUser, testConfig } from '../helpers/site-fixture.js';
@@ -79,7 +79,7 @@ describe('build lock', () => {
   it('treats a lock whose process is alive as held, whatever it is', () => {
     const out = join(work(), 'out');
     writeLock(defaultLockFile(out), { pid: 4242, startedAt: new Date().toISOString() });
-    expect(() => acquireBuildLock(out, { host: { isAlive: (pid) => pid === 4242, processStart: () => null } })).toThrow(/pid 4242/);
+    expect(() => acquireBuildLock(out, { host: { isAlive: (pid) => pid === 4242, startTicks: () => null } })).toThrow(/pid 4242/);
   });
 
   it('refuses a lock file it cannot read as a lock, rather than guessing', () => {
@@ -123,25 +123,39 @@ function liveUnrelatedPid(): number {
 const HOUR = 3600_000;
 
 describe('a lock whose holder is provably gone is recovered; one that may run is not', () => {
-  it('recovers a lock whose pid now belongs to a process started after it (a reused pid, after a reboot)', () => {
+  it('recovers a lock whose pid now belongs to a process that started at another tick of this boot, however close', () => {
     const out = join(work(), 'out');
     const pid = liveUnrelatedPid();
-    const taken = Date.now() - HOUR;
-    writeLock(defaultLockFile(out), { pid, startedAt: new Date(taken).toISOString(), processStart: taken - 1000, token: 'old' });
+    const ticks = processStartTicks(pid)!;
+    expect(Number.isSafeInteger(ticks)).toBe(true);
+    // One tick (10 ms) before the process with the pid now: the holder was another process.
+    writeLock(defaultLockFile(out), { pid, startedAt: new Date().toISOString(), bootId: bootId()!, startTicks: ticks - 1, token: 'old' });
     const why: string[] = [];
     const lock = acquireBuildLock(out, { onRecovered: (_holder, reason) => why.push(reason), leaseSeconds: 0 });
-    expect(why).toEqual([expect.stringContaining(`another process has its pid`)]);
+    expect(why).toEqual([`process ${pid} on ${hostname()} started at tick ${ticks} of this boot, the holder at tick ${ticks - 1}: another process has its pid`]);
     lock.release();
-    // A lock of an earlier vidfeeds (no process start recorded) is judged by when it was taken.
-    writeLock(defaultLockFile(out), { pid, startedAt: new Date(taken).toISOString(), token: 'older' });
-    acquireBuildLock(out, { leaseSeconds: 0 }).release();
+    // The very process that took it holds it, whatever the wall clock says.
+    writeLock(defaultLockFile(out), { pid, startedAt: '2001-01-01T00:00:00.000Z', bootId: bootId()!, startTicks: ticks, token: 'same' });
+    expect(() => acquireBuildLock(out, { leaseSeconds: 0 })).toThrow(new RegExp(`pid ${pid} on`));
+    // A lock that records no start ticks (an earlier vidfeeds, a host without /proc) whose pid
+    // runs is held: nothing proves that its holder is gone.
+    writeLock(defaultLockFile(out), { pid, startedAt: '2001-01-01T00:00:00.000Z', bootId: bootId()!, token: 'older' });
+    expect(() => acquireBuildLock(out, { leaseSeconds: 0 })).toThrow(LockHeldError);
+  });
+
+  it('without /proc (no boot id, no start ticks), recovers a lock whose pid names no process and keeps one whose pid runs', () => {
+    const out = join(work(), 'out');
+    const noProc = { bootId: null, startTicks: () => null };
+    writeLock(defaultLockFile(out), { pid: deadPid(), token: 'dead' });
+    acquireBuildLock(out, { host: noProc, leaseSeconds: 0 }).release();
+    writeLock(defaultLockFile(out), { pid: liveUnrelatedPid(), bootId: bootId()!, startTicks: 1, token: 'live' });
+    expect(() => acquireBuildLock(out, { host: noProc, leaseSeconds: 0 })).toThrow(LockHeldError);
   });
 
   it('keeps a lock whose pid is the very process that took it, however old, and reports it loudly past the limit', () => {
     const out = join(work(), 'out');
     const file = defaultLockFile(out);
-    const started = processStartTime(process.pid);
-    writeLock(file, { pid: process.pid, startedAt: new Date(Date.now() - 7 * HOUR).toISOString(), processStart: started ?? undefined });
+    writeLock(file, { pid: process.pid, startedAt: new Date(Date.now() - 7 * HOUR).toISOString(), bootId: bootId()!, startTicks: processStartTicks(process.pid)! });
     let error: LockHeldError | undefined;
     try {
       acquireBuildLock(out, { maxAgeSeconds: 6 * 3600, leaseSeconds: 0 });
@@ -198,7 +212,8 @@ describe('a lock whose holder is provably gone is recovered; one that may run is
     const out = join(dir, 'out');
     const lockFile = defaultLockFile(out);
     const taken = Date.now() - HOUR;
-    writeLock(lockFile, { pid: liveUnrelatedPid(), startedAt: new Date(taken).toISOString(), processStart: taken, bootId: bootId() ?? undefined });
+    const unrelated = liveUnrelatedPid();
+    writeLock(lockFile, { pid: unrelated, startedAt: new Date(taken).toISOString(), startTicks: processStartTicks(unrelated)! - 100, bootId: bootId()! });
     const first = cli(['build', '--db', file, '--out', out]);
     expect(first.stderr).toMatch(/took over the lock of a build that is gone \("vidfeeds build", pid \d+ .*\): process \d+ .* another process has its pid/);
     expect(first.code).toBe(0);
