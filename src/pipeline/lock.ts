@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as pause } from 'node:timers/promises';
 import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -76,8 +77,6 @@ export interface LockOptions {
   host?: Partial<HostFacts>;
   /** Called when a lock left by a build that is gone is taken over, with why it is known to be gone. */
   onRecovered?: (holder: LockHolder, why: string) => void;
-  /** How long to wait for another build to release the lock before giving up; 0 (the default) gives up at once. */
-  waitSeconds?: number;
   /** A lock held longer than this is reported as stale (LockHeldError.overAge); by default six hours. */
   maxAgeSeconds?: number;
   /** How often the holder renews its lease (LEASE_RENEW_SECONDS); 0 holds no lease (tests). */
@@ -109,22 +108,41 @@ export function defaultLockFile(outDir: string): string {
   return join(parent, '.vidfeeds', `${basename(out)}.lock`);
 }
 
+/** Takes the lock of an output directory at once, or throws LockHeldError naming who holds it. */
 export function acquireBuildLock(outDir: string, options: LockOptions = {}): BuildLock {
-  const deadline = Date.now() + (options.waitSeconds ?? 0) * 1000;
+  return tryBuildLock(outDir, options);
+}
+
+export interface LockWait {
+  /** How long to wait for another build to release the lock before giving up (LockHeldError). */
+  seconds: number;
+  /** Asked at every look: an error returned (a signal heard, say) ends the wait and is thrown. */
+  stop?: () => Error | null;
+  /** Called once, when the lock is found held and the wait begins. */
+  waiting?: (held: LockHeldError) => void;
+}
+
+/**
+ * Takes the lock, waiting up to `wait.seconds` for another build to release it. It waits on
+ * timers, so the event loop turns while it does: a signal's handler runs at once, and the wait
+ * ends at the next look (`wait.stop`).
+ */
+export async function waitForBuildLock(outDir: string, options: LockOptions, wait: LockWait): Promise<BuildLock> {
+  const deadline = Date.now() + wait.seconds * 1000;
+  let told = false;
   for (;;) {
+    const stop = wait.stop?.() ?? null;
+    if (stop !== null) throw stop;
     try {
       return tryBuildLock(outDir, options);
     } catch (error) {
       // A lock that is not ours to judge (not a vidfeeds lock) is not waited for.
       if (!(error instanceof LockHeldError) || error.holder === null || Date.now() >= deadline) throw error;
-      sleep(Math.min(WAIT_POLL_MS, Math.max(1, deadline - Date.now())));
+      if (!told) wait.waiting?.(error);
+      told = true;
+      await pause(Math.min(WAIT_POLL_MS, Math.max(1, deadline - Date.now())));
     }
   }
-}
-
-/** Blocks the thread: the build is synchronous, and nothing else runs while it waits. */
-function sleep(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 function tryBuildLock(outDir: string, options: LockOptions): BuildLock {

@@ -162,6 +162,7 @@ async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: numb
         stopRequested: stop.requested,
         reporter: {
           progress: progress === undefined ? undefined : (done) => progress.update(done),
+          waiting: (what) => io.log.info(`waiting up to ${flags.wait} s for the lock: ${what}`),
           started: (plan) => progress?.expect(plan.expected),
           // Every one, however many: the operator must be able to find each row it left out.
           warn: (message) => {
