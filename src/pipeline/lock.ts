@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as pause } from 'node:timers/promises';
-import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 import { judgeHolder, LEASE_RENEW_SECONDS, thisHost, type HostFacts, type LockHolder } from './lock-holder.js';
 
@@ -92,6 +91,8 @@ const WAIT_POLL_MS = 100;
 export interface BuildLock {
   readonly file: string;
   readonly holder: LockHolder;
+  /** Renews the lease if it is due (cheap otherwise): called between a build's owners. */
+  renew(): void;
   /** Removes the lock if it is still this build's. Safe to call twice. */
   release(): void;
 }
@@ -213,34 +214,46 @@ function optional<K extends string>(key: K, value: number | null): Partial<Recor
 }
 
 /**
- * Renews the lease (the lock file's modification time) from a thread of its own: a build runs
- * synchronously on its thread for as long as it takes, and a timer there would never fire.
+ * The lease (the lock file's modification time) is renewed on the thread that holds the lock:
+ *
+ * - by the build, each time it yields between two owners (`renew()`, build-steps.ts's
+ *   `renewingLease`): a synchronous build never lets a timer fire, but it yields every few
+ *   milliseconds;
+ * - by a timer when the event loop turns, for holders that wait on input and output between their
+ *   steps (sync, deploy, a build run by the yielding driver).
+ *
+ * This is safe as long as no holder runs longer than the lease's margin without yielding or
+ * letting the loop turn: LEASE_EXPIRY_SECONDS less LEASE_RENEW_SECONDS, four and a half minutes.
+ * A build's longest stretches without a yield are one owner's documents, the site files rendered
+ * whole and the state's commit; docs/performance.md ("The lease") says how long they take at the
+ * largest sizes measured, a small part of that margin. Only a holder on another host is judged by
+ * its lease: on this one the pid and start ticks name it.
  */
-const LEASE_THREAD = `
-const { workerData } = require('node:worker_threads');
-const { readFileSync, utimesSync } = require('node:fs');
-setInterval(() => {
-  try {
-    if (readFileSync(workerData.file, 'utf8').includes(workerData.token)) { const now = new Date(); utimesSync(workerData.file, now, now); }
-  } catch {}
-}, workerData.ms);
-`;
-
 function lockHandle(file: string, holder: LockHolder): BuildLock {
   let released = false;
   const ms = (holder.leaseSeconds ?? 0) * 1000;
-  // Its code is CommonJS: the thread is given no flags of the process (`--input-type=module` would
-  // make it a module, where `require` does not exist).
-  const renewer = ms > 0 ? new Worker(LEASE_THREAD, { eval: true, execArgv: [], workerData: { file, token: holder.token, ms } }) : null;
+  let renewed = Date.now();
+  const touch = () => {
+    renewed = Date.now();
+    try {
+      if (readFileSync(file, 'utf8').includes(holder.token)) utimesSync(file, new Date(renewed), new Date(renewed));
+    } catch {
+      // Removed by hand, or the disk failed: the next renewal tries again, and release() reports nothing.
+    }
+  };
+  const timer = ms > 0 ? setInterval(touch, ms) : null;
   // The lease never keeps a process alive that has nothing else to do.
-  renewer?.unref();
+  timer?.unref();
   return {
     file,
     holder,
+    renew() {
+      if (!released && ms > 0 && Date.now() - renewed >= ms) touch();
+    },
     release() {
       if (released) return;
       released = true;
-      void renewer?.terminate();
+      if (timer !== null) clearInterval(timer);
       const found = readLock(file);
       if (found?.holder?.token === holder.token) unlinkSync(file);
     },

@@ -14,7 +14,7 @@ import { buildRecordName, buildRecordOf, removeBuildRecord, writeBuildRecord } f
 import { BuildState, defaultStateFile } from './build-state.js';
 import type { BuildReport, BuildReporter } from './build-report.js';
 import { buildSteps } from './run-build.js';
-import { runSteps, runStepsYielding } from './build-steps.js';
+import { renewingLease, runSteps, runStepsYielding } from './build-steps.js';
 import { buildFingerprint, type BuildFingerprint } from './plan/incremental.js';
 import { BuildInterrupted } from './interrupt.js';
 import { acquireBuildLock, describeHolder, waitForBuildLock, type BuildLock, type LockOptions } from './lock.js';
@@ -152,7 +152,8 @@ function* siteBuildSteps(request: Omit<SiteBuildRequest, 'waitSeconds'>): Genera
         const writer: OutputWriter & { close(): void } = dry ? new DryRunWriter(request.out) : createDirectoryWriter(request.out, request.writeThread);
         checkStateOutput(state, request.out);
         try {
-          return yield* buildInto({ request, db, state, writer, site, formats, fingerprint, before });
+          const steps = buildInto({ request, db, state, writer, site, formats, fingerprint, before });
+          return yield* (lock === null ? steps : renewingLease(steps, () => lock.renew()));
         } finally {
           writer.close();
         }

@@ -1,11 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { setTimeout as wait } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { acquireBuildLock, defaultLockFile, LockHeldError, readLock, type LockHolder } from '../../src/pipeline/lock.js';
 import { bootId, LEASE_EXPIRY_SECONDS, processStartTicks } from '../../src/pipeline/lock-holder.js';
+import { renewingLease, runSteps } from '../../src/pipeline/build-steps.js';
 import { cli } from '../helpers/cli.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { createTestDb, insertUser, testConfig } from '../helpers/site-fixture.js';
@@ -194,7 +195,7 @@ describe('a lock whose holder is provably gone is recovered; one that may run is
     expect(() => acquireBuildLock(out, { leaseSeconds: 0 })).toThrow(LockHeldError);
   });
 
-  it('renews its own lease while it holds the lock, from a thread of its own', async () => {
+  it('renews its own lease while it holds the lock, when the event loop turns', async () => {
     const out = join(work(), 'out');
     const lock = acquireBuildLock(out, { leaseSeconds: 0.05 });
     cleanUpAfterTest(() => lock.release());
@@ -202,6 +203,51 @@ describe('a lock whose holder is provably gone is recovered; one that may run is
     utimesSync(lock.file, old, old);
     await wait(500);
     expect(Date.now() - statSync(lock.file).mtimeMs).toBeLessThan(HOUR / 2);
+  });
+
+  it('renews it on its own thread, starting none, and where a synchronous build yields between owners', () => {
+    const out = join(work(), 'out');
+    const threads = () => readdirSync('/proc/self/task').length;
+    const before = threads();
+    const lock = acquireBuildLock(out, { leaseSeconds: 0.05 });
+    cleanUpAfterTest(() => lock.release());
+    expect(threads()).toBe(before);
+    const old = new Date(Date.now() - HOUR);
+    utimesSync(lock.file, old, old);
+    // A build that never lets the event loop turn, yielding between owners as builds do.
+    function* owners(): Generator<void, number> {
+      const end = Date.now() + 300;
+      let count = 0;
+      while (Date.now() < end) {
+        count++;
+        yield;
+      }
+      return count;
+    }
+    expect(runSteps(renewingLease(owners(), () => lock.renew()))).toBeGreaterThan(0);
+    expect(Date.now() - statSync(lock.file).mtimeMs).toBeLessThan(HOUR / 2);
+    // Not renewed once released, nor before it is due.
+    lock.release();
+    writeLock(lock.file, { pid: process.pid, token: lock.holder.token });
+    utimesSync(lock.file, old, old);
+    lock.renew();
+    expect(statSync(lock.file).mtimeMs).toBe(old.getTime());
+  });
+
+  it('runs the clean-up of steps their driver stops early', () => {
+    const cleaned: string[] = [];
+    function* steps(): Generator<void, void> {
+      try {
+        yield;
+        yield;
+      } finally {
+        cleaned.push('steps');
+      }
+    }
+    const renewing = renewingLease(steps(), () => undefined);
+    renewing.next();
+    renewing.return();
+    expect(cleaned).toEqual(['steps']);
   });
 
   it('vidfeeds build takes over a lock of a live unrelated pid and one of another host name, and says so', () => {
