@@ -2,6 +2,7 @@ import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { compressedFormOf, type Encoding } from '../../paths/compression.js';
 import type { SitePaths } from '../../paths/site-paths.js';
+import { keyedFolder } from '../../paths/url-scheme.js';
 import type { BuildState } from '../build-state.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from '../plan/shard.js';
 import type { OutputWriter } from '../write/output-writer.js';
@@ -13,8 +14,8 @@ import type { OutputWriter } from '../write/output-writer.js';
  * recorded every document the database publishes and pruned the rest; the sweep then removes
  * every file in a user's or video's format folder, and every site-wide file's name, that no record
  * names, so nothing a killed build wrote outlives the rows that produced it (a user suspended
- * since, say). Files elsewhere in the directory are the operator's and are left alone; nothing is
- * followed through a symbolic link.
+ * since, say), and the folders there left empty go with them. Files elsewhere in the directory are
+ * the operator's and are left alone; nothing is followed through a symbolic link.
  */
 
 export interface SweepInput {
@@ -47,10 +48,18 @@ export function sweepTree(input: SweepInput, removed: (path: string) => void): n
       continue;
     }
     if (!ownsKey(shard, entry)) continue;
+    let formatFolders = 0;
     for (const dir of entries(join(root, entry))) {
       if (!paths.isFormatDir(dir)) continue;
-      for (const file of filesUnder(root, `${entry}/${dir}`)) sweep(file);
+      formatFolders++;
+      const { files, folders } = treeUnder(root, keyedFolder({ dir }, entry));
+      for (const file of files) sweep(file);
+      // Deepest first, the format's folder last: a folder a killed build made for a document it
+      // never renamed into place is empty, and a server would answer 403 there instead of 404.
+      for (const folder of folders.reverse()) input.writer.removeFolder?.(folder);
     }
+    // The key's own folder, when nothing is left in it.
+    if (formatFolders > 0) input.writer.removeFolder?.(entry);
   }
   return count;
 }
@@ -61,18 +70,18 @@ function isRecorded({ state, formsOnDisk }: SweepInput, path: string): boolean {
   return form !== null && formsOnDisk.includes(form.encoding) && state.recorded(form.document);
 }
 
-/** The files under a folder (relative paths), never through a symbolic link. */
-function filesUnder(root: string, dir: string): string[] {
+/** The files and the folders under a folder, itself first (relative paths, parents before children), never through a symbolic link. */
+function treeUnder(root: string, dir: string, found = { files: [] as string[], folders: [] as string[] }): { files: string[]; folders: string[] } {
   const stat = lstatSync(join(root, dir), { throwIfNoEntry: false });
-  if (stat === undefined || !stat.isDirectory()) return [];
-  const files: string[] = [];
+  if (stat === undefined || !stat.isDirectory()) return found;
+  found.folders.push(dir);
   for (const name of entries(join(root, dir))) {
     const path = `${dir}/${name}`;
     const entry = lstatSync(join(root, path), { throwIfNoEntry: false });
-    if (entry?.isDirectory()) files.push(...filesUnder(root, path));
-    else if (entry?.isFile()) files.push(path);
+    if (entry?.isDirectory()) treeUnder(root, path, found);
+    else if (entry?.isFile()) found.files.push(path);
   }
-  return files;
+  return found;
 }
 
 function entries(dir: string): string[] {

@@ -156,6 +156,12 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     return this.direct.remove(path);
   }
 
+  removeFolder(path: string): boolean {
+    this.flush();
+    this.removed = true;
+    return this.direct.removeFolder(path);
+  }
+
   holds(path: string, body: Buffer): boolean {
     this.settle(path);
     return this.direct.holds(path, body);
