@@ -274,7 +274,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
       try {
         this.direct.writeResolved(path, this.slot.subarray(start, ends[i]));
       } catch (error) {
-        throw new Error(`cannot write ${path}: ${(error as Error).message}`);
+        throw new Error(`cannot write ${path}: ${(error as Error).message}`, { cause: error });
       }
       start = ends[i]!;
     }
