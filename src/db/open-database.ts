@@ -15,8 +15,8 @@ export class DatabaseError extends VidfeedsError {
  * Pages of the site database a reading connection keeps in its own cache, in KiB (SQLite's
  * `cache_size`, negative for KiB). better-sqlite3 sets 16 MB by default. A build reads a page many
  * times (a user's rows are spread over the tables), but from the operating system's cache: a cache
- * holding the whole database reads user bundles a few percent faster, and SQLite's own default of
- * 2 MB holds 14 MB less per reading connection.
+ * holding the whole database reads user bundles only a little faster, and SQLite's own default of
+ * 2 MB keeps each reading connection small (docs/performance.md, "Reading").
  */
 export const READ_CACHE_KIB = 2000;
 

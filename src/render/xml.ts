@@ -14,8 +14,9 @@ import { NOT_STREAMABLE, XmlStream } from './xml-stream.js';
  *    would yield an undefined entity (not well-formed) or silently change the text (`&lt;` read
  *    back as `<`). We escape exactly those ampersands, and the builder escapes all the others.
  *
- * Speed (docs/performance.md). Building xmlbuilder2's DOM costs about 40 µs per element, which made
- * rendering half of a build. So documents are written, giving the same bytes, in one of three ways:
+ * Speed. Building xmlbuilder2's DOM for every element made it most of the rendering
+ * (docs/performance.md, "Figures behind the code"). So documents are written, giving the same
+ * bytes, in one of three ways:
  *
  * - streamed (xmlDocument, how formats make documents): written as the calls come, with no tree,
  *   doing exactly what the builder's serialiser does for the documents our formats make. Every
