@@ -91,6 +91,27 @@ function differences(actual: Map<string, Buffer>, expected: Map<string, Buffer>)
   return found.slice(0, 20);
 }
 
+/** The tree of `out`, files and folders, is what a full build of the database makes in a fresh directory. */
+function expectFullBuildTree(dir: string, db: string, out: string): void {
+  const expected = referenceTree(dir, db);
+  expect(differences(readTree(out), expected.files)).toEqual([]);
+  expect(folders(out)).toEqual(expected.folders);
+}
+
+/**
+ * What a killed build leaves in its state: the build marked as running and, when `user` is given,
+ * no record of that user's files (they were renamed into place before their records were committed).
+ */
+function markKilled(dir: string, user?: string): void {
+  const state = new Database(join(dir, '.vidfeeds', 'out.state.sqlite'));
+  try {
+    if (user !== undefined) state.prepare(`DELETE FROM outputs WHERE path LIKE ? || '/%'`).run(user);
+    state.prepare(`INSERT INTO meta (key, value) VALUES ('in_progress', '2026-01-01T00:00:00Z')`).run();
+  } finally {
+    state.close();
+  }
+}
+
 /** Starts a build and kills it with SIGKILL after `ms`; resolves once it is gone. */
 async function killedBuild(db: string, out: string, ms: number): Promise<void> {
   const child = cliAsync(['build', ...BUILD, '--db', db, '--out', out]);
@@ -126,9 +147,7 @@ describe('a build killed at any moment (kill -9, the OOM killer)', () => {
       }
       const last = cli(['build', ...BUILD, '--db', s.db, '--out', s.out]);
       expect(last.code, last.stderr).toBe(0);
-      const expected = referenceTree(s.dir, s.db);
-      expect(differences(readTree(s.out), expected.files)).toEqual([]);
-      expect(folders(s.out)).toEqual(expected.folders);
+      expectFullBuildTree(s.dir, s.db, s.out);
     });
   }
 
@@ -136,10 +155,7 @@ describe('a build killed at any moment (kill -9, the OOM killer)', () => {
     const s = site(6);
     expect(cli(['build', ...BUILD, '--db', s.db, '--out', s.out]).code).toBe(0);
     // What a killed build leaves: files in place, no record of them, the build marked as running.
-    const state = new Database(join(s.dir, '.vidfeeds', 'out.state.sqlite'));
-    state.prepare(`DELETE FROM outputs WHERE path LIKE 'alice/%'`).run();
-    state.prepare(`INSERT INTO meta (key, value) VALUES ('in_progress', '2026-01-01T00:00:00Z')`).run();
-    state.close();
+    markKilled(s.dir, 'alice');
     sql(s.db, `UPDATE users SET state = 'suspended' WHERE username = 'alice'`);
     const run = cli(['build', ...BUILD, '--db', s.db, '--out', s.out]);
     expect(run.code, run.stderr).toBe(0);
@@ -158,18 +174,13 @@ describe('a build killed at any moment (kill -9, the OOM killer)', () => {
     // and unrecorded, and a folder made for one whose rename never came, empty.
     rmSync(join(s.out, user, first!), { recursive: true });
     mkdirSync(join(s.out, user, first!, 'nested'), { recursive: true });
-    const state = new Database(join(s.dir, '.vidfeeds', 'out.state.sqlite'));
-    state.prepare(`DELETE FROM outputs WHERE path LIKE ? || '/%'`).run(user);
-    state.prepare(`INSERT INTO meta (key, value) VALUES ('in_progress', '2026-01-01T00:00:00Z')`).run();
-    state.close();
+    markKilled(s.dir, user);
     sql(s.db, `UPDATE users SET state = 'suspended' WHERE username = ?`, user);
     const run = cli(['build', ...BUILD, '--db', s.db, '--out', s.out]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain('full build (the last build did not finish');
     expect(existsSync(join(s.out, user)), folders(s.out).filter((f) => f.startsWith(user)).join(' ')).toBe(false);
-    const expected = referenceTree(s.dir, s.db);
-    expect(differences(readTree(s.out), expected.files)).toEqual([]);
-    expect(folders(s.out)).toEqual(expected.folders);
+    expectFullBuildTree(s.dir, s.db, s.out);
   });
 
   it("leaves a user's folder that holds a file of the operator's, and the operator's own empty folders", () => {
@@ -178,9 +189,7 @@ describe('a build killed at any moment (kill -9, the OOM killer)', () => {
     const user = usernames(s.db)[0]!;
     writeFileSync(join(s.out, user, 'notes.txt'), 'the operator\'s');
     mkdirSync(join(s.out, 'uploads'));
-    const state = new Database(join(s.dir, '.vidfeeds', 'out.state.sqlite'));
-    state.prepare(`INSERT INTO meta (key, value) VALUES ('in_progress', '2026-01-01T00:00:00Z')`).run();
-    state.close();
+    markKilled(s.dir);
     sql(s.db, `UPDATE users SET state = 'suspended' WHERE username = ?`, user);
     expect(cli(['build', ...BUILD, '--db', s.db, '--out', s.out]).code).toBe(0);
     expect(readdirSync(join(s.out, user))).toEqual(['notes.txt']);
