@@ -32,12 +32,11 @@ export interface SweepInput {
 export function sweepTree(input: SweepInput, removed: (path: string) => void): number {
   const { root, paths, shard } = input;
   let count = 0;
-  const sweep = (path: string) => {
-    if (isRecorded(input, path)) return;
-    if (input.writer.remove(path)) {
-      removed(path);
-      count++;
-    }
+  const sweep = (path: string): boolean => {
+    if (isRecorded(input, path) || !input.writer.remove(path)) return false;
+    removed(path);
+    count++;
+    return true;
   };
   for (const entry of entries(root)) {
     if (entry.startsWith('.')) continue;
@@ -48,18 +47,20 @@ export function sweepTree(input: SweepInput, removed: (path: string) => void): n
       continue;
     }
     if (!ownsKey(shard, entry)) continue;
-    let formatFolders = 0;
+    let foldersRemoved = false;
     for (const dir of entries(join(root, entry))) {
       if (!paths.isFormatDir(dir)) continue;
-      formatFolders++;
-      const { files, folders } = treeUnder(root, keyedFolder({ dir }, entry));
-      for (const file of files) sweep(file);
-      // Deepest first, the format's folder last: a folder a killed build made for a document it
-      // never renamed into place is empty, and a server would answer 403 there instead of 404.
-      for (const folder of folders.reverse()) input.writer.removeFolder?.(folder);
+      const { files, folders, emptyFolders } = treeUnder(root, keyedFolder({ dir }, entry));
+      let filesRemoved = false;
+      for (const file of files) filesRemoved = sweep(file) || filesRemoved;
+      // A folder a killed build made for a document it never renamed into place is empty, and a
+      // server would answer 403 there instead of 404. Only where one may be empty now (most
+      // folders are neither): deepest first, the format's folder last.
+      if (!filesRemoved && emptyFolders === 0) continue;
+      for (const folder of folders.reverse()) foldersRemoved = (input.writer.removeFolder?.(folder) ?? false) || foldersRemoved;
     }
-    // The key's own folder, when nothing is left in it.
-    if (formatFolders > 0) input.writer.removeFolder?.(entry);
+    // The key's own folder, when that left nothing in it.
+    if (foldersRemoved) input.writer.removeFolder?.(entry);
   }
   return count;
 }
@@ -70,12 +71,17 @@ function isRecorded({ state, formsOnDisk }: SweepInput, path: string): boolean {
   return form !== null && formsOnDisk.includes(form.encoding) && state.recorded(form.document);
 }
 
-/** The files and the folders under a folder, itself first (relative paths, parents before children), never through a symbolic link. */
-function treeUnder(root: string, dir: string, found = { files: [] as string[], folders: [] as string[] }): { files: string[]; folders: string[] } {
+/**
+ * The files and the folders under a folder, itself first (relative paths, parents before
+ * children), and how many folders held nothing; never through a symbolic link.
+ */
+function treeUnder(root: string, dir: string, found = { files: [] as string[], folders: [] as string[], emptyFolders: 0 }): typeof found {
   const stat = lstatSync(join(root, dir), { throwIfNoEntry: false });
   if (stat === undefined || !stat.isDirectory()) return found;
   found.folders.push(dir);
-  for (const name of entries(join(root, dir))) {
+  const names = entries(join(root, dir));
+  if (names.length === 0) found.emptyFolders++;
+  for (const name of names) {
     const path = `${dir}/${name}`;
     const entry = lstatSync(join(root, path), { throwIfNoEntry: false });
     if (entry?.isDirectory()) treeUnder(root, path, found);

@@ -159,8 +159,9 @@ export class ThreadedDirectoryWriter implements OutputWriter {
 
   removeFolder(path: string): boolean {
     this.flush();
-    this.removed = true;
-    return this.direct.removeFolder(path);
+    const removed = this.direct.removeFolder(path);
+    if (removed) this.removed = true;
+    return removed;
   }
 
   holds(path: string, body: Buffer): boolean {
