@@ -1,18 +1,18 @@
 import Database from 'better-sqlite3';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEMO_SHAPES, generateDemo, type DemoShape } from '../db/demo-data.js';
-import { FORMATS } from '../formats/registry.js';
+import { generateDemo, type DemoShape } from '../db/demo-data.js';
 import { openForWriting } from '../db/open-database.js';
 import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from '../pipeline/lock.js';
-import { PROBE_FOLDER_PREFIX, waitForQuietDisk } from './disk-probe.js';
+import { checkRoom, DELETE_SETTLES_S, quietDisk, readThrough, settleDisk } from './bench-disk.js';
+import { parseArgs, type BenchOptions } from './bench-options.js';
+import { PROBE_FOLDER_PREFIX } from './disk-probe.js';
 import { benchDeploy } from './deploy-bench.js';
 import { benchFreshness } from './freshness.js';
-import type { WriterMix } from './writer.js';
 import { packTree } from './pack.js';
 
 /**
@@ -86,88 +86,6 @@ interface ChildResult {
   report: Record<string, unknown>;
 }
 
-interface BenchOptions {
-  users: number[];
-  shapes: DemoShape[];
-  /** Formats to build (`--only`); every format when absent. */
-  only?: string[];
-  keep: boolean;
-  /** Full builds timed against their floor, each pair right after the one before (`--pairs`). */
-  pairs: number;
-  /** The deploy run instead of the build timings (deploy-bench.ts). */
-  deploy: boolean;
-  /** The freshness run instead of the build timings, with its writer's rate and length, and how often it syncs from a site database of its own (null: it writes to vidfeeds's). */
-  freshness: { rate: number; seconds: number; syncEvery: number | null; mix: WriterMix } | null;
-  /** Environment of every build. */
-  env: Record<string, string>;
-}
-
-function parseArgs(argv: string[]): BenchOptions {
-  let users = [10_000, 100_000];
-  let shapes: DemoShape[] = [...DEMO_SHAPES];
-  let only: string[] | undefined;
-  let keep = false;
-  let pairs = 1;
-  let freshness: BenchOptions['freshness'] = null;
-  let deploy = false;
-  let rate = 20;
-  let seconds = 60;
-  let syncEvery: number | null = null;
-  let mix: WriterMix = 'mixed';
-  const env: Record<string, string> = {};
-  const positive = (flag: string, value: string | undefined) => {
-    const number = Number(value);
-    if (!Number.isFinite(number) || number <= 0) throw new Error(`${flag} takes a positive number`);
-    return number;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--users') {
-      users = (argv[++i] ?? '').split(',').map((n) => Number(n.replace(/_/g, '')));
-      if (users.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--users takes a comma-separated list of user counts, e.g. 10000,100000');
-    } else if (arg === '--shape') {
-      const names = (argv[++i] ?? '').split(',');
-      const unknown = names.filter((name) => !(DEMO_SHAPES as readonly string[]).includes(name));
-      if (unknown.length > 0) throw new Error(`--shape takes a comma-separated list of ${DEMO_SHAPES.join(', ')}; not ${unknown.join(', ')}`);
-      shapes = names as DemoShape[];
-    } else if (arg === '--only') {
-      only = (argv[++i] ?? '').split(',').filter(Boolean);
-      const unknown = only.filter((name) => !FORMATS.some((format) => format.name === name));
-      if (only.length === 0 || unknown.length > 0) throw new Error(`--only takes a comma-separated list of formats (${FORMATS.map((f) => f.name).join(', ')})`);
-    } else if (arg === '--keep') {
-      keep = true;
-    } else if (arg === '--pairs') {
-      pairs = Number(argv[++i]);
-      if (!Number.isInteger(pairs) || pairs < 1 || pairs > 9) throw new Error('--pairs takes a whole number from 1 to 9');
-    } else if (arg === '--freshness') {
-      freshness = { rate, seconds, syncEvery, mix };
-    } else if (arg === '--mix') {
-      const given = argv[++i];
-      if (given !== 'mixed' && given !== 'titles') throw new Error('--mix takes mixed or titles');
-      mix = given;
-    } else if (arg === '--sync-every') {
-      syncEvery = positive(arg, argv[++i]);
-    } else if (arg === '--deploy') {
-      deploy = true;
-    } else if (arg === '--rate') {
-      rate = positive(arg, argv[++i]);
-    } else if (arg === '--seconds') {
-      seconds = positive(arg, argv[++i]);
-    } else if (arg === '--xml') {
-      const engine = argv[++i];
-      if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
-      env.VIDFEEDS_XML_ENGINE = engine;
-    } else {
-      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>] [--mix mixed|titles] [--sync-every <s>], --deploy`);
-    }
-  }
-  if (syncEvery !== null && freshness === null) throw new Error('--sync-every goes with --freshness');
-  if (freshness !== null) freshness = { rate, seconds, syncEvery, mix };
-  // The deploy run's size unless --users says otherwise: the store writes each object as files.
-  if (deploy && !argv.includes('--users')) users = [10_000];
-  return { users, shapes, only, keep, pairs, freshness, deploy, env };
-}
-
 /** The cached demo database of `users` users of a shape; made when missing or when the generator changed. */
 function demoDatabase(users: number, shape: DemoShape): { file: string; made: boolean; seconds: number } {
   const generator = readFileSync(join(ROOT, 'dist/db/demo-data.js'));
@@ -219,21 +137,6 @@ function buildArgs(db: string, out: string, extra: string[] = []): string[] {
 }
 
 /**
- * Reads a file once from start to end, so its pages are in the page cache: a run of the 100,000-user
- * feed-heavy site found 771 MB of its 2.2 GB database there after the runs before it (on a
- * 23.5 GiB machine), and timed reading the rest from the disk, which the floor never does.
- */
-function readThrough(file: string): void {
-  const fd = openSync(file, 'r');
-  try {
-    const chunk = Buffer.allocUnsafe(16 * 1024 * 1024);
-    while (readSync(fd, chunk, 0, chunk.length, null) > 0);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
  * The CPU a child used, user and system, and in cores over its wall time: a build on two cores is
  * bound by its CPU when that nears 2, and the floor's is nearly all the kernel's.
  */
@@ -282,7 +185,7 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   // The floor reads its bytes from a pack just written (in the page cache): the build reads its
   // database from there too, not partly from the disk as the runs before evicted it.
   readThrough(db);
-  await quietDisk(lines);
+  await quietDisk(RUNS, DISK_BASELINE, lines);
   const onlyArgs = only === undefined ? [] : ['--only', only.join(',')];
   const full = await runChild(CLI_CHILD, buildArgs(db, out, onlyArgs), env);
   const documents = documentsOf(full);
@@ -291,16 +194,16 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   const rssMb = full.maxRssKb / 1024;
   const rssTarget = PEAK_RSS_MB[shape];
   lines(`full build          ${s(full.seconds)}   ${n(documents / full.seconds).padStart(7)} documents/s   ${mb(packed.bytes)} MB written in ${n(packed.files)} files   peak RSS ${rssMb.toFixed(0)} MB (target < ${rssTarget} MB: ${mark(rssMb < rssTarget)})`);
-  await quietDisk(lines);
+  await quietDisk(RUNS, DISK_BASELINE, lines);
   const floor = await runChild(FLOOR_CHILD, [pack, join(runDir, 'floor')]);
   // More pairs, each a build and then its floor into fresh trees, nothing deleted in between.
   const more: Array<{ full: ChildResult; floor: ChildResult }> = [];
   for (let pair = 2; pair <= pairs; pair++) {
     // Read through again: the trees written since may have pushed the database out of the cache.
     readThrough(db);
-    await quietDisk(lines);
+    await quietDisk(RUNS, DISK_BASELINE, lines);
     const again = await runChild(CLI_CHILD, buildArgs(db, join(runDir, `full-${pair}`), onlyArgs), env);
-    await quietDisk(lines);
+    await quietDisk(RUNS, DISK_BASELINE, lines);
     more.push({ full: again, floor: await runChild(FLOOR_CHILD, [pack, join(runDir, `floor-${pair}`)]) });
   }
   rmSync(`${pack}.data`, { force: true });
@@ -308,7 +211,7 @@ async function benchSize(users: number, shape: DemoShape, only: string[] | undef
   // A build of some formats is partial: it never follows from a change position, so there is no
   // incremental build to time after it, and `check` would find the other formats missing.
   if (only === undefined) {
-    await quietDisk(lines);
+    await quietDisk(RUNS, DISK_BASELINE, lines);
     const again = await runChild(CLI_CHILD, buildArgs(db, out), env);
     const ratio = again.seconds / full.seconds;
     lines(`no-change rebuild   ${s(again.seconds)}   ${ratio.toFixed(2)} of full (target ≤ ${TARGETS.noChangeOverFull}: ${mark(ratio <= TARGETS.noChangeOverFull)})   peak RSS ${(again.maxRssKb / 1024).toFixed(0)} MB`);
@@ -382,73 +285,6 @@ function formSizes(root: string): { documents: number; gzip: number; br: number 
   return sizes;
 }
 
-/**
- * What a run needs on disk per user, from a 10,000-user demo run (2026-11-21: two trees, the
- * build's and the floor's, of 42 inodes and 178 KB each, and the pack, with a margin), scaled by
- * what a user of the shape publishes: nearly every file has a folder of its own (a user's folder,
- * one per user format; a video's folder and its oembed/ holding its four files), and every file
- * and folder takes a 4 KB block. The compressed trees (two forms beside each document, about 4 KB
- * each on disk: 70 inodes and 300 KB per demo user, estimated from a 300-user run) double it.
- */
-const VIDEOS_PER_USER: Record<DemoShape, number> = { demo: 5, 'feed-heavy': 25 };
-
-function needsPerUser(shape: DemoShape, only: string[] | undefined, freshness: boolean): { inodes: number; bytes: number } {
-  const chosen = FORMATS.filter((format) => only === undefined || only.includes(format.name));
-  const userFormats = chosen.filter((format) => format.scope === 'user').length;
-  const videoFiles = chosen.filter((format) => format.scope === 'video').length;
-  const perTree = (userFormats > 0 ? 1 + 2 * userFormats : 0) + (videoFiles > 0 ? VIDEOS_PER_USER[shape] * (2 + videoFiles) : 0);
-  // Two trees, two compressed trees of about as many inodes again, and a margin; a block per
-  // inode, and the pack about as large again. The freshness run makes two plain trees (the
-  // watched one and the full build it is compared with) and no pack.
-  const inodes = Math.ceil(perTree * 2 * (only === undefined && !freshness ? 2 : 1) * 1.1);
-  return { inodes, bytes: inodes * 4096 * (freshness ? 1.1 : 1.5) };
-}
-
-/** Stops before building when the file system cannot hold the run: it fails hours in otherwise. */
-function checkRoom(users: number[], shapes: DemoShape[], only: string[] | undefined, pairs: number, staleRuns: boolean, freshness: boolean): void {
-  const fs = statfsSync(RUNS);
-  let inodes = 0;
-  let bytes = 0;
-  for (const shape of shapes) {
-    const needs = needsPerUser(shape, only, freshness);
-    for (const count of users) {
-      // Each pair beyond the first makes another build's tree and floor's tree.
-      inodes += count * needs.inodes * pairs;
-      bytes += count * needs.bytes * pairs;
-    }
-  }
-  const short: string[] = [];
-  if (fs.ffree < inodes) short.push(`${n(inodes)} inodes (${n(fs.ffree)} free)`);
-  if (fs.bavail * fs.bsize < bytes) short.push(`${(bytes / 1e9).toFixed(0)} GB (${((fs.bavail * fs.bsize) / 1e9).toFixed(0)} GB free)`);
-  if (short.length === 0) return;
-  const hint = staleRuns ? ` (the trees of an earlier run, under ${RUNS}, are removed only after this run: remove them first)` : '';
-  const sizes = users.map(n).join(' and ');
-  throw new Error(`${sizes} users of ${shapes.join(' and ')} shape${only === undefined ? '' : ` (--only ${only.join(',')})`} need about ${short.join(' and ')} on the file system of ${RUNS}${hint}; fewer users, one shape or --only fewer formats need less`);
-}
-
-/**
- * Writes every dirty page to disk before a timed phase: otherwise the kernel is still writing back
- * what came before (the 5.7 GB pack, the tree of the full build) while the next phase runs, and
- * the floor measured after the pack reads high. `sync(1)`; where there is none, nothing.
- */
-function settleDisk(): void {
-  try {
-    execFileSync('sync', { stdio: 'ignore' });
-  } catch {
-    // No sync command: the phases are timed as they come.
-  }
-}
-
-/**
- * Before a timed phase: every dirty page written (sync), then the file system's own measure of how
- * busy it is (disk-probe.ts). A run refuses to time while it stays busy.
- */
-async function quietDisk(lines: (line: string) => void): Promise<void> {
-  settleDisk();
-  // The probes' files stay until the run's timings are over (disk-probe.ts), removed with its trees.
-  await waitForQuietDisk(RUNS, DISK_BASELINE, lines, { keepProbes: true });
-}
-
 /** The freshness run on a copy of the demo database of `users` users. */
 async function freshnessSize(users: number, runDir: string, options: BenchOptions, lines: (line: string) => void): Promise<void> {
   const demo = demoDatabase(users, 'demo');
@@ -467,7 +303,7 @@ async function freshnessSize(users: number, runDir: string, options: BenchOption
     syncEvery: options.freshness!.syncEvery,
     env: options.env,
     runCli: (args) => runChild(CLI_CHILD, args, options.env),
-    quietDisk: () => quietDisk(lines),
+    quietDisk: () => quietDisk(RUNS, DISK_BASELINE, lines),
     lines,
   });
 }
@@ -480,15 +316,6 @@ async function oneVideoEdit(db: string, out: string, env: Record<string, string>
   const edit = await runChild(CLI_CHILD, buildArgs(db, out), env);
   return `${s(edit.seconds)}   (target < ${TARGETS.oneVideoSeconds} s: ${mark(edit.seconds < TARGETS.oneVideoSeconds)})   peak RSS ${(edit.maxRssKb / 1024).toFixed(0)} MB`;
 }
-
-/**
- * How long after a large delete the bench waits before it times anything. ext4 without a journal
- * (this project's disks) reuses no inode freed less than 60 s ago, or 360 s ago while the block
- * of the inode table holding it is unwritten (`recently_deleted` in the kernel's fs/ext4/ialloc.c):
- * creating files walks past each of them. Right after a run deleted its trees, a floor of 3.9 s
- * took 17 s, 60% of it in that walk (perf), and the disk probe's few files did not notice.
- */
-const DELETE_SETTLES_S = 390;
 
 /**
  * One run at a time on a cache: two runs share the disk and the trees' folder, and each would time
@@ -525,7 +352,7 @@ async function benchMain(): Promise<void> {
     }
   }
   // Before the try: a run that cannot start must not spend minutes removing earlier trees first.
-  checkRoom(users, options.freshness !== null || options.deploy ? ['demo'] : shapes, only, options.pairs, stale.length > 0, options.freshness !== null);
+  checkRoom(RUNS, users, options.freshness !== null || options.deploy ? ['demo'] : shapes, only, options.pairs, stale.length > 0, options.freshness !== null);
   const mine: string[] = [];
   try {
     for (const count of users) {

@@ -10,8 +10,8 @@ export { EXIT };
 
 /** A command-line mistake found after parsing (a bad combination, an unknown format). Exit code 2. */
 export class UsageError extends VidfeedsError {
-  constructor(message: string) {
-    super(EXIT.usage, { what: message });
+  constructor(message: string, cause?: unknown) {
+    super(EXIT.usage, { what: message, cause });
   }
 }
 

@@ -4,8 +4,6 @@ import { checkCommandLine } from './check-command-line.js';
 import { EXIT, exitCodeOf } from './errors.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './logger.js';
 import { processConsole, type Console } from './output.js';
-import { setXmlEngine } from '../render/xml-engine.js';
-import { xmlEngineSetting } from './xml-engine-setting.js';
 
 type Register = (program: Command, io: Console, setExit: (code: number) => void) => void;
 
@@ -38,7 +36,6 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
  * 75 another build holds the lock, 130/143 a build stopped by SIGINT/SIGTERM.
  */
 export async function main(argv: string[], io: Console = processConsole): Promise<number> {
-  setXmlEngine(xmlEngineSetting(process.env));
   let exitCode: number = EXIT.ok;
   const setExit = (code: number) => {
     exitCode = code;

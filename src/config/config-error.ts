@@ -11,14 +11,16 @@ export interface ConfigProblem {
 
 /** Settings that are missing, mistyped or out of range: every one found, each with where it is. Exit code 2. */
 export class ConfigError extends VidfeedsError {
-  constructor(readonly problems: readonly ConfigProblem[]) {
+  constructor(
+    readonly problems: readonly ConfigProblem[],
+    cause?: unknown,
+  ) {
     const one = problems.length === 1 ? problems[0]! : null;
-    super(
-      EXIT.usage,
+    const shape =
       one !== null
         ? { where: `configuration ${one.where}`, what: `${one.setting ? `${one.setting} ` : ''}${one.problem}` }
-        : { where: 'configuration', what: `${problems.length} problems:\n${problems.map((p) => `  ${line(p)}`).join('\n')}` },
-    );
+        : { where: 'configuration', what: `${problems.length} problems:\n${problems.map((p) => `  ${line(p)}`).join('\n')}` };
+    super(EXIT.usage, { ...shape, cause });
   }
 }
 

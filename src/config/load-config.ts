@@ -44,7 +44,7 @@ export function loadSettings(options: LoadOptions): { site: SiteConfig; run: Run
       text = readFileSync(file, 'utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      throw new ConfigError([{ where: file, setting: '', problem: code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? String(error)})` }]);
+      throw new ConfigError([{ where: file, setting: '', problem: code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? String(error)})` }], error);
     }
     // A byte order mark, as some Windows editors write, is no part of the JSON.
     text = text.replace(/^\uFEFF/, '');

@@ -3,7 +3,8 @@
  * on extends VidfeedsError, which carries its exit code and its message in three parts: what is
  * wrong, where (a file, a flag, a setting, a row, an output directory), and what to do about it.
  * The command line turns an error into an exit code by asking it (src/cli/errors.ts); anything
- * else is a failed build, exit 1.
+ * else is a failed build, exit 1. An error that wraps another (a driver's, the file system's)
+ * passes it as `cause`.
  *
  * Exit codes: 0 success; 1 documents failed (or a check found problems); 2 usage, configuration,
  * template or database; 75 (EX_TEMPFAIL of sysexits.h) try again later: another build holds the
@@ -19,6 +20,8 @@ export interface ErrorShape {
   where?: string;
   /** What the operator can do about it. */
   hint?: string;
+  /** The error this one wraps (Error's `cause`), for a stack trace and a debugger; the message already says what it means. */
+  cause?: unknown;
 }
 
 export class VidfeedsError extends Error {
@@ -30,7 +33,7 @@ export class VidfeedsError extends Error {
     readonly exitCode: number,
     shape: ErrorShape,
   ) {
-    super(errorMessage(shape));
+    super(errorMessage(shape), shape.cause === undefined ? undefined : { cause: shape.cause });
     this.name = new.target.name;
     this.what = shape.what;
     this.where = shape.where;

@@ -6,8 +6,8 @@ import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 
 /** A database problem the operator must fix (missing file, wrong version). Exit code 2. */
 export class DatabaseError extends VidfeedsError {
-  constructor(message: string) {
-    super(EXIT.usage, { what: message });
+  constructor(message: string, cause?: unknown) {
+    super(EXIT.usage, { what: message, cause });
   }
 }
 
@@ -15,8 +15,8 @@ export class DatabaseError extends VidfeedsError {
  * Pages of the site database a reading connection keeps in its own cache, in KiB (SQLite's
  * `cache_size`, negative for KiB). better-sqlite3 sets 16 MB by default. A build reads a page many
  * times (a user's rows are spread over the tables), but from the operating system's cache: a cache
- * holding the whole database reads user bundles a few percent faster, and SQLite's own default of
- * 2 MB holds 14 MB less per reading connection.
+ * holding the whole database reads user bundles only a little faster, and SQLite's own default of
+ * 2 MB keeps each reading connection small (docs/performance.md, "Reading").
  */
 export const READ_CACHE_KIB = 2000;
 
@@ -63,7 +63,7 @@ function openExisting(file: string, readonly: boolean): Database.Database {
   try {
     db = new Database(file, { readonly, fileMustExist: true });
   } catch (error) {
-    throw new DatabaseError(`database ${file} cannot be opened: ${(error as Error).message}`);
+    throw new DatabaseError(`database ${file} cannot be opened: ${(error as Error).message}`, error);
   }
   const version = readVersion(db, file);
   if (version > SCHEMA_VERSION) {
@@ -101,7 +101,7 @@ export function openForWriting(file: string, { adopt = false }: { adopt?: boolea
   try {
     db = new Database(file);
   } catch (error) {
-    throw new DatabaseError(`database ${file} cannot be opened for writing: ${(error as Error).message}`);
+    throw new DatabaseError(`database ${file} cannot be opened for writing: ${(error as Error).message}`, error);
   }
   try {
     // Checked before anything is changed, the journal mode included.
@@ -113,7 +113,7 @@ export function openForWriting(file: string, { adopt = false }: { adopt?: boolea
       versions = migrate(db, file);
     } catch (error) {
       if (error instanceof SchemaVersionError) throw error;
-      throw new DatabaseError(`cannot add vidfeeds's tables to ${file} (nothing was changed): ${(error as Error).message}`);
+      throw new DatabaseError(`cannot add vidfeeds's tables to ${file} (nothing was changed): ${(error as Error).message}`, error);
     }
     // After the migration, so that a refused one leaves even the journal mode as it was.
     db.pragma('journal_mode = WAL');
@@ -153,7 +153,7 @@ function readVersion(db: Database.Database, file: string): number {
     return schemaVersion(db);
   } catch (error) {
     db.close();
-    throw new DatabaseError(`${file} is not a SQLite database: ${(error as Error).message}`);
+    throw new DatabaseError(`${file} is not a SQLite database: ${(error as Error).message}`, error);
   }
 }
 
@@ -178,15 +178,16 @@ export function explainReadFailure(file: string, before: DatabaseFileState | nul
   if (before === null) return error;
   const now = databaseFileState(file);
   const message = (error as Error).message ?? String(error);
-  if (now === null) return new DatabaseError(`database ${file} was removed while it was being read (${message})`);
-  if (now.identity !== before.identity) return new DatabaseError(`database ${file} was replaced while it was being read (${message}): build again`);
+  if (now === null) return new DatabaseError(`database ${file} was removed while it was being read (${message})`, error);
+  if (now.identity !== before.identity) return new DatabaseError(`database ${file} was replaced while it was being read (${message}): build again`, error);
   if (now.size < before.size) {
     return new DatabaseError(
       `database ${file} was truncated while it was being read: ${before.size} bytes when the build began, ${now.size} now (${message}); ` +
         'restore it from a backup, then build again',
+      error,
     );
   }
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) return new DatabaseError(`database ${file} is damaged (${message}): restore it from a backup`);
+  if (typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) return new DatabaseError(`database ${file} is damaged (${message}): restore it from a backup`, error);
   return error;
 }

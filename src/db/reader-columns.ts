@@ -20,7 +20,8 @@ export interface VideoRow {
 /**
  * A user's row as `userRaw` reads it, a value per column of USER_COLUMNS: any storage class in
  * any column (decoded by `userView`). An array, not an object keyed by name: building thirty
- * named properties for every user took half of reading the row (5.1 µs against 2.8).
+ * named properties for every user was a large share of reading the row (docs/performance.md,
+ * "Figures behind the code").
  */
 export type RawUser = readonly unknown[];
 

@@ -67,7 +67,7 @@ function categoryName(ctx: DecodeContext, categoryId: unknown): string | null {
  * The names of a video's tags, in SQLite's order of text (its BINARY collation: the bytes of
  * UTF-8, which is the order of code points), ties by id. Reading ids in SQL and names from a
  * per-snapshot map costs a fraction of joining, sorting and aggregating the names for every row
- * (docs/performance.md, "Reading"): 2 µs a video on a feed-heavy site.
+ * (docs/performance.md, "Figures behind the code").
  */
 function tagNames(ctx: DecodeContext, ids: string | null): readonly string[] {
   if (ids === null) return NO_TAGS;

@@ -94,15 +94,10 @@ function objectsOf(entry: ManifestEntry, prefix: string): PlannedObject[] {
 }
 
 /**
- * Whether an object key of the store is one a deploy of this shard publishes: a document's key of
- * the format table (or a compressed form of one) below the prefix, in this shard's part. Other
- * objects (the operator's, another shard's) are never deleted.
+ * The document file an object key of the store publishes (for its URL), or null when the key is
+ * not this shard's: a document's key of the format table (or a compressed form of one) below the
+ * prefix, in this shard's part. Other objects (the operator's, another shard's) are never deleted.
  */
-export function isOwnedKey(routes: Routes, prefix: string, key: string, shard: ShardSpec | undefined): boolean {
-  return ownedDocumentOf(routes, prefix, key, shard) !== null;
-}
-
-/** The document file an owned key publishes (for its URL), or null when the key is not this shard's. */
 export function ownedDocumentOf(routes: Routes, prefix: string, key: string, shard: ShardSpec | undefined): string | null {
   if (!key.startsWith(prefix)) return null;
   const below = key.slice(prefix.length);

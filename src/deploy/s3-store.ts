@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import {
   DeleteObjectsCommand,
   HeadObjectCommand,
@@ -127,7 +126,3 @@ function lowerKeys(record: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(record).map(([k, v]) => [k.toLowerCase(), v]));
 }
 
-/** MD5 of bytes, hex. */
-export function md5Hex(body: Uint8Array): string {
-  return createHash('md5').update(body).digest('hex');
-}

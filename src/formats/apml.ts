@@ -94,6 +94,6 @@ export const apml: UserFormat = {
         });
       }
       profile.el('ExplicitData');
-    });
+    }, { engine: site.xmlEngine });
   },
 };

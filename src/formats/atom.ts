@@ -78,6 +78,6 @@ export const atom: UserFormat = {
           entry.el('media:thumbnail', { url: featured.thumbnailUrl, width: featured.thumbnailWidth, height: featured.thumbnailHeight });
         }
       }
-    });
+    }, { engine: site.xmlEngine });
   },
 };

@@ -20,7 +20,7 @@ export const crossdomain: SiteFormat = {
     const body = xmlDocument('cross-domain-policy', undefined, (root) => {
       root.el('site-control', { 'permitted-cross-domain-policies': policy.permittedCrossDomainPolicies });
       for (const domain of policy.allowAccessFrom) root.el('allow-access-from', { domain, secure: 'true' });
-    }, doctype);
+    }, { doctype, engine: site.xmlEngine });
     yield { file: 'crossdomain.xml', body };
   },
 };

@@ -109,6 +109,6 @@ export const foaf: UserFormat = {
         node.optionalLeaf('foaf:accountName', account.accountName);
       }
       for (const known of friends) friend(person, known, site);
-    });
+    }, { engine: site.xmlEngine });
   },
 };

@@ -3,6 +3,7 @@ import type { UserBundle, UserPart, VideoBundle, SiteIndex } from '../model/view
 import type { SitePaths } from '../paths/site-paths.js';
 import type { KeyedPlace, SitePlace } from '../paths/url-scheme.js';
 import type { EmbedRenderer } from '../render/embed.js';
+import type { XmlEngine } from '../render/xml-engine.js';
 
 /**
  * A format is data plus one pure function. The descriptor says where the document lives (it is a
@@ -80,4 +81,6 @@ export interface SiteContext {
   /** Renders the player markup from the configured Handlebars template. */
   readonly embed: EmbedRenderer;
   readonly generator: { name: string; version: string; uri: string };
+  /** How XML documents are written (src/render/xml-engine.ts); 'fast' when absent. */
+  readonly xmlEngine?: XmlEngine;
 }

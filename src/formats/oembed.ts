@@ -2,6 +2,7 @@ import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import { xmlDocument } from '../render/xml.js';
+import type { XmlEngine } from '../render/xml-engine.js';
 import { xmlChars } from '../render/xml-text.js';
 
 /**
@@ -159,10 +160,10 @@ export function oembedJson(response: OembedResponse): string {
 }
 
 /** The XML form: root `oembed`, one child per field; the markup in `html` is escaped text. */
-export function oembedXml(response: OembedResponse): string {
+export function oembedXml(response: OembedResponse, engine?: XmlEngine): string {
   return xmlDocument('oembed', undefined, (root) => {
     for (const [name, value] of fields(response)) root.leaf(name, value);
-  });
+  }, { engine: engine });
 }
 
 /**
@@ -224,7 +225,7 @@ export const oembedXmlFormat: VideoFormat = {
   mediaType: 'text/xml; charset=utf-8',
   inSitemap: false,
   summary: 'oEmbed 1.0 of a public video as XML',
-  render: ({ video }, site) => oembedXml(defaultResponse(video, site)),
+  render: ({ video }, site) => oembedXml(defaultResponse(video, site), site.xmlEngine),
 };
 
 export const oembedHtmlFormat: VideoFormat = {

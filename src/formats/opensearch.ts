@@ -33,7 +33,7 @@ export const opensearch: SiteFormat = {
         root.leaf('Image', c.logoUrl, { height: c.logoHeight, width: c.logoWidth, type: c.logoType });
       }
       root.leaf('Language', c.language).leaf('InputEncoding', 'UTF-8').leaf('OutputEncoding', 'UTF-8');
-    });
+    }, { engine: site.xmlEngine });
     yield { file: 'opensearch.xml', body };
   },
 };

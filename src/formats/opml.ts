@@ -93,6 +93,6 @@ export const opml: UserFormat = {
         }
         feedOutline(folder.element, entry);
       }
-    });
+    }, { engine: site.xmlEngine });
   },
 };

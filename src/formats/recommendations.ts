@@ -1,4 +1,4 @@
-import type { UserFormat } from './format.js';
+import type { SiteContext, UserFormat } from './format.js';
 import type { UserBundle } from '../model/views.js';
 import { minutesSeconds } from '../render/dates.js';
 import { xmlDocument } from '../render/xml.js';
@@ -22,7 +22,7 @@ export const recommendations: UserFormat = {
   summary: "the user's public video recommendations, newest first (player recommendations list)",
   needs: ['recommendations'],
 
-  render({ recommendations: list }: UserBundle): string {
+  render({ recommendations: list }: UserBundle, site: SiteContext): string {
     return xmlDocument('recommendations', undefined, (root) => {
       for (const item of list) {
         const recommendation = root.el('recommendation');
@@ -32,6 +32,6 @@ export const recommendations: UserFormat = {
           .leaf('image', item.image)
           .optionalLeaf('description', item.description);
       }
-    });
+    }, { engine: site.xmlEngine });
   },
 };

@@ -105,11 +105,14 @@ const URLSET_WRAPPER_BYTES =
  * every entry with its `lastmod` when the build knows when documents changed, else none has one.
  */
 class Urlset {
-  private readonly withDates = new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc', 'lastmod']);
-  private readonly plain = new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc']);
+  private readonly withDates: FlatXmlDocument;
+  private readonly plain: FlatXmlDocument;
   private dated: boolean | null = null;
 
-  constructor(private readonly site: SiteContext) {}
+  constructor(private readonly site: SiteContext) {
+    this.withDates = new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc', 'lastmod'], site.xmlEngine);
+    this.plain = new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc'], site.xmlEngine);
+  }
 
   get length(): number {
     return this.dated === true ? this.withDates.length : this.plain.length;
@@ -164,7 +167,7 @@ export function* renderSitemaps(urls: Iterable<SitemapEntry | string>, site: Sit
     return;
   }
   if (part.length > 0) yield { file: partFile(++parts), body: part.end() };
-  const index = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc']);
+  const index = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc'], site.xmlEngine);
   for (let n = 1; n <= parts; n++) index.entry(site.paths.siteUrl(partFile(n)));
   yield { file: 'sitemap.xml', body: index.end() };
 }
@@ -358,7 +361,7 @@ function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLi
   }
   // The widths keep the ranges within the index's limit; this holds it should they not.
   if (listed.length > limits.maxParts) throw new Error(`the sitemap index would list ${listed.length} parts, over the sitemaps.org limit of ${limits.maxParts}`);
-  const sitemapIndex = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc']);
+  const sitemapIndex = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc'], site.xmlEngine);
   for (const file of listed) sitemapIndex.entry(site.paths.siteUrl(file));
   yield { file: 'sitemap.xml', body: sitemapIndex.end() };
 }

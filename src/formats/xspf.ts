@@ -59,6 +59,6 @@ export const xspf: UserFormat = {
           .leaf('album', album)
           .optionalLeaf('duration', video.durationSeconds === null ? null : video.durationSeconds * 1000);
       }
-    });
+    }, { engine: site.xmlEngine });
   },
 };

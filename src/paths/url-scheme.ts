@@ -38,9 +38,14 @@ export interface SitePlace {
 
 export type Place = KeyedPlace | SitePlace;
 
+/** The folder under out/ that holds a key's documents of one format (`dir`): `<key>/<dir>`. */
+export function keyedFolder(place: Pick<KeyedPlace, 'dir'>, key: string): string {
+  return `${key}/${place.dir}`;
+}
+
 /** The file under out/ of a keyed document. Only for keys that passed `keyProblem`. */
 export function keyedFile(place: Pick<KeyedPlace, 'dir' | 'file'>, key: string): string {
-  return `${key}/${place.dir}/${place.file}`;
+  return `${keyedFolder(place, key)}/${place.file}`;
 }
 
 /**

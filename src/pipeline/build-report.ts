@@ -76,6 +76,8 @@ export interface BuildReporter {
   progress?(done: number): void;
   /** A row that was skipped or a document that failed, as it happens. */
   warn?(message: string): void;
+  /** Once, when another build holds the lock and this one waits for it (`what` says who holds it). */
+  waiting?(what: string): void;
   /** Once, when the build knows its mode; `expected` estimates the documents it will render, when it can. */
   started?(plan: { mode: BuildMode; reason: string; expected?: number }): void;
   /** Each skipped row, whole (a report keeps only the first REPORT_KEEPS). */

@@ -439,8 +439,8 @@ export class BuildState {
  * halfway through a build. A file that is not a database at all fails to open. A state left as
  * its last build closed it (no write-ahead log beside it) is as long as its header says, to the
  * byte; only when it is not, or a log is there (a killed build), is it read through (SQLite's
- * quick_check): that reads every page, 2 s for the state of 100,000 users, which every watch
- * rebuild and one-video edit would otherwise pay.
+ * quick_check): that reads every page, which every watch rebuild and one-video edit would otherwise
+ * pay, seconds on a large site (docs/performance.md, "Figures behind the code").
  */
 function openState(file: string): Database.Database {
   const unlogged = file === ':memory:' || !((statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0);

@@ -29,3 +29,21 @@ export async function runStepsYielding<T>(steps: Generator<void, T>, everyMs: nu
     }
   }
 }
+
+/**
+ * The steps, with `renew` called each time they yield: a build renews its lock's lease between
+ * owners, whichever driver runs it (lock.ts says why that is often enough).
+ */
+export function* renewingLease<T>(steps: Generator<void, T>, renew: () => void): Generator<void, T> {
+  try {
+    for (;;) {
+      const next = steps.next();
+      if (next.done === true) return next.value;
+      renew();
+      yield;
+    }
+  } finally {
+    // Stopped early by its driver: the steps' own clean-up (their finally blocks) runs.
+    steps.return(undefined as T);
+  }
+}

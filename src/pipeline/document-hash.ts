@@ -4,7 +4,7 @@ import xxhash from 'xxhash-wasm';
  * The hash a build state records of each document's bytes (build-state.ts), and `vidfeeds check`
  * compares: XXH64, 8 bytes. It only tells whether a document changed since the last build (its
  * size must match too), so it need not be cryptographic, and a cryptographic hash would cost a
- * feed-heavy build a noticeable share of its CPU (a 24 KB feed hashes about ten times faster).
+ * feed-heavy build a noticeable share of its CPU (docs/performance.md, "Figures behind the code").
  *
  * What a non-cryptographic hash gives away: someone able to craft two versions of a document
  * with one size and one hash could change it without the next build rewriting it. Only the

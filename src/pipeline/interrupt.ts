@@ -12,8 +12,11 @@ import { VidfeedsError } from '../config/vidfeeds-error.js';
 
 /** The build was stopped by a signal. Exit code 128 + the signal's number (130, 143). */
 export class BuildInterrupted extends VidfeedsError {
-  constructor(readonly signal: 'SIGINT' | 'SIGTERM') {
-    super(128 + constants.signals[signal], { what: `stopped by ${signal}: the files written so far are recorded and the next build goes on from them` });
+  constructor(
+    readonly signal: 'SIGINT' | 'SIGTERM',
+    outcome = ': the files written so far are recorded and the next build goes on from them',
+  ) {
+    super(128 + constants.signals[signal], { what: `stopped by ${signal}${outcome}` });
   }
 
   get signalNumber(): number {

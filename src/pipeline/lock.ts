@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { setTimeout as pause } from 'node:timers/promises';
+import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
 import { judgeHolder, LEASE_RENEW_SECONDS, thisHost, type HostFacts, type LockHolder } from './lock-holder.js';
 
@@ -14,8 +14,8 @@ export { processIsAlive, type LockHolder } from './lock-holder.js';
  * second build either gets it or reads who holds it.
  *
  * A lock is recovered only when its holder is provably gone (src/pipeline/lock-holder.ts): on this
- * host, no process with its pid, or one that started after the lock was taken (the pid was
- * reused, after a reboot say), or the machine has booted since (another boot id); on another host
+ * host, no process with its pid, or one that started at another clock tick of this boot (the pid
+ * was reused), or the machine has booted since (another boot id); on another host
  * (a container that was replaced, a shared file system), a lease the holder no longer renews. A
  * lock older than a limit (`maxAgeSeconds`) that is still held is reported loudly: a build may be
  * hung.
@@ -76,8 +76,6 @@ export interface LockOptions {
   host?: Partial<HostFacts>;
   /** Called when a lock left by a build that is gone is taken over, with why it is known to be gone. */
   onRecovered?: (holder: LockHolder, why: string) => void;
-  /** How long to wait for another build to release the lock before giving up; 0 (the default) gives up at once. */
-  waitSeconds?: number;
   /** A lock held longer than this is reported as stale (LockHeldError.overAge); by default six hours. */
   maxAgeSeconds?: number;
   /** How often the holder renews its lease (LEASE_RENEW_SECONDS); 0 holds no lease (tests). */
@@ -93,6 +91,8 @@ const WAIT_POLL_MS = 100;
 export interface BuildLock {
   readonly file: string;
   readonly holder: LockHolder;
+  /** Renews the lease if it is due (cheap otherwise): called between a build's owners. */
+  renew(): void;
   /** Removes the lock if it is still this build's. Safe to call twice. */
   release(): void;
 }
@@ -109,22 +109,41 @@ export function defaultLockFile(outDir: string): string {
   return join(parent, '.vidfeeds', `${basename(out)}.lock`);
 }
 
+/** Takes the lock of an output directory at once, or throws LockHeldError naming who holds it. */
 export function acquireBuildLock(outDir: string, options: LockOptions = {}): BuildLock {
-  const deadline = Date.now() + (options.waitSeconds ?? 0) * 1000;
+  return tryBuildLock(outDir, options);
+}
+
+export interface LockWait {
+  /** How long to wait for another build to release the lock before giving up (LockHeldError). */
+  seconds: number;
+  /** Asked at every look: an error returned (a signal heard, say) ends the wait and is thrown. */
+  stop?: () => Error | null;
+  /** Called once, when the lock is found held and the wait begins. */
+  waiting?: (held: LockHeldError) => void;
+}
+
+/**
+ * Takes the lock, waiting up to `wait.seconds` for another build to release it. It waits on
+ * timers, so the event loop turns while it does: a signal's handler runs at once, and the wait
+ * ends at the next look (`wait.stop`).
+ */
+export async function waitForBuildLock(outDir: string, options: LockOptions, wait: LockWait): Promise<BuildLock> {
+  const deadline = Date.now() + wait.seconds * 1000;
+  let told = false;
   for (;;) {
+    const stop = wait.stop?.() ?? null;
+    if (stop !== null) throw stop;
     try {
       return tryBuildLock(outDir, options);
     } catch (error) {
       // A lock that is not ours to judge (not a vidfeeds lock) is not waited for.
       if (!(error instanceof LockHeldError) || error.holder === null || Date.now() >= deadline) throw error;
-      sleep(Math.min(WAIT_POLL_MS, Math.max(1, deadline - Date.now())));
+      if (!told) wait.waiting?.(error);
+      told = true;
+      await pause(Math.min(WAIT_POLL_MS, Math.max(1, deadline - Date.now())));
     }
   }
-}
-
-/** Blocks the thread: the build is synchronous, and nothing else runs while it waits. */
-function sleep(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
@@ -139,7 +158,7 @@ function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
     command: options.command ?? 'vidfeeds build',
     token: randomBytes(12).toString('hex'),
     ...(facts.bootId === null ? {} : { bootId: facts.bootId }),
-    ...optional('processStart', facts.processStart(process.pid)),
+    ...optional('startTicks', facts.startTicks(process.pid)),
     ...(leaseSeconds > 0 ? { leaseSeconds } : {}),
   };
   mkdirSync(dirname(file), { recursive: true });
@@ -195,34 +214,46 @@ function optional<K extends string>(key: K, value: number | null): Partial<Recor
 }
 
 /**
- * Renews the lease (the lock file's modification time) from a thread of its own: a build runs
- * synchronously on its thread for as long as it takes, and a timer there would never fire.
+ * The lease (the lock file's modification time) is renewed on the thread that holds the lock:
+ *
+ * - by the build, each time it yields between two owners (`renew()`, build-steps.ts's
+ *   `renewingLease`): a synchronous build never lets a timer fire, but it yields every few
+ *   milliseconds;
+ * - by a timer when the event loop turns, for holders that wait on input and output between their
+ *   steps (sync, deploy, a build run by the yielding driver).
+ *
+ * This is safe as long as no holder runs longer than the lease's margin without yielding or
+ * letting the loop turn: LEASE_EXPIRY_SECONDS less LEASE_RENEW_SECONDS, four and a half minutes.
+ * A build's longest stretches without a yield are one owner's documents, the site files rendered
+ * whole and the state's commit; docs/performance.md ("The lease") says how long they take at the
+ * largest sizes measured, a small part of that margin. Only a holder on another host is judged by
+ * its lease: on this one the pid and start ticks name it.
  */
-const LEASE_THREAD = `
-const { workerData } = require('node:worker_threads');
-const { readFileSync, utimesSync } = require('node:fs');
-setInterval(() => {
-  try {
-    if (readFileSync(workerData.file, 'utf8').includes(workerData.token)) { const now = new Date(); utimesSync(workerData.file, now, now); }
-  } catch {}
-}, workerData.ms);
-`;
-
 function lockHandle(file: string, holder: LockHolder): BuildLock {
   let released = false;
   const ms = (holder.leaseSeconds ?? 0) * 1000;
-  // Its code is CommonJS: the thread is given no flags of the process (`--input-type=module` would
-  // make it a module, where `require` does not exist).
-  const renewer = ms > 0 ? new Worker(LEASE_THREAD, { eval: true, execArgv: [], workerData: { file, token: holder.token, ms } }) : null;
+  let renewed = Date.now();
+  const touch = () => {
+    renewed = Date.now();
+    try {
+      if (readFileSync(file, 'utf8').includes(holder.token)) utimesSync(file, new Date(renewed), new Date(renewed));
+    } catch {
+      // Removed by hand, or the disk failed: the next renewal tries again, and release() reports nothing.
+    }
+  };
+  const timer = ms > 0 ? setInterval(touch, ms) : null;
   // The lease never keeps a process alive that has nothing else to do.
-  renewer?.unref();
+  timer?.unref();
   return {
     file,
     holder,
+    renew() {
+      if (!released && ms > 0 && Date.now() - renewed >= ms) touch();
+    },
     release() {
       if (released) return;
       released = true;
-      void renewer?.terminate();
+      if (timer !== null) clearInterval(timer);
       const found = readLock(file);
       if (found?.holder?.token === holder.token) unlinkSync(file);
     },

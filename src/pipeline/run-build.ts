@@ -184,8 +184,8 @@ function savedState(state: BuildState, writer: OutputWriter) {
     basisDropped: state.basisDropped(),
     interrupted: state.interrupted(),
     replacedVersion: state.replacedVersion,
-    // Not a count: counting the records reads the whole state (a second at 2.5 million files),
-    // and watch builds many times a second.
+    // Not a count: counting the records reads the whole state (docs/performance.md, "Figures
+    // behind the code"), and watch builds many times a second.
     empty: state.isEmpty(),
     // A build into an empty directory compares nothing with the disk, whatever the state recorded:
     // a first build, or one after the output was emptied (every document is written either way).

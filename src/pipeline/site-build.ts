@@ -14,9 +14,10 @@ import { buildRecordName, buildRecordOf, removeBuildRecord, writeBuildRecord } f
 import { BuildState, defaultStateFile } from './build-state.js';
 import type { BuildReport, BuildReporter } from './build-report.js';
 import { buildSteps } from './run-build.js';
-import { runSteps, runStepsYielding } from './build-steps.js';
+import { renewingLease, runSteps, runStepsYielding } from './build-steps.js';
 import { buildFingerprint, type BuildFingerprint } from './plan/incremental.js';
-import { acquireBuildLock, describeHolder, type BuildLock } from './lock.js';
+import { BuildInterrupted } from './interrupt.js';
+import { acquireBuildLock, describeHolder, waitForBuildLock, type BuildLock, type LockOptions } from './lock.js';
 import { createDirectoryWriter } from './threads/write-pool.js';
 import { checkStateShard, type ShardSpec } from './plan/shard.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
@@ -60,7 +61,7 @@ export interface SiteBuildRequest {
   lock?: BuildLock;
   /** Names the lock's holder, e.g. `vidfeeds build`. */
   command?: string;
-  /** How long to wait for another build's lock before giving up (LockHeldError); 0 by default. */
+  /** How long `buildSiteYielding` waits for another build's lock before giving up (LockHeldError); 0 by default. */
   waitSeconds?: number;
   /** Whether files are written on a thread of their own (threads/write-pool.ts); by the machine's cores when absent. */
   writeThread?: boolean;
@@ -93,15 +94,42 @@ export interface HeldInputs {
   fingerprint: BuildFingerprint;
 }
 
-export function buildSite(request: SiteBuildRequest): BuildReport {
+/** The build, run to its end at once. It never waits for the lock: a held lock throws LockHeldError. */
+export function buildSite(request: Omit<SiteBuildRequest, 'waitSeconds'>): BuildReport {
   return runSteps(siteBuildSteps(request));
 }
 
-export function buildSiteYielding(request: SiteBuildRequest): Promise<BuildReport> {
-  return runStepsYielding(siteBuildSteps(request));
+/**
+ * The build, letting the event loop turn between owners and while it waits for the lock
+ * (`waitSeconds`), so that a signal is heard: during the wait, `stopRequested` ends it with
+ * BuildInterrupted, and nothing was built.
+ */
+export async function buildSiteYielding(request: SiteBuildRequest): Promise<BuildReport> {
+  const waitSeconds = request.waitSeconds ?? 0;
+  if (waitSeconds === 0 || request.lock !== undefined || request.dryRun === true) return runStepsYielding(siteBuildSteps(request));
+  // Configuration and templates are checked before the wait, as before the lock.
+  const site = request.site ?? createSiteContext(request.config, request.formats ?? FORMATS);
+  const stop = () => {
+    const signal = request.stopRequested?.() ?? null;
+    return signal === null ? null : new BuildInterrupted(signal, ' while waiting for the lock: nothing was built');
+  };
+  const lock = await waitForBuildLock(request.out, lockOptions(request), { seconds: waitSeconds, stop, waiting: (held) => request.reporter?.waiting?.(held.what) });
+  try {
+    return await runStepsYielding(siteBuildSteps({ ...request, site, lock }));
+  } finally {
+    lock.release();
+  }
 }
 
-function* siteBuildSteps(request: SiteBuildRequest): Generator<void, BuildReport> {
+function lockOptions(request: SiteBuildRequest): LockOptions {
+  return {
+    command: request.command ?? 'vidfeeds build',
+    maxAgeSeconds: request.config.maxLockAgeSeconds,
+    onRecovered: (holder, why) => request.reporter?.warn?.(`took over the lock of a build that is gone (${describeHolder(holder)}): ${why}`),
+  };
+}
+
+function* siteBuildSteps(request: Omit<SiteBuildRequest, 'waitSeconds'>): Generator<void, BuildReport> {
   const formats = request.formats ?? FORMATS;
   const { config } = request;
   // Configuration and templates are checked before the lock is taken or a file is touched.
@@ -112,13 +140,7 @@ function* siteBuildSteps(request: SiteBuildRequest): Generator<void, BuildReport
   const dry = request.dryRun === true;
   const lock = dry
     ? null
-    : (request.lock ??
-      acquireBuildLock(request.out, {
-        command: request.command ?? 'vidfeeds build',
-        waitSeconds: request.waitSeconds,
-        maxAgeSeconds: config.maxLockAgeSeconds,
-        onRecovered: (holder, why) => request.reporter?.warn?.(`took over the lock of a build that is gone (${describeHolder(holder)}): ${why}`),
-      }));
+    : (request.lock ?? acquireBuildLock(request.out, lockOptions(request)));
   const scratch = dry ? mkdtempSync(join(tmpdir(), 'vidfeeds-dry-run-')) : null;
   const before = databaseFileState(request.db);
   try {
@@ -132,7 +154,8 @@ function* siteBuildSteps(request: SiteBuildRequest): Generator<void, BuildReport
         const writer: OutputWriter & { close(): void } = dry ? new DryRunWriter(request.out) : createDirectoryWriter(request.out, request.writeThread);
         checkStateOutput(state, request.out);
         try {
-          return yield* buildInto({ request, db, state, writer, site, formats, fingerprint, before });
+          const steps = buildInto({ request, db, state, writer, site, formats, fingerprint, before });
+          return yield* (lock === null ? steps : renewingLease(steps, () => lock.renew()));
         } finally {
           writer.close();
         }

@@ -87,7 +87,7 @@ export function createEmbedRenderer(player: PlayerConfig, links: EmbedLinks, sam
   try {
     template(context({ ...sampleVideo, captionsUrl: null, durationSeconds: null }));
   } catch (error) {
-    throw new TemplateError(file, templateProblem(error));
+    throw new TemplateError(file, templateProblem(error), error);
   }
   return {
     // Characters XML 1.0 forbids are dropped here, so the markup reads the same in the XML form,

@@ -1,7 +1,7 @@
 import { cleanElement, newElement, serialize, startTag, type Recording } from './recorded-tree.js';
 import { RecordedElement, XmlDocument } from './xml-document.js';
 import type { Attrs, XmlElement } from './xml-element.js';
-import { xmlEngine } from './xml-engine.js';
+import type { XmlEngine } from './xml-engine.js';
 import { leafElement, MAYBE_FORBIDDEN, xmlChars, XML_DECLARATION } from './xml-text.js';
 
 /**
@@ -30,13 +30,14 @@ export class FlatXmlDocument {
     attrs: Attrs | undefined,
     private readonly entryName: string,
     private readonly leafNames: readonly string[],
+    engine: XmlEngine = 'fast',
   ) {
     const recording: Recording = { prefixes: this.prefixes, simple: true };
     const root = newElement(rootName, attrs, recording, true, false);
     // Only the checks matter here: the root has declared its prefixes by now, as in a tree.
     for (const name of [entryName, ...leafNames]) newElement(name, undefined, recording, false);
-    if (xmlEngine() === 'fast' && recording.simple) this.start = `${XML_DECLARATION}${startTag(root)}`;
-    else this.tree = new XmlDocument(rootName, attrs);
+    if (engine === 'fast' && recording.simple) this.start = `${XML_DECLARATION}${startTag(root)}`;
+    else this.tree = new XmlDocument(rootName, attrs, undefined, engine);
   }
 
   /** Appends one entry holding one leaf per leaf name, with these texts, in order. */

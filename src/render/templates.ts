@@ -17,8 +17,9 @@ export class TemplateError extends VidfeedsError {
   constructor(
     readonly template: string,
     problem: string,
+    cause?: unknown,
   ) {
-    super(EXIT.usage, { where: `template ${template}`, what: problem });
+    super(EXIT.usage, { where: `template ${template}`, what: problem, cause });
   }
 }
 
@@ -44,7 +45,7 @@ export function loadTemplate(subdir: string, name: string, siteDir: string | nul
     template = handlebars.compile(source, { strict: true, noEscape: false });
     template(sample);
   } catch (error) {
-    throw new TemplateError(file, templateProblem(error));
+    throw new TemplateError(file, templateProblem(error), error);
   }
   return { template, file, source };
 }

@@ -16,7 +16,7 @@ import {
 } from './recorded-tree.js';
 import { createXmlBuilder } from './xmlbuilder-loader.js';
 import type { Attrs, XmlElement } from './xml-element.js';
-import { xmlEngine } from './xml-engine.js';
+import type { XmlEngine } from './xml-engine.js';
 import { fastPathTakesDoctype } from './xml-names.js';
 import { forBuilder, MAYBE_FORBIDDEN, sections, XML_DECLARATION } from './xml-text.js';
 
@@ -78,6 +78,7 @@ export class XmlDocument {
     private readonly rootName: string,
     attrs?: Attrs,
     private readonly doctype?: { systemId: string },
+    private readonly engine: XmlEngine = 'fast',
   ) {
     this.rootNode = newElement(rootName, attrs, this.recording, true);
     if (!fastPathTakesDoctype(doctype)) this.recording.simple = false;
@@ -109,7 +110,7 @@ export class XmlDocument {
    * is written from those, either way.
    */
   private fastBody(): string | null {
-    if (xmlEngine() !== 'fast' || !this.recording.simple) {
+    if (this.engine !== 'fast' || !this.recording.simple) {
       this.clean();
       return null;
     }

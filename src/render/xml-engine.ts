@@ -1,22 +1,8 @@
-export type XmlEngine = 'fast' | 'builder';
-
 /**
- * Which way documents are written: 'fast' (the default) streams them or takes the fast path where
- * it can; 'builder' sends every document made here through xmlbuilder2, as before (RSS feeds are
- * markup of their own, rss.ts). For the equivalence tests and the benchmark's before/after
- * figures. Set at start by the command line (VIDFEEDS_XML_ENGINE=builder, src/cli/xml-engine-setting.ts);
- * this layer reads no environment.
+ * Which way a document is written: 'fast' (the default) streams it or takes the fast path where it
+ * can; 'builder' sends it through xmlbuilder2, as the fast paths are held to (RSS feeds are markup
+ * of their own, rss.ts). Passed to each document (`xmlDocument`, `XmlDocument`, `FlatXmlDocument`),
+ * from the site context of a build (`SiteContext.xmlEngine`): the equivalence tests and the
+ * benchmark's `--xml builder` ask for 'builder'; nothing else does.
  */
-let engine: XmlEngine = 'fast';
-
-/** Sets the way documents are written from now on in this thread; returns the one it replaces. */
-export function setXmlEngine(next: XmlEngine): XmlEngine {
-  const previous = engine;
-  engine = next;
-  return previous;
-}
-
-/** The way documents are written now (see setXmlEngine). */
-export function xmlEngine(): XmlEngine {
-  return engine;
-}
+export type XmlEngine = 'fast' | 'builder';

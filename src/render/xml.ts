@@ -1,6 +1,6 @@
 import { XmlDocument } from './xml-document.js';
 import type { Attrs, XmlElement } from './xml-element.js';
-import { xmlEngine } from './xml-engine.js';
+import type { XmlEngine } from './xml-engine.js';
 import { NOT_STREAMABLE, XmlStream } from './xml-stream.js';
 
 /**
@@ -14,8 +14,9 @@ import { NOT_STREAMABLE, XmlStream } from './xml-stream.js';
  *    would yield an undefined entity (not well-formed) or silently change the text (`&lt;` read
  *    back as `<`). We escape exactly those ampersands, and the builder escapes all the others.
  *
- * Speed (docs/performance.md). Building xmlbuilder2's DOM costs about 40 µs per element, which made
- * rendering half of a build. So documents are written, giving the same bytes, in one of three ways:
+ * Speed. Building xmlbuilder2's DOM for every element made it most of the rendering
+ * (docs/performance.md, "Figures behind the code"). So documents are written, giving the same
+ * bytes, in one of three ways:
  *
  * - streamed (xmlDocument, how formats make documents): written as the calls come, with no tree,
  *   doing exactly what the builder's serialiser does for the documents our formats make. Every
@@ -42,7 +43,7 @@ import { NOT_STREAMABLE, XmlStream } from './xml-stream.js';
  * Where each part lives: the text (forbidden characters, escaping, CDATA) in xml-text.ts; which
  * names the fast path takes in xml-names.ts; the stream in xml-stream.ts; the recorded tree and
  * its serialiser in recorded-tree.ts, the recorded document in xml-document.ts; the flat writer
- * in flat-xml-document.ts; which way is used in xml-engine.ts (set by the command line); the
+ * in flat-xml-document.ts; which way is used in xml-engine.ts (a parameter of each document); the
  * builder's loading in xmlbuilder-loader.ts. Formats make documents through `xmlDocument` here.
  */
 
@@ -60,8 +61,13 @@ import { NOT_STREAMABLE, XmlStream } from './xml-stream.js';
  * `write` must make the same calls each time it runs: a format's render is a pure function of
  * its data. test/render/xml-equivalence.test.ts holds streamed documents to the builder.
  */
-export function xmlDocument(rootName: string, attrs: Attrs | undefined, write: (root: XmlElement) => void, doctype?: { systemId: string }): string {
-  if (xmlEngine() === 'fast') {
+export function xmlDocument(
+  rootName: string,
+  attrs: Attrs | undefined,
+  write: (root: XmlElement) => void,
+  { doctype, engine = 'fast' }: { doctype?: { systemId: string }; engine?: XmlEngine } = {},
+): string {
+  if (engine === 'fast') {
     try {
       const stream = new XmlStream(rootName, attrs, doctype);
       write(stream.root);
@@ -71,7 +77,7 @@ export function xmlDocument(rootName: string, attrs: Attrs | undefined, write: (
       if (error !== NOT_STREAMABLE) throw error;
     }
   }
-  const doc = new XmlDocument(rootName, attrs, doctype);
+  const doc = new XmlDocument(rootName, attrs, doctype, engine);
   write(doc.root);
   xmlDocuments.recorded++;
   return doc.end();

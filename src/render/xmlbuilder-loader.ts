@@ -4,7 +4,8 @@ import type { XMLBuilder, XMLBuilderCreateOptions } from 'xmlbuilder2/lib/interf
 
 /**
  * xmlbuilder2, loaded the first time a document or a name needs it, which the documents of our
- * formats never do: loading it costs about 14 MB of memory and 60 ms.
+ * formats never do: loading it costs memory and start-up time every command would pay
+ * (docs/performance.md, "Figures behind the code").
  * test/render/xml-builder-lazy.test.ts holds the build to it.
  */
 const require = createRequire(import.meta.url);

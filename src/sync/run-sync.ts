@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ValueIssue } from '../db/decode.js';
 import { openForUpdate } from '../db/open-database.js';
-import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from '../pipeline/lock.js';
+import { describeHolder, LockHeldError, waitForBuildLock, type BuildLock } from '../pipeline/lock.js';
 import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted } from './sync-errors.js';
 import { openSource } from './open-source.js';
@@ -80,7 +80,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
   let lock: BuildLock | undefined;
   let source: SyncSource | undefined;
   try {
-    lock = takeLock(request);
+    lock = await takeLock(request);
     source = await openSource(request.from, request.source);
     const plans = await planTables(target, source, request.tables);
     const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0 };
@@ -175,11 +175,11 @@ async function syncOne(
   return { counts, mode, mark: { mapping, previous: first ? latest : earlier!.latest, latest, log: 0 }, first };
 }
 
-function takeLock(request: SyncRequest): BuildLock {
+async function takeLock(request: SyncRequest): Promise<BuildLock> {
   const file = syncLockFile(request.db);
   mkdirSync(dirname(file), { recursive: true });
   try {
-    return acquireBuildLock(request.db, { file, command: request.command ?? 'vidfeeds sync', waitSeconds: request.waitSeconds });
+    return await waitForBuildLock(request.db, { file, command: request.command ?? 'vidfeeds sync' }, { seconds: request.waitSeconds });
   } catch (error) {
     if (!(error instanceof LockHeldError)) throw error;
     throw new SyncBusyError(

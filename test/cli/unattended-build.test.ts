@@ -8,7 +8,7 @@ import { buildRecordName } from '../../src/pipeline/record/build-record.js';
 import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { BIN, cli, cliAsync, readTree } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
-import { tempDir } from '../helpers/temp-dir.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 import { oldOrNew, undated } from '../helpers/tree.js';
 import { until } from '../helpers/until.js';
 
@@ -134,51 +134,74 @@ describe('progress', () => {
   });
 });
 
+/**
+ * A process that holds the lock of `out` until told to let go (its stdin closed), as a long build
+ * would: no race with a real build that may finish before the second one starts.
+ */
+async function holdLock(out: string) {
+  const lockModule = join(import.meta.dirname, '../../dist/pipeline/lock.js');
+  const holder = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', `
+      const { acquireBuildLock } = await import(${JSON.stringify(pathToFileURL(lockModule).href)});
+      const lock = acquireBuildLock(${JSON.stringify(out)}, { command: 'vidfeeds build' });
+      process.stdout.write('held\\n');
+      process.stdin.resume();
+      process.stdin.on('end', () => { lock.release(); process.exit(0); });
+    `],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  cleanUpAfterTest(() => holder.kill('SIGKILL'));
+  const released = new Promise<number | null>((done) => holder.on('exit', (code) => done(code)));
+  await new Promise<void>((done, fail) => {
+    holder.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('held') && done());
+    holder.on('exit', () => fail(new Error('the lock holder exited before it held the lock')));
+  });
+  return { pid: holder.pid!, release: () => (holder.stdin!.end(), released) };
+}
+
 describe('a second build while one runs', () => {
   it('exits 75 naming the holder; with --wait it waits and then builds', async () => {
     const { db, out, lock } = site(20);
-    // A holder that keeps the lock until told to let go, as a long build would: no race with a
-    // real build that may finish before the second one starts.
-    const lockModule = join(import.meta.dirname, '../../dist/pipeline/lock.js');
-    const holder = spawn(
-      process.execPath,
-      ['--input-type=module', '-e', `
-        const { acquireBuildLock } = await import(${JSON.stringify(pathToFileURL(lockModule).href)});
-        const lock = acquireBuildLock(${JSON.stringify(out)}, { command: 'vidfeeds build' });
-        process.stdout.write('held\\n');
-        process.stdin.resume();
-        process.stdin.on('end', () => { lock.release(); process.exit(0); });
-      `],
-      { stdio: ['pipe', 'pipe', 'inherit'] },
-    );
-    const released = new Promise<number | null>((done) => holder.on('exit', (code) => done(code)));
-    try {
-      await new Promise<void>((done, fail) => {
-        holder.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('held') && done());
-        holder.on('exit', () => fail(new Error('the lock holder exited before it held the lock')));
-      });
-      expect(existsSync(lock)).toBe(true);
+    const holder = await holdLock(out);
+    expect(existsSync(lock)).toBe(true);
 
-      const second = cli(['build', '--db', db, '--out', out]);
-      expect(second.code).toBe(75);
-      expect(second.stderr).toContain(`is being built by another vidfeeds: "vidfeeds build", pid ${holder.pid}`);
-      expect(second.stderr).toContain('--wait SECONDS');
-      expect(existsSync(out)).toBe(false);
+    const second = cli(['build', '--db', db, '--out', out]);
+    expect(second.code).toBe(75);
+    expect(second.stderr).toContain(`is being built by another vidfeeds: "vidfeeds build", pid ${holder.pid}`);
+    expect(second.stderr).toContain('--wait SECONDS');
+    expect(existsSync(out)).toBe(false);
 
-      const waiter = cliAsync(['build', '--db', db, '--out', out, '--wait', '300']);
-      const waiting = collect(waiter);
-      // Still waiting while the lock is held.
-      await new Promise((done) => setTimeout(done, 1500));
-      expect(waiter.exitCode).toBeNull();
-      holder.stdin!.end();
-      expect(await released).toBe(0);
-      const b = await waiting;
-      expect(b.code, b.stderr).toBe(0);
-      expect(b.stderr).toMatch(/full build/);
-      expect(existsSync(lock)).toBe(false);
-    } finally {
-      holder.kill('SIGKILL');
-    }
+    const waiter = cliAsync(['build', '--db', db, '--out', out, '--wait', '300']);
+    const waiting = collect(waiter);
+    // Still waiting while the lock is held.
+    await new Promise((done) => setTimeout(done, 1500));
+    expect(waiter.exitCode).toBeNull();
+    expect(await holder.release()).toBe(0);
+    const b = await waiting;
+    expect(b.code, b.stderr).toBe(0);
+    expect(b.stderr).toMatch(/full build/);
+    expect(existsSync(lock)).toBe(false);
+  }, 120_000);
+
+  it('hears SIGINT while it waits with --wait: exits 130 long before the wait is over, having built nothing', async () => {
+    const { db, out, lock } = site(3);
+    const holder = await holdLock(out);
+    const waiter = cliAsync(['build', '--db', db, '--out', out, '--wait', '60']);
+    const waiting = collect(waiter);
+    let stderr = '';
+    waiter.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    expect(await until(() => stderr.includes('waiting up to 60 s for the lock: output directory'), 30_000), stderr).toBe(true);
+    waiter.kill('SIGINT');
+    // Bounded only so that a wait that never hears the signal fails here, not at the suite's timeout.
+    const exited = await Promise.race([waiting, new Promise<null>((done) => setTimeout(() => done(null), 30_000))]);
+    if (exited === null) waiter.kill('SIGKILL');
+    expect(exited, 'still waiting 30 s after SIGINT').not.toBeNull();
+    expect(exited!.code, exited!.stderr).toBe(130);
+    expect(exited!.stderr).toContain('stopped by SIGINT while waiting for the lock: nothing was built');
+    expect(existsSync(out)).toBe(false);
+    // The holder's lock is untouched.
+    expect(readFileSync(lock, 'utf8')).toContain(`"pid":${holder.pid},`);
   }, 120_000);
 });
 

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { prng } from '../../src/db/demo-data.js';
@@ -39,12 +39,28 @@ let references = 0;
 const BUILD = ['--allow-removals'];
 
 function reference(dir: string, db: string): Map<string, Buffer> {
+  return referenceTree(dir, db).files;
+}
+
+/** The files and the folders of a full build of the database into a fresh directory. */
+function referenceTree(dir: string, db: string): { files: Map<string, Buffer>; folders: string[] } {
   const out = join(dir, `reference-${references++}`);
-  const run = cli(['build', '--db', db, '--out', out]);
+  const run = cli(['build', '--db', db, '--out', out, '--full']);
   expect(run.code, run.stderr).toBe(0);
-  const tree = readTree(out);
+  const tree = { files: readTree(out), folders: folders(out) };
   rmSync(out, { recursive: true });
   return tree;
+}
+
+/** Every folder under `root` (relative, `/`-separated, sorted), dot-named ones left out as readTree does: an empty one is a 403 on a server. */
+function folders(root: string, dir = ''): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
+    const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
+    found.push(path, ...folders(root, path));
+  }
+  return found.sort();
 }
 
 function sql(db: string, text: string, ...params: unknown[]): void {
@@ -73,6 +89,27 @@ function differences(actual: Map<string, Buffer>, expected: Map<string, Buffer>)
   }
   for (const path of actual.keys()) if (!expected.has(path)) found.push(`extra: ${path}`);
   return found.slice(0, 20);
+}
+
+/** The tree of `out`, files and folders, is what a full build of the database makes in a fresh directory. */
+function expectFullBuildTree(dir: string, db: string, out: string): void {
+  const expected = referenceTree(dir, db);
+  expect(differences(readTree(out), expected.files)).toEqual([]);
+  expect(folders(out)).toEqual(expected.folders);
+}
+
+/**
+ * What a killed build leaves in its state: the build marked as running and, when `user` is given,
+ * no record of that user's files (they were renamed into place before their records were committed).
+ */
+function markKilled(dir: string, user?: string): void {
+  const state = new Database(join(dir, '.vidfeeds', 'out.state.sqlite'));
+  try {
+    if (user !== undefined) state.prepare(`DELETE FROM outputs WHERE path LIKE ? || '/%'`).run(user);
+    state.prepare(`INSERT INTO meta (key, value) VALUES ('in_progress', '2026-01-01T00:00:00Z')`).run();
+  } finally {
+    state.close();
+  }
 }
 
 /** Starts a build and kills it with SIGKILL after `ms`; resolves once it is gone. */
@@ -110,7 +147,7 @@ describe('a build killed at any moment (kill -9, the OOM killer)', () => {
       }
       const last = cli(['build', ...BUILD, '--db', s.db, '--out', s.out]);
       expect(last.code, last.stderr).toBe(0);
-      expect(differences(readTree(s.out), reference(s.dir, s.db))).toEqual([]);
+      expectFullBuildTree(s.dir, s.db, s.out);
     });
   }
 
@@ -118,16 +155,45 @@ describe('a build killed at any moment (kill -9, the OOM killer)', () => {
     const s = site(6);
     expect(cli(['build', ...BUILD, '--db', s.db, '--out', s.out]).code).toBe(0);
     // What a killed build leaves: files in place, no record of them, the build marked as running.
-    const state = new Database(join(s.dir, '.vidfeeds', 'out.state.sqlite'));
-    state.prepare(`DELETE FROM outputs WHERE path LIKE 'alice/%'`).run();
-    state.prepare(`INSERT INTO meta (key, value) VALUES ('in_progress', '2026-01-01T00:00:00Z')`).run();
-    state.close();
+    markKilled(s.dir, 'alice');
     sql(s.db, `UPDATE users SET state = 'suspended' WHERE username = 'alice'`);
     const run = cli(['build', ...BUILD, '--db', s.db, '--out', s.out]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain('full build (the last build did not finish');
     expect(existsSync(join(s.out, 'alice'))).toBe(false);
     expect(differences(readTree(s.out), reference(s.dir, s.db))).toEqual([]);
+  });
+
+  it("removes the folders a killed build made for a user suspended since, not only the files: the tree is a full build's", () => {
+    const s = site(6);
+    expect(cli(['build', ...BUILD, '--db', s.db, '--out', s.out]).code).toBe(0);
+    const user = usernames(s.db)[1]!;
+    const [first, ...others] = readdirSync(join(s.out, user)).sort();
+    expect(others.length).toBeGreaterThan(0);
+    // What a build killed while writing the user leaves: some of the user's documents in place
+    // and unrecorded, and a folder made for one whose rename never came, empty.
+    rmSync(join(s.out, user, first!), { recursive: true });
+    mkdirSync(join(s.out, user, first!, 'nested'), { recursive: true });
+    markKilled(s.dir, user);
+    sql(s.db, `UPDATE users SET state = 'suspended' WHERE username = ?`, user);
+    const run = cli(['build', ...BUILD, '--db', s.db, '--out', s.out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain('full build (the last build did not finish');
+    expect(existsSync(join(s.out, user)), folders(s.out).filter((f) => f.startsWith(user)).join(' ')).toBe(false);
+    expectFullBuildTree(s.dir, s.db, s.out);
+  });
+
+  it("leaves a user's folder that holds a file of the operator's, and the operator's own empty folders", () => {
+    const s = site(4);
+    expect(cli(['build', ...BUILD, '--db', s.db, '--out', s.out]).code).toBe(0);
+    const user = usernames(s.db)[0]!;
+    writeFileSync(join(s.out, user, 'notes.txt'), 'the operator\'s');
+    mkdirSync(join(s.out, 'uploads'));
+    markKilled(s.dir);
+    sql(s.db, `UPDATE users SET state = 'suspended' WHERE username = ?`, user);
+    expect(cli(['build', ...BUILD, '--db', s.db, '--out', s.out]).code).toBe(0);
+    expect(readdirSync(join(s.out, user))).toEqual(['notes.txt']);
+    expect(existsSync(join(s.out, 'uploads'))).toBe(true);
   });
 });
 

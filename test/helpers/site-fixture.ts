@@ -1,3 +1,4 @@
+import type { XmlEngine } from '../../src/render/xml-engine.js';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { tempDir } from './temp-dir.js';
@@ -106,10 +107,10 @@ export interface BuiltSite {
  */
 export function buildInMemory(
   dbFile: string,
-  options: BuildOptions & { config?: SiteConfig; state?: BuildState; writer?: OutputWriter } = {},
+  options: BuildOptions & { config?: SiteConfig; state?: BuildState; writer?: OutputWriter; xmlEngine?: XmlEngine } = {},
 ): BuiltSite {
   const config = options.config ?? testConfig();
-  const site = createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1)));
+  const site = createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1)), options.xmlEngine);
   const db = new Database(dbFile, { readonly: true });
   const state = options.state ?? new BuildState(':memory:');
   const writer = (options.writer ?? new MemoryWriter()) as MemoryWriter;

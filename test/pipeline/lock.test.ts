@@ -1,11 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { setTimeout as wait } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { acquireBuildLock, defaultLockFile, LockHeldError, readLock, type LockHolder } from '../../src/pipeline/lock.js';
-import { bootId, LEASE_EXPIRY_SECONDS, processStartTime } from '../../src/pipeline/lock-holder.js';
+import { bootId, LEASE_EXPIRY_SECONDS, processStartTicks } from '../../src/pipeline/lock-holder.js';
+import { renewingLease, runSteps } from '../../src/pipeline/build-steps.js';
 import { cli } from '../helpers/cli.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { createTestDb, insertUser, testConfig } from '../helpers/site-fixture.js';
@@ -79,7 +80,7 @@ describe('build lock', () => {
   it('treats a lock whose process is alive as held, whatever it is', () => {
     const out = join(work(), 'out');
     writeLock(defaultLockFile(out), { pid: 4242, startedAt: new Date().toISOString() });
-    expect(() => acquireBuildLock(out, { host: { isAlive: (pid) => pid === 4242, processStart: () => null } })).toThrow(/pid 4242/);
+    expect(() => acquireBuildLock(out, { host: { isAlive: (pid) => pid === 4242, startTicks: () => null } })).toThrow(/pid 4242/);
   });
 
   it('refuses a lock file it cannot read as a lock, rather than guessing', () => {
@@ -123,25 +124,39 @@ function liveUnrelatedPid(): number {
 const HOUR = 3600_000;
 
 describe('a lock whose holder is provably gone is recovered; one that may run is not', () => {
-  it('recovers a lock whose pid now belongs to a process started after it (a reused pid, after a reboot)', () => {
+  it('recovers a lock whose pid now belongs to a process that started at another tick of this boot, however close', () => {
     const out = join(work(), 'out');
     const pid = liveUnrelatedPid();
-    const taken = Date.now() - HOUR;
-    writeLock(defaultLockFile(out), { pid, startedAt: new Date(taken).toISOString(), processStart: taken - 1000, token: 'old' });
+    const ticks = processStartTicks(pid)!;
+    expect(Number.isSafeInteger(ticks)).toBe(true);
+    // One tick (10 ms) before the process with the pid now: the holder was another process.
+    writeLock(defaultLockFile(out), { pid, startedAt: new Date().toISOString(), bootId: bootId()!, startTicks: ticks - 1, token: 'old' });
     const why: string[] = [];
     const lock = acquireBuildLock(out, { onRecovered: (_holder, reason) => why.push(reason), leaseSeconds: 0 });
-    expect(why).toEqual([expect.stringContaining(`another process has its pid`)]);
+    expect(why).toEqual([`process ${pid} on ${hostname()} started at tick ${ticks} of this boot, the holder at tick ${ticks - 1}: another process has its pid`]);
     lock.release();
-    // A lock of an earlier vidfeeds (no process start recorded) is judged by when it was taken.
-    writeLock(defaultLockFile(out), { pid, startedAt: new Date(taken).toISOString(), token: 'older' });
-    acquireBuildLock(out, { leaseSeconds: 0 }).release();
+    // The very process that took it holds it, whatever the wall clock says.
+    writeLock(defaultLockFile(out), { pid, startedAt: '2001-01-01T00:00:00.000Z', bootId: bootId()!, startTicks: ticks, token: 'same' });
+    expect(() => acquireBuildLock(out, { leaseSeconds: 0 })).toThrow(new RegExp(`pid ${pid} on`));
+    // A lock that records no start ticks (an earlier vidfeeds, a host without /proc) whose pid
+    // runs is held: nothing proves that its holder is gone.
+    writeLock(defaultLockFile(out), { pid, startedAt: '2001-01-01T00:00:00.000Z', bootId: bootId()!, token: 'older' });
+    expect(() => acquireBuildLock(out, { leaseSeconds: 0 })).toThrow(LockHeldError);
+  });
+
+  it('without /proc (no boot id, no start ticks), recovers a lock whose pid names no process and keeps one whose pid runs', () => {
+    const out = join(work(), 'out');
+    const noProc = { bootId: null, startTicks: () => null };
+    writeLock(defaultLockFile(out), { pid: deadPid(), token: 'dead' });
+    acquireBuildLock(out, { host: noProc, leaseSeconds: 0 }).release();
+    writeLock(defaultLockFile(out), { pid: liveUnrelatedPid(), bootId: bootId()!, startTicks: 1, token: 'live' });
+    expect(() => acquireBuildLock(out, { host: noProc, leaseSeconds: 0 })).toThrow(LockHeldError);
   });
 
   it('keeps a lock whose pid is the very process that took it, however old, and reports it loudly past the limit', () => {
     const out = join(work(), 'out');
     const file = defaultLockFile(out);
-    const started = processStartTime(process.pid);
-    writeLock(file, { pid: process.pid, startedAt: new Date(Date.now() - 7 * HOUR).toISOString(), processStart: started ?? undefined });
+    writeLock(file, { pid: process.pid, startedAt: new Date(Date.now() - 7 * HOUR).toISOString(), bootId: bootId()!, startTicks: processStartTicks(process.pid)! });
     let error: LockHeldError | undefined;
     try {
       acquireBuildLock(out, { maxAgeSeconds: 6 * 3600, leaseSeconds: 0 });
@@ -180,7 +195,7 @@ describe('a lock whose holder is provably gone is recovered; one that may run is
     expect(() => acquireBuildLock(out, { leaseSeconds: 0 })).toThrow(LockHeldError);
   });
 
-  it('renews its own lease while it holds the lock, from a thread of its own', async () => {
+  it('renews its own lease while it holds the lock, when the event loop turns', async () => {
     const out = join(work(), 'out');
     const lock = acquireBuildLock(out, { leaseSeconds: 0.05 });
     cleanUpAfterTest(() => lock.release());
@@ -188,6 +203,51 @@ describe('a lock whose holder is provably gone is recovered; one that may run is
     utimesSync(lock.file, old, old);
     await wait(500);
     expect(Date.now() - statSync(lock.file).mtimeMs).toBeLessThan(HOUR / 2);
+  });
+
+  it('renews it on its own thread, starting none, and where a synchronous build yields between owners', () => {
+    const out = join(work(), 'out');
+    const threads = () => readdirSync('/proc/self/task').length;
+    const before = threads();
+    const lock = acquireBuildLock(out, { leaseSeconds: 0.05 });
+    cleanUpAfterTest(() => lock.release());
+    expect(threads()).toBe(before);
+    const old = new Date(Date.now() - HOUR);
+    utimesSync(lock.file, old, old);
+    // A build that never lets the event loop turn, yielding between owners as builds do.
+    function* owners(): Generator<void, number> {
+      const end = Date.now() + 300;
+      let count = 0;
+      while (Date.now() < end) {
+        count++;
+        yield;
+      }
+      return count;
+    }
+    expect(runSteps(renewingLease(owners(), () => lock.renew()))).toBeGreaterThan(0);
+    expect(Date.now() - statSync(lock.file).mtimeMs).toBeLessThan(HOUR / 2);
+    // Not renewed once released, nor before it is due.
+    lock.release();
+    writeLock(lock.file, { pid: process.pid, token: lock.holder.token });
+    utimesSync(lock.file, old, old);
+    lock.renew();
+    expect(statSync(lock.file).mtimeMs).toBe(old.getTime());
+  });
+
+  it('runs the clean-up of steps their driver stops early', () => {
+    const cleaned: string[] = [];
+    function* steps(): Generator<void, void> {
+      try {
+        yield;
+        yield;
+      } finally {
+        cleaned.push('steps');
+      }
+    }
+    const renewing = renewingLease(steps(), () => undefined);
+    renewing.next();
+    renewing.return();
+    expect(cleaned).toEqual(['steps']);
   });
 
   it('vidfeeds build takes over a lock of a live unrelated pid and one of another host name, and says so', () => {
@@ -198,7 +258,8 @@ describe('a lock whose holder is provably gone is recovered; one that may run is
     const out = join(dir, 'out');
     const lockFile = defaultLockFile(out);
     const taken = Date.now() - HOUR;
-    writeLock(lockFile, { pid: liveUnrelatedPid(), startedAt: new Date(taken).toISOString(), processStart: taken, bootId: bootId() ?? undefined });
+    const unrelated = liveUnrelatedPid();
+    writeLock(lockFile, { pid: unrelated, startedAt: new Date(taken).toISOString(), startTicks: processStartTicks(unrelated)! - 100, bootId: bootId()! });
     const first = cli(['build', '--db', file, '--out', out]);
     expect(first.stderr).toMatch(/took over the lock of a build that is gone \("vidfeeds build", pid \d+ .*\): process \d+ .* another process has its pid/);
     expect(first.code).toBe(0);

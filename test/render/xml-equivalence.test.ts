@@ -1,10 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { create } from 'xmlbuilder2';
 import { FlatXmlDocument } from '../../src/render/flat-xml-document.js';
 import { NS, xmlDocument, xmlDocuments } from '../../src/render/xml.js';
 import { XmlDocument } from '../../src/render/xml-document.js';
 import { type Attrs, type XmlElement } from '../../src/render/xml-element.js';
-import { setXmlEngine } from '../../src/render/xml-engine.js';
 import { PLAIN_NAME, plainElementName } from '../../src/render/xml-names.js';
 import { renderSitemaps, type SitemapEntry } from '../../src/formats/sitemap.js';
 import { buildVideoElement, SITEMAP_VIDEO_NS } from '../../src/formats/sitemap-video.js';
@@ -22,10 +21,6 @@ import { xmllintWellFormed, xpath } from '../helpers/validators.js';
  * verbatim): same bytes for random documents over the whole API, hostile text and awkward names
  * and namespaces included, and for the whole demo site.
  */
-
-afterEach(() => {
-  setXmlEngine('fast');
-});
 
 /** The part of the API both modules share, so one program drives either. */
 interface ElementApi {
@@ -125,7 +120,7 @@ function randomProgram(seed: number): ((make: MakeDocument) => string) & { strea
     return doc.end();
   };
   // The same calls as xmlDocument takes them: a function of the root.
-  program.streamed = () => xmlDocument(rootName, rootAttrs, write as (root: XmlElement) => void, doctype);
+  program.streamed = () => xmlDocument(rootName, rootAttrs, write as (root: XmlElement) => void, { doctype });
   return program;
 }
 
@@ -138,6 +133,8 @@ function outcome(run: () => string): string {
 }
 
 const makeNew: MakeDocument = (root, attrs, doctype) => new XmlDocument(root, attrs, doctype);
+/** The same module, every document through xmlbuilder2 (the 'builder' engine). */
+const makeBuilder: MakeDocument = (root, attrs, doctype) => new XmlDocument(root, attrs, doctype, 'builder');
 const makeReference: MakeDocument = (root, attrs, doctype) => new reference.XmlDocument(root, attrs, doctype);
 
 describe('src/render/xml.ts is byte-identical to the builder-only original', () => {
@@ -219,9 +216,7 @@ describe('XmlDocument (a recorded document) is byte-identical to the builder-onl
       }
       expect(actual, `seed ${seed}`).toBe(expected);
       if (tookFastPath) fast++;
-      setXmlEngine('builder');
-      expect(outcome(() => program(makeNew)), `seed ${seed}, builder engine`).toBe(expected);
-      setXmlEngine('fast');
+      expect(outcome(() => program(makeBuilder)), `seed ${seed}, builder engine`).toBe(expected);
     }
     // The fast path, the builder path and failures were each exercised often.
     expect(fast).toBeGreaterThan(600);
@@ -246,8 +241,7 @@ describe('XmlDocument (a recorded document) is byte-identical to the builder-onl
   it('for every document of the demo site', () => {
     const f = createDemoDb({ users: 30, seed: 3 });
     const fast = buildInMemory(f.file).writer.files;
-    setXmlEngine('builder');
-    const builder = buildInMemory(f.file).writer.files;
+    const builder = buildInMemory(f.file, { xmlEngine: 'builder' }).writer.files;
     expect(fast.size).toBeGreaterThan(50);
     expect([...fast.keys()]).toEqual([...builder.keys()]);
     for (const [path, body] of fast) expect(body.equals(builder.get(path)!), path).toBe(true);
@@ -321,10 +315,9 @@ describe('FlatXmlDocument writes what a tree of the same calls writes', () => {
       };
       const expected = outcome(tree(makeReference));
       for (const engine of ['fast', 'builder'] as const) {
-        setXmlEngine(engine);
         let tookFastPath = false;
         const actual = outcome(() => {
-          const doc = new FlatXmlDocument(rootName, rootAttrs, entryName, leafNames);
+          const doc = new FlatXmlDocument(rootName, rootAttrs, entryName, leafNames, engine);
           tookFastPath = doc.takesFastPath;
           for (const texts of entries) doc.entry(...texts);
           expect(doc.length).toBe(entries.length);
@@ -337,7 +330,7 @@ describe('FlatXmlDocument writes what a tree of the same calls writes', () => {
         }
         expect(actual, `seed ${seed}, ${engine}`).toBe(expected);
         // The tree path of this module agrees too (the reference is the builder alone).
-        expect(outcome(tree(makeNew)), `seed ${seed}, ${engine}, tree`).toBe(expected);
+        expect(outcome(tree(engine === 'fast' ? makeNew : makeBuilder)), `seed ${seed}, ${engine}, tree`).toBe(expected);
         if (engine === 'fast') {
           if (tookFastPath) flat++;
           else fallback++;
@@ -345,7 +338,6 @@ describe('FlatXmlDocument writes what a tree of the same calls writes', () => {
           expect(tookFastPath).toBe(false);
         }
       }
-      setXmlEngine('fast');
     }
     expect(flat).toBeGreaterThan(600);
     expect(fallback).toBeGreaterThan(20);

@@ -4,6 +4,7 @@ import { defaultStateFile } from '../../pipeline/build-state.js';
 import { describeSkip, type BuildReport } from '../../pipeline/build-report.js';
 import { loadConfig } from '../../config/load-config.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
+import { xmlEngineSetting } from '../xml-engine-setting.js';
 import { createSiteContext } from '../../pipeline/render/site-context.js';
 import { checkDatabaseFile } from '../../db/open-database.js';
 import { checkUserExists, publishedUserCount } from '../../db/user-lookup.js';
@@ -123,7 +124,7 @@ async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: numb
     const { site: config, run } = readSettings(flags, io);
     const request = buildRequest({ ...flags, db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
     // Templates are loaded here, so a broken one stops the build before any file is touched.
-    const site = createSiteContext(config, FORMATS);
+    const site = createSiteContext(config, FORMATS, undefined, xmlEngineSetting(process.env));
     json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
     // Before the state's folder is made: a missing database leaves nothing behind. With --json,
     // the report names the database as a build's report does.
@@ -162,6 +163,7 @@ async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: numb
         stopRequested: stop.requested,
         reporter: {
           progress: progress === undefined ? undefined : (done) => progress.update(done),
+          waiting: (what) => io.log.info(`waiting up to ${flags.wait} s for the lock: ${what}`),
           started: (plan) => progress?.expect(plan.expected),
           // Every one, however many: the operator must be able to find each row it left out.
           warn: (message) => {

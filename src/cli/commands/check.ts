@@ -134,7 +134,7 @@ function openState(file: string): SavedState {
   try {
     return new SavedState(file);
   } catch (error) {
-    throw new UsageError(`cannot read the build state ${file}: ${(error as Error).message}`);
+    throw new UsageError(`cannot read the build state ${file}: ${(error as Error).message}`, error);
   }
 }
 

@@ -9,7 +9,7 @@ import { FORMATS } from '../../formats/registry.js';
 import { SitePaths } from '../../paths/site-paths.js';
 import { checkPlaces } from '../../paths/url-scheme.js';
 import { defaultStateFile } from '../../pipeline/build-state.js';
-import { acquireBuildLock } from '../../pipeline/lock.js';
+import { waitForBuildLock } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
 import { buildManifest } from '../../hosting/manifest.js';
@@ -112,7 +112,7 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
   // The tree stays as one build left it while it is published: a build waits, or this does.
-  const lock = acquireBuildLock(request.out, { command: 'vidfeeds deploy', waitSeconds: flags.wait });
+  const lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, { seconds: flags.wait ?? 0 });
   let report: DeployReport;
   const signal: { value: 'SIGINT' | 'SIGTERM' | null } = { value: null };
   const onSignal = (name: 'SIGINT' | 'SIGTERM') => {

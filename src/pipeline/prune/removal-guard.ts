@@ -1,3 +1,5 @@
+import { EXIT, VidfeedsError } from '../../config/vidfeeds-error.js';
+
 /**
  * The guard against mass removal: a build that would remove more than a share of the published
  * documents stops before it removes anything (an emptied table, a broken import or a wrong --db
@@ -12,18 +14,18 @@ export interface RemovalGuard {
 }
 
 /** A build the guard stopped: nothing was removed. Exit code 1, as a failed build. */
-export class RemovalGuardError extends Error {
+export class RemovalGuardError extends VidfeedsError {
   constructor(
     readonly removing: number,
     readonly published: number,
     guard: RemovalGuard,
   ) {
-    super(
-      `the build would remove ${removing} of ${published} published documents (${percent(removing / published)}), ` +
-        `more than maxRemovalShare allows (${percent(guard.maxShare)}, and at least ${guard.minimum}): nothing was removed. ` +
-        'If the database is right, build again with --allow-removals (or raise maxRemovalShare in the configuration)',
-    );
-    this.name = 'RemovalGuardError';
+    super(EXIT.failed, {
+      what:
+        `the build would remove ${removing} of ${published} published documents (${percent(removing / published)}), ` +
+        `more than maxRemovalShare allows (${percent(guard.maxShare)}, and at least ${guard.minimum}): nothing was removed`,
+      hint: 'if the database is right, build again with --allow-removals (or raise maxRemovalShare in the configuration)',
+    });
   }
 }
 

@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { compressedFormOf } from '../../paths/compression.js';
 import type { SitePaths } from '../../paths/site-paths.js';
+import { keyedFolder } from '../../paths/url-scheme.js';
 import type { BuildState } from '../build-state.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from '../plan/shard.js';
 
@@ -26,7 +27,7 @@ export function* strayFiles(out: string, state: BuildState, paths: SitePaths, sh
     }
     if (!ownsKey(shard, entry.name)) continue;
     for (const sub of entries(join(out, entry.name))) {
-      if (sub.isDirectory() && paths.isFormatDir(sub.name)) yield* unrecorded(out, `${entry.name}/${sub.name}`, recorded);
+      if (sub.isDirectory() && paths.isFormatDir(sub.name)) yield* unrecorded(out, keyedFolder({ dir: sub.name }, entry.name), recorded);
     }
   }
 }

@@ -109,8 +109,8 @@ export function removeBuildRecord(out: string, shard: ShardSpec | undefined): vo
 
 /** A record that cannot be read or is not one this vidfeeds knows. Exit code 2. */
 export class BuildRecordError extends VidfeedsError {
-  constructor(message: string) {
-    super(EXIT.usage, { what: message });
+  constructor(message: string, cause?: unknown) {
+    super(EXIT.usage, { what: message, cause });
   }
 }
 
@@ -132,7 +132,7 @@ export function readBuildRecords(dir: string): FoundRecord[] {
     try {
       value = JSON.parse(readFileSync(file, 'utf8'));
     } catch (error) {
-      throw new BuildRecordError(`${file}: not a build record (${(error as Error).message}); rebuild that part`);
+      throw new BuildRecordError(`${file}: not a build record (${(error as Error).message}); rebuild that part`, error);
     }
     const problem = recordProblem(value);
     if (problem !== null) throw new BuildRecordError(`${file}: ${problem}`);

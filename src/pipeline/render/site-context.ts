@@ -6,6 +6,7 @@ import { SitePaths } from '../../paths/site-paths.js';
 import { checkPlaces } from '../../paths/url-scheme.js';
 import { recommendations } from '../../formats/recommendations.js';
 import { createEmbedRenderer, type EmbedLinks } from '../../render/embed.js';
+import type { XmlEngine } from '../../render/xml-engine.js';
 
 /** A video with every field set, to check templates before a build writes anything. */
 export const SAMPLE_VIDEO: VideoView = {
@@ -34,7 +35,7 @@ export const SAMPLE_VIDEO: VideoView = {
  * Everything renderers share, built once per build from validated configuration. Loading the
  * templates here means a missing or broken template stops the build before any file is written.
  */
-export function createSiteContext(config: SiteConfig, formats: readonly Format[], now: Date = new Date()): SiteContext {
+export function createSiteContext(config: SiteConfig, formats: readonly Format[], now: Date = new Date(), xmlEngine: XmlEngine = 'fast'): SiteContext {
   checkPlaces(formats);
   const paths = new SitePaths(config.baseUrl, config.pages, formats);
   return {
@@ -44,6 +45,7 @@ export function createSiteContext(config: SiteConfig, formats: readonly Format[]
     formats,
     embed: createEmbedRenderer(config.player, embedLinks(paths), SAMPLE_VIDEO),
     generator: { ...VIDFEEDS_GENERATOR },
+    xmlEngine,
   };
 }
 

@@ -31,7 +31,8 @@ const SLOTS = 16;
 /**
  * Batches' worth of files (BATCHES_HERE × batchFiles) written on the build's own thread before
  * the write thread starts: a build of up to 1,024 files (watch's builds, most incremental ones)
- * never pays for starting a thread (about 140 ms of CPU, more than such a build's own work);
+ * never pays for starting a thread, which costs more CPU than such a build's own work
+ * (docs/performance.md, "Figures behind the code");
  * a full build loses the overlap of its first 1,024 files only. Counted in files, not
  * batches: a few large files (sitemap parts and their compressed forms) fill a slot's bytes long
  * before its files, and would start the thread for a build of a dozen files.
@@ -156,6 +157,13 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     return this.direct.remove(path);
   }
 
+  removeFolder(path: string): boolean {
+    this.flush();
+    const removed = this.direct.removeFolder(path);
+    if (removed) this.removed = true;
+    return removed;
+  }
+
   holds(path: string, body: Buffer): boolean {
     this.settle(path);
     return this.direct.holds(path, body);
@@ -268,7 +276,7 @@ export class ThreadedDirectoryWriter implements OutputWriter {
       try {
         this.direct.writeResolved(path, this.slot.subarray(start, ends[i]));
       } catch (error) {
-        throw new Error(`cannot write ${path}: ${(error as Error).message}`);
+        throw new Error(`cannot write ${path}: ${(error as Error).message}`, { cause: error });
       }
       start = ends[i]!;
     }

@@ -31,6 +31,12 @@ export interface OutputWriter {
   size(path: string): number | null;
   /** Removes the file at `path` if it is there; returns whether it was. */
   remove(path: string): boolean;
+  /**
+   * Removes the folder at `path` if it is there and empty (never through a link); returns whether
+   * it was. For folders a killed build made and never filled: `remove` takes away the folders it
+   * empties itself.
+   */
+  removeFolder?(path: string): boolean;
   /** Whether the file at `path` holds exactly `body` (to check a tree after an interrupted build). */
   holds?(path: string, body: Buffer): boolean;
   /** Waits until every write so far is done, for writers that write in the background; throws their error. */
@@ -351,6 +357,24 @@ export class DirectoryWriter implements OutputWriter {
         break;
       }
     }
+    return true;
+  }
+
+  removeFolder(path: string): boolean {
+    const full = this.target(path);
+    // Asked as for a file inside it: the folder itself and each one above it must be a real
+    // folder, not a link (a folder in a file's place is what the guard reports otherwise).
+    if (this.guard.problem(join(full, 'entry'), false) !== null) return false;
+    if (!(lstatSync(full, { throwIfNoEntry: false })?.isDirectory() ?? false)) return false;
+    try {
+      rmdirSync(full);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return false;
+      throw error;
+    }
+    this.placer.dirs.forget();
+    this.guard.forget();
     return true;
   }
 
