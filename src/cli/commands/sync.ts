@@ -34,8 +34,8 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
   requireOption(command, '--db <file>', "vidfeeds's site database (SQLite, created by `vidfeeds init`)", 'db');
   exitCodesHelp(command, {
     0: 'synced (rows skipped with reasons are named, not failures)',
-    2: 'bad flags, configuration or mapping: nothing was written',
-    75: 'the source is unreachable or refused the login, or another sync holds the database (try again later, or --wait SECONDS)',
+    2: 'bad flags, configuration or mapping, or the source refused the login, has no such database or host: nothing was written',
+    75: 'the source is unreachable, dropped the connection or stayed silent past sync.readTimeoutSeconds, or another sync holds the database (try again later, or --wait SECONDS): nothing was written',
     130: 'stopped by SIGINT (143: SIGTERM): nothing was written',
   })
     .option('--config <file>', 'configuration file with the `sync` section (default: vidfeeds.config.json if present)')
@@ -113,7 +113,7 @@ export function syncRequest(
   return {
     db: resolve(flags.db),
     from,
-    source: { passwordFile: config.sync.passwordFile },
+    source: { passwordFile: config.sync.passwordFile, readTimeoutSeconds: config.sync.readTimeoutSeconds },
     tables,
     dryRun: flags.dryRun ?? false,
     changedOnly: flags.changedOnly ?? false,
