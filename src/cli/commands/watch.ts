@@ -119,7 +119,7 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
       : new SyncInterval({
           everyMs: flags.syncEvery * 1000,
           run: (stopping) =>
-            runSync(syncRequest(load(), { db: request.db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every' }, process.env), {
+            runSync(syncRequest(load(), { db: request.db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every', removalGuard: flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum } }, process.env), {
               skipped: (row) => io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`),
               issue: (issue) => io.log.warn(`sync: ${describeIssue(issue)}`),
               stopRequested: () => (stopping() ? 'SIGTERM' : null),
