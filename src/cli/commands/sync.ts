@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type { SiteConfig } from '../../config/site-config.js';
 import { describeIssue, type ValueIssue } from '../../db/decode.js';
 import { runSync, type SyncRemovalGuard, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
+import { SkipSummary } from '../../sync/skip-summary.js';
 import type { SkippedSourceRow } from '../../sync/source-row.js';
 import { UsageError, exitCodeOf } from '../errors.js';
 import { reportHead, ReportedError, withJsonErrors } from '../json-report.js';
@@ -51,6 +52,13 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
     .action(async (flags: SyncFlags) => {
       const skipped: SkippedSourceRow[] = [];
       const issues: ValueIssue[] = [];
+      // Every row named only at debug level; else one line per kind, after the sync.
+      const each = io.log.enabled('debug');
+      const skips = new SkipSummary();
+      const replaced = new SkipSummary();
+      const summarise = () => {
+        for (const line of [...skips.lines('sync: skipped'), ...replaced.lines('sync: replaced')]) io.log.warn(line);
+      };
       await withJsonErrors('sync', flags.json, io.out, async () => {
         const { site: config, run } = readSettings(flags, io);
         const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
@@ -67,15 +75,18 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
           report = await runSync(request, {
             skipped: (row) => {
               if (flags.json) skipped.push(row);
-              io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`);
+              if (each) io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`);
+              else skips.add(`${row.table} ${row.reason}`, `${row.table} ${row.row}: ${row.reason}`);
             },
             issue: (issue) => {
               if (flags.json) issues.push(issue);
-              io.log.warn(`sync: ${describeIssue(issue)}`);
+              if (each) io.log.warn(`sync: ${describeIssue(issue)}`);
+              else replaced.add(`${issue.table} ${issue.column} ${issue.expected} ${issue.outcome}`, describeIssue(issue));
             },
             stopRequested: () => stop,
           });
         } catch (error) {
+          summarise();
           if (flags.json) {
             io.out(JSON.stringify({ ...reportHead('sync', exitCodeOf(error)), error: (error as Error).message, skipped, issues }));
             throw new ReportedError(error);
@@ -85,6 +96,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
           process.off('SIGINT', onSignal);
           process.off('SIGTERM', onSignal);
         }
+        summarise();
         if (!flags.quiet) io.log.info(syncSummary(report));
         if (flags.json) io.out(JSON.stringify({ ...reportHead('sync', 0), ...report, skipped, issues }));
         setExit(0);
