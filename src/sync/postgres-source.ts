@@ -157,11 +157,18 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
     description: `PostgreSQL ${version} at ${redactUrl(url)}`,
     ...(versionNumber >= 110000 ? { serverDigests } : {}),
     async columnsOf(text) {
+      // In a savepoint: a query that fails would otherwise abort the transaction, and the
+      // mapping's other queries could not be checked in the same run.
       try {
+        await query('SAVEPOINT vidfeeds_check');
         const result = await query(columnsQuery(text));
+        await query('RELEASE SAVEPOINT vidfeeds_check');
         return result.fields.map((f) => f.name);
       } catch (error) {
-        throw error instanceof SourceUnavailableError ? error : describe(error, text);
+        if (error instanceof SourceUnavailableError) throw error;
+        const failure = describe(error, text);
+        if (failure instanceof MappingError) await query('ROLLBACK TO SAVEPOINT vidfeeds_check').catch(() => undefined);
+        throw failure;
       }
     },
     rows(query, keys, filter) {
