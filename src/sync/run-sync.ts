@@ -5,6 +5,7 @@ import type { ValueIssue } from '../db/decode.js';
 import { openForUpdate } from '../db/open-database.js';
 import { changeLogPosition, deletionsSince, tableSizes } from '../db/sync-log.js';
 import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from '../pipeline/lock.js';
+import type { MojibakeColumn } from './mojibake.js';
 import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted, SyncRemovalGuardError } from './sync-errors.js';
 import { openSource } from './open-source.js';
@@ -86,6 +87,8 @@ export interface SyncReport {
   seconds: number;
   /** For a dry run, why the removal guard would stop the real sync. */
   removalGuard?: string;
+  /** Text columns whose values look like UTF-8 read as latin1 (docs/adopting.md, character sets). */
+  mojibake: MojibakeColumn[];
 }
 
 /** The lock file of a database's syncs: `.vidfeeds/<db file>.sync.lock` beside it. */
@@ -103,7 +106,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     lock = takeLock(request);
     source = await openSource(request.from, request.source);
     const plans = await planTables(target, source, request.tables);
-    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0 };
+    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [] };
     const checkStop = () => {
       const signal = hooks.stopRequested?.() ?? null;
       if (signal !== null) throw new SyncInterrupted(signal);
@@ -118,6 +121,11 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
         hooks.issue?.(issue);
       },
       checkStop,
+      mojibake: (table, column, row, found) => {
+        const known = report.mojibake.find((m) => m.table === table && m.column === column);
+        if (known === undefined) report.mojibake.push({ table, column, rows: 1, row, found });
+        else known.rows++;
+      },
     };
     begin(target, request.db);
     try {

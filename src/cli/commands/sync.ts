@@ -97,6 +97,12 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
           process.off('SIGTERM', onSignal);
         }
         summarise();
+        for (const m of report.mojibake) {
+          io.log.warn(
+            `sync: ${m.table}.${m.column} holds text that looks like UTF-8 read as latin1 in ${m.rows} ${m.rows === 1 ? 'row' : 'rows'} (${m.table} ${m.row}: ${JSON.stringify(m.found.slice(0, 60))}): ` +
+              'a latin1 column holding UTF-8 bytes is mapped as CAST(column AS BINARY) (docs/adopting.md, "Character sets")',
+          );
+        }
         if (!flags.quiet) io.log.info(syncSummary(report));
         if (flags.json) io.out(JSON.stringify({ ...reportHead('sync', 0), ...report, skipped, issues }));
         setExit(0);
