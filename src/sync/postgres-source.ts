@@ -88,25 +88,7 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
   client.on('error', (error) => (broken ??= error));
   const deadline = new ReadDeadline(readTimeoutSeconds, redactUrl(url), () => socket.destroy());
   const query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string) => deadline.within(client.query<R>(sql));
-  let version: string;
-  let versionNumber: number;
-  try {
-    await client.connect();
-    await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    version = String((await query('SHOW server_version')).rows[0]?.server_version ?? '');
-    versionNumber = Number((await query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);
-  } catch (error) {
-    socket.destroy();
-    if (error instanceof SourceUnavailableError) throw error;
-    // pg's words when the server asks for a password and none was found.
-    const noPassword = /client password must be a string/.test((error as Error).message);
-    const cause = noPassword
-      ? 'the server asks for a password and none was given (in the URL, sync.passwordFile, PGPASSWORD, or a line of ~/.pgpass or PGPASSFILE for this host, port, database and user)'
-      : (error as Error).message;
-    const message = `the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${cause}`;
-    const refused = noPassword || REFUSED_STATES.test((error as { code?: string }).code ?? '');
-    throw refused ? new SourceRefusedError(message) : new SourceUnavailableError(message);
-  }
+  const { version, versionNumber } = await begin(client, socket, query, url);
   /** Each query's digest column, made from the types of the columns it returns. */
   const digests = new Map<string, string>();
   const digestOf = async (query: string): Promise<string> => {
@@ -190,6 +172,36 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
       socket.destroy();
     },
   };
+}
+
+/**
+ * Connects and opens the sync's read-only snapshot: the server's version, or the error that says
+ * why not (refused: exit 2; unreachable or silent: 75).
+ */
+async function begin(
+  client: pg.Client,
+  socket: Socket,
+  query: (sql: string) => Promise<pg.QueryResult<Record<string, unknown>>>,
+  url: string,
+): Promise<{ version: string; versionNumber: number }> {
+  try {
+    await client.connect();
+    await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const version = String((await query('SHOW server_version')).rows[0]?.server_version ?? '');
+    const versionNumber = Number((await query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);
+    return { version, versionNumber };
+  } catch (error) {
+    socket.destroy();
+    if (error instanceof SourceUnavailableError) throw error;
+    // pg's words when the server asks for a password and none was found.
+    const noPassword = /client password must be a string/.test((error as Error).message);
+    const cause = noPassword
+      ? 'the server asks for a password and none was given (in the URL, sync.passwordFile, PGPASSWORD, or a line of ~/.pgpass or PGPASSFILE for this host, port, database and user)'
+      : (error as Error).message;
+    const message = `the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${cause}`;
+    const refused = noPassword || REFUSED_STATES.test((error as { code?: string }).code ?? '');
+    throw refused ? new SourceRefusedError(message) : new SourceUnavailableError(message);
+  }
 }
 
 /** Types whose own hash tells apart every two values of different text: bool, bytea, int8, int2, int4, oid, date, timestamp, timestamptz, uuid. */
