@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import { BIN } from '../helpers/cli.js';
-import type { SyncSite } from './sync-scenario.js';
+import { syncSite, type SyncSite } from './sync-scenario.js';
 
 /**
  * What the fault tests of both servers share: a sync run as its own process while the test breaks
@@ -70,4 +70,23 @@ export async function expectEnded(sync: RunningSync, code: number, message: RegE
   expect(end.stderr).toMatch(message);
   expect(end.stderr).toMatch(/nothing was written/);
   expect(databaseBytes(db)).toBe(before);
+}
+
+/** Maps `users` alone by `query` in the site's configuration (with `extra` settings of `sync`). */
+export function mapUsers(site: SyncSite, query: string, extra: Record<string, unknown> = {}): void {
+  const { sync } = JSON.parse(usersOnly(query)) as { sync: Record<string, unknown> };
+  writeFileSync(site.config, JSON.stringify({ baseUrl: 'https://videos.example.org', sync: { ...sync, ...extra } }));
+}
+
+/**
+ * A site synced once by `fast`, then changed in the source by `change` (so that a sync that
+ * completed would write), and mapped by `slow`, whose read lasts long enough to be broken.
+ */
+export async function slowSite(dir: string, from: string, fast: string, slow: string, change: () => Promise<unknown>): Promise<SyncSite> {
+  const site = syncSite(dir, usersOnly(fast), from);
+  const first = site.sync();
+  expect(first.code, first.stderr).toBe(0);
+  await change();
+  mapUsers(site, slow);
+  return site;
 }

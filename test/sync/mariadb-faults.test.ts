@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN } from '../helpers/cli.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { syncSite, type SyncSite } from './sync-scenario.js';
-import { databaseBytes, expectEnded, READ_TIMEOUT_SECONDS, startSync, usersOnly, waitFor, type RunningSync } from './fault-scenario.js';
+import type { SyncSite } from './sync-scenario.js';
+import { databaseBytes, expectEnded, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
 
 /**
  * A MariaDB source failing under a running sync: its connection killed at several points, the
@@ -43,11 +42,7 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
       'CREATE TABLE members (id INT PRIMARY KEY, login VARCHAR(40) NOT NULL, changed INT NOT NULL); ' +
         "INSERT INTO members SELECT seq, CONCAT('member', seq), 1238587200 FROM seq_1_to_2000",
     );
-    site = syncSite(temp.dir, usersOnly(USERS), server.url);
-    expect(site.sync().code).toBe(0);
-    // Every later sync has changes to write, were it to complete.
-    await server.admin.query('UPDATE members SET changed = changed + 1 WHERE id % 10 = 0');
-    writeFileSync(site.config, JSON.stringify({ baseUrl: 'https://videos.example.org', ...JSON.parse(usersOnly(SLOW_USERS)) }));
+    site = await slowSite(temp.dir, server.url, USERS, SLOW_USERS, () => server.admin.query('UPDATE members SET changed = changed + 1 WHERE id % 10 = 0'));
   });
 
   beforeEach(() => {
@@ -104,11 +99,11 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
     await syncConnection(sync);
     await server.restart();
     await expectEnded(sync, 75, /the source database .*stopped answering/, site.db, before);
-    writeFileSync(site.config, JSON.stringify({ baseUrl: 'https://videos.example.org', ...JSON.parse(usersOnly(USERS)) }));
+    mapUsers(site, USERS);
     const again = site.sync();
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toMatch(/made 200 changes \(users ~200\)/);
-    writeFileSync(site.config, JSON.stringify({ baseUrl: 'https://videos.example.org', ...JSON.parse(usersOnly(SLOW_USERS)) }));
+    mapUsers(site, SLOW_USERS);
   });
 
   it('ends with 2 on a host without an address: trying again would not help', async () => {
@@ -129,8 +124,7 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
   });
 
   it('watch --sync-every reports a frozen source and goes on syncing once it answers again', async () => {
-    const { sync } = JSON.parse(usersOnly(USERS)) as { sync: object };
-    writeFileSync(site.config, JSON.stringify({ baseUrl: 'https://videos.example.org', sync: { ...sync, fromEnv: 'SYNC_URL' } }));
+    mapUsers(site, USERS, { fromEnv: 'SYNC_URL' });
     const watch = spawn(process.execPath, [BIN, 'watch', '--db', site.db, '--out', join(temp.dir, 'watch-out'), '--config', site.config, '--sync-every', '1'], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, SYNC_URL: server.url },
@@ -157,7 +151,7 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
     } finally {
       watch.kill('SIGINT');
       await new Promise((r) => watch.once('exit', r));
-      writeFileSync(site.config, JSON.stringify({ baseUrl: 'https://videos.example.org', ...JSON.parse(usersOnly(SLOW_USERS)) }));
+      mapUsers(site, SLOW_USERS);
     }
   });
 });

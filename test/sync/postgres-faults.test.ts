@@ -1,9 +1,8 @@
-import { writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { syncSite, type SyncSite } from './sync-scenario.js';
-import { databaseBytes, expectEnded, READ_TIMEOUT_SECONDS, startSync, usersOnly, waitFor, type RunningSync } from './fault-scenario.js';
+import type { SyncSite } from './sync-scenario.js';
+import { databaseBytes, expectEnded, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
 
 /**
  * A PostgreSQL source failing under a running sync: its backend terminated while the rows stream
@@ -38,10 +37,7 @@ describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fail
       'CREATE TABLE members (id int PRIMARY KEY, login text NOT NULL, changed int NOT NULL); ' +
         "INSERT INTO members SELECT n, 'member' || n, 1238587200 FROM generate_series(1, 2000) AS n",
     );
-    site = syncSite(temp.dir, usersOnly(USERS), server.url);
-    expect(site.sync().code).toBe(0);
-    await server.admin.query('UPDATE members SET changed = changed + 1 WHERE id % 10 = 0');
-    writeFileSync(site.config, JSON.stringify({ baseUrl: 'https://videos.example.org', ...JSON.parse(usersOnly(SLOW_USERS)) }));
+    site = await slowSite(temp.dir, server.url, USERS, SLOW_USERS, () => server.admin.query('UPDATE members SET changed = changed + 1 WHERE id % 10 = 0'));
   });
 
   beforeEach(() => {

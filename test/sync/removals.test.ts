@@ -1,10 +1,6 @@
 import Database from 'better-sqlite3';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/temp-dir.js';
-import { dumpTables, type SyncJson } from './sync-scenario.js';
+import { dumpTables, sqliteSyncSite, type SyncJson } from './sync-scenario.js';
 import { databaseBytes } from './fault-scenario.js';
 
 /**
@@ -20,18 +16,11 @@ const MAPPING = {
 
 /** A site of 20 accounts, the first with 5 videos, the others with one each; and vidfeeds synced to it. */
 function syncedSite(config: Record<string, unknown> = {}) {
-  const { dir } = tempDir('vidfeeds-sync-removals-');
-  const source = join(dir, 'site.db');
-  const site = new Database(source);
-  site.exec(`CREATE TABLE accounts (uid INTEGER PRIMARY KEY, login TEXT, joined INTEGER);
-    CREATE TABLE media (mid INTEGER PRIMARY KEY, owner INTEGER, code TEXT, added INTEGER);`);
-  for (let i = 1; i <= 20; i++) site.prepare('INSERT INTO accounts VALUES (?, ?, 1238587200)').run(i, `user${i}`);
-  for (let i = 1; i <= 24; i++) site.prepare('INSERT INTO media VALUES (?, ?, ?, 1238587200)').run(i, i <= 5 ? 1 : i - 4, `v${i}`);
-  const db = join(dir, 'vidfeeds.sqlite');
-  expect(cli(['init', '--db', db]).code).toBe(0);
-  const file = join(dir, 'vidfeeds.config.json');
-  writeFileSync(file, JSON.stringify({ baseUrl: 'https://videos.example.org', ...config, sync: { from: `sqlite:${source}`, tables: MAPPING } }));
-  const sync = (extra: string[] = []) => cli(['sync', '--db', db, '--config', file, ...extra]);
+  const media = Array.from({ length: 24 }, (_, i) => `(${i + 1}, ${i < 5 ? 1 : i - 3}, 'v${i + 1}', 1238587200)`).join(', ');
+  const accounts = Array.from({ length: 20 }, (_, i) => `(${i + 1}, 'user${i + 1}', 1238587200)`).join(', ');
+  const { site, db, sync } = sqliteSyncSite('vidfeeds-sync-removals-', `CREATE TABLE accounts (uid INTEGER PRIMARY KEY, login TEXT, joined INTEGER);
+    CREATE TABLE media (mid INTEGER PRIMARY KEY, owner INTEGER, code TEXT, added INTEGER);
+    INSERT INTO accounts VALUES ${accounts}; INSERT INTO media VALUES ${media};`, MAPPING, config);
   const first = sync();
   expect(first.code, first.stderr).toBe(0);
   return { site, db, sync, json: (extra: string[] = []) => JSON.parse(sync(['--json', ...extra]).stdout) as SyncJson & { tables: Record<string, { cascaded?: number }> } };

@@ -1,10 +1,5 @@
-import Database from 'better-sqlite3';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/temp-dir.js';
-import type { SyncJson } from './sync-scenario.js';
+import { sqliteSyncSite, type SyncJson } from './sync-scenario.js';
 
 /**
  * A site's known bad rows come back on every sync: they are summarised, a line per kind with the
@@ -13,30 +8,16 @@ import type { SyncJson } from './sync-scenario.js';
 
 describe('vidfeeds sync: skipped rows', () => {
   it('are summarised per kind, the first few named; --log-level debug names each; --json lists each', () => {
-    const { dir } = tempDir('vidfeeds-sync-skips-');
-    const source = join(dir, 'site.db');
-    const site = new Database(source);
-    site.exec(`CREATE TABLE accounts (uid INTEGER PRIMARY KEY, login TEXT, joined INTEGER);
-      CREATE TABLE pals (a INTEGER, b INTEGER);
-      INSERT INTO accounts VALUES (1, 'alice', 1238587200), (2, 'bob', 1238587200);`);
     // 40 friendships with accounts that are gone, and 2 of an account with itself (named first: key order).
-    for (let i = 1; i <= 40; i++) site.prepare('INSERT INTO pals VALUES (1, ?)').run(100 + i);
-    site.exec('INSERT INTO pals VALUES (1, 1), (2, 2), (1, 2)');
-    site.close();
-    const db = join(dir, 'vidfeeds.sqlite');
-    expect(cli(['init', '--db', db]).code).toBe(0);
-    const config = join(dir, 'vidfeeds.config.json');
-    writeFileSync(config, JSON.stringify({
-      baseUrl: 'https://videos.example.org',
-      sync: {
-        from: `sqlite:${source}`,
-        tables: {
-          users: 'SELECT uid AS id, login AS username, joined AS created_at, joined AS updated_at FROM accounts',
-          friendships: 'SELECT a AS user_id, b AS friend_id, 1238587200 AS created_at FROM pals',
-        },
-      },
-    }));
-    const sync = (extra: string[]) => cli(['sync', '--db', db, '--config', config, '--dry-run', ...extra]);
+    const pals = Array.from({ length: 40 }, (_, i) => `(1, ${101 + i})`).join(', ');
+    const site = sqliteSyncSite('vidfeeds-sync-skips-', `CREATE TABLE accounts (uid INTEGER PRIMARY KEY, login TEXT, joined INTEGER);
+      CREATE TABLE pals (a INTEGER, b INTEGER);
+      INSERT INTO accounts VALUES (1, 'alice', 1238587200), (2, 'bob', 1238587200);
+      INSERT INTO pals VALUES ${pals}, (1, 1), (2, 2), (1, 2);`, {
+      users: 'SELECT uid AS id, login AS username, joined AS created_at, joined AS updated_at FROM accounts',
+      friendships: 'SELECT a AS user_id, b AS friend_id, 1238587200 AS created_at FROM pals',
+    });
+    const sync = (extra: string[]) => site.sync(['--dry-run', ...extra]);
     const summary = sync([]);
     expect(summary.code, summary.stderr).toBe(0);
     const lines = summary.stderr.trim().split('\n');

@@ -1,10 +1,8 @@
-import Database from 'better-sqlite3';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/temp-dir.js';
-import type { SyncJson } from './sync-scenario.js';
+import { sqliteSyncSite, type SyncJson } from './sync-scenario.js';
 
 /**
  * One rule for a user whose name cannot be a path: sync does not store them, so that their videos
@@ -13,31 +11,17 @@ import type { SyncJson } from './sync-scenario.js';
 
 describe('vidfeeds sync: a user whose name cannot be a path', () => {
   it('is skipped with the reason, and their videos and the links to them follow', () => {
-    const { dir } = tempDir('vidfeeds-sync-unpublishable-');
-    const source = join(dir, 'site.db');
-    const site = new Database(source);
-    site.exec(`CREATE TABLE accounts (uid INTEGER PRIMARY KEY, login TEXT, joined INTEGER);
+    const site = sqliteSyncSite('vidfeeds-sync-unpublishable-', `CREATE TABLE accounts (uid INTEGER PRIMARY KEY, login TEXT, joined INTEGER);
       CREATE TABLE media (mid INTEGER PRIMARY KEY, owner INTEGER, code TEXT, added INTEGER);
       CREATE TABLE pals (a INTEGER, b INTEGER);
       INSERT INTO accounts VALUES (1, 'alice', 1238587200), (2, 'bob ', 1238587200), (3, 'c/d', 1238587200);
       INSERT INTO media VALUES (10, 1, 'v10', 1238587200), (20, 2, 'v20', 1238587200);
-      INSERT INTO pals VALUES (1, 2), (2, 1);`);
-    site.close();
-    const db = join(dir, 'vidfeeds.sqlite');
-    expect(cli(['init', '--db', db]).code).toBe(0);
-    const config = join(dir, 'vidfeeds.config.json');
-    writeFileSync(config, JSON.stringify({
-      baseUrl: 'https://videos.example.org',
-      sync: {
-        from: `sqlite:${source}`,
-        tables: {
-          users: 'SELECT uid AS id, login AS username, joined AS created_at, joined AS updated_at FROM accounts',
-          friendships: 'SELECT a AS user_id, b AS friend_id, 1238587200 AS created_at FROM pals',
-          videos: "SELECT mid AS id, code AS public_id, owner AS user_id, code AS title, 'http://x.example/' || code AS file_url, 'http://x.example/t.jpg' AS thumbnail_url, added AS created_at, added AS updated_at FROM media",
-        },
-      },
-    }));
-    const result = cli(['sync', '--db', db, '--config', config, '--json']);
+      INSERT INTO pals VALUES (1, 2), (2, 1);`, {
+      users: 'SELECT uid AS id, login AS username, joined AS created_at, joined AS updated_at FROM accounts',
+      friendships: 'SELECT a AS user_id, b AS friend_id, 1238587200 AS created_at FROM pals',
+      videos: "SELECT mid AS id, code AS public_id, owner AS user_id, code AS title, 'http://x.example/' || code AS file_url, 'http://x.example/t.jpg' AS thumbnail_url, added AS created_at, added AS updated_at FROM media",
+    });
+    const result = site.sync(['--json']);
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout) as SyncJson;
     expect(report.skipped.map((s) => `${s.table} ${s.row}: ${s.reason}`)).toEqual([
@@ -47,8 +31,8 @@ describe('vidfeeds sync: a user whose name cannot be a path', () => {
       'friendships user_id=2, friend_id=1: user_id 2: no users row has that id (not in the source, or skipped)',
       'videos id=20: user_id 2: no users row has that id (not in the source, or skipped)',
     ]);
-    const build = cli(['build', '--db', db, '--config', config, '--out', join(dir, 'out')]);
+    const build = cli(['build', '--db', site.db, '--config', site.config, '--out', join(site.dir, 'out')]);
     expect(build.code, build.stderr).toBe(0);
-    expect(readFileSync(join(dir, 'out', 'alice', 'foaf', 'index.rdf'), 'utf8')).not.toMatch(/bob/);
+    expect(readFileSync(join(site.dir, 'out', 'alice', 'foaf', 'index.rdf'), 'utf8')).not.toMatch(/bob/);
   });
 });
