@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { resolve } from 'node:path';
 import type { SiteConfig } from '../../config/site-config.js';
 import { describeIssue, type ValueIssue } from '../../db/decode.js';
-import { runSync, type SyncRemovalGuard, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
+import { runSync, type SyncHooks, type SyncRemovalGuard, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
 import { SkipSummary } from '../../sync/skip-summary.js';
 import type { SkippedSourceRow } from '../../sync/source-row.js';
 import { UsageError, exitCodeOf } from '../errors.js';
@@ -52,13 +52,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
     .action(async (flags: SyncFlags) => {
       const skipped: SkippedSourceRow[] = [];
       const issues: ValueIssue[] = [];
-      // Every row named only at debug level; else one line per kind, after the sync.
-      const each = io.log.enabled('debug');
-      const skips = new SkipSummary();
-      const replaced = new SkipSummary();
-      const summarise = () => {
-        for (const line of [...skips.lines('sync: skipped'), ...replaced.lines('sync: replaced')]) io.log.warn(line);
-      };
+      const problems = syncProblems(io, flags.json ? { skipped, issues } : undefined);
       await withJsonErrors('sync', flags.json, io.out, async () => {
         const { site: config, run } = readSettings(flags, io);
         const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
@@ -73,20 +67,11 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
         let report: SyncReport;
         try {
           report = await runSync(request, {
-            skipped: (row) => {
-              if (flags.json) skipped.push(row);
-              if (each) io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`);
-              else skips.add(`${row.table} ${row.reason}`, `${row.table} ${row.row}: ${row.reason}`);
-            },
-            issue: (issue) => {
-              if (flags.json) issues.push(issue);
-              if (each) io.log.warn(`sync: ${describeIssue(issue)}`);
-              else replaced.add(`${issue.table} ${issue.column} ${issue.expected} ${issue.outcome}`, describeIssue(issue));
-            },
+            ...problems.hooks,
             stopRequested: () => stop,
           });
         } catch (error) {
-          summarise();
+          problems.flush();
           if (flags.json) {
             io.out(JSON.stringify({ ...reportHead('sync', exitCodeOf(error)), error: (error as Error).message, skipped, issues }));
             throw new ReportedError(error);
@@ -96,18 +81,45 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
           process.off('SIGINT', onSignal);
           process.off('SIGTERM', onSignal);
         }
-        summarise();
-        for (const m of report.mojibake) {
-          io.log.warn(
-            `sync: ${m.table}.${m.column} holds text that looks like UTF-8 read as latin1 in ${m.rows} ${m.rows === 1 ? 'row' : 'rows'} (${m.table} ${m.row}: ${JSON.stringify(m.found.slice(0, 60))}): ` +
-              'a latin1 column holding UTF-8 bytes is mapped as CAST(column AS BINARY) (docs/adopting.md, "Character sets")',
-          );
-        }
+        problems.flush(report);
         if (!flags.quiet) io.log.info(syncSummary(report));
         if (flags.json) io.out(JSON.stringify({ ...reportHead('sync', 0), ...report, skipped, issues }));
         setExit(0);
       });
     });
+}
+
+/**
+ * How a sync tells of the rows it skipped and the values it replaced: every one at debug level,
+ * else one line per kind once the sync ends (`flush`), with the columns that look like UTF-8 read
+ * as latin1. `keep` collects every one for --json.
+ */
+export function syncProblems(io: Console, keep?: { skipped: SkippedSourceRow[]; issues: ValueIssue[] }) {
+  const each = io.log.enabled('debug');
+  const skips = new SkipSummary();
+  const replaced = new SkipSummary();
+  const hooks: Pick<SyncHooks, 'skipped' | 'issue'> = {
+    skipped: (row) => {
+      keep?.skipped.push(row);
+      if (each) io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`);
+      else skips.add(`${row.table} ${row.reason}`, `${row.table} ${row.row}: ${row.reason}`);
+    },
+    issue: (issue) => {
+      keep?.issues.push(issue);
+      if (each) io.log.warn(`sync: ${describeIssue(issue)}`);
+      else replaced.add(`${issue.table} ${issue.column} ${issue.expected} ${issue.outcome}`, describeIssue(issue));
+    },
+  };
+  const flush = (report?: SyncReport) => {
+    for (const line of [...skips.lines('sync: skipped'), ...replaced.lines('sync: replaced')]) io.log.warn(line);
+    for (const m of report?.mojibake ?? []) {
+      io.log.warn(
+        `sync: ${m.table}.${m.column} holds text that looks like UTF-8 read as latin1 in ${m.rows} ${m.rows === 1 ? 'row' : 'rows'} (${m.table} ${m.row}: ${JSON.stringify(m.found.slice(0, 60))}): ` +
+          'a latin1 column holding UTF-8 bytes is mapped as CAST(column AS BINARY) (docs/adopting.md, "Character sets")',
+      );
+    }
+  };
+  return { hooks, flush };
 }
 
 /** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`). */
