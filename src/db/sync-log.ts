@@ -3,7 +3,7 @@ import { SITE_TABLES } from './columns.js';
 
 /**
  * What `vidfeeds sync` reads of vidfeeds's own bookkeeping while it writes, on its write
- * connection: where the change log ends, how many rows each table holds, and how many rows left
+ * connection: where the change log ends, how many rows a table holds, and how many rows left
  * each table since a position of the log, whatever removed them (the sync itself, or a foreign
  * key's cascade when a parent row went).
  */
@@ -13,11 +13,10 @@ export function changeLogPosition(db: Database.Database): number {
   return (db.prepare('SELECT coalesce(max(seq), 0) AS seq FROM change_log').get() as { seq: number }).seq;
 }
 
-/** The rows of each site table. */
-export function tableSizes(db: Database.Database): Map<string, number> {
-  const sizes = new Map<string, number>();
-  for (const table of Object.keys(SITE_TABLES)) sizes.set(table, (db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n);
-  return sizes;
+/** The rows a site table holds. */
+export function tableSize(db: Database.Database, table: string): number {
+  if (SITE_TABLES[table] === undefined) throw new Error(`${table} is not a site table`);
+  return (db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n;
 }
 
 /** Per table, the rows deleted since log position `after`. */

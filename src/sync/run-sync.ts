@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ValueIssue } from '../db/decode.js';
 import { openForUpdate } from '../db/open-database.js';
-import { changeLogPosition, deletionsSince, tableSizes } from '../db/sync-log.js';
+import { changeLogPosition, deletionsSince, tableSize } from '../db/sync-log.js';
 import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from '../pipeline/lock.js';
 import type { MojibakeColumn } from './mojibake.js';
 import type { SkippedSourceRow } from './source-row.js';
@@ -130,7 +130,6 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     begin(target, request.db);
     try {
       const before = changeLogPosition(target);
-      const sizes = tableSizes(target);
       const marks = new SyncMarks(target);
       const newMarks = new Map<string, TableMarks>();
       const digests: DigestTable[] = [];
@@ -147,7 +146,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
       }
       checkStop();
       countCascades(report, deletionsSince(target, before));
-      const guarded = request.removalGuard === undefined ? null : removalsPastGuard(report, sizes, request.removalGuard);
+      const guarded = request.removalGuard === undefined ? null : removalsPastGuard(report, (table) => tableSize(target, table), request.removalGuard);
       if (guarded !== null && !request.dryRun) throw new SyncRemovalGuardError(guarded);
       if (guarded !== null) report.removalGuard = guarded;
       // Nothing to write (or only looking): the transaction ends without a commit, so not even
@@ -247,11 +246,19 @@ function countCascades(report: SyncReport, deletions: ReadonlyMap<string, number
   }
 }
 
-/** Which tables lose more rows than the guard allows, as a sentence; null when none does. */
-function removalsPastGuard(report: SyncReport, sizes: ReadonlyMap<string, number>, guard: SyncRemovalGuard): string | null {
-  const past = Object.entries(report.tables)
-    .filter(([table, counts]) => counts.deleted >= guard.minimum && counts.deleted > guard.maxShare * (sizes.get(table) ?? 0))
-    .map(([table, counts]) => `${table} ${counts.deleted} of ${sizes.get(table) ?? 0} rows (${percent(counts.deleted / (sizes.get(table) ?? 1))})`);
+/**
+ * Which tables lose more rows than the guard allows, as a sentence; null when none does. A table
+ * held before the sync what it holds now, less what the sync inserted, plus what it deleted: it
+ * is counted only when it lost at least the guard's minimum, so that a sync deleting little
+ * counts nothing.
+ */
+function removalsPastGuard(report: SyncReport, sizeNow: (table: string) => number, guard: SyncRemovalGuard): string | null {
+  const past: string[] = [];
+  for (const [table, counts] of Object.entries(report.tables)) {
+    if (counts.deleted === 0 || counts.deleted < guard.minimum) continue;
+    const before = sizeNow(table) - counts.inserted + counts.deleted;
+    if (counts.deleted > guard.maxShare * before) past.push(`${table} ${counts.deleted} of ${before} rows (${percent(counts.deleted / before)})`);
+  }
   if (past.length === 0) return null;
   return `the sync would delete ${past.join(', ')}: more than maxRemovalShare allows (${percent(guard.maxShare)} of a table, and at least ${guard.minimum} rows)`;
 }
