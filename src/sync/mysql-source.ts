@@ -19,7 +19,7 @@ import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dia
  */
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE', 'ENOENT', 'PROTOCOL_CONNECTION_LOST',
-  'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'ER_LOCK_WAIT_TIMEOUT', 'ER_QUERY_INTERRUPTED', 'ER_CONNECTION_KILLED', 'ER_STATEMENT_TIMEOUT',
+  'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'ER_LOCK_WAIT_TIMEOUT', 'ER_QUERY_INTERRUPTED', 'ER_STATEMENT_TIMEOUT',
 ]);
 /**
  * The host has no address, the server refuses the login or knows no such database: the URL or the
