@@ -65,6 +65,8 @@ export interface SyncConfig {
   fromEnv: string | null;
   /** A file holding the source's password. */
   passwordFile: string | null;
+  /** How long the source may stay silent while sync waits for it before the sync stops (exit 75). */
+  readTimeoutSeconds: number;
   /** Per vidfeeds table, its SELECT (a string, or an array of lines) or the SELECT with options. */
   tables: Record<string, string | string[] | SyncTableConfig>;
 }

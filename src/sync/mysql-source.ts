@@ -1,4 +1,6 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
+import { connect } from 'node:net';
+import { ReadDeadline } from './read-deadline.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type ServerUrl, type SyncSource } from './sync-source.js';
 
@@ -11,46 +13,73 @@ import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dia
  * while the sync works through one.
  */
 
-/** Errors of the connection itself, as opposed to the query: try again later. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ENOENT', 'PROTOCOL_CONNECTION_LOST', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'ER_LOCK_WAIT_TIMEOUT']);
-/** The server refuses the login or knows no such database: the URL or the account needs fixing. */
-const REFUSED_CODES = new Set(['ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE']);
+/**
+ * Errors of the connection itself, or of a query the server's operator stopped, as opposed to a
+ * wrong query: try again later.
+ */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE', 'ENOENT', 'PROTOCOL_CONNECTION_LOST',
+  'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'ER_LOCK_WAIT_TIMEOUT', 'ER_QUERY_INTERRUPTED', 'ER_STATEMENT_TIMEOUT',
+]);
+/**
+ * The host has no address, the server refuses the login or knows no such database: the URL or the
+ * account needs fixing, and trying again changes nothing.
+ */
+const REFUSED_CODES = new Set(['ENOTFOUND', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE']);
 
-export async function openMysqlSource(url: ServerUrl, passwordFromFile: string | undefined): Promise<SyncSource> {
+export async function openMysqlSource(url: ServerUrl, passwordFromFile: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
   const where = url.socket ?? `${url.host}:${url.port ?? 3306}`;
+  // vidfeeds makes the socket so that it can drop a connection to a frozen server: mysql2's
+  // `destroy` only half-closes it, and waits for a server that will not answer.
+  const socket = url.socket === undefined ? connect(url.port ?? 3306, url.host) : connect(url.socket);
+  socket.setNoDelay(true);
   const connection = mysql.createConnection({
-    host: url.host,
-    port: url.port,
-    socketPath: url.socket,
+    stream: socket,
     user: url.user,
     password: url.password ?? passwordFromFile,
     database: url.database,
     charset: 'utf8mb4',
     supportBigNumbers: true,
     dateStrings: true,
-    connectTimeout: 10_000,
+    connectTimeout: Math.min(10, readTimeoutSeconds) * 1000,
   });
-  // A connection that breaks while idle must not end the process: the next query reports it.
-  connection.on('error', () => undefined);
+  /**
+   * The connection's own failure (lost, reset, killed). mysql2 hands it to the connection, not to
+   * a streamed query, so a stream waiting for rows hears of it through `onBroken`.
+   */
+  let broken: Error | undefined;
+  const streams = new Set<(error: Error) => void>();
+  connection.on('error', (error) => {
+    broken ??= error;
+    for (const onBroken of streams) onBroken(error);
+  });
+  /** Set when the connection was dropped (a query left before its end, a deadline passed): it is not asked to finish. */
+  let dropped = false;
+  const deadline = new ReadDeadline(readTimeoutSeconds, where, () => {
+    dropped = true;
+    socket.destroy();
+  });
   const run = (sql: string) =>
-    new Promise<{ rows: unknown; fields: FieldPacket[] }>((resolve, reject) =>
-      connection.query(sql, (error, rows, fields) => (error ? reject(error) : resolve({ rows, fields: fields as FieldPacket[] }))),
+    deadline.within(
+      new Promise<{ rows: unknown; fields: FieldPacket[] }>((resolve, reject) =>
+        connection.query(sql, (error, rows, fields) => (error ? reject(broken ?? error) : resolve({ rows, fields: fields as FieldPacket[] }))),
+      ),
     );
-  /** Set when a query was left before its end: the connection is dropped, not asked to finish it. */
-  let abandoned = false;
   const batches = <T>(options: QueryOptions, query: string) =>
-    queryBatches<T>(connection, options, (error) => describe(error, query), () => (abandoned = true));
+    queryBatches<T>({ connection, streams, deadline, options, describe: (error) => describe(error, query), left: () => deadline.drop() });
+  let version: string;
   try {
     await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
     await run("SET time_zone = '+00:00'");
     await run('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY');
+    version = String(((await run('SELECT VERSION() AS v')).rows as Array<{ v: string }>)[0]?.v ?? '');
   } catch (error) {
-    connection.destroy();
+    socket.destroy();
+    if (error instanceof SourceUnavailableError) throw error;
     const message = `the source database (MySQL/MariaDB at ${where}, database ${url.database}) cannot be read: ${(error as Error).message}`;
     throw REFUSED_CODES.has((error as { code?: string }).code ?? '') ? new SourceRefusedError(message) : new SourceUnavailableError(message);
   }
-  const version = String(((await run('SELECT VERSION() AS v')).rows as Array<{ v: string }>)[0]?.v ?? '');
-  const describe = (error: unknown, query: string) => mysqlError(error, where, query);
+  const describe = (error: unknown, query: string) => mysqlError(broken ?? error, where, query);
   return {
     description: `${version.includes('MariaDB') ? 'MariaDB' : 'MySQL'} ${version} at ${where}`,
     async columnsOf(query) {
@@ -76,8 +105,8 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
       }
     },
     async close() {
-      if (!abandoned) await new Promise<void>((resolve) => connection.end(() => resolve()));
-      connection.destroy();
+      if (!dropped && broken === undefined) await deadline.within(new Promise<void>((resolve) => connection.end(() => resolve()))).catch(() => undefined);
+      socket.destroy();
     },
   };
 }
@@ -88,11 +117,23 @@ interface QueryOptions {
   rowsAsArray?: boolean;
 }
 
+interface BatchRead {
+  connection: Connection;
+  /** Where the stream registers to hear of the connection's failure. */
+  streams: Set<(error: Error) => void>;
+  deadline: ReadDeadline;
+  options: QueryOptions;
+  describe(error: unknown): Error;
+  /** Drops the connection: the query was left before its end, and cannot be asked to finish. */
+  left(): void;
+}
+
 /**
  * A query's rows in batches of SOURCE_BATCH, the connection paused while the caller works through
- * one. A query left before its end cannot be asked to finish: the connection is dropped (`left`).
+ * one. It ends with the query's error, the connection's, or the deadline's when the server stays
+ * silent. A query left before its end cannot be asked to finish: the connection is dropped.
  */
-async function* queryBatches<T>(connection: Connection, options: QueryOptions, describe: (error: unknown) => Error, left: () => void): AsyncIterable<T[]> {
+async function* queryBatches<T>({ connection, streams, deadline, options, describe, left }: BatchRead): AsyncIterable<T[]> {
   let batch: T[] = [];
   let ended = false;
   let failure: unknown;
@@ -102,6 +143,11 @@ async function* queryBatches<T>(connection: Connection, options: QueryOptions, d
     wake = undefined;
     resolve?.();
   };
+  const onBroken = (error: Error) => {
+    failure ??= error;
+    notify();
+  };
+  streams.add(onBroken);
   connection
     .query(options)
     .on('result', (row) => {
@@ -120,8 +166,14 @@ async function* queryBatches<T>(connection: Connection, options: QueryOptions, d
     });
   try {
     for (;;) {
-      if (batch.length < SOURCE_BATCH && !ended && failure === undefined) await new Promise<void>((resolve) => (wake = resolve));
-      if (failure !== undefined) throw describe(failure);
+      if (batch.length < SOURCE_BATCH && !ended && failure === undefined) {
+        try {
+          await deadline.within(new Promise<void>((resolve) => (wake = resolve)));
+        } catch (error) {
+          failure ??= error;
+        }
+      }
+      if (failure !== undefined) throw failure instanceof SourceUnavailableError ? failure : describe(failure);
       const full = batch;
       batch = [];
       // Resuming hands over the rows that came while paused, at once: they start the next batch.
@@ -130,10 +182,8 @@ async function* queryBatches<T>(connection: Connection, options: QueryOptions, d
       if (ended && batch.length === 0) return;
     }
   } finally {
-    if (!ended && failure === undefined) {
-      left();
-      connection.destroy();
-    }
+    streams.delete(onBroken);
+    if (!ended && failure === undefined) left();
   }
 }
 
@@ -142,9 +192,12 @@ const DIALECT: Dialect = {
   param: () => '?',
 };
 
+/** SQLSTATE of a connection's failure (08) or of a query or connection killed (70100, which MariaDB's 1927 `Connection was killed` carries and mysql2 has no name for). */
+const CONNECTION_STATES = /^(08|70100)/;
+
 function mysqlError(error: unknown, where: string, query: string): Error {
-  const e = error as { code?: string; fatal?: boolean; message?: string };
-  if (e.fatal === true || (e.code !== undefined && CONNECTION_CODES.has(e.code))) {
+  const e = error as { code?: string; fatal?: boolean; message?: string; sqlState?: string };
+  if (e.fatal === true || (e.code !== undefined && CONNECTION_CODES.has(e.code)) || CONNECTION_STATES.test(e.sqlState ?? '')) {
     return new SourceUnavailableError(`the source database (${where}) stopped answering: ${e.message ?? String(error)}`);
   }
   return new MappingError(`${e.message ?? String(error)}${e.code === undefined ? '' : ` (${e.code})`}; the query: ${query.trim()}`);

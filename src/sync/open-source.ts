@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DEFAULT_READ_TIMEOUT_SECONDS } from './read-deadline.js';
 import { MappingError } from './sync-errors.js';
 import { redactUrl, type ServerUrl, type SourceOptions, type SyncSource } from './sync-source.js';
 
@@ -10,13 +12,14 @@ export const SOURCE_SCHEMES = ['mysql:', 'mariadb:', 'postgres:', 'postgresql:',
 /** Opens the source a URL names; the drivers are loaded only for the kind asked for. */
 export async function openSource(url: string, options: SourceOptions = {}): Promise<SyncSource> {
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0].toLowerCase();
+  const timeout = options.readTimeoutSeconds ?? DEFAULT_READ_TIMEOUT_SECONDS;
   switch (scheme) {
     case 'mysql:':
     case 'mariadb:':
-      return (await import('./mysql-source.js')).openMysqlSource(parseServerUrl(url), passwordOf(options));
+      return (await import('./mysql-source.js')).openMysqlSource(parseServerUrl(url), passwordOf(options), timeout);
     case 'postgres:':
     case 'postgresql:':
-      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(options));
+      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(options), timeout);
     case 'sqlite:':
       return (await import('./sqlite-source.js')).openSqliteSource(sqlitePath(url));
     default:
@@ -56,7 +59,9 @@ function passwordOf(options: SourceOptions): string | undefined {
   try {
     return readFileSync(options.passwordFile, 'utf8').split(/\r?\n/)[0];
   } catch (error) {
-    throw new MappingError(`sync.passwordFile ${options.passwordFile} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    const path = resolve(options.passwordFile);
+    const named = path === options.passwordFile ? path : `${options.passwordFile} (${path})`;
+    throw new MappingError(`sync.passwordFile ${named} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
 }
 

@@ -1,7 +1,9 @@
+import { Socket } from 'node:net';
 import pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import Cursor from 'pg-cursor';
 import pgpass from 'pgpass';
+import { ReadDeadline } from './read-deadline.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import type { DigestSeed } from './row-digest.js';
 import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type ServerDigests, type SyncSource } from './sync-source.js';
@@ -37,8 +39,11 @@ function int8(text: string): number | string {
   return Number.isSafeInteger(n) ? n : text;
 }
 
-/** A client of the source, not yet connected. */
-function newClient(url: string, passwordFromFile: string | undefined): pg.Client {
+/**
+ * A client of the source, not yet connected, and its socket: vidfeeds makes the socket (pg's
+ * `stream`) so that it can drop a connection to a frozen server, which pg's own `end` waits on.
+ */
+function newClient(url: string, passwordFromFile: string | undefined, connectSeconds: number): { client: pg.Client; socket: Socket } {
   let config: pg.ClientConfig;
   try {
     config = parseIntoClientConfig(url);
@@ -48,15 +53,17 @@ function newClient(url: string, passwordFromFile: string | undefined): pg.Client
   // Parsed here, not given to pg as a connectionString: pg lays that over the options beside it,
   // and the URL's missing password (parsed as '') would hide the file's.
   const { password: inUrl, ...where } = config;
+  const socket = new Socket();
   const client: pg.Client = new pg.Client({
     ...where,
+    stream: () => socket,
     // None found: pg fails the login, and openPostgresSource says where one goes.
     password: typeof inUrl === 'string' && inUrl !== '' ? inUrl : (passwordFromFile ?? ((): Promise<string> => libpqPassword(client) as Promise<string>)),
     types: TYPES,
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: connectSeconds * 1000,
     application_name: 'vidfeeds sync',
   });
-  return client;
+  return { client, socket };
 }
 
 /**
@@ -71,30 +78,17 @@ async function libpqPassword(client: pg.Client): Promise<string | undefined> {
 
 /** SQLSTATE classes of the connection, not the query: 08 connection, 53 resources, 57 operator intervention. */
 const CONNECTION_STATES = /^(08|53|57)/;
-/** SQLSTATE classes of a login the server refuses: 28 authorisation, 3D no such database. */
-const REFUSED_STATES = /^(28|3D)/;
+/** SQLSTATE classes of a login the server refuses: 28 authorisation, 3D no such database; and a host without an address. */
+const REFUSED_STATES = /^(28|3D|ENOTFOUND$)/;
 
-export async function openPostgresSource(url: string, passwordFromFile: string | undefined): Promise<SyncSource> {
-  const client = newClient(url, passwordFromFile);
+export async function openPostgresSource(url: string, passwordFromFile: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
+  const { client, socket } = newClient(url, passwordFromFile, Math.min(10, readTimeoutSeconds));
   let broken: Error | undefined;
   // A connection that breaks while idle must not end the process: the next query reports it.
-  client.on('error', (error) => (broken = error));
-  try {
-    await client.connect();
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-  } catch (error) {
-    await client.end().catch(() => undefined);
-    // pg's words when the server asks for a password and none was found.
-    const noPassword = /client password must be a string/.test((error as Error).message);
-    const cause = noPassword
-      ? 'the server asks for a password and none was given (in the URL, sync.passwordFile, PGPASSWORD, or a line of ~/.pgpass or PGPASSFILE for this host, port, database and user)'
-      : (error as Error).message;
-    const message = `the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${cause}`;
-    const refused = noPassword || REFUSED_STATES.test((error as { code?: string }).code ?? '');
-    throw refused ? new SourceRefusedError(message) : new SourceUnavailableError(message);
-  }
-  const version = String((await client.query('SHOW server_version')).rows[0]?.server_version ?? '');
-  const versionNumber = Number((await client.query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);
+  client.on('error', (error) => (broken ??= error));
+  const deadline = new ReadDeadline(readTimeoutSeconds, redactUrl(url), () => socket.destroy());
+  const query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string) => deadline.within(client.query<R>(sql));
+  const { version, versionNumber } = await begin(client, socket, query, url);
   /** Each query's digest column, made from the types of the columns it returns. */
   const digests = new Map<string, string>();
   const digestOf = async (query: string): Promise<string> => {
@@ -106,27 +100,27 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
     }
     return column;
   };
-  const describeColumns = async (query: string) => {
+  const describeColumns = async (text: string) => {
     try {
-      return (await client.query(columnsQuery(query))).fields;
+      return (await query(columnsQuery(text))).fields;
     } catch (error) {
-      throw describe(error, query);
+      throw error instanceof SourceUnavailableError ? error : describe(error, text);
     }
   };
   const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
   // Rows through a cursor, a batch at a time.
-  async function* read<T>(cursor: Cursor, query: string): AsyncIterable<T[]> {
+  async function* read<T>(cursor: Cursor, text: string): AsyncIterable<T[]> {
     client.query(cursor);
     try {
       for (;;) {
-        const batch = (await cursor.read(SOURCE_BATCH)) as T[];
+        const batch = (await deadline.within(cursor.read(SOURCE_BATCH))) as T[];
         if (batch.length === 0) break;
         yield batch;
       }
     } catch (error) {
-      throw describe(error, query);
+      throw error instanceof SourceUnavailableError ? error : describe(error, text);
     } finally {
-      await cursor.close().catch(() => undefined);
+      if (!socket.destroyed) await deadline.within(cursor.close()).catch(() => undefined);
     }
   }
   const serverDigests: ServerDigests = {
@@ -144,12 +138,19 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
   return {
     description: `PostgreSQL ${version} at ${redactUrl(url)}`,
     ...(versionNumber >= 110000 ? { serverDigests } : {}),
-    async columnsOf(query) {
+    async columnsOf(text) {
+      // In a savepoint: a query that fails would otherwise abort the transaction, and the
+      // mapping's other queries could not be checked in the same run.
       try {
-        const result = await client.query(columnsQuery(query));
+        await query('SAVEPOINT vidfeeds_check');
+        const result = await query(columnsQuery(text));
+        await query('RELEASE SAVEPOINT vidfeeds_check');
         return result.fields.map((f) => f.name);
       } catch (error) {
-        throw describe(error, query);
+        if (error instanceof SourceUnavailableError) throw error;
+        const failure = describe(error, text);
+        if (failure instanceof MappingError) await query('ROLLBACK TO SAVEPOINT vidfeeds_check').catch(() => undefined);
+        throw failure;
       }
     },
     rows(query, keys, filter) {
@@ -159,17 +160,48 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
     keys(query, keys) {
       return read<unknown[]>(new Cursor(keysQuery(query, keys, DIALECT), [], { rowMode: 'array' }), query);
     },
-    async max(query, column) {
+    async max(text, column) {
       try {
-        return (await client.query(maxQuery(query, column, DIALECT))).rows[0]?.vidfeeds_max ?? null;
+        return (await query(maxQuery(text, column, DIALECT))).rows[0]?.vidfeeds_max ?? null;
       } catch (error) {
-        throw describe(error, query);
+        throw error instanceof SourceUnavailableError ? error : describe(error, text);
       }
     },
     async close() {
-      await client.end().catch(() => undefined);
+      if (!socket.destroyed) await deadline.within(client.end()).catch(() => undefined);
+      socket.destroy();
     },
   };
+}
+
+/**
+ * Connects and opens the sync's read-only snapshot: the server's version, or the error that says
+ * why not (refused: exit 2; unreachable or silent: 75).
+ */
+async function begin(
+  client: pg.Client,
+  socket: Socket,
+  query: (sql: string) => Promise<pg.QueryResult<Record<string, unknown>>>,
+  url: string,
+): Promise<{ version: string; versionNumber: number }> {
+  try {
+    await client.connect();
+    await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const version = String((await query('SHOW server_version')).rows[0]?.server_version ?? '');
+    const versionNumber = Number((await query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);
+    return { version, versionNumber };
+  } catch (error) {
+    socket.destroy();
+    if (error instanceof SourceUnavailableError) throw error;
+    // pg's words when the server asks for a password and none was found.
+    const noPassword = /client password must be a string/.test((error as Error).message);
+    const cause = noPassword
+      ? 'the server asks for a password and none was given (in the URL, sync.passwordFile, PGPASSWORD, or a line of ~/.pgpass or PGPASSFILE for this host, port, database and user)'
+      : (error as Error).message;
+    const message = `the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${cause}`;
+    const refused = noPassword || REFUSED_STATES.test((error as { code?: string }).code ?? '');
+    throw refused ? new SourceRefusedError(message) : new SourceUnavailableError(message);
+  }
 }
 
 /** Types whose own hash tells apart every two values of different text: bool, bytea, int8, int2, int4, oid, date, timestamp, timestamptz, uuid. */

@@ -3,9 +3,11 @@ import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ValueIssue } from '../db/decode.js';
 import { openForUpdate } from '../db/open-database.js';
+import { changeLogPosition, deletionsSince, tableSize } from '../db/sync-log.js';
 import { describeHolder, LockHeldError, waitForBuildLock, type BuildLock } from '../pipeline/lock.js';
+import type { MojibakeColumn } from './mojibake.js';
 import type { SkippedSourceRow } from './source-row.js';
-import { SyncBusyError, SyncInterrupted } from './sync-errors.js';
+import { SyncBusyError, SyncInterrupted, SyncRemovalGuardError } from './sync-errors.js';
 import { openSource } from './open-source.js';
 import type { SourceOptions, SyncSource } from './sync-source.js';
 import { MAX_MISSING_KEYS, syncChangedRows } from './changed-rows.js';
@@ -37,6 +39,8 @@ export interface SyncRequest {
   changedOnly?: boolean;
   /** How long to wait for another sync holding the database; 0 gives up at once (exit 75). */
   waitSeconds: number;
+  /** The guard against mass removal; none with `--allow-removals`. */
+  removalGuard?: SyncRemovalGuard;
   command?: string;
 }
 
@@ -47,9 +51,24 @@ export interface SyncHooks {
   stopRequested?(): 'SIGINT' | 'SIGTERM' | null;
 }
 
-/** What was done to one table, and how: `changed` read only the changed rows, `full` compared every row. */
+/**
+ * A sync that would delete more than `maxShare` of the rows of any table (and at least `minimum`
+ * rows) stops before its commit, exit 1: a mapping edit that loses a join, or a source restored
+ * from an old dump, must not empty vidfeeds's tables.
+ */
+export interface SyncRemovalGuard {
+  maxShare: number;
+  minimum: number;
+}
+
+/**
+ * What was done to one table, and how: `changed` read only the changed rows, `full` compared every
+ * row, `cascade` is a table not mapped whose rows went with their parent. `deleted` counts every
+ * row that left the table, `cascaded` those of them a foreign key removed with their parent.
+ */
 export interface TableReport extends TableCounts {
-  mode: 'full' | 'changed';
+  mode: 'full' | 'changed' | 'cascade';
+  cascaded?: number;
   /** With --changed-only, why the table was compared in full. */
   reason?: string;
 }
@@ -66,6 +85,10 @@ export interface SyncReport {
   skipped: number;
   issues: number;
   seconds: number;
+  /** For a dry run, why the removal guard would stop the real sync. */
+  removalGuard?: string;
+  /** Text columns whose values look like UTF-8 read as latin1 (docs/adopting.md, character sets). */
+  mojibake: MojibakeColumn[];
 }
 
 /** The lock file of a database's syncs: `.vidfeeds/<db file>.sync.lock` beside it. */
@@ -83,7 +106,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     lock = await takeLock(request);
     source = await openSource(request.from, request.source);
     const plans = await planTables(target, source, request.tables);
-    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0 };
+    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [] };
     const checkStop = () => {
       const signal = hooks.stopRequested?.() ?? null;
       if (signal !== null) throw new SyncInterrupted(signal);
@@ -98,10 +121,15 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
         hooks.issue?.(issue);
       },
       checkStop,
+      mojibake: (table, column, row, found) => {
+        const known = report.mojibake.find((m) => m.table === table && m.column === column);
+        if (known === undefined) report.mojibake.push({ table, column, rows: 1, row, found });
+        else known.rows++;
+      },
     };
     begin(target, request.db);
     try {
-      const before = logPosition(target);
+      const before = changeLogPosition(target);
       const marks = new SyncMarks(target);
       const newMarks = new Map<string, TableMarks>();
       const digests: DigestTable[] = [];
@@ -117,12 +145,16 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
         if (mark !== undefined) newMarks.set(plan.table, mark);
       }
       checkStop();
+      countCascades(report, deletionsSince(target, before));
+      const guarded = request.removalGuard === undefined ? null : removalsPastGuard(report, (table) => tableSize(target, table), request.removalGuard);
+      if (guarded !== null && !request.dryRun) throw new SyncRemovalGuardError(guarded);
+      if (guarded !== null) report.removalGuard = guarded;
       // Nothing to write (or only looking): the transaction ends without a commit, so not even
       // SQLite's data_version moves and `watch` sees no change. The marks move only with changes,
       // or when a mapping has none yet: a sync that finds nothing leaves them, and its window of
       // rows to read next time only grows (src/sync/watermark-state.ts). Digests written without a
       // change (made for the first time, or marked for rows something else wrote) are kept.
-      const logged = logPosition(target) - before;
+      const logged = changeLogPosition(target) - before;
       const marking = !request.dryRun && (report.changes > 0 || firstMarks);
       const committing = !request.dryRun && (marking || digests.some((digest) => digest.wrote));
       if (marking) for (const [table, mark] of newMarks) marks.write(table, { ...mark, log: before + logged });
@@ -202,6 +234,35 @@ function begin(target: Database.Database, file: string): void {
   }
 }
 
-function logPosition(target: Database.Database): number {
-  return (target.prepare('SELECT coalesce(max(seq), 0) AS seq FROM change_log').get() as { seq: number }).seq;
+/** Adds to each table's deletions the rows a foreign key removed with their parent (the log has every deletion). */
+function countCascades(report: SyncReport, deletions: ReadonlyMap<string, number>): void {
+  for (const [table, deleted] of deletions) {
+    const counts = (report.tables[table] ??= { inserted: 0, updated: 0, deleted: 0, unchanged: 0, skipped: 0, mode: 'cascade' });
+    const cascaded = deleted - counts.deleted;
+    if (cascaded <= 0) continue;
+    counts.deleted = deleted;
+    counts.cascaded = cascaded;
+    report.changes += cascaded;
+  }
+}
+
+/**
+ * Which tables lose more rows than the guard allows, as a sentence; null when none does. A table
+ * held before the sync what it holds now, less what the sync inserted, plus what it deleted: it
+ * is counted only when it lost at least the guard's minimum, so that a sync deleting little
+ * counts nothing.
+ */
+function removalsPastGuard(report: SyncReport, sizeNow: (table: string) => number, guard: SyncRemovalGuard): string | null {
+  const past: string[] = [];
+  for (const [table, counts] of Object.entries(report.tables)) {
+    if (counts.deleted === 0 || counts.deleted < guard.minimum) continue;
+    const before = sizeNow(table) - counts.inserted + counts.deleted;
+    if (counts.deleted > guard.maxShare * before) past.push(`${table} ${counts.deleted} of ${before} rows (${percent(counts.deleted / before)})`);
+  }
+  if (past.length === 0) return null;
+  return `the sync would delete ${past.join(', ')}: more than maxRemovalShare allows (${percent(guard.maxShare)} of a table, and at least ${guard.minimum} rows)`;
+}
+
+function percent(share: number): string {
+  return `${Math.round(share * 1000) / 10}%`;
 }

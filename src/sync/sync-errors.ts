@@ -50,3 +50,16 @@ export class SyncInterrupted extends VidfeedsError {
     super(128 + constants.signals[signal], { what: `stopped by ${signal}: nothing was written, vidfeeds's database is as it was` });
   }
 }
+
+/**
+ * The sync would delete more of a table than the removal guard allows: nothing was written. Exit
+ * code 1, as a build the guard stops.
+ */
+export class SyncRemovalGuardError extends VidfeedsError {
+  constructor(what: string) {
+    super(EXIT.failed, {
+      what,
+      hint: 'nothing was written; if the mapping and the source are right, sync again with --allow-removals (or raise maxRemovalShare in the configuration)',
+    });
+  }
+}

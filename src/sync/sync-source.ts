@@ -47,6 +47,8 @@ export const SOURCE_BATCH = 2000;
 export interface SourceOptions {
   /** A file whose first line is the password, used when the URL holds none. */
   passwordFile?: string | null;
+  /** How long the source may stay silent while vidfeeds waits for it (src/sync/read-deadline.ts). */
+  readTimeoutSeconds?: number;
 }
 
 /** Where a MySQL or MariaDB server is, from its URL. */

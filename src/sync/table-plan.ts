@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { editDistance } from '../config/config-messages.js';
 import { SITE_TABLES, type ColumnSpec } from '../db/columns.js';
 import { MappingError } from './sync-errors.js';
 import type { SyncSource } from './sync-source.js';
@@ -53,10 +54,13 @@ export interface TablePlan {
   watermark: string | null;
 }
 
-/** Every mapped table's plan, in sync order; a MappingError names the first table and column that is wrong. */
+/**
+ * Every mapped table's plan, in sync order. Every query is checked, so that one run names every
+ * problem of the mapping: a MappingError lists each, with its table and column.
+ */
 export async function planTables(target: Database.Database, source: SyncSource, mapping: Readonly<Record<string, TableMapping>>): Promise<TablePlan[]> {
   const unknown = Object.keys(mapping).filter((table) => !(SYNC_ORDER as readonly string[]).includes(table));
-  if (unknown.length > 0) throw new MappingError(`sync.tables.${unknown[0]}: vidfeeds has no such table; its tables are ${SYNC_ORDER.join(', ')}`);
+  const problems = unknown.map((table) => `sync.tables.${table}: vidfeeds has no such table; its tables are ${SYNC_ORDER.join(', ')}`);
   const plans: TablePlan[] = [];
   for (const table of SYNC_ORDER) {
     const map = mapping[table];
@@ -65,46 +69,55 @@ export async function planTables(target: Database.Database, source: SyncSource, 
     try {
       returned = await source.columnsOf(map.query);
     } catch (error) {
-      if (error instanceof MappingError) throw new MappingError(`sync.tables.${table}: the query fails in the source: ${error.message}`);
-      throw error;
+      if (!(error instanceof MappingError)) throw error;
+      problems.push(`sync.tables.${table}: the query fails in the source: ${error.message}`);
+      continue;
     }
-    plans.push(planTable(target, table, map, returned));
+    const plan = planTable(target, table, map, returned);
+    if (Array.isArray(plan)) problems.push(...plan);
+    else plans.push(plan);
   }
+  if (problems.length === 1) throw new MappingError(problems[0]!);
+  if (problems.length > 1) throw new MappingError(`the mapping has ${problems.length} problems:\n  ${problems.join('\n  ')}\n`);
   return plans;
 }
 
-function planTable(target: Database.Database, table: string, map: TableMapping, returned: readonly string[]): TablePlan {
+/** A table's plan, or its problems. */
+function planTable(target: Database.Database, table: string, map: TableMapping, returned: readonly string[]): TablePlan | string[] {
   const kind = (target.prepare(`SELECT type FROM sqlite_master WHERE name = ?`).get(table) as { type: string } | undefined)?.type;
   if (kind !== 'table') {
-    throw new MappingError(`sync.tables.${table}: vidfeeds's database has ${kind === undefined ? 'no such table' : `a ${kind} named ${table}, not a table`}: sync writes tables, and builds follow their change log`);
+    return [`sync.tables.${table}: vidfeeds's database has ${kind === undefined ? 'no such table' : `a ${kind} named ${table}, not a table`}: sync writes tables, and builds follow their change log`];
   }
   const info = target.prepare(`SELECT name, "notnull" AS not_null, dflt_value AS dflt, pk FROM pragma_table_info(?)`).all(table) as Array<{ name: string; not_null: number; dflt: string | null; pk: number }>;
   const spec = SITE_TABLES[table]!;
   const where = `sync.tables.${table}`;
+  const problems: string[] = [];
   const watermark = map.watermark ?? null;
   if (watermark !== null && !returned.includes(watermark)) {
-    throw new MappingError(`${where}.watermark: the query does not return column ${watermark}; it returns ${returned.join(', ')}`);
+    problems.push(`${where}.watermark: the query does not return column ${watermark}; it returns ${returned.join(', ')}`);
   }
   if (watermark !== null && spec.columns[watermark] !== undefined) {
-    throw new MappingError(`${where}.watermark: ${watermark} is a column of ${table}; return the time a row last changed under a name of its own (AS changed_at)`);
+    problems.push(`${where}.watermark: ${watermark} is a column of ${table}; return the time a row last changed under a name of its own (AS changed_at)`);
   }
+  const names = info.map((c) => c.name).filter((name) => spec.columns[name] !== undefined);
   const seen = new Set<string>();
   for (const column of returned.filter((c) => c !== watermark)) {
-    if (seen.has(column)) throw new MappingError(`${where}: the query returns column ${column} twice`);
+    if (seen.has(column)) problems.push(`${where}: the query returns column ${column} twice`);
     seen.add(column);
-    if (!info.some((c) => c.name === column) || spec.columns[column] === undefined) {
-      throw new MappingError(`${where}: the query returns column ${column}, which ${table} does not have; its columns are ${info.map((c) => c.name).join(', ')} (docs/database.md)`);
+    if (!names.includes(column)) {
+      problems.push(`${where}: the query returns column ${column}, which ${table} does not have${didYouMean(column, names, returned)}; its columns are ${names.join(', ')} (docs/database.md)`);
     }
   }
   const required = info.filter((c) => spec.key.includes(c.name) || (c.not_null === 1 && c.dflt === null)).map((c) => c.name);
   const missing = required.filter((c) => !seen.has(c));
   if (missing.length > 0) {
-    throw new MappingError(`${where}: the query does not return column ${missing.join(', ')}, which ${table} requires (${spec.key.includes(missing[0]!) ? 'its key' : 'no default'}); it returns ${returned.join(', ')}`);
+    problems.push(`${where}: the query does not return column ${missing.join(', ')}, which ${table} requires (${spec.key.includes(missing[0]!) ? 'its key' : 'no default'}); it returns ${returned.join(', ')}`);
   }
   for (const column of map.decodeEntities) {
-    if (!seen.has(column)) throw new MappingError(`${where}.decodeEntities: the query does not return column ${column}`);
-    if (!['text', 'url', 'name'].includes(spec.columns[column]!.kind)) throw new MappingError(`${where}.decodeEntities: ${column} is not a text column`);
+    if (!seen.has(column)) problems.push(`${where}.decodeEntities: the query does not return column ${column}`);
+    else if (!['text', 'url', 'name'].includes(spec.columns[column]?.kind ?? '')) problems.push(`${where}.decodeEntities: ${column} is not a text column`);
   }
+  if (problems.length > 0) return problems;
   const columns = [...spec.key, ...returned.filter((c) => !spec.key.includes(c) && c !== watermark)];
   const references = new Map(
     (target.prepare(`SELECT "from" AS col, "table" AS parent FROM pragma_foreign_key_list(?)`).all(table) as Array<{ col: string; parent: string }>).map((r) => [r.col, r.parent]),
@@ -119,4 +132,14 @@ function planTable(target: Database.Database, table: string, map: TableMapping, 
     references,
     watermark,
   };
+}
+
+/** `, did you mean NAME?` for a returned column near one of the table's that the query does not return. */
+function didYouMean(column: string, names: readonly string[], returned: readonly string[]): string {
+  const near = names
+    .filter((name) => !returned.includes(name))
+    .map((name) => ({ name, distance: editDistance(column.toLowerCase(), name.toLowerCase()) }))
+    .filter(({ name, distance }) => distance <= Math.max(1, Math.floor(name.length / 3)))
+    .sort((a, b) => a.distance - b.distance)[0];
+  return near === undefined ? '' : ` (did you mean AS ${near.name}?)`;
 }

@@ -1,5 +1,7 @@
 import type { ValueIssue } from '../db/decode.js';
 import type { DigestTable } from './digest-table.js';
+import { segmentProblem } from '../paths/names.js';
+import { looksLikeMojibake } from './mojibake.js';
 import { keyProblem, rowName, shapeRow, type ShapedValues, type SkippedSourceRow } from './source-row.js';
 import { MappingError } from './sync-errors.js';
 import { normaliseValue, sameValue, WRONG, type StoredValue } from './sync-values.js';
@@ -26,6 +28,8 @@ export interface DiffHooks {
   issue(issue: ValueIssue): void;
   /** Throws when the sync must stop (a signal); called between rows. */
   checkStop(): void;
+  /** A text value that looks like UTF-8 read as latin1 (src/sync/mojibake.ts). */
+  mojibake?(table: string, column: string, row: string, found: string): void;
 }
 
 /** A source row as the driver gave it, with its key as vidfeeds stores it. */
@@ -53,6 +57,8 @@ export class TableSync {
   readonly counts: TableCounts = { inserted: 0, updated: 0, deleted: 0, unchanged: 0, skipped: 0 };
   private readonly deferred: PendingWrite[] = [];
   private readonly keyCount: number;
+  /** Where a users row holds its username, which must be able to be a path; -1 in other tables. */
+  private readonly username: number;
 
   constructor(
     readonly plan: TablePlan,
@@ -61,6 +67,7 @@ export class TableSync {
     private readonly hooks: DiffHooks,
   ) {
     this.keyCount = plan.keys.length;
+    this.username = plan.table === 'users' ? plan.columns.indexOf('username') : -1;
   }
 
   /**
@@ -126,9 +133,36 @@ export class TableSync {
   /** The row's values as vidfeeds stores them; undefined when it cannot be stored (it is skipped and named). */
   shape(row: SourceRow): ShapedValues | undefined {
     const shaped = shapeRow(this.plan, row.raw, row.name);
-    if (!('skipped' in shaped)) return shaped;
+    if (!('skipped' in shaped)) {
+      if (this.hooks.mojibake !== undefined) this.checkText(row, shaped.values);
+      const unpublishable = this.unpublishableName(shaped.values);
+      if (unpublishable === null) return shaped;
+      this.skip(row.name(), unpublishable);
+      return undefined;
+    }
     this.skip(row.name(), shaped.skipped);
     return undefined;
+  }
+
+  /**
+   * A user whose name cannot be a path has no documents of their own; stored, their videos and
+   * their friends' links to them would be published, pointing at pages that do not exist. Such a
+   * user is not stored, so that everything of theirs follows the same rule (docs/adopting.md).
+   */
+  private unpublishableName(values: readonly unknown[]): string | null {
+    const name = this.username < 0 ? undefined : values[this.username];
+    const problem = typeof name === 'string' ? segmentProblem(name, () => false) : null;
+    return problem === null ? null : `username ${JSON.stringify(name)} cannot be a path (it ${problem}): the user is not published, nor their videos or links to them`;
+  }
+
+  /** Names each text the source gave that looks like UTF-8 read as latin1. */
+  private checkText(row: SourceRow, values: readonly unknown[]): void {
+    for (let i = this.keyCount; i < values.length; i++) {
+      const value = values[i];
+      if (typeof value === 'string' && typeof row.raw[this.plan.columns[i]!] === 'string' && looksLikeMojibake(value)) {
+        this.hooks.mojibake!(this.plan.table, this.plan.columns[i]!, row.name(), value);
+      }
+    }
   }
 
   /** Throws when the sync must stop (a signal). */

@@ -17,8 +17,12 @@ export interface RunningMariadb {
   port: number;
   /** The URL `vidfeeds sync` reads from, as the `site` user. */
   url: string;
-  /** A connection as root, to create and change the site's tables. */
+  /** A connection as root, to create and change the site's tables (a new one after `restart`). */
   admin: mysql.Connection;
+  /** The server's process id, for a test that freezes it (SIGSTOP); undefined once it stopped. */
+  pid(): number | undefined;
+  /** Stops the server (SIGTERM, as a service manager does) and starts it again on the same port and data. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -40,24 +44,34 @@ export async function startMariadb(): Promise<RunningMariadb> {
   ];
   spawnAsServerUser(MARIADBD, args);
   const stop = () => stopServer(pidFromFile(pidFile), 'SIGTERM', dir);
+  const connectAdmin = () => retryUntil('MariaDB did not start', () => mysql.createConnection({ host: '127.0.0.1', port, user: 'root', multipleStatements: true, database: 'mysql' }));
   process.once('exit', () => {
     const pid = pidFromFile(pidFile);
     if (pid !== undefined) process.kill(pid, 'SIGKILL');
   });
   try {
-    const admin = await retryUntil('MariaDB did not start', () => mysql.createConnection({ host: '127.0.0.1', port, user: 'root', multipleStatements: true }));
+    const admin = await connectAdmin();
     await admin.query(
       "CREATE DATABASE site CHARACTER SET utf8mb3; CREATE USER 'site'@'%' IDENTIFIED BY 'secret'; GRANT SELECT ON site.* TO 'site'@'%'; USE site",
     );
-    return {
+    const server: RunningMariadb = {
       port,
       url: `mysql://site:secret@127.0.0.1:${port}/site`,
       admin,
+      pid: () => pidFromFile(pidFile),
+      async restart() {
+        await server.admin.end().catch(() => undefined);
+        await stopServer(pidFromFile(pidFile), 'SIGTERM', undefined);
+        spawnAsServerUser(MARIADBD, args);
+        server.admin = await connectAdmin();
+        await server.admin.query('USE site');
+      },
       async stop() {
-        await admin.end().catch(() => undefined);
+        await server.admin.end().catch(() => undefined);
         await stop();
       },
     };
+    return server;
   } catch (error) {
     await stop();
     throw error;

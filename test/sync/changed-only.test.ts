@@ -103,7 +103,8 @@ describe('sync --changed-only', () => {
     expect(changed.tables.users).toMatchObject({ mode: 'changed', inserted: 1, updated: 0, deleted: 0, unchanged: 1 });
     // The favourites of videos 4 and 6 went with them (the foreign key cascades); the source still
     // holds the one of video 6, which now refers to a missing video: skipped, as a full compare does.
-    expect(changed.tables.saved_videos).toMatchObject({ mode: 'full', inserted: 0, updated: 0, deleted: 0, skipped: 1 });
+    // Both count as deleted, with their parent.
+    expect(changed.tables.saved_videos).toMatchObject({ mode: 'full', inserted: 0, updated: 0, deleted: 2, cascaded: 2, skipped: 1 });
     const log = logAfter(target, before).map((e) => `${e.table_name} ${e.op} ${e.new_keys ?? e.old_keys}`);
     expect(log.filter((e) => e.startsWith('videos '))).toEqual([
       expect.stringMatching(/^videos delete \{"id":4,/),

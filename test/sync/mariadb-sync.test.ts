@@ -56,6 +56,20 @@ describe.skipIf(missing !== null)('vidfeeds sync from MariaDB (docs/adopting.md,
     result = cli(['sync', '--db', site.db, '--config', bad, '--from', server.url]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/sync\.tables\.videos: the query fails in the source: .*no_such_table/);
+    // One run names every problem, with the column the mistyped alias was meant to be.
+    write({ users: 'SELECT member_id AS id, login AS usrname, signup_date AS created_at, last_update AS updated_at FROM members', videos: 'SELECT clip_id AS id FROM no_such_table', tags: 'SELECT 1 AS id, login AS nmae FROM members' });
+    result = cli(['sync', '--db', site.db, '--config', bad, '--from', server.url]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/the mapping has 5 problems:/);
+    expect(result.stderr).toMatch(/sync\.tables\.users: the query returns column usrname, which users does not have \(did you mean AS username\?\)/);
+    expect(result.stderr).toMatch(/sync\.tables\.users: the query does not return column username/);
+    expect(result.stderr).toMatch(/sync\.tables\.tags: the query returns column nmae, which tags does not have \(did you mean AS name\?\)/);
+    expect(result.stderr).toMatch(/sync\.tables\.videos: the query fails in the source: .*no_such_table/);
+    // A passwordFile that is not there is named as given and where it was looked for.
+    writeFileSync(bad, JSON.stringify({ sync: { passwordFile: 'missing-password', tables: { users: 'SELECT 1' } } }));
+    result = cli(['sync', '--db', site.db, '--config', bad, '--from', server.url.replace(':secret@', '@')], { cwd: temp.dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`sync.passwordFile missing-password (${join(temp.dir, 'missing-password')}) cannot be read: ENOENT`);
     expect(dumpTables(site.db)).toBe(before);
   });
 

@@ -34,6 +34,18 @@ describe.skipIf(missing !== null)('vidfeeds sync from PostgreSQL (docs/adopting.
     temp.cleanup();
   });
 
+  it("checks the whole mapping in one run: a failing query does not hide the next tables' problems", () => {
+    const before = dumpTables(site.db);
+    const bad = `${site.config}.bad.json`;
+    writeFileSync(bad, JSON.stringify({ sync: { fromEnv: 'SITE_DATABASE_URL', tables: { users: 'SELECT id FROM no_such_table', categories: 'SELECT id, label AS nam FROM topics' } } }));
+    const result = cli(['sync', '--db', site.db, '--config', bad]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/the mapping has 3 problems:/);
+    expect(result.stderr).toMatch(/sync\.tables\.users: the query fails in the source: relation "no_such_table" does not exist/);
+    expect(result.stderr).toMatch(/sync\.tables\.categories: the query returns column nam, which categories does not have \(did you mean AS name\?\)/);
+    expect(dumpTables(site.db)).toBe(before);
+  });
+
   it('syncs every mapped table, times in UTC, and builds', () => {
     const { result, report } = site.syncJson();
     expect(result.code, result.stderr).toBe(0);

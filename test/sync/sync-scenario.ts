@@ -4,6 +4,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSyn
 import { join, resolve } from 'node:path';
 import { expect } from 'vitest';
 import { BIN, cli, readTree, type CliResult } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { undated } from '../helpers/tree.js';
 import { SYNC_ORDER } from '../../src/sync/table-plan.js';
 
@@ -187,4 +188,18 @@ export function expectTreeEqualsFullBuild(site: SyncSite): void {
 export function buildUrls(result: CliResult): { mode: string; written: string[]; removed: string[] } {
   const report = JSON.parse(result.stdout) as { mode: string; urls: { written: string[]; removed: string[] } };
   return { mode: report.mode, written: report.urls.written, removed: report.urls.removed };
+}
+
+/** A site database in SQLite made by `sql`, a vidfeeds database, and a configuration syncing `tables` from one to the other. */
+export function sqliteSyncSite(prefix: string, sql: string, tables: Record<string, string>, config: Record<string, unknown> = {}) {
+  const { dir } = tempDir(prefix);
+  const source = join(dir, 'site.db');
+  const site = new Database(source);
+  site.exec(sql);
+  const db = join(dir, 'vidfeeds.sqlite');
+  const init = cli(['init', '--db', db]);
+  expect(init.code, init.stderr).toBe(0);
+  const file = join(dir, 'vidfeeds.config.json');
+  writeFileSync(file, JSON.stringify({ baseUrl: 'https://videos.example.org', ...config, sync: { from: `sqlite:${source}`, tables } }));
+  return { dir, site, db, config: file, sync: (extra: string[] = []) => cli(['sync', '--db', db, '--config', file, ...extra]) };
 }

@@ -87,6 +87,17 @@ describe('vidfeeds watch --sync-every', () => {
     expect(await watch.exited).toBe(0);
   });
 
+  it('summarises the rows each sync skips, one line per kind, not one per row', async () => {
+    const slashed = [100, 200, 300].map((n) => `SELECT uid + ${n}, login || '/${n}', full_name, joined, joined FROM accounts`).join(' UNION ALL ');
+    const watch = watchSyncing(`${USERS} UNION ALL ${slashed}`);
+    await watch.waitFor(/made 1 change \(users \+1\), 3 rows skipped/);
+    await watch.waitFor(/made 0 changes, 3 rows skipped/);
+    expect(watch.stderr).toMatch(/sync: skipped 3 times, e\.g\. users id=101: username "alice\/100" cannot be a path/);
+    expect(watch.stderr).not.toMatch(/sync: skipped users id=/);
+    watch.stop();
+    expect(await watch.exited).toBe(0);
+  });
+
   it('refuses --sync-changed-only without --sync-every, before anything runs', () => {
     const { dir, cleanup } = tempDir('vidfeeds-watch-sync-');
     cleanups.push(cleanup);

@@ -2,7 +2,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { resolve } from 'node:path';
 import type { SiteConfig } from '../../config/site-config.js';
 import { describeIssue, type ValueIssue } from '../../db/decode.js';
-import { runSync, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
+import { runSync, type SyncHooks, type SyncRemovalGuard, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
+import { SkipSummary } from '../../sync/skip-summary.js';
 import type { SkippedSourceRow } from '../../sync/source-row.js';
 import { UsageError, exitCodeOf } from '../errors.js';
 import { reportHead, ReportedError, withJsonErrors } from '../json-report.js';
@@ -17,6 +18,7 @@ interface SyncFlags {
   dryRun?: boolean;
   changedOnly?: boolean;
   wait?: number;
+  allowRemovals?: boolean;
   json?: boolean;
   quiet?: boolean;
 }
@@ -34,8 +36,9 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
   requireOption(command, '--db <file>', "vidfeeds's site database (SQLite, created by `vidfeeds init`)", 'db');
   exitCodesHelp(command, {
     0: 'synced (rows skipped with reasons are named, not failures)',
-    2: 'bad flags, configuration or mapping: nothing was written',
-    75: 'the source is unreachable or refused the login, or another sync holds the database (try again later, or --wait SECONDS)',
+    1: 'the sync would delete more of a table than maxRemovalShare allows: nothing was written (--allow-removals)',
+    2: 'bad flags, configuration or mapping, or the source refused the login, has no such database or host: nothing was written',
+    75: 'the source is unreachable, dropped the connection or stayed silent past sync.readTimeoutSeconds, or another sync holds the database (try again later, or --wait SECONDS): nothing was written',
     130: 'stopped by SIGINT (143: SIGTERM): nothing was written',
   })
     .option('--config <file>', 'configuration file with the `sync` section (default: vidfeeds.config.json if present)')
@@ -43,14 +46,17 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
     .option('--dry-run', 'report the inserts, updates and deletes per table without writing them')
     .option('--changed-only', "for tables with a watermark column (sync.tables.<table>.watermark): read only the rows changed since the last syncs, and the keys (for deletions); a full compare stays the reference (docs/adopting.md)")
     .option('--wait <seconds>', 'when another sync holds the database, wait up to this long for it (default 0: exit 75 at once)', seconds)
+    .option('--allow-removals', 'let the sync delete more than maxRemovalShare of a table (otherwise such a sync stops, exit 1, writing nothing)')
     .option('--json', 'print one JSON object on stdout: counts per table, rows skipped with reasons, values replaced, seconds')
     .option('--quiet', 'print only problems (skipped rows, replaced values, errors): no summary')
     .action(async (flags: SyncFlags) => {
       const skipped: SkippedSourceRow[] = [];
       const issues: ValueIssue[] = [];
+      const problems = syncProblems(io, flags.json ? { skipped, issues } : undefined);
       await withJsonErrors('sync', flags.json, io.out, async () => {
         const { site: config, run } = readSettings(flags, io);
-        const request = syncRequest(config, { db: databaseOf(flags.db, run), from: flags.from, dryRun: flags.dryRun, changedOnly: flags.changedOnly, wait: flags.wait }, process.env);
+        const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
+        const request = syncRequest(config, { db: databaseOf(flags.db, run), from: flags.from, dryRun: flags.dryRun, changedOnly: flags.changedOnly, wait: flags.wait, removalGuard }, process.env);
         let stop: 'SIGINT' | 'SIGTERM' | null = null;
         const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
           stop = signal;
@@ -61,17 +67,11 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
         let report: SyncReport;
         try {
           report = await runSync(request, {
-            skipped: (row) => {
-              if (flags.json) skipped.push(row);
-              io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`);
-            },
-            issue: (issue) => {
-              if (flags.json) issues.push(issue);
-              io.log.warn(`sync: ${describeIssue(issue)}`);
-            },
+            ...problems.hooks,
             stopRequested: () => stop,
           });
         } catch (error) {
+          problems.flush();
           if (flags.json) {
             io.out(JSON.stringify({ ...reportHead('sync', exitCodeOf(error)), error: (error as Error).message, skipped, issues }));
             throw new ReportedError(error);
@@ -81,6 +81,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
           process.off('SIGINT', onSignal);
           process.off('SIGTERM', onSignal);
         }
+        problems.flush(report);
         if (!flags.quiet) io.log.info(syncSummary(report));
         if (flags.json) io.out(JSON.stringify({ ...reportHead('sync', 0), ...report, skipped, issues }));
         setExit(0);
@@ -88,10 +89,43 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
     });
 }
 
+/**
+ * How a sync tells of the rows it skipped and the values it replaced: every one at debug level,
+ * else one line per kind once the sync ends (`flush`), with the columns that look like UTF-8 read
+ * as latin1. `keep` collects every one for --json.
+ */
+export function syncProblems(io: Console, keep?: { skipped: SkippedSourceRow[]; issues: ValueIssue[] }) {
+  const each = io.log.enabled('debug');
+  const skips = new SkipSummary();
+  const replaced = new SkipSummary();
+  const hooks: Pick<SyncHooks, 'skipped' | 'issue'> = {
+    skipped: (row) => {
+      keep?.skipped.push(row);
+      if (each) io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`);
+      else skips.add(`${row.table} ${row.reason}`, `${row.table} ${row.row}: ${row.reason}`);
+    },
+    issue: (issue) => {
+      keep?.issues.push(issue);
+      if (each) io.log.warn(`sync: ${describeIssue(issue)}`);
+      else replaced.add(`${issue.table} ${issue.column} ${issue.expected} ${issue.outcome}`, describeIssue(issue));
+    },
+  };
+  const flush = (report?: SyncReport) => {
+    for (const line of [...skips.lines('sync: skipped'), ...replaced.lines('sync: replaced')]) io.log.warn(line);
+    for (const m of report?.mojibake ?? []) {
+      io.log.warn(
+        `sync: ${m.table}.${m.column} holds text that looks like UTF-8 read as latin1 in ${m.rows} ${m.rows === 1 ? 'row' : 'rows'} (${m.table} ${m.row}: ${JSON.stringify(m.found.slice(0, 60))}): ` +
+          'a latin1 column holding UTF-8 bytes is mapped as CAST(column AS BINARY) (docs/adopting.md, "Character sets")',
+      );
+    }
+  };
+  return { hooks, flush };
+}
+
 /** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`). */
 export function syncRequest(
   config: SiteConfig,
-  flags: { db: string; from?: string; dryRun?: boolean; changedOnly?: boolean; wait?: number; command?: string },
+  flags: { db: string; from?: string; dryRun?: boolean; changedOnly?: boolean; wait?: number; command?: string; removalGuard?: SyncRemovalGuard },
   env: Readonly<Record<string, string | undefined>>,
 ): SyncRequest {
   const fromEnv = config.sync.fromEnv === null ? undefined : env[config.sync.fromEnv];
@@ -113,12 +147,13 @@ export function syncRequest(
   return {
     db: resolve(flags.db),
     from,
-    source: { passwordFile: config.sync.passwordFile },
+    source: { passwordFile: config.sync.passwordFile, readTimeoutSeconds: config.sync.readTimeoutSeconds },
     tables,
     dryRun: flags.dryRun ?? false,
     changedOnly: flags.changedOnly ?? false,
     waitSeconds: flags.wait ?? 0,
     command: flags.command,
+    removalGuard: flags.removalGuard,
   };
 }
 
@@ -127,16 +162,21 @@ export function syncSummary(report: SyncReport): string {
   const verb = report.dryRun ? 'would make' : 'made';
   const perTable = Object.entries(report.tables)
     .filter(([, c]) => c.inserted + c.updated + c.deleted > 0)
-    .map(([table, c]) => `${table} ${[c.inserted && `+${c.inserted}`, c.updated && `~${c.updated}`, c.deleted && `-${c.deleted}`].filter(Boolean).join(' ')}`);
+    .map(([table, c]) => {
+      const deleted = c.deleted && `-${c.deleted}${c.cascaded ? ` (${c.cascaded} with their parent)` : ''}`;
+      return `${table} ${[c.inserted && `+${c.inserted}`, c.updated && `~${c.updated}`, deleted].filter(Boolean).join(' ')}`;
+    });
   const changed = Object.values(report.tables).filter((t) => t.mode === 'changed').length;
+  const mapped = Object.values(report.tables).filter((t) => t.mode !== 'cascade').length;
   const extra = [
     report.skipped > 0 ? `${report.skipped} rows skipped` : '',
     report.issues > 0 ? `${report.issues} bad values replaced` : '',
-    report.changedOnly ? `changed rows only in ${changed} of ${Object.keys(report.tables).length} tables` : '',
+    report.changedOnly ? `changed rows only in ${changed} of ${mapped} tables` : '',
   ].filter(Boolean);
   return (
     `sync from ${report.source}${report.dryRun ? ' (dry run, nothing written)' : ''}: ${verb} ${report.changes} ${report.changes === 1 ? 'change' : 'changes'}` +
-    `${perTable.length > 0 ? ` (${perTable.join(', ')})` : ''}${extra.length > 0 ? `, ${extra.join(', ')}` : ''} in ${report.seconds.toFixed(2)}s`
+    `${perTable.length > 0 ? ` (${perTable.join(', ')})` : ''}${extra.length > 0 ? `, ${extra.join(', ')}` : ''} in ${report.seconds.toFixed(2)}s` +
+    (report.removalGuard === undefined ? '' : `; a real sync would stop: ${report.removalGuard}`)
   );
 }
 

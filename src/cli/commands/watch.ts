@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { BuildReport } from '../../pipeline/build-report.js';
-import { describeIssue } from '../../db/decode.js';
 import { DEFAULT_CONFIG_FILE, loadSettings } from '../../config/load-config.js';
 import { checkDatabaseFile } from '../../db/open-database.js';
 import { requireOption } from '../check-command-line.js';
@@ -21,8 +20,8 @@ import { NotifyBatcher } from '../../deploy/notify-batch.js';
 import { buildNotifySettings, type AnnounceFlags } from '../announce.js';
 import { reportDeliveries } from '../notify-report.js';
 import { SyncInterval } from '../../watch/sync-interval.js';
-import { runSync } from '../../sync/run-sync.js';
-import { syncRequest, syncSummary } from './sync.js';
+import { runSync, type SyncReport } from '../../sync/run-sync.js';
+import { syncProblems, syncRequest, syncSummary } from './sync.js';
 
 interface WatchFlags extends ConfigFlags, AnnounceFlags {
   notifyDelay: number;
@@ -118,12 +117,18 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
       ? undefined
       : new SyncInterval({
           everyMs: flags.syncEvery * 1000,
-          run: (stopping) =>
-            runSync(syncRequest(load(), { db: request.db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every' }, process.env), {
-              skipped: (row) => io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`),
-              issue: (issue) => io.log.warn(`sync: ${describeIssue(issue)}`),
-              stopRequested: () => (stopping() ? 'SIGTERM' : null),
-            }),
+          run: async (stopping) => {
+            const problems = syncProblems(io);
+            const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
+            const syncing = syncRequest(load(), { db: request.db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every', removalGuard }, process.env);
+            let report: SyncReport | undefined;
+            try {
+              report = await runSync(syncing, { ...problems.hooks, stopRequested: () => (stopping() ? 'SIGTERM' : null) });
+              return report;
+            } finally {
+              problems.flush(report);
+            }
+          },
           onSynced: (report) => io.log.info(syncSummary(report)),
           onProblem: (error) => io.log.error(`sync failed, next in ${flags.syncEvery} s: ${(error as Error).message ?? String(error)}`),
         });

@@ -1,0 +1,86 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import type { SyncSite } from './sync-scenario.js';
+import { databaseBytes, expectEnded, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
+
+/**
+ * A PostgreSQL source failing under a running sync: its backend terminated while the rows stream
+ * or as soon as it connects, the backend frozen past the read timeout, a host without an address.
+ * Each sync ends by itself with its exit code and a message, and vidfeeds's database is byte for
+ * byte as before. The mapping sleeps a little per row, so that its read lasts long enough.
+ */
+
+const missing = postgresMissing();
+
+const USERS = 'SELECT id, login AS username, 1238587200 AS created_at, changed AS updated_at FROM members';
+const SLOW_USERS = `${USERS} WHERE pg_sleep(0.002)::text = ''`;
+
+describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fails', () => {
+  let server: RunningPostgres;
+  let site: SyncSite;
+  let before: string;
+  const temp = tempDir('vidfeeds-sync-postgres-faults-');
+
+  /** The process id of the sync's backend once it reads the members (or, with `anyQuery`, once it has connected). */
+  const syncBackend = (sync: RunningSync, anyQuery = false) =>
+    waitFor('the sync reading the members', sync, async () => {
+      const rows = await server.admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE usename = 'site'${anyQuery ? '' : " AND state = 'active' AND query LIKE '%pg_sleep(0.002)%'"}`,
+      );
+      return rows.rows[0]?.pid;
+    });
+
+  beforeAll(async () => {
+    server = await startPostgres();
+    await server.admin.query(
+      'CREATE TABLE members (id int PRIMARY KEY, login text NOT NULL, changed int NOT NULL); ' +
+        "INSERT INTO members SELECT n, 'member' || n, 1238587200 FROM generate_series(1, 2000) AS n",
+    );
+    site = await slowSite(temp.dir, server.url, USERS, SLOW_USERS, () => server.admin.query('UPDATE members SET changed = changed + 1 WHERE id % 10 = 0'));
+  });
+
+  beforeEach(() => {
+    before = databaseBytes(site.db);
+  });
+
+  afterEach(async () => {
+    await server.admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'site'");
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    temp.cleanup();
+  });
+
+  it('ends with 75 when the backend is terminated while the rows stream', async () => {
+    const sync = startSync(site, server.url);
+    const pid = await syncBackend(sync);
+    await new Promise((r) => setTimeout(r, 300));
+    await server.admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    await expectEnded(sync, 75, /the source database \(postgres:\/\/site:\*\*\*@127\.0\.0\.1:\d+\/site\) stopped answering: .*; nothing was written; try again later/, site.db, before);
+  });
+
+  it('ends with 75 when the backend is terminated as soon as it connects', async () => {
+    const sync = startSync(site, server.url);
+    const pid = await syncBackend(sync, true);
+    await server.admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    await expectEnded(sync, 75, /the source database .*(stopped answering|cannot be read)/, site.db, before);
+  });
+
+  it('ends with 75 when the backend stays frozen past sync.readTimeoutSeconds', async () => {
+    const sync = startSync(site, server.url);
+    const pid = await syncBackend(sync);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await expectEnded(sync, 75, new RegExp(`did not answer for ${READ_TIMEOUT_SECONDS} s \\(sync\\.readTimeoutSeconds\\)`), site.db, before);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  });
+
+  it('ends with 2 on a host without an address: trying again would not help', async () => {
+    const sync = startSync(site, 'postgres://site:secret@no-such-host.invalid/site');
+    await expectEnded(sync, 2, /PostgreSQL at postgres:\/\/site:\*\*\*@no-such-host\.invalid\/site\) cannot be read: .*ENOTFOUND.*fix the URL/, site.db, before);
+  });
+});

@@ -1,0 +1,67 @@
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { dumpTables, sqliteSyncSite, type SyncJson } from './sync-scenario.js';
+import { databaseBytes } from './fault-scenario.js';
+
+/**
+ * What a sync removes: every row that leaves a table is counted in that table, the rows a foreign
+ * key removed with their parent too (dry run and real, text and --json); and a sync that would
+ * delete more of a table than maxRemovalShare allows stops, exit 1, writing nothing.
+ */
+
+const MAPPING = {
+  users: "SELECT uid AS id, login AS username, joined AS created_at, joined AS updated_at FROM accounts",
+  videos: "SELECT mid AS id, code AS public_id, owner AS user_id, code AS title, 'http://x.example/' || code AS file_url, 'http://x.example/t.jpg' AS thumbnail_url, added AS created_at, added AS updated_at FROM media",
+};
+
+/** A site of 20 accounts, the first with 5 videos, the others with one each; and vidfeeds synced to it. */
+function syncedSite(config: Record<string, unknown> = {}) {
+  const media = Array.from({ length: 24 }, (_, i) => `(${i + 1}, ${i < 5 ? 1 : i - 3}, 'v${i + 1}', 1238587200)`).join(', ');
+  const accounts = Array.from({ length: 20 }, (_, i) => `(${i + 1}, 'user${i + 1}', 1238587200)`).join(', ');
+  const { site, db, sync } = sqliteSyncSite('vidfeeds-sync-removals-', `CREATE TABLE accounts (uid INTEGER PRIMARY KEY, login TEXT, joined INTEGER);
+    CREATE TABLE media (mid INTEGER PRIMARY KEY, owner INTEGER, code TEXT, added INTEGER);
+    INSERT INTO accounts VALUES ${accounts}; INSERT INTO media VALUES ${media};`, MAPPING, config);
+  const first = sync();
+  expect(first.code, first.stderr).toBe(0);
+  return { site, db, sync, json: (extra: string[] = []) => JSON.parse(sync(['--json', ...extra]).stdout) as SyncJson & { tables: Record<string, { cascaded?: number }> } };
+}
+
+describe('vidfeeds sync: removals', () => {
+  it('counts the videos that went with their user, in the dry run and the real sync', () => {
+    const { site, db, sync, json } = syncedSite();
+    // The user goes; the mapping no longer selects the videos either, and the rows in vidfeeds go by the cascade.
+    site.exec('DELETE FROM accounts WHERE uid = 1; DELETE FROM media WHERE owner = 1');
+    const dry = sync(['--dry-run']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stderr).toMatch(/would make 6 changes \(users -1, videos -5 \(5 with their parent\)\)/);
+    const real = json();
+    expect(real).toMatchObject({ ok: true, changes: 6, logged: 6, tables: { users: { deleted: 1 }, videos: { deleted: 5, cascaded: 5 } } });
+    const vidfeeds = new Database(db, { readonly: true });
+    expect(vidfeeds.prepare('SELECT count(*) FROM videos').pluck().get()).toBe(19);
+    vidfeeds.close();
+  });
+
+  it('stops a sync that would delete more of a table than maxRemovalShare allows: exit 1, nothing written; --allow-removals lets it through', () => {
+    const { site, db, sync, json } = syncedSite({ maxRemovalShare: 0.2, removalGuardMinimum: 3 });
+    // A mapping edit that loses a join looks like this: most videos gone from the query.
+    site.exec('DELETE FROM media WHERE mid > 10');
+    const before = databaseBytes(db);
+    const rows = dumpTables(db);
+    const stopped = sync();
+    expect(stopped.code).toBe(1);
+    expect(stopped.stderr).toMatch(/the sync would delete videos 14 of 24 rows \(58\.3%\): more than maxRemovalShare allows \(20% of a table, and at least 3 rows\); nothing was written; .*--allow-removals/);
+    expect(databaseBytes(db)).toBe(before);
+    const report = json();
+    expect(report).toMatchObject({ ok: false, exitCode: 1 });
+    const dry = sync(['--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(dry.stderr).toMatch(/would make 14 changes \(videos -14\).*; a real sync would stop: the sync would delete videos 14 of 24 rows/);
+    expect(dumpTables(db)).toBe(rows);
+    const allowed = sync(['--allow-removals']);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stderr).toMatch(/made 14 changes \(videos -14\)/);
+    const vidfeeds = new Database(db, { readonly: true });
+    expect(vidfeeds.prepare('SELECT count(*) FROM videos').pluck().get()).toBe(10);
+    vidfeeds.close();
+  });
+});
