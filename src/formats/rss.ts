@@ -4,6 +4,7 @@ import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
 import { NS } from '../render/xml.js';
 import { flat, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
+import { PODCAST_NS, podcastChannel, podcastItem, podcastLanguage } from './podcast-tags.js';
 
 /**
  * RSS 2.0 feed of a user's latest public uploads (seed 2.8), newest first, at most 20, with Media
@@ -114,7 +115,7 @@ function uploaderMarkup(person: PersonRef, site: SiteContext): UploaderMarkup {
  * xmlDocument's calls costs more than the item's own text. test/formats/rss.test.ts holds the two
  * to the byte.
  */
-function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): string {
+function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup, podcast: boolean): string {
   const page = site.paths.videoPage(video.publicId);
   const fileUrl = xmlAttr(video.fileUrl);
   const fileType = xmlAttr(video.fileType);
@@ -139,6 +140,7 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): st
     `/><media:thumbnail url="${xmlAttr(video.thumbnailUrl)}" width="${video.thumbnailWidth}" height="${video.thumbnailHeight}"/>` +
     xmlLeaf('media:title', video.title, ' type="plain"') +
     tags.keywords +
+    (podcast ? podcastItem(video) : '') +
     '</item>'
   );
 }
@@ -174,22 +176,26 @@ export const rss: UserFormat = {
   render({ user, uploads }: UserBundle, site: SiteContext): string {
     const title = `${site.config.siteName}: latest videos of ${user.displayName || user.username}`;
     const link = site.paths.userPage(user.username);
+    const self = site.paths.url(rss, user.username);
+    const podcast = site.config.feeds.podcast;
+    const namespaces = podcast === null ? '' : ` xmlns:itunes="${PODCAST_NS.itunes}" xmlns:podcast="${PODCAST_NS.podcast}"`;
     let out =
-      `${XML_DECLARATION}<rss version="2.0" xmlns:media="${NS.media}" xmlns:dc="${NS.dc}" xmlns:atom="${NS.atom}"><channel>` +
+      `${XML_DECLARATION}<rss version="2.0" xmlns:media="${NS.media}" xmlns:dc="${NS.dc}" xmlns:atom="${NS.atom}"${namespaces}><channel>` +
       xmlLeaf('title', title) +
       xmlLeaf('link', link) +
       xmlLeaf('description', `The latest videos ${user.username} uploaded to ${site.config.siteName}.`) +
-      xmlLeaf('language', site.config.language) +
+      xmlLeaf('language', podcastLanguage(podcast, site.config.language)) +
       xmlLeaf('copyright', site.config.copyright);
     if (uploads.length > 0) out += xmlLeaf('pubDate', rfc822(uploads[0]!.createdAt));
-    out += `${xmlLeaf('generator', site.generator.name)}<atom:link rel="self" type="application/rss+xml" href="${xmlAttr(site.paths.url(rss, user.username))}"/>`;
+    out += `${xmlLeaf('generator', site.generator.name)}<atom:link rel="self" type="application/rss+xml" href="${xmlAttr(self)}"/>`;
     // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
     for (const hub of site.config.websub.hubs) out += `<atom:link rel="hub" href="${xmlAttr(hub)}"/>`;
     if (site.config.logoUrl !== '') out += `<image>${xmlLeaf('url', site.config.logoUrl)}${xmlLeaf('title', title)}${xmlLeaf('link', link)}</image>`;
+    if (podcast !== null) out += podcastChannel(podcast, user, self, podcast.image ?? site.config.logoUrl);
     let uploader: UploaderMarkup | null = null;
     for (const video of uploads) {
       if (uploader?.person !== video.uploader) uploader = uploaderMarkup(video.uploader, site);
-      out += item(video, site, uploader);
+      out += item(video, site, uploader, podcast !== null);
     }
     return `${out}</channel></rss>\n`;
   },
