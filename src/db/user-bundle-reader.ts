@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type {
+  ArchiveSource,
   AttentionConcept,
   AttentionSource,
   GroupView,
@@ -13,8 +14,8 @@ import type {
 } from '../model/views.js';
 import { webUrl } from '../render/urls.js';
 import { decoder, validName, type DecodeContext } from './decode-context.js';
-import { userColumn, type RawUser, type RawVideo } from './reader-columns.js';
-import { bundleStatements, type BundleStatements, type ReaderLimits } from './reader-statements.js';
+import { userColumn, type RawOwnVideo, type RawUser, type RawVideo } from './reader-columns.js';
+import { bundleStatements, type BundleStatements, type RawGroup, type ReaderLimits } from './reader-statements.js';
 import { decodePerson, person, userView } from './user-view.js';
 import { ownVideoOrProblem, publishable, videoOrProblem, type VideoProblem } from './video-view.js';
 
@@ -52,6 +53,7 @@ export class UserBundleReader {
       recommendations: [],
       attention: { concepts: [], sources: [] },
       readingList: [],
+      archived: { uploads: 0, groups: 0 },
     };
     if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw);
     if (parts.has('groups')) bundle.groups = this.groupsOf(id);
@@ -62,7 +64,41 @@ export class UserBundleReader {
     if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
+    if (parts.has('archived')) {
+      // Counted as the feeds read: the rows beyond their newest, publishable or not (archive.ts).
+      bundle.archived = {
+        uploads: Math.max(0, this.stmt.uploadCount.get(id)! - this.limits.uploads),
+        groups: Math.max(0, this.stmt.groupCount.get(id)! - this.limits.groups),
+      };
+    }
     return bundle;
+  }
+
+  /**
+   * A user's archives (ArchiveSource): the rows beyond the feeds' newest, oldest first, a page at
+   * a time, each page read after the last row of the one before. Read inside the reader's
+   * snapshot, like the bundle; `archived` of the same read says how many rows they hold.
+   */
+  archive(id: number): ArchiveSource {
+    return {
+      uploads: (pageSize) => {
+        let uploader: PersonRef | null = null;
+        const raw = this.stmt.userRaw.get(id)!;
+        const at = (column: string) => userColumn(raw, column);
+        const decode = (row: RawOwnVideo): VideoView | null => {
+          uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
+          const view = ownVideoOrProblem(this.ctx, row, uploader);
+          return 'problem' in view ? null : view;
+        };
+        const total = Math.max(0, this.stmt.uploadCount.get(id)! - this.limits.uploads);
+        // created_at is the 17th column of a row (OWN_VIDEO_COLUMNS), the id the first.
+        return pagesOf(total, pageSize, (after, limit) => this.stmt.uploadsFrom.all(id, ...after, limit), (row) => [row[16], row[0]], decode);
+      },
+      groups: (pageSize) => {
+        const total = Math.max(0, this.stmt.groupCount.get(id)! - this.limits.groups);
+        return pagesOf(total, pageSize, (after, limit) => this.stmt.groupsFrom.all(id, ...after, limit), (row) => [row[5], row[0]], (row) => this.group(row));
+      },
+    };
   }
 
   /** The user's newest published uploads; the user's row is read already (`raw`). */
@@ -92,27 +128,33 @@ export class UserBundleReader {
 
   private groupsOf(userId: number): GroupView[] {
     const groups: GroupView[] = [];
-    for (const [id, slug, title, description, featuredVideoId, createdAt, updatedAt, ...owner] of this.stmt.groups.all(userId)) {
-      const d = decoder(this.ctx, 'groups', id);
-      const group = {
-        slug: d.text('slug', slug),
-        title: d.text('title', title),
-        description: d.text('description', description) ?? '',
-        createdAt: d.time('created_at', createdAt),
-      };
-      if (d.rejected !== null) continue;
-      groups.push({
-        id,
-        slug: group.slug!,
-        title: group.title!,
-        description: group.description,
-        owner: person(this.ctx, owner),
-        featuredVideo: typeof featuredVideoId === 'number' ? publishable(this.video(featuredVideoId)) : null,
-        createdAt: group.createdAt!,
-        updatedAt: d.time('updated_at', updatedAt) ?? group.createdAt!,
-      });
+    for (const row of this.stmt.groups.all(userId)) {
+      const group = this.group(row);
+      if (group !== null) groups.push(group);
     }
     return groups;
+  }
+
+  /** A group's view, or null when it cannot be published (its row is reported). */
+  private group([id, slug, title, description, featuredVideoId, createdAt, updatedAt, ...owner]: RawGroup): GroupView | null {
+    const d = decoder(this.ctx, 'groups', id);
+    const group = {
+      slug: d.text('slug', slug),
+      title: d.text('title', title),
+      description: d.text('description', description) ?? '',
+      createdAt: d.time('created_at', createdAt),
+    };
+    if (d.rejected !== null) return null;
+    return {
+      id,
+      slug: group.slug!,
+      title: group.title!,
+      description: group.description,
+      owner: person(this.ctx, owner),
+      featuredVideo: typeof featuredVideoId === 'number' ? publishable(this.video(featuredVideoId)) : null,
+      createdAt: group.createdAt!,
+      updatedAt: d.time('updated_at', updatedAt) ?? group.createdAt!,
+    };
   }
 
   private accountsOf(userId: number): OnlineAccount[] {
@@ -213,5 +255,35 @@ export class UserBundleReader {
       });
     }
     return entries;
+  }
+}
+
+/** Before every row: the keyset a walk starts after (integers sort before any other value SQLite holds but NULL). */
+const BEFORE_ALL: [unknown, unknown] = [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER];
+
+/**
+ * The first `total` rows of a walk oldest first, in pages of `pageSize` rows, each page read after
+ * the last row of the one before (`keyOf` gives a row's sort key); rows `decode` refuses are left
+ * out of their page, which keeps its place.
+ */
+function* pagesOf<Row, View>(
+  total: number,
+  pageSize: number,
+  read: (after: [unknown, unknown], limit: number) => Row[],
+  keyOf: (row: Row) => [unknown, unknown],
+  decode: (row: Row) => View | null,
+): Generator<View[]> {
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new Error(`an archive page holds at least one row, not ${String(pageSize)}`);
+  let after = BEFORE_ALL;
+  for (let start = 0; start < total; start += pageSize) {
+    const rows = read(after, Math.min(pageSize, total - start));
+    if (rows.length === 0) return;
+    const page: View[] = [];
+    for (const row of rows) {
+      const view = decode(row);
+      if (view !== null) page.push(view);
+    }
+    yield page;
+    after = keyOf(rows[rows.length - 1]!);
   }
 }

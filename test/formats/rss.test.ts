@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { HOSTILE } from '../../src/db/demo-data.js';
 import type { SiteContext } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
+import { rssArchive } from '../../src/formats/archives.js';
 import { captionsType, PODCAST_NS, podcastGuid } from '../../src/formats/podcast-tags.js';
 import { itemDescription, rss } from '../../src/formats/rss.js';
 import type { UserBundle, VideoView } from '../../src/model/views.js';
@@ -85,7 +86,7 @@ describe('RSS 2.0 feed of latest uploads', () => {
  * values and odd configuration included; every eighth feed also with what xmlbuilder2 itself
  * writes of those calls.
  */
-function oracle({ user, uploads }: UserBundle, site: SiteContext): string {
+function oracle({ user, uploads, archived }: UserBundle, site: SiteContext): string {
   const podcast = site.config.feeds.podcast;
   const namespaces = podcast === null ? {} : { 'xmlns:itunes': PODCAST_NS.itunes, 'xmlns:podcast': PODCAST_NS.podcast };
   return xmlDocument('rss', { version: '2.0', 'xmlns:media': NS.media, 'xmlns:dc': NS.dc, 'xmlns:atom': NS.atom, ...namespaces }, (root) => {
@@ -101,6 +102,7 @@ function oracle({ user, uploads }: UserBundle, site: SiteContext): string {
     if (uploads.length > 0) channel.leaf('pubDate', rfc822(uploads[0]!.createdAt));
     channel.leaf('generator', site.generator.name);
     channel.el('atom:link', { rel: 'self', type: 'application/rss+xml', href: site.paths.url(rss, user.username) });
+    if (archived.uploads > 0) channel.el('atom:link', { rel: 'prev-archive', href: site.paths.url(rssArchive, user.username, Math.ceil(archived.uploads / 100) - 1) });
     if (site.config.logoUrl !== '') channel.el('image').leaf('url', site.config.logoUrl).leaf('title', title).leaf('link', link);
     if (podcast !== null) {
       channel.leaf('itunes:author', user.displayName || user.username);
@@ -194,7 +196,8 @@ describe('RSS written as markup', () => {
         createdAt: new Date(Math.floor(random() * 4e12)),
       }));
       const user = { username: wellFormed(pick(TEXTS)) || 'someone', displayName: pick(TEXTS) };
-      const bundle = { user, uploads } as unknown as UserBundle;
+      const archived = { uploads: pick([0, 0, 1, 100, 101, 2345]), groups: 0 };
+      const bundle = { user, uploads, archived } as unknown as UserBundle;
       const markup = rss.render(bundle, site);
       expect(markup, `feed ${n}`).toBe(oracle(bundle, site));
       if (n % 8 === 0) {
