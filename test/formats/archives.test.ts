@@ -7,7 +7,7 @@ import { buildSite } from '../../src/pipeline/site-build.js';
 import { createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 import { readTree, touchedButSame, treeDifferences, type TreeFile } from '../helpers/tree.js';
-import { feedparser, xmllintWellFormed, xpath } from '../helpers/validators.js';
+import { feedparser, jing, SCHEMAS, xmllintWellFormed, xpath } from '../helpers/validators.js';
 
 /**
  * RFC 5005 archives of the RSS and Atom feeds: a reader that starts at the current feed and
@@ -117,6 +117,9 @@ describe('RFC 5005 archives', () => {
     const { ids, documents } = walk(tree, 'hist/atom/index.atom', 'index.atom');
     expect(ids).toEqual(Array.from({ length: 250 }, (_, i) => `tag:videos.example.org,2024:/users/hist/groups/g${249 - i}`));
     expect(documents).toEqual(['hist/atom/index.atom', 'hist/atom/archive/2/index.atom', 'hist/atom/archive/1/index.atom', 'hist/atom/archive/0/index.atom']);
+    // Every page is Atom as RFC 4287's schema has it (fh:archive is an extension element).
+    const pages = Object.fromEntries(documents.map((path) => [path, tree.get(path)!.body.toString('utf8')]));
+    expect(jing(join(SCHEMAS, 'atom-rfc4287.rnc'), pages)).toEqual({ ok: true, output: '' });
   });
 
   it('are left out for a user whose feed holds everything, whose feed keeps its bytes', () => {
