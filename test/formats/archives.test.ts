@@ -1,9 +1,11 @@
 import Database from 'better-sqlite3';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
+import { cli } from '../helpers/cli.js';
 import { createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 import { readTree, touchedButSame, treeDifferences, type TreeFile } from '../helpers/tree.js';
@@ -99,24 +101,24 @@ describe('RFC 5005 archives', () => {
   it('lead a reader from the RSS feed through every public video once, newest to oldest', () => {
     const { file } = historySite();
     const tree = build(file, tempDir('vidfeeds-archive-').dir);
-    const { ids, documents } = walk(tree, 'hist/rss/index.rss', 'index.rss');
+    const { ids, documents } = walk(tree, 'hist/rss/index.rss', 'page.rss');
     expect(ids).toEqual(publicVideosNewestFirst(file));
     // The 20 newest in the feed, the 980 others in pages of 100 from the oldest: 10 pages, the newest holding 80.
-    expect(documents).toEqual(['hist/rss/index.rss', ...Array.from({ length: 10 }, (_, i) => `hist/rss/archive/${9 - i}/index.rss`)]);
+    expect(documents).toEqual(['hist/rss/index.rss', ...Array.from({ length: 10 }, (_, i) => `hist/rss/archive/${9 - i}/page.rss`)]);
     const archives = Object.fromEntries(documents.map((path) => [path, tree.get(path)!.body.toString('utf8')]));
     expect(xmllintWellFormed(archives).output).toBe('');
-    const oldest = feedparser({ doc: archives['hist/rss/archive/0/index.rss']! }).doc!;
+    const oldest = feedparser({ doc: archives['hist/rss/archive/0/page.rss']! }).doc!;
     expect(oldest.entries).toHaveLength(100);
     expect((oldest.feed.links as Array<{ rel: string; href: string }>).filter((l) => l.rel === 'next-archive').map((l) => l.href)).toEqual([`${BASE}/hist/rss/archive/1/`]);
-    expect(archives['hist/rss/archive/0/index.rss']).not.toContain('Private');
+    expect(archives['hist/rss/archive/0/page.rss']).not.toContain('Private');
   });
 
   it('lead a reader from the Atom feed through every group once, newest to oldest', () => {
     const { file } = historySite();
     const tree = build(file, tempDir('vidfeeds-archive-').dir);
-    const { ids, documents } = walk(tree, 'hist/atom/index.atom', 'index.atom');
+    const { ids, documents } = walk(tree, 'hist/atom/index.atom', 'page.atom');
     expect(ids).toEqual(Array.from({ length: 250 }, (_, i) => `tag:videos.example.org,2024:/users/hist/groups/g${249 - i}`));
-    expect(documents).toEqual(['hist/atom/index.atom', 'hist/atom/archive/2/index.atom', 'hist/atom/archive/1/index.atom', 'hist/atom/archive/0/index.atom']);
+    expect(documents).toEqual(['hist/atom/index.atom', 'hist/atom/archive/2/page.atom', 'hist/atom/archive/1/page.atom', 'hist/atom/archive/0/page.atom']);
     // Every page is Atom as RFC 4287's schema has it (fh:archive is an extension element).
     const pages = Object.fromEntries(documents.map((path) => [path, tree.get(path)!.body.toString('utf8')]));
     expect(jing(join(SCHEMAS, 'atom-rfc4287.rnc'), pages)).toEqual({ ok: true, output: '' });
@@ -155,10 +157,10 @@ describe('RFC 5005 archives', () => {
     // and the upload adds the feed's oldest to page 9); the user's other documents that list their
     // uploads; the private video's own documents and the new one's.
     expect(rewritten.filter((path) => path.startsWith('hist/rss/'))).toEqual([
-      'hist/rss/archive/2/index.rss',
-      'hist/rss/archive/7/index.rss',
-      'hist/rss/archive/8/index.rss',
-      'hist/rss/archive/9/index.rss',
+      'hist/rss/archive/2/page.rss',
+      'hist/rss/archive/7/page.rss',
+      'hist/rss/archive/8/page.rss',
+      'hist/rss/archive/9/page.rss',
       'hist/rss/index.rss',
     ]);
     expect(rewritten.filter((path) => path.startsWith('hist/atom/'))).toEqual([]);
@@ -175,5 +177,18 @@ describe('RFC 5005 archives', () => {
     db.close();
     const after = build(file, work);
     expect([...after.keys()].filter((path) => path.startsWith('hist/'))).toEqual([]);
+  });
+
+  it('are verified by vidfeeds check, which names a page whose bytes are not the build\'s', () => {
+    const { file } = historySite();
+    const out = join(tempDir('vidfeeds-archive-').dir, 'out');
+    expect(cli(['build', '--db', file, '--out', out, '--base-url', BASE]).code).toBe(0);
+    const good = cli(['check', '--out', out, '--db', file]);
+    expect(good.code, good.stderr).toBe(0);
+    const page = join(out, 'hist', 'atom', 'archive', '1', 'page.atom');
+    writeFileSync(page, readFileSync(page, 'utf8').replace('<fh:archive/>', '<fh:archive/><bogus/>'));
+    const bad = cli(['check', '--out', out, '--db', file]);
+    expect(bad.code).not.toBe(0);
+    expect(`${bad.stdout}${bad.stderr}`).toContain('hist/atom/archive/1/page.atom');
   });
 });

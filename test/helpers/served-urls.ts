@@ -20,8 +20,8 @@ export const URL_TABLE: ReadonlyArray<{ url: string; file: string; type: string;
   { url: '/<user>/rss/', file: '<user>/rss/index.rss', type: 'application/rss+xml; charset=utf-8' },
   { url: '/<user>/atom/', file: '<user>/atom/index.atom', type: 'application/atom+xml; charset=utf-8' },
   // RFC 5005 archive pages, N from 0: only for users with more uploads (groups) than the feed holds.
-  { url: '/<user>/rss/archive/<N>/', file: '<user>/rss/archive/<N>/index.rss', type: 'application/rss+xml; charset=utf-8' },
-  { url: '/<user>/atom/archive/<N>/', file: '<user>/atom/archive/<N>/index.atom', type: 'application/atom+xml; charset=utf-8' },
+  { url: '/<user>/rss/archive/<N>/', file: '<user>/rss/archive/<N>/page.rss', type: 'application/rss+xml; charset=utf-8' },
+  { url: '/<user>/atom/archive/<N>/', file: '<user>/atom/archive/<N>/page.atom', type: 'application/atom+xml; charset=utf-8' },
   { url: '/<video>/oembed/', file: '<video>/oembed/index.json', type: 'application/json; charset=utf-8' },
   { url: '/<video>/oembed/json', file: '<video>/oembed/json', type: 'application/json; charset=utf-8' },
   { url: '/<video>/oembed/xml', file: '<video>/oembed/xml', type: 'text/xml; charset=utf-8' },
@@ -102,7 +102,7 @@ export const REFUSED_PATHS: readonly string[] = [
   '/alice/rss/archive/00/',
   '/alice/rss/archive/-1/',
   '/alice/rss/archive/x/',
-  '/alice/rss/archive/0/index.rss',
+  '/alice/rss/archive/0/page.rss',
   '/alice/atom/archive/0/x',
 ];
 
