@@ -55,8 +55,10 @@ export class UserBundleReader {
       readingList: [],
       archived: { uploads: 0, groups: 0 },
     };
-    if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw);
-    if (parts.has('groups')) bundle.groups = this.groupsOf(id);
+    // Rows the feeds' statements returned (publishable or not), for `archived`.
+    const rowsRead = { uploads: -1, groups: -1 };
+    if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw, rowsRead);
+    if (parts.has('groups')) bundle.groups = this.groupsOf(id, rowsRead);
     if (parts.has('friends')) bundle.friends = this.stmt.friends.all(id).map((r) => person(this.ctx, r));
     if (parts.has('accounts')) bundle.accounts = this.accountsOf(id);
     if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name).filter(validName);
@@ -65,10 +67,12 @@ export class UserBundleReader {
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
     if (parts.has('archived')) {
-      // Counted as the feeds read: the rows beyond their newest, publishable or not (archive.ts).
+      // Counted as the feeds read: the rows beyond their newest, publishable or not (archives.ts).
+      // A feed whose statement came back short has nothing beyond it: no count to make.
+      const beyond = (read: number, limit: number, count: () => number) => (read >= 0 && read < limit ? 0 : Math.max(0, count() - limit));
       bundle.archived = {
-        uploads: Math.max(0, this.stmt.uploadCount.get(id)! - this.limits.uploads),
-        groups: Math.max(0, this.stmt.groupCount.get(id)! - this.limits.groups),
+        uploads: beyond(rowsRead.uploads, this.limits.uploads, () => this.stmt.uploadCount.get(id)!),
+        groups: beyond(rowsRead.groups, this.limits.groups, () => this.stmt.groupCount.get(id)!),
       };
     }
     return bundle;
@@ -102,13 +106,15 @@ export class UserBundleReader {
   }
 
   /** The user's newest published uploads; the user's row is read already (`raw`). */
-  private uploadsOf(id: number, raw: RawUser): VideoView[] {
+  private uploadsOf(id: number, raw: RawUser, rowsRead: { uploads: number }): VideoView[] {
     // Decoded here, not kept among the snapshot's people: each user's bundle is read once, and
     // kept people outlive the young generation (garbage the full collections must find).
     let uploader: PersonRef | null = null;
     const at = (column: string) => userColumn(raw, column);
     const uploads: VideoView[] = [];
-    for (const row of this.stmt.uploads.all(id)) {
+    const rows = this.stmt.uploads.all(id);
+    rowsRead.uploads = rows.length;
+    for (const row of rows) {
       uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
       const view = ownVideoOrProblem(this.ctx, row, uploader);
       if (!('problem' in view)) uploads.push(view);
@@ -126,9 +132,11 @@ export class UserBundleReader {
     return views;
   }
 
-  private groupsOf(userId: number): GroupView[] {
+  private groupsOf(userId: number, rowsRead: { groups: number }): GroupView[] {
     const groups: GroupView[] = [];
-    for (const row of this.stmt.groups.all(userId)) {
+    const rows = this.stmt.groups.all(userId);
+    rowsRead.groups = rows.length;
+    for (const row of rows) {
       const group = this.group(row);
       if (group !== null) groups.push(group);
     }
