@@ -81,45 +81,44 @@ export class UserBundleReader {
   /**
    * A user's archives (ArchiveSource): the rows beyond the feeds' newest, oldest first, a page at
    * a time, each page read after the last row of the one before. Read inside the reader's
-   * snapshot, like the bundle; `archived` of the same read says how many rows they hold.
+   * snapshot, like the bundle, whose `archived` says how many rows they hold.
    */
   archive(id: number): ArchiveSource {
     return {
-      uploads: (pageSize) => {
-        let uploader: PersonRef | null = null;
-        const raw = this.stmt.userRaw.get(id)!;
-        const at = (column: string) => userColumn(raw, column);
-        const decode = (row: RawOwnVideo): VideoView | null => {
-          uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
-          const view = ownVideoOrProblem(this.ctx, row, uploader);
-          return 'problem' in view ? null : view;
-        };
-        const total = Math.max(0, this.stmt.uploadCount.get(id)! - this.limits.uploads);
+      uploads: (pageSize, rows) => {
+        const own = this.ownVideos(id, this.stmt.userRaw.get(id)!);
         // created_at is the 17th column of a row (OWN_VIDEO_COLUMNS), the id the first.
-        return pagesOf(total, pageSize, (after, limit) => this.stmt.uploadsFrom.all(id, ...after, limit), (row) => [row[16], row[0]], decode);
+        return pagesOf(rows, pageSize, (after, limit) => this.stmt.uploadsFrom.all(id, ...after, limit), (row) => [row[16], row[0]], own);
       },
-      groups: (pageSize) => {
-        const total = Math.max(0, this.stmt.groupCount.get(id)! - this.limits.groups);
-        return pagesOf(total, pageSize, (after, limit) => this.stmt.groupsFrom.all(id, ...after, limit), (row) => [row[5], row[0]], (row) => this.group(row));
-      },
+      groups: (pageSize, rows) =>
+        pagesOf(rows, pageSize, (after, limit) => this.stmt.groupsFrom.all(id, ...after, limit), (row) => [row[5], row[0]], (row) => this.group(row)),
     };
   }
 
   /** The user's newest published uploads; the user's row is read already (`raw`). */
   private uploadsOf(id: number, raw: RawUser, rowsRead: { uploads: number }): VideoView[] {
-    // Decoded here, not kept among the snapshot's people: each user's bundle is read once, and
-    // kept people outlive the young generation (garbage the full collections must find).
-    let uploader: PersonRef | null = null;
-    const at = (column: string) => userColumn(raw, column);
+    const own = this.ownVideos(id, raw);
     const uploads: VideoView[] = [];
     const rows = this.stmt.uploads.all(id);
     rowsRead.uploads = rows.length;
     for (const row of rows) {
-      uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
-      const view = ownVideoOrProblem(this.ctx, row, uploader);
-      if (!('problem' in view)) uploads.push(view);
+      const view = own(row);
+      if (view !== null) uploads.push(view);
     }
     return uploads;
+  }
+
+  /** Views of a user's own video rows (null for one that cannot be published); the user's row is `raw`. */
+  private ownVideos(id: number, raw: RawUser): (row: RawOwnVideo) => VideoView | null {
+    // Decoded here, not kept among the snapshot's people: each user's bundle is read once, and
+    // kept people outlive the young generation (garbage the full collections must find).
+    let uploader: PersonRef | null = null;
+    const at = (column: string) => userColumn(raw, column);
+    return (row) => {
+      uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
+      const view = ownVideoOrProblem(this.ctx, row, uploader);
+      return 'problem' in view ? null : view;
+    };
   }
 
   /** Views of the publishable rows, in order; the others are left out (and reported). */

@@ -161,8 +161,9 @@ export type UserPart =
  * cannot be published. Read a page at a time, so a user's whole history is never in memory.
  */
 export interface ArchiveSource {
-  uploads(pageSize: number): Iterable<VideoView[]>;
-  groups(pageSize: number): Iterable<GroupView[]>;
+  /** The pages of the first `rows` rows (the bundle's `archived` count). */
+  uploads(pageSize: number, rows: number): Iterable<VideoView[]>;
+  groups(pageSize: number, rows: number): Iterable<GroupView[]>;
 }
 
 export interface UserBundle {

@@ -72,14 +72,15 @@ export function* renderOwner(
  */
 function* renderArchive(format: ArchiveFormat, read: Extract<OwnerRead, { kind: 'user' }>, site: SiteContext): Generator<RenderResult> {
   const uploads = format.list === 'uploads';
-  const count = Math.ceil((uploads ? read.bundle.archived.uploads : read.bundle.archived.groups) / format.pageSize);
+  const rows = uploads ? read.bundle.archived.uploads : read.bundle.archived.groups;
+  const count = Math.ceil(rows / format.pageSize);
   if (count === 0) return;
   let pages: Iterator<VideoView[] | GroupView[]> | null = null;
   let unread: Error | null = null;
   const nextRows = (): VideoView[] | GroupView[] => {
     if (unread !== null) throw new Error(`the archive could not be read: ${unread.message}`);
     try {
-      pages ??= (uploads ? read.archive.uploads(format.pageSize) : read.archive.groups(format.pageSize))[Symbol.iterator]();
+      pages ??= (uploads ? read.archive.uploads(format.pageSize, rows) : read.archive.groups(format.pageSize, rows))[Symbol.iterator]();
       const next = pages.next();
       if (next.done === true) throw new Error('the archive holds fewer rows than its count');
       return next.value;
@@ -90,8 +91,8 @@ function* renderArchive(format: ArchiveFormat, read: Extract<OwnerRead, { kind: 
   };
   for (let number = 0; number < count; number++) {
     yield renderOne(format, site.paths.file(format, read.key, number), read.key, read.owner, read.key, () => {
-      const rows = nextRows();
-      const page = { number, count, uploads: uploads ? (rows as VideoView[]) : [], groups: uploads ? [] : (rows as GroupView[]) };
+      const items = nextRows();
+      const page = { number, count, uploads: uploads ? (items as VideoView[]) : [], groups: uploads ? [] : (items as GroupView[]) };
       return format.renderPage(read.bundle, page, site);
     });
   }
