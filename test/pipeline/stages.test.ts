@@ -12,7 +12,9 @@ import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { compareAndWrite, keepFailed } from '../../src/pipeline/write/write-documents.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
-import type { SiteFormat, UserFormat } from '../../src/formats/format.js';
+import type { ArchiveFormat, SiteFormat, UserFormat } from '../../src/formats/format.js';
+import { rssArchive } from '../../src/formats/archives.js';
+import type { VideoView } from '../../src/model/views.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 
@@ -92,6 +94,50 @@ describe('the render stage', () => {
     expect([...renderSiteFormat(brokenSite, { usernames: () => [], videoIds: () => [] }, site)]).toMatchObject([
       { ok: false, failed: { path: brokenSite.file, failure: { message: 'nope' } } },
     ]);
+  });
+});
+
+describe('the render stage for archive pages', () => {
+  const archiveRead = (read: Extract<OwnerRead, { kind: 'user' }>, uploads: number, pages: () => Iterable<VideoView[]>): Extract<OwnerRead, { kind: 'user' }> => ({
+    ...read,
+    bundle: { ...read.bundle, archived: { uploads, groups: 0 } },
+    archive: { uploads: () => pages(), groups: () => [] },
+  });
+  const userRead = () => {
+    const { scope, site } = fixture();
+    const read = [...readUsers(scope, { every: true })].find((r): r is Extract<OwnerRead, { kind: 'user' }> => r.kind === 'user')!;
+    return { read, site };
+  };
+
+  it('renders one document per page, and a page that throws fails alone', () => {
+    const { read, site } = userRead();
+    const video = read.bundle.uploads[0]!;
+    const broken: ArchiveFormat = { ...rssArchive, renderPage: (view, page, s) => { if (page.number === 1) throw new Error('page one'); return rssArchive.renderPage(view, page, s); } };
+    const results = [...renderOwner(archiveRead(read, 250, () => [[video], [video], [video]]), { user: [broken], video: [] }, site)];
+    expect(results.map((r) => (r.ok ? r.document.path : `failed ${r.failed.path}: ${r.failed.failure.message}`))).toEqual([
+      'alice/rss/archive/0/page.rss',
+      'failed alice/rss/archive/1/page.rss: page one',
+      'alice/rss/archive/2/page.rss',
+    ]);
+  });
+
+  it('fails every page from the one the list could not be read for (a failed document keeps its file and record)', () => {
+    const { read, site } = userRead();
+    const video = read.bundle.uploads[0]!;
+    const results = [...renderOwner(archiveRead(read, 250, function* () {
+      yield [video];
+      throw new Error('disk I/O error');
+    }), { user: [rssArchive], video: [] }, site)];
+    expect(results.map((r) => (r.ok ? r.document.path : `failed ${r.failed.path}: ${r.failed.failure.message}`))).toEqual([
+      'alice/rss/archive/0/page.rss',
+      'failed alice/rss/archive/1/page.rss: disk I/O error',
+      'failed alice/rss/archive/2/page.rss: the archive could not be read: disk I/O error',
+    ]);
+  });
+
+  it('renders none for a user with nothing beyond the feed', () => {
+    const { read, site } = userRead();
+    expect([...renderOwner(archiveRead(read, 0, () => { throw new Error('not read'); }), { user: [rssArchive], video: [] }, site)]).toEqual([]);
   });
 });
 
