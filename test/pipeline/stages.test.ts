@@ -12,7 +12,7 @@ import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { compareAndWrite, keepFailed } from '../../src/pipeline/write/write-documents.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
-import type { ArchiveFormat, SiteFormat, UserFormat } from '../../src/formats/format.js';
+import type { ArchiveFormat, SiteContext, SiteFormat, UserFormat } from '../../src/formats/format.js';
 import { rssArchive } from '../../src/formats/archives.js';
 import type { VideoView } from '../../src/model/views.js';
 import { FORMATS } from '../../src/formats/registry.js';
@@ -109,12 +109,15 @@ describe('the render stage for archive pages', () => {
     return { read, site };
   };
 
+  /** Each page's path, or its failure and why. */
+  const outcomes = (read: Extract<OwnerRead, { kind: 'user' }>, format: ArchiveFormat, site: SiteContext) =>
+    [...renderOwner(read, { user: [format], video: [] }, site)].map((r) => (r.ok ? r.document.path : `failed ${r.failed.path}: ${r.failed.failure.message}`));
+
   it('renders one document per page, and a page that throws fails alone', () => {
     const { read, site } = userRead();
     const video = read.bundle.uploads[0]!;
     const broken: ArchiveFormat = { ...rssArchive, renderPage: (view, page, s) => { if (page.number === 1) throw new Error('page one'); return rssArchive.renderPage(view, page, s); } };
-    const results = [...renderOwner(archiveRead(read, 250, () => [[video], [video], [video]]), { user: [broken], video: [] }, site)];
-    expect(results.map((r) => (r.ok ? r.document.path : `failed ${r.failed.path}: ${r.failed.failure.message}`))).toEqual([
+    expect(outcomes(archiveRead(read, 250, () => [[video], [video], [video]]), broken, site)).toEqual([
       'alice/rss/archive/0/page.rss',
       'failed alice/rss/archive/1/page.rss: page one',
       'alice/rss/archive/2/page.rss',
@@ -124,11 +127,11 @@ describe('the render stage for archive pages', () => {
   it('fails every page from the one the list could not be read for (a failed document keeps its file and record)', () => {
     const { read, site } = userRead();
     const video = read.bundle.uploads[0]!;
-    const results = [...renderOwner(archiveRead(read, 250, function* () {
+    const unreadable = function* () {
       yield [video];
       throw new Error('disk I/O error');
-    }), { user: [rssArchive], video: [] }, site)];
-    expect(results.map((r) => (r.ok ? r.document.path : `failed ${r.failed.path}: ${r.failed.failure.message}`))).toEqual([
+    };
+    expect(outcomes(archiveRead(read, 250, unreadable), rssArchive, site)).toEqual([
       'alice/rss/archive/0/page.rss',
       'failed alice/rss/archive/1/page.rss: disk I/O error',
       'failed alice/rss/archive/2/page.rss: the archive could not be read: disk I/O error',
