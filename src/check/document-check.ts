@@ -32,6 +32,8 @@ interface Rule {
 const RULES: Readonly<Record<string, Rule>> = {
   rss: { kind: 'xml' },
   atom: { kind: 'xml', schema: 'atom-rfc4287.rng' },
+  'rss-archive': { kind: 'xml' },
+  'atom-archive': { kind: 'xml', schema: 'atom-rfc4287.rng' },
   recommendations: { kind: 'xml', schema: 'own:recommendations.xsd' },
   foaf: { kind: 'xml' },
   hcard: { kind: 'html' },

@@ -15,6 +15,9 @@ export function settingName(path: readonly string[]): string {
   return path.reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
 }
 
+/** At most this many allowed values are printed in a message. */
+const LISTED_VALUES = 20;
+
 /** What an ajv error means, in words, with the value found. */
 export function schemaProblem(error: ErrorObject): string {
   const schema = (error.parentSchema ?? {}) as JsonSchema;
@@ -38,7 +41,9 @@ export function schemaProblem(error: ErrorObject): string {
     case 'enum': {
       const allowed = schema.enum ?? [];
       const near = typeof error.data === 'string' ? allowed.find((v) => typeof v === 'string' && editDistance(v.toLowerCase(), (error.data as string).toLowerCase()) <= Math.max(1, Math.floor(v.length / 3))) : undefined;
-      return `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}, not ${found}${near === undefined ? '' : `; did you mean ${JSON.stringify(near)}?`}`;
+      // A long list (Apple's podcast categories) is named, not printed whole.
+      const list = allowed.length > LISTED_VALUES ? `the ${allowed.length} values the schema lists (docs/configuration.md)` : allowed.map((v) => JSON.stringify(v)).join(', ');
+      return `must be one of ${list}, not ${found}${near === undefined ? '' : `; did you mean ${JSON.stringify(near)}?`}`;
     }
     case 'pattern': {
       const placeholder = /^\\\{(\w+)\\\}$/.exec(schema.pattern ?? '');
@@ -48,6 +53,8 @@ export function schemaProblem(error: ErrorObject): string {
       const examples = (schema.examples ?? []).filter((e) => e !== '').map((e) => JSON.stringify(e));
       return `must match ${schema.pattern}${examples.length > 0 ? ` (such as ${examples.join(' or ')})` : ''}, not ${found}`;
     }
+    case 'required':
+      return `must set ${(error.params as { missingProperty: string }).missingProperty}`;
     case 'anyOf':
       return `must be ${(schema.anyOf ?? []).map((branch) => (branch.const !== undefined ? `${JSON.stringify(branch.const)}` : branch.format === 'uri' ? 'an absolute http(s) URL' : 'of another form')).join(' or ')}, not ${found}`;
     default:

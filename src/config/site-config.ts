@@ -40,8 +40,28 @@ export interface SiteConfig {
   indexNow: IndexNowConfig;
   /** Whether hubs and IndexNow hear of changes after a build (the tree is served) or after `vidfeeds deploy`. */
   notifyAfter: 'build' | 'deploy';
+  /** Settings of the feeds. */
+  feeds: FeedsConfig;
   /** `vidfeeds sync`: the site's own database and how its rows map to vidfeeds's tables. */
   sync: SyncConfig;
+}
+
+export interface FeedsConfig {
+  /** Podcast-grade RSS (iTunes and Podcasting 2.0 tags); null: plain RSS. */
+  podcast: PodcastConfig | null;
+}
+
+/** What podcast directories need that the database does not hold (docs/formats.md, "Podcast feeds"). */
+export interface PodcastConfig {
+  /** Apple's category, or `Category > Subcategory`. */
+  category: string;
+  explicit: boolean;
+  owner: { name: string; email: string };
+  /** Null: the site's language. */
+  language: string | null;
+  locked: boolean;
+  /** Channel artwork; null: the site logo, if any. */
+  image: string | null;
 }
 
 export interface WebSubConfig {

@@ -88,6 +88,17 @@ export function lookupStatements(db: Database.Database) {
 
 export type LookupStatements = ReturnType<typeof lookupStatements>;
 
+/** A group row as the bundle reads it: the group's columns, then its owner's. */
+export type RawGroup = [
+  id: number, slug: unknown, title: unknown, description: unknown, featuredVideoId: unknown,
+  createdAt: unknown, updatedAt: unknown, ...owner: RawPerson,
+];
+
+/** The visible groups a user (the one parameter) belongs to, of published owners. */
+const GROUPS_OF = `SELECT g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at, ${PERSON_COLUMNS('o')}
+       FROM group_members m JOIN groups g ON g.id = m.group_id JOIN users o ON o.id = g.owner_id
+       WHERE m.user_id = ? AND g.hidden = 0 AND ${publishedUser('o')}`;
+
 /** Statements that read the parts of one user's bundle, newest first where a document lists the newest. */
 export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
   const p = <T>(sql: string) => db.prepare<unknown[], T>(sql);
@@ -103,15 +114,16 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
       `SELECT ${OWN_VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at DESC, v.id DESC LIMIT ${limits.uploads}`,
     ).raw(true),
-    groups: p<[
-      id: number, slug: unknown, title: unknown, description: unknown, featuredVideoId: unknown,
-      createdAt: unknown, updatedAt: unknown, ...owner: RawPerson,
-    ]>(
-      `SELECT g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at, ${PERSON_COLUMNS('o')}
-       FROM group_members m JOIN groups g ON g.id = m.group_id JOIN users o ON o.id = g.owner_id
-       WHERE m.user_id = ? AND g.hidden = 0 AND ${publishedUser('o')}
-       ORDER BY g.created_at DESC, g.id DESC LIMIT ${limits.groups}`,
+    groups: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at DESC, g.id DESC LIMIT ${limits.groups}`).raw(true),
+    // The archives: counts, and pages oldest first after the last row of the page before (a
+    // walk along the index, however long the history).
+    uploadCount: db.prepare<[number], number>(`SELECT COUNT(*) FROM videos v JOIN users u ON u.id = v.user_id WHERE v.user_id = ? AND ${PUBLISHED_VIDEO}`).pluck(),
+    uploadsFrom: db.prepare<unknown[], RawOwnVideo>(
+      `SELECT ${OWN_VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
+       WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} AND (v.created_at, v.id) > (?, ?) ORDER BY v.created_at, v.id LIMIT ?`,
     ).raw(true),
+    groupCount: db.prepare<[number], number>(`SELECT COUNT(*) FROM (${GROUPS_OF})`).pluck(),
+    groupsFrom: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) > (?, ?) ORDER BY g.created_at, g.id LIMIT ?`).raw(true),
     friends: p<RawPerson>(
       `SELECT ${PERSON_COLUMNS('u')}
        FROM friendships f JOIN users u ON u.id = f.friend_id

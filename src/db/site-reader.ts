@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { isUtf8 } from 'node:buffer';
 import { segmentProblem } from '../paths/names.js';
-import type { IdBounds, UserBundle, UserPart, VideoView } from '../model/views.js';
+import type { ArchiveSource, IdBounds, UserBundle, UserPart, VideoView } from '../model/views.js';
 import { columnSpec, SITE_TABLES } from './columns.js';
 import { keptName, type DecodeContext } from './decode-context.js';
 import { describeValue, issueOf, type IssueSink, type ValueIssue } from './decode.js';
@@ -264,5 +264,10 @@ export class SiteReader {
   /** Loads a user's data, only the parts asked for (the others stay empty). */
   userBundle(id: number, parts: ReadonlySet<UserPart>): UserBundle {
     return this.bundles.read(id, parts);
+  }
+
+  /** A user's archive pages (uploads and groups beyond the feeds' newest), read a page at a time. */
+  archive(id: number): ArchiveSource {
+    return this.bundles.archive(id);
   }
 }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type {
+  ArchiveSource,
   AttentionConcept,
   AttentionSource,
   GroupView,
@@ -13,8 +14,8 @@ import type {
 } from '../model/views.js';
 import { webUrl } from '../render/urls.js';
 import { decoder, validName, type DecodeContext } from './decode-context.js';
-import { userColumn, type RawUser, type RawVideo } from './reader-columns.js';
-import { bundleStatements, type BundleStatements, type ReaderLimits } from './reader-statements.js';
+import { userColumn, type RawOwnVideo, type RawUser, type RawVideo } from './reader-columns.js';
+import { bundleStatements, type BundleStatements, type RawGroup, type ReaderLimits } from './reader-statements.js';
 import { decodePerson, person, userView } from './user-view.js';
 import { ownVideoOrProblem, publishable, videoOrProblem, type VideoProblem } from './video-view.js';
 
@@ -52,9 +53,12 @@ export class UserBundleReader {
       recommendations: [],
       attention: { concepts: [], sources: [] },
       readingList: [],
+      archived: { uploads: 0, groups: 0 },
     };
-    if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw);
-    if (parts.has('groups')) bundle.groups = this.groupsOf(id);
+    // Rows the feeds' statements returned (publishable or not), for `archived`.
+    const rowsRead = { uploads: -1, groups: -1 };
+    if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw, rowsRead);
+    if (parts.has('groups')) bundle.groups = this.groupsOf(id, rowsRead);
     if (parts.has('friends')) bundle.friends = this.stmt.friends.all(id).map((r) => person(this.ctx, r));
     if (parts.has('accounts')) bundle.accounts = this.accountsOf(id);
     if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name).filter(validName);
@@ -62,22 +66,59 @@ export class UserBundleReader {
     if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
+    if (parts.has('archived')) {
+      // Counted as the feeds read: the rows beyond their newest, publishable or not (archives.ts).
+      // A feed whose statement came back short has nothing beyond it: no count to make.
+      const beyond = (read: number, limit: number, count: () => number) => (read >= 0 && read < limit ? 0 : Math.max(0, count() - limit));
+      bundle.archived = {
+        uploads: beyond(rowsRead.uploads, this.limits.uploads, () => this.stmt.uploadCount.get(id)!),
+        groups: beyond(rowsRead.groups, this.limits.groups, () => this.stmt.groupCount.get(id)!),
+      };
+    }
     return bundle;
   }
 
+  /**
+   * A user's archives (ArchiveSource): the rows beyond the feeds' newest, oldest first, a page at
+   * a time, each page read after the last row of the one before. Read inside the reader's
+   * snapshot, like the bundle, whose `archived` says how many rows they hold.
+   */
+  archive(id: number): ArchiveSource {
+    return {
+      uploads: (pageSize, rows) => {
+        const own = this.ownVideos(id, this.stmt.userRaw.get(id)!);
+        // created_at is the 17th column of a row (OWN_VIDEO_COLUMNS), the id the first.
+        return pagesOf(rows, pageSize, (after, limit) => this.stmt.uploadsFrom.all(id, ...after, limit), (row) => [row[16], row[0]], own);
+      },
+      groups: (pageSize, rows) =>
+        pagesOf(rows, pageSize, (after, limit) => this.stmt.groupsFrom.all(id, ...after, limit), (row) => [row[5], row[0]], (row) => this.group(row)),
+    };
+  }
+
   /** The user's newest published uploads; the user's row is read already (`raw`). */
-  private uploadsOf(id: number, raw: RawUser): VideoView[] {
+  private uploadsOf(id: number, raw: RawUser, rowsRead: { uploads: number }): VideoView[] {
+    const own = this.ownVideos(id, raw);
+    const uploads: VideoView[] = [];
+    const rows = this.stmt.uploads.all(id);
+    rowsRead.uploads = rows.length;
+    for (const row of rows) {
+      const view = own(row);
+      if (view !== null) uploads.push(view);
+    }
+    return uploads;
+  }
+
+  /** Views of a user's own video rows (null for one that cannot be published); the user's row is `raw`. */
+  private ownVideos(id: number, raw: RawUser): (row: RawOwnVideo) => VideoView | null {
     // Decoded here, not kept among the snapshot's people: each user's bundle is read once, and
     // kept people outlive the young generation (garbage the full collections must find).
     let uploader: PersonRef | null = null;
     const at = (column: string) => userColumn(raw, column);
-    const uploads: VideoView[] = [];
-    for (const row of this.stmt.uploads.all(id)) {
+    return (row) => {
       uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
       const view = ownVideoOrProblem(this.ctx, row, uploader);
-      if (!('problem' in view)) uploads.push(view);
-    }
-    return uploads;
+      return 'problem' in view ? null : view;
+    };
   }
 
   /** Views of the publishable rows, in order; the others are left out (and reported). */
@@ -90,29 +131,37 @@ export class UserBundleReader {
     return views;
   }
 
-  private groupsOf(userId: number): GroupView[] {
+  private groupsOf(userId: number, rowsRead: { groups: number }): GroupView[] {
     const groups: GroupView[] = [];
-    for (const [id, slug, title, description, featuredVideoId, createdAt, updatedAt, ...owner] of this.stmt.groups.all(userId)) {
-      const d = decoder(this.ctx, 'groups', id);
-      const group = {
-        slug: d.text('slug', slug),
-        title: d.text('title', title),
-        description: d.text('description', description) ?? '',
-        createdAt: d.time('created_at', createdAt),
-      };
-      if (d.rejected !== null) continue;
-      groups.push({
-        id,
-        slug: group.slug!,
-        title: group.title!,
-        description: group.description,
-        owner: person(this.ctx, owner),
-        featuredVideo: typeof featuredVideoId === 'number' ? publishable(this.video(featuredVideoId)) : null,
-        createdAt: group.createdAt!,
-        updatedAt: d.time('updated_at', updatedAt) ?? group.createdAt!,
-      });
+    const rows = this.stmt.groups.all(userId);
+    rowsRead.groups = rows.length;
+    for (const row of rows) {
+      const group = this.group(row);
+      if (group !== null) groups.push(group);
     }
     return groups;
+  }
+
+  /** A group's view, or null when it cannot be published (its row is reported). */
+  private group([id, slug, title, description, featuredVideoId, createdAt, updatedAt, ...owner]: RawGroup): GroupView | null {
+    const d = decoder(this.ctx, 'groups', id);
+    const group = {
+      slug: d.text('slug', slug),
+      title: d.text('title', title),
+      description: d.text('description', description) ?? '',
+      createdAt: d.time('created_at', createdAt),
+    };
+    if (d.rejected !== null) return null;
+    return {
+      id,
+      slug: group.slug!,
+      title: group.title!,
+      description: group.description,
+      owner: person(this.ctx, owner),
+      featuredVideo: typeof featuredVideoId === 'number' ? publishable(this.video(featuredVideoId)) : null,
+      createdAt: group.createdAt!,
+      updatedAt: d.time('updated_at', updatedAt) ?? group.createdAt!,
+    };
   }
 
   private accountsOf(userId: number): OnlineAccount[] {
@@ -213,5 +262,35 @@ export class UserBundleReader {
       });
     }
     return entries;
+  }
+}
+
+/** Before every row: the keyset a walk starts after (integers sort before any other value SQLite holds but NULL). */
+const BEFORE_ALL: [unknown, unknown] = [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER];
+
+/**
+ * The first `total` rows of a walk oldest first, in pages of `pageSize` rows, each page read after
+ * the last row of the one before (`keyOf` gives a row's sort key); rows `decode` refuses are left
+ * out of their page, which keeps its place.
+ */
+function* pagesOf<Row, View>(
+  total: number,
+  pageSize: number,
+  read: (after: [unknown, unknown], limit: number) => Row[],
+  keyOf: (row: Row) => [unknown, unknown],
+  decode: (row: Row) => View | null,
+): Generator<View[]> {
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new Error(`an archive page holds at least one row, not ${String(pageSize)}`);
+  let after = BEFORE_ALL;
+  for (let start = 0; start < total; start += pageSize) {
+    const rows = read(after, Math.min(pageSize, total - start));
+    if (rows.length === 0) return;
+    const page: View[] = [];
+    for (const row of rows) {
+      const view = decode(row);
+      if (view !== null) page.push(view);
+    }
+    yield page;
+    after = keyOf(rows[rows.length - 1]!);
   }
 }

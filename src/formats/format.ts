@@ -1,5 +1,5 @@
 import type { SiteConfig } from '../config/site-config.js';
-import type { UserBundle, UserPart, VideoBundle, SiteIndex } from '../model/views.js';
+import type { GroupView, UserBundle, UserPart, VideoBundle, VideoView, SiteIndex } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import type { KeyedPlace, SitePlace } from '../paths/url-scheme.js';
 import type { EmbedRenderer } from '../render/embed.js';
@@ -32,7 +32,39 @@ export interface UserFormat extends FormatBase, KeyedPlace {
   readonly urlName: string;
   /** Which parts of the user's data `render` reads; the reader loads nothing else. */
   readonly needs: readonly UserPart[];
+  /** One document per user: not paged. */
+  readonly paged?: undefined;
   render(view: UserBundle, site: SiteContext): string;
+}
+
+/** One page of a user's archive, as the build hands it to an ArchiveFormat. */
+export interface ArchivePage {
+  /** 0 for the oldest. */
+  readonly number: number;
+  /** How many pages the archive has. */
+  readonly count: number;
+  /** The page's rows of the list the format pages (the other list is empty). */
+  readonly uploads: readonly VideoView[];
+  readonly groups: readonly GroupView[];
+}
+
+/**
+ * A numbered series of documents per user: the RFC 5005 archive pages of a feed, each holding
+ * `pageSize` rows of a list oldest first (src/formats/archives.ts). The build reads the list a
+ * page at a time and renders each page with `renderPage`.
+ */
+export interface ArchiveFormat extends FormatBase, KeyedPlace {
+  readonly scope: 'user';
+  readonly dir: string;
+  readonly file: string;
+  readonly urlName: string;
+  readonly paged: string;
+  /** The list its pages hold: the uploads beyond the RSS feed's, or the groups beyond the Atom feed's. */
+  readonly list: 'uploads' | 'groups';
+  readonly pageSize: number;
+  /** Which parts of the user's data `renderPage` reads besides its page. */
+  readonly needs: readonly UserPart[];
+  renderPage(view: UserBundle, page: ArchivePage, site: SiteContext): string;
 }
 
 export interface VideoFormat extends FormatBase, KeyedPlace {
@@ -65,7 +97,10 @@ export interface SiteFormat extends FormatBase, SitePlace {
   render(index: SiteIndex, site: SiteContext): Iterable<SiteFile>;
 }
 
-export type Format = UserFormat | VideoFormat | SiteFormat;
+/** A format rendered for each user: one document, or a numbered series of them. */
+export type AnyUserFormat = UserFormat | ArchiveFormat;
+
+export type Format = UserFormat | ArchiveFormat | VideoFormat | SiteFormat;
 
 /** Everything a renderer may know besides its view: configuration, URLs, the build's clock. */
 export interface SiteContext {

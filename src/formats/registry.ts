@@ -1,5 +1,6 @@
 import type { Format } from './format.js';
 import { apml } from './apml.js';
+import { atomArchive, rssArchive } from './archives.js';
 import { atom } from './atom.js';
 import { foaf } from './foaf.js';
 import { hcard } from './hcard.js';
@@ -19,6 +20,8 @@ export const FORMATS: readonly Format[] = [
   // per user
   rss,
   atom,
+  rssArchive,
+  atomArchive,
   recommendations,
   foaf,
   hcard,

@@ -1,9 +1,11 @@
 import type { SiteContext, UserFormat } from './format.js';
-import type { PersonRef, UserBundle, VideoView } from '../model/views.js';
+import type { PersonRef, UserBundle, UserView, VideoView } from '../model/views.js';
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
 import { NS } from '../render/xml.js';
 import { flat, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
+import { archivePageCount, FH_NS, RSS_ARCHIVE_PLACE } from './archive-places.js';
+import { PODCAST_NS, podcastChannel, podcastItem, podcastLanguage } from './podcast-tags.js';
 
 /**
  * RSS 2.0 feed of a user's latest public uploads (seed 2.8), newest first, at most 20, with Media
@@ -114,7 +116,7 @@ function uploaderMarkup(person: PersonRef, site: SiteContext): UploaderMarkup {
  * xmlDocument's calls costs more than the item's own text. test/formats/rss.test.ts holds the two
  * to the byte.
  */
-function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): string {
+function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup, podcast: boolean): string {
   const page = site.paths.videoPage(video.publicId);
   const fileUrl = xmlAttr(video.fileUrl);
   const fileType = xmlAttr(video.fileType);
@@ -139,6 +141,7 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup): st
     `/><media:thumbnail url="${xmlAttr(video.thumbnailUrl)}" width="${video.thumbnailWidth}" height="${video.thumbnailHeight}"/>` +
     xmlLeaf('media:title', video.title, ' type="plain"') +
     tags.keywords +
+    (podcast ? podcastItem(video) : '') +
     '</item>'
   );
 }
@@ -160,6 +163,55 @@ function categoryElement(name: string): string {
 /** Items in a user's RSS feed, newest first: the reader loads no more uploads than this (read-limits.ts passes it on). */
 export const RSS_ITEMS = 20;
 
+/** What tells one RSS document of a user from another: the current feed, or a page of its archive. */
+export interface RssPage {
+  /** The document's own URL (`atom:link rel="self"`). */
+  self: string;
+  /** The RFC 5005 links (`prev-archive`, `next-archive`, `current`) as `atom:link` markup. */
+  links: string;
+  /**
+   * A page of the archive: `fh:archive`, no hub, and a channel made of the username and the site
+   * alone, so that a complete page changes only when one of its items does.
+   */
+  archive: boolean;
+}
+
+/** An `atom:link` of RFC 5005 (prev-archive, next-archive, current). */
+export function archiveLink(rel: string, href: string): string {
+  return `<atom:link rel="${rel}" href="${xmlAttr(href)}"/>`;
+}
+
+/** A user's RSS document holding `uploads` (newest first): the current feed or an archive page. */
+export function rssDocument(user: UserView, uploads: readonly VideoView[], site: SiteContext, page: RssPage): string {
+  const name = page.archive ? user.username : user.displayName || user.username;
+  const title = `${site.config.siteName}: ${page.archive ? 'videos' : 'latest videos'} of ${name}`;
+  const link = site.paths.userPage(user.username);
+  const podcast = site.config.feeds.podcast;
+  const namespaces =
+    (podcast === null ? '' : ` xmlns:itunes="${PODCAST_NS.itunes}" xmlns:podcast="${PODCAST_NS.podcast}"`) + (page.archive ? ` xmlns:fh="${FH_NS}"` : '');
+  let out =
+    `${XML_DECLARATION}<rss version="2.0" xmlns:media="${NS.media}" xmlns:dc="${NS.dc}" xmlns:atom="${NS.atom}"${namespaces}><channel>` +
+    xmlLeaf('title', title) +
+    xmlLeaf('link', link) +
+    xmlLeaf('description', `${page.archive ? 'Videos' : 'The latest videos'} ${user.username} uploaded to ${site.config.siteName}.`) +
+    xmlLeaf('language', podcastLanguage(podcast, site.config.language)) +
+    xmlLeaf('copyright', site.config.copyright);
+  if (uploads.length > 0) out += xmlLeaf('pubDate', rfc822(uploads[0]!.createdAt));
+  out += `${xmlLeaf('generator', site.generator.name)}<atom:link rel="self" type="application/rss+xml" href="${xmlAttr(page.self)}"/>`;
+  // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
+  if (!page.archive) for (const hub of site.config.websub.hubs) out += `<atom:link rel="hub" href="${xmlAttr(hub)}"/>`;
+  out += page.links;
+  if (page.archive) out += '<fh:archive/>';
+  if (site.config.logoUrl !== '') out += `<image>${xmlLeaf('url', site.config.logoUrl)}${xmlLeaf('title', title)}${xmlLeaf('link', link)}</image>`;
+  if (podcast !== null && !page.archive) out += podcastChannel(podcast, user, page.self, podcast.image ?? site.config.logoUrl);
+  let uploader: UploaderMarkup | null = null;
+  for (const video of uploads) {
+    if (uploader?.person !== video.uploader) uploader = uploaderMarkup(video.uploader, site);
+    out += item(video, site, uploader, podcast !== null);
+  }
+  return `${out}</channel></rss>\n`;
+}
+
 export const rss: UserFormat = {
   name: 'rss',
   scope: 'user',
@@ -169,28 +221,12 @@ export const rss: UserFormat = {
   mediaType: 'application/rss+xml; charset=utf-8',
   inSitemap: true,
   summary: "RSS 2.0 feed of the user's latest public uploads",
-  needs: ['uploads'],
+  needs: ['uploads', 'archived'],
 
-  render({ user, uploads }: UserBundle, site: SiteContext): string {
-    const title = `${site.config.siteName}: latest videos of ${user.displayName || user.username}`;
-    const link = site.paths.userPage(user.username);
-    let out =
-      `${XML_DECLARATION}<rss version="2.0" xmlns:media="${NS.media}" xmlns:dc="${NS.dc}" xmlns:atom="${NS.atom}"><channel>` +
-      xmlLeaf('title', title) +
-      xmlLeaf('link', link) +
-      xmlLeaf('description', `The latest videos ${user.username} uploaded to ${site.config.siteName}.`) +
-      xmlLeaf('language', site.config.language) +
-      xmlLeaf('copyright', site.config.copyright);
-    if (uploads.length > 0) out += xmlLeaf('pubDate', rfc822(uploads[0]!.createdAt));
-    out += `${xmlLeaf('generator', site.generator.name)}<atom:link rel="self" type="application/rss+xml" href="${xmlAttr(site.paths.url(rss, user.username))}"/>`;
-    // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
-    for (const hub of site.config.websub.hubs) out += `<atom:link rel="hub" href="${xmlAttr(hub)}"/>`;
-    if (site.config.logoUrl !== '') out += `<image>${xmlLeaf('url', site.config.logoUrl)}${xmlLeaf('title', title)}${xmlLeaf('link', link)}</image>`;
-    let uploader: UploaderMarkup | null = null;
-    for (const video of uploads) {
-      if (uploader?.person !== video.uploader) uploader = uploaderMarkup(video.uploader, site);
-      out += item(video, site, uploader);
-    }
-    return `${out}</channel></rss>\n`;
+  render({ user, uploads, archived }: UserBundle, site: SiteContext): string {
+    const pages = archivePageCount(archived.uploads);
+    // RFC 5005: the subscription document links to the newest archive page.
+    const links = pages === 0 ? '' : archiveLink('prev-archive', site.paths.url(RSS_ARCHIVE_PLACE, user.username, pages - 1));
+    return rssDocument(user, uploads, site, { self: site.paths.url(rss, user.username), links, archive: false });
   },
 };

@@ -1,7 +1,7 @@
 import { ALL_ENCODINGS, bareMediaType, type Encoding, ENCODINGS, isCompressible } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
-import { keyedFile, urlPattern } from '../paths/url-scheme.js';
-import { OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, type Routes } from './routes.js';
+import { keyedFile, PAGE_NUMBER, urlPattern } from '../paths/url-scheme.js';
+import { OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, type KeyedFormat, type Routes } from './routes.js';
 
 /**
  * An `.htaccess` for the root of the tree (Apache 2.4 with mod_rewrite; the directory needs the
@@ -140,7 +140,9 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
   }
 
   // Each served URL below the base, as the rules below match it (a capture group for the key).
-  const keyedPatterns = routes.keyed.map((format) => `${key}/${literal(format.dir)}${format.urlName === '' ? '/?' : `/${literal(format.urlName)}`}`);
+  // A paged document's page is the second group (a number without leading zeros, PAGE_NUMBER).
+  const pageGroup = (format: KeyedFormat) => (format.paged === undefined ? '' : `/${literal(format.paged)}/(${PAGE_NUMBER.source.slice(1, -1)})`);
+  const keyedPatterns = routes.keyed.map((format) => `${key}/${literal(format.dir)}${pageGroup(format)}${format.urlName === '' ? '/?' : `/${literal(format.urlName)}`}`);
   const sitePatterns = routes.site.map((format) =>
     format.alsoWrites === undefined ? literal(format.file) : `(${literal(format.file)}|${format.alsoWrites.source.slice(1, -1)})`,
   );
@@ -189,8 +191,8 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
   for (const [i, format] of routes.keyed.entries()) {
     const pattern = `^${keyedPatterns[i]}$`;
     lines.push(`# ${format.name}: ${urlPattern(format)}`);
-    compressed(format, pattern, (suffix) => `${keyedFile(format, '$1')}${suffix}`, format.urlName === '');
-    lines.push(`RewriteRule ${quote(pattern)} ${quote(keyedFile(format, '$1'))} [${flags}]`);
+    compressed(format, pattern, (suffix) => `${keyedFile(format, '$1', '$2')}${suffix}`, format.urlName === '');
+    lines.push(`RewriteRule ${quote(pattern)} ${quote(keyedFile(format, '$1', '$2'))} [${flags}]`);
   }
   for (const [i, format] of routes.site.entries()) {
     lines.push(`# ${format.name}: ${urlPattern(format)}`);

@@ -18,6 +18,9 @@ export type CacheClass = 'feeds' | 'profiles' | 'site';
 const CLASS_OF: Readonly<Record<string, CacheClass>> = {
   rss: 'feeds',
   atom: 'feeds',
+  // The newest archive page takes the feed's oldest item at each upload: kept no longer than the feed.
+  'rss-archive': 'feeds',
+  'atom-archive': 'feeds',
   recommendations: 'feeds',
   xspf: 'feeds',
   apml: 'feeds',

@@ -72,7 +72,7 @@ export function routeOfFile(routes: Routes, file: string): RouteMatch | null {
 /** The keys (below the base path) a file answers under: a directory URL also without its slash. */
 export function keysOf(match: RouteMatch): string[] {
   if (match.kind === 'site') return [match.file];
-  return keyedUrlPaths(match.format, match.key);
+  return keyedUrlPaths(match.format, match.key, match.page);
 }
 
 function fingerprint(root: string, file: string): { size: number; sha256: string; md5: string } {

@@ -8,7 +8,7 @@ import {
   type Routes,
 } from './routes.js';
 import { bareMediaType, isCompressible } from '../paths/compression.js';
-import { keyedFile, urlPattern } from '../paths/url-scheme.js';
+import { keyedFile, PAGE_NUMBER, urlPattern } from '../paths/url-scheme.js';
 import { isWebSubTopic } from './websub-links.js';
 
 /**
@@ -343,7 +343,9 @@ function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix
   const name = options.name;
   // A directory URL is also answered without its final slash (routes.ts says why).
   const tail = urlName === '' ? '/?' : `/${pcreLiteral(urlName)}`;
-  const pattern = `^${prefix}/(?<key>[^/.][^/]*)/${pcreLiteral(dir)}${tail}$`;
+  // The pages of a paged document: a number without leading zeros (PAGE_NUMBER).
+  const paged = format.paged === undefined ? '' : `/${pcreLiteral(plainName(format.paged, `format ${format.name}: paged`))}/(?<page>${PAGE_NUMBER.source.slice(1, -1)})`;
+  const pattern = `^${prefix}/(?<key>[^/.][^/]*)/${pcreLiteral(dir)}${paged}${tail}$`;
   const lines = [`    # ${format.name}: ${urlPattern(format)} (${bareMediaType(format.mediaType)})`];
   lines.push(`    location ~ ${nginxQuote(pattern, 'location')} {`);
   const body: string[] = [];
@@ -375,7 +377,7 @@ function keyedLocation(routes: Routes, format: KeyedFormat, base: string, prefix
     }
   }
   body.push(...typeLines(format, '', options));
-  body.push(`try_files ${nginxQuote(`/${keyedFile({ dir, file }, '$key')}`, 'path')} =404;`);
+  body.push(`try_files ${nginxQuote(`/${keyedFile({ dir, file, paged: format.paged }, '$key', '$page')}`, 'path')} =404;`);
   lines.push(...body.map((line) => `        ${line}`), '    }');
 
   if (oembed !== null && format === oembed.index) {

@@ -64,7 +64,7 @@ export function headersFile(routes: Routes, basePath: string, generator: string,
     if (options.host === 'cloudflare' && hubs.length > 0 && isWebSubTopic(format)) {
       const self = `${options.websub!.base}/${keyedUrlPath(format, ':key')}`;
       rule(keyedUrlPaths(format, ':key').map((url) => `/${url}`), format, `${format.name}: ${urlPattern(format)}, a WebSub topic`, websubLink(hubs, self));
-    } else rule(keyedUrlPaths(format, '*').map((url) => `/${url}`), format, `${format.name}: ${urlPattern(format)}`);
+    } else rule(keyedUrlPaths(format, '*', '*').map((url) => `/${url}`), format, `${format.name}: ${urlPattern(format)}`);
   }
   return lines.join('\n');
 }
@@ -86,13 +86,13 @@ export function redirectsFile(routes: Routes, basePath: string, host: PagesHost,
     }
   }
   for (const format of routes.keyed) {
-    const target = from(`/${keyedFile(format, ':key')}`);
+    const target = from(`/${keyedFile(format, ':key', ':page')}`);
     // A document whose URL is its file needs no rewrite.
     if (format.urlName === format.file) continue;
     // Cloudflare Pages serves a folder's index.html itself (the bare URL answers 308 to the one
     // with its final slash), and drops a rewrite to one as a loop.
     if (host === 'cloudflare' && format.file === 'index.html') continue;
-    for (const url of keyedUrlPaths(format, ':key')) lines.push(`${from(`/${url}`)}  ${target}  200`);
+    for (const url of keyedUrlPaths(format, ':key', ':page')) lines.push(`${from(`/${url}`)}  ${target}  200`);
   }
   lines.push('');
   return lines.join('\n');

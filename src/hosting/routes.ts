@@ -1,4 +1,4 @@
-import type { Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
+import type { ArchiveFormat, Format, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
 import type { RouteMatch as PlaceMatch } from '../paths/url-scheme.js';
 
 /**
@@ -18,7 +18,7 @@ import type { RouteMatch as PlaceMatch } from '../paths/url-scheme.js';
  *   `..`, an encoded slash (`%2F`) or an empty segment never reaches a file.
  */
 
-export type KeyedFormat = UserFormat | VideoFormat;
+export type KeyedFormat = UserFormat | ArchiveFormat | VideoFormat;
 
 /** The values of oEmbed's `format` parameter (oEmbed 1.0 section 2.2); other values get 501. */
 export const OEMBED_FORMAT_VALUES = ['json', 'xml'] as const;

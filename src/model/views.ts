@@ -150,7 +150,21 @@ export type UserPart =
   | 'playlist'
   | 'recommendations'
   | 'attention'
-  | 'readingList';
+  | 'readingList'
+  /** How many of the user's uploads and groups lie beyond the feeds' newest (`archived`). */
+  | 'archived';
+
+/**
+ * A user's uploads or groups beyond the ones their feed shows, oldest first, in pages of
+ * `pageSize` rows (the last one shorter): the RFC 5005 archive pages. A page holds the rows at
+ * positions `N * pageSize` to `N * pageSize + pageSize - 1` of that order, less any row that
+ * cannot be published. Read a page at a time, so a user's whole history is never in memory.
+ */
+export interface ArchiveSource {
+  /** The pages of the first `rows` rows (the bundle's `archived` count). */
+  uploads(pageSize: number, rows: number): Iterable<VideoView[]>;
+  groups(pageSize: number, rows: number): Iterable<GroupView[]>;
+}
 
 export interface UserBundle {
   user: UserView;
@@ -176,6 +190,11 @@ export interface UserBundle {
   recommendations: RecommendationView[];
   attention: { concepts: AttentionConcept[]; sources: AttentionSource[] };
   readingList: ReadingListEntry[];
+  /**
+   * How many rows lie beyond the feeds' newest: the public uploads older than the RSS feed's
+   * items and the groups older than the Atom feed's entries, which the archive pages hold.
+   */
+  archived: { uploads: number; groups: number };
 }
 
 export interface VideoBundle {

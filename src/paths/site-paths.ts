@@ -1,5 +1,5 @@
 import type { PageTemplates } from '../config/site-config.js';
-import { encodedFilePath, isSiteFileName, keyedFile, keyedUrlPath, keyProblem, type KeyedPlace, type Place, type SitePlace } from './url-scheme.js';
+import { encodedFilePath, isSiteFileName, keyedFile, PAGE_NUMBER, keyedUrlPath, keyProblem, type KeyedPlace, type Place, type SitePlace } from './url-scheme.js';
 
 /** Tag pages a SitePaths keeps (see tagPage). */
 const TAG_PAGES_KEPT = 4096;
@@ -37,13 +37,13 @@ export class SitePaths {
   }
 
   /** Relative path under out/ of a user's or video's document. Only for keys that passed `problem`. */
-  file(place: KeyedPlace, key: string): string {
-    return keyedFile(place, key);
+  file(place: KeyedPlace, key: string, page?: number): string {
+    return keyedFile(place, key, page);
   }
 
-  /** Public URL of a user's or video's document. */
-  url(place: Pick<KeyedPlace, 'dir' | 'urlName'>, key: string): string {
-    return `${this.base}/${keyedUrlPath(place, encodeURIComponent(key))}`;
+  /** Public URL of a user's or video's document (of its page `page`, for a paged place). */
+  url(place: Pick<KeyedPlace, 'dir' | 'urlName' | 'paged'>, key: string, page?: number): string {
+    return `${this.base}/${keyedUrlPath(place, encodeURIComponent(key), page)}`;
   }
 
   /** Public URL of a site-wide file. */
@@ -63,8 +63,12 @@ export class SitePaths {
   urlOfFile(relativeFile: string): string {
     const [key, dir, file, ...rest] = relativeFile.split('/');
     if (rest.length === 0 && file !== undefined) {
-      const format = this.ownerFormats.find((f) => f.dir === dir && f.file === file);
+      const format = this.ownerFormats.find((f) => f.paged === undefined && f.dir === dir && f.file === file);
       if (format !== undefined) return this.url(format, key!);
+    }
+    if (rest.length === 2 && PAGE_NUMBER.test(rest[0]!)) {
+      const format = this.ownerFormats.find((f) => f.paged === file && f.dir === dir && f.file === rest[1]);
+      if (format !== undefined) return this.url(format, key!, Number(rest[0]));
     }
     return `${this.base}/${encodedFilePath(relativeFile)}`;
   }

@@ -25,7 +25,15 @@ export interface KeyedPlace {
   readonly dir: string;
   readonly file: string;
   readonly urlName: string;
+  /**
+   * A numbered series of documents (RFC 5005 archive pages) rather than one: page N lives at
+   * `<key>/<dir>/<paged>/<N>/<file>` and is addressed as `<key>/<dir>/<paged>/<N>/<urlName>`.
+   */
+  readonly paged?: string;
 }
+
+/** A page number as it appears in a path: 0, 1, 2, ... without leading zeros (one URL per page). */
+export const PAGE_NUMBER = /^(0|[1-9][0-9]{0,8})$/;
 
 /** Where a site-wide document lives. */
 export interface SitePlace {
@@ -43,9 +51,17 @@ export function keyedFolder(place: Pick<KeyedPlace, 'dir'>, key: string): string
   return `${key}/${place.dir}`;
 }
 
-/** The file under out/ of a keyed document. Only for keys that passed `keyProblem`. */
-export function keyedFile(place: Pick<KeyedPlace, 'dir' | 'file'>, key: string): string {
-  return `${keyedFolder(place, key)}/${place.file}`;
+/**
+ * The file under out/ of a keyed document (for a paged place, of its page `page`: a number, or a
+ * placeholder in a host configuration). Only for keys that passed `keyProblem`.
+ */
+export function keyedFile(place: Pick<KeyedPlace, 'dir' | 'file' | 'paged'>, key: string, page?: number | string): string {
+  return place.paged === undefined ? `${keyedFolder(place, key)}/${place.file}` : `${keyedFolder(place, key)}/${place.paged}/${pageOf(place, page)}/${place.file}`;
+}
+
+function pageOf(place: Pick<KeyedPlace, 'paged'>, page: number | string | undefined): number | string {
+  if (page === undefined) throw new Error(`the documents at ${place.paged}/ are numbered: a page is needed`);
+  return page;
 }
 
 /**
@@ -53,16 +69,16 @@ export function keyedFile(place: Pick<KeyedPlace, 'dir' | 'file'>, key: string):
  * the key as it appears in a URL: percent-encoded for a real URL (`SitePaths.url`), or a
  * placeholder in a host configuration (`:key`, `*`).
  */
-export function keyedUrlPath(place: Pick<KeyedPlace, 'dir' | 'urlName'>, urlKey: string): string {
-  return `${urlKey}/${place.dir}/${place.urlName}`;
+export function keyedUrlPath(place: Pick<KeyedPlace, 'dir' | 'urlName' | 'paged'>, urlKey: string, page?: number | string): string {
+  return place.paged === undefined ? `${urlKey}/${place.dir}/${place.urlName}` : `${urlKey}/${place.dir}/${place.paged}/${pageOf(place, page)}/${place.urlName}`;
 }
 
 /**
  * Every URL path (as `keyedUrlPath`) a keyed document answers at: a directory index also without
  * its final slash (`alice/rss/` and `alice/rss`), never by a redirect (docs/deploy.md).
  */
-export function keyedUrlPaths(place: Pick<KeyedPlace, 'dir' | 'urlName'>, urlKey: string): string[] {
-  const path = keyedUrlPath(place, urlKey);
+export function keyedUrlPaths(place: Pick<KeyedPlace, 'dir' | 'urlName' | 'paged'>, urlKey: string, page?: number | string): string[] {
+  const path = keyedUrlPath(place, urlKey, page);
   return place.urlName === '' ? [path, path.slice(0, -1)] : [path];
 }
 
@@ -73,12 +89,12 @@ export function encodedFilePath(relativeFile: string): string {
 
 /** The URL path pattern of a document, for people: `/<user>/rss/`, `/sitemap.xml`. */
 export function urlPattern(place: Place): string {
-  return place.scope === 'site' ? `/${place.file}` : `/${keyedUrlPath(place, `<${place.scope}>`)}`;
+  return place.scope === 'site' ? `/${place.file}` : `/${keyedUrlPath(place, `<${place.scope}>`, '<N>')}`;
 }
 
 /** The file pattern of a document, for people: `<user>/rss/index.rss`, `sitemap.xml`. */
 export function filePattern(place: Place): string {
-  return place.scope === 'site' ? place.file : keyedFile(place, `<${place.scope}>`);
+  return place.scope === 'site' ? place.file : keyedFile(place, `<${place.scope}>`, '<N>');
 }
 
 /**
@@ -115,7 +131,7 @@ export function checkPlaces(places: readonly Place[]): void {
     const claims =
       place.scope === 'site'
         ? [`file ${place.file}`, `url ${place.file}`]
-        : [`file ${keyedFile(place, '<key>')}`, `url ${keyedUrlPath(place, '<key>')}`];
+        : [`file ${keyedFile(place, '<key>', '<N>')}`, `url ${keyedUrlPath(place, '<key>', '<N>')}`];
     for (const claim of claims) {
       const normal = posix.normalize(claim);
       const other = seenFile.get(normal);
@@ -130,7 +146,7 @@ export function checkPlaces(places: readonly Place[]): void {
 
 /** What a URL path (below the base path, split into decoded segments) names. */
 export type RouteMatch<K extends KeyedPlace = KeyedPlace, S extends SitePlace = SitePlace> =
-  | { kind: 'keyed'; format: K; key: string; file: string }
+  | { kind: 'keyed'; format: K; key: string; file: string; page?: number }
   | { kind: 'site'; format: S; file: string };
 
 /**
@@ -148,12 +164,26 @@ export function matchRoute<K extends KeyedPlace, S extends SitePlace>(
     const format = places.site.find((f) => f.file === name || (f.alsoWrites?.test(name) ?? false));
     return format === undefined ? null : { kind: 'site', format, file: name };
   }
+  if (segments.length === 4 || segments.length === 5) return matchPage(places, segments);
   if (segments.length !== 2 && segments.length !== 3) return null;
   const [key, dir, urlName = ''] = segments as [string, string, string?];
   if (keyProblem(key, places.site) !== null) return null;
   // Two segments: a directory URL without its final slash (`/alice/rss`).
-  const format = places.keyed.find((f) => f.dir === dir && f.urlName === urlName && (segments.length === 3 || f.urlName === ''));
+  const format = places.keyed.find((f) => f.paged === undefined && f.dir === dir && f.urlName === urlName && (segments.length === 3 || f.urlName === ''));
   return format === undefined ? null : { kind: 'keyed', format, key, file: keyedFile(format, key) };
+}
+
+/** A page of a paged place: `[key, dir, paged, N]` (a directory URL without its final slash) or `[key, dir, paged, N, urlName]`. */
+function matchPage<K extends KeyedPlace, S extends SitePlace>(
+  places: { readonly keyed: readonly K[]; readonly site: readonly S[] },
+  segments: readonly string[],
+): RouteMatch<K, S> | null {
+  const [key, dir, paged, page, urlName = ''] = segments as [string, string, string, string, string?];
+  if (!PAGE_NUMBER.test(page) || keyProblem(key, places.site) !== null) return null;
+  const format = places.keyed.find((f) => f.paged === paged && f.dir === dir && f.urlName === urlName && (segments.length === 5 || f.urlName === ''));
+  if (format === undefined) return null;
+  const number = Number(page);
+  return { kind: 'keyed', format, key, file: keyedFile(format, key, number), page: number };
 }
 
 /**
@@ -166,9 +196,14 @@ export function matchFile<K extends KeyedPlace, S extends SitePlace>(
 ): RouteMatch<K, S> | null {
   const parts = file.split('/');
   if (parts.length === 1) return matchRoute(places, parts);
+  if (parts.length === 5) {
+    const [key, dir, paged, page, name] = parts as [string, string, string, string, string];
+    const format = places.keyed.find((f) => f.paged === paged && f.dir === dir && f.file === name);
+    return format === undefined ? null : matchRoute(places, [key, dir, paged, page, format.urlName]);
+  }
   if (parts.length !== 3) return null;
   const [key, dir, name] = parts as [string, string, string];
-  const format = places.keyed.find((f) => f.dir === dir && f.file === name);
+  const format = places.keyed.find((f) => f.paged === undefined && f.dir === dir && f.file === name);
   if (format === undefined) return null;
   return matchRoute(places, [key, dir, format.urlName]);
 }

@@ -1,5 +1,5 @@
 import type { SiteReader } from '../db/site-reader.js';
-import type { SiteContext, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
+import type { AnyUserFormat, SiteContext, SiteFormat, VideoFormat } from '../formats/format.js';
 import type { UserPart } from '../model/views.js';
 import type { BuildState, Owner } from './build-state.js';
 import { ReportTally } from './build-report.js';
@@ -45,7 +45,7 @@ export class BuildRun {
     readonly reader: SiteReader,
     readonly state: BuildState,
     readonly site: SiteContext,
-    readonly formats: { user: readonly UserFormat[]; video: readonly VideoFormat[]; site: readonly SiteFormat[] },
+    readonly formats: { user: readonly AnyUserFormat[]; video: readonly VideoFormat[]; site: readonly SiteFormat[] },
     readonly target: WriteTarget,
     /** The forms a pruned document may have beside it. */
     private readonly formsOnDisk: readonly Encoding[],

@@ -1,7 +1,7 @@
 import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
 import type { UserRow } from '../db/reader-columns.js';
 import type { SiteReader } from '../db/site-reader.js';
-import type { Format, SiteContext, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
+import type { AnyUserFormat, Format, SiteContext, SiteFormat, VideoFormat } from '../formats/format.js';
 import type { Encoding } from '../paths/compression.js';
 import { ALL_ENCODINGS } from '../paths/compression.js';
 import { ReportTally, type BuildReport, type BuildReporter } from './build-report.js';
@@ -198,7 +198,7 @@ function savedState(state: BuildState, writer: OutputWriter) {
 /** The formats by what they are rendered for; site files only in a build of the whole site (or its first shard). */
 function formatsByScope(formats: readonly Format[], options: BuildOptions) {
   return {
-    user: formats.filter((f): f is UserFormat => f.scope === 'user'),
+    user: formats.filter((f): f is AnyUserFormat => f.scope === 'user'),
     video: formats.filter((f): f is VideoFormat => f.scope === 'video'),
     site: options.user === undefined && ownsSiteFiles(options.shard) ? formats.filter((f): f is SiteFormat => f.scope === 'site') : [],
   };

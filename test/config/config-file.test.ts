@@ -63,12 +63,13 @@ describe('the configuration schema', () => {
     expect(check.stdout.trim(), check.stderr).toBe('ok');
   });
 
-  it('gives every setting a default and a description, and the defaults are what vidfeeds uses', () => {
+  it('gives every setting a default (but those its object requires) and a description, and the defaults are what vidfeeds uses', () => {
     const missing: string[] = [];
     const walk = (schema: typeof CONFIG_SCHEMA, path: string) => {
+      const required = (schema.required ?? []) as string[];
       for (const [name, child] of Object.entries(schema.properties ?? {})) {
         if (name === '$schema') continue;
-        if (child.default === undefined || typeof child.description !== 'string') missing.push(`${path}${name}`);
+        if ((child.default === undefined && !required.includes(name)) || typeof child.description !== 'string') missing.push(`${path}${name}`);
         walk(child, `${path}${name}.`);
       }
     };

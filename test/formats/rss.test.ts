@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { HOSTILE } from '../../src/db/demo-data.js';
 import type { SiteContext } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
+import { rssArchive } from '../../src/formats/archives.js';
+import { captionsType, PODCAST_NS, podcastGuid } from '../../src/formats/podcast-tags.js';
 import { itemDescription, rss } from '../../src/formats/rss.js';
 import type { UserBundle, VideoView } from '../../src/model/views.js';
 import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/render/site-context.js';
@@ -84,8 +86,10 @@ describe('RSS 2.0 feed of latest uploads', () => {
  * values and odd configuration included; every eighth feed also with what xmlbuilder2 itself
  * writes of those calls.
  */
-function oracle({ user, uploads }: UserBundle, site: SiteContext, engine: XmlEngine = 'fast'): string {
-  return xmlDocument('rss', { version: '2.0', 'xmlns:media': NS.media, 'xmlns:dc': NS.dc, 'xmlns:atom': NS.atom }, (root) => {
+function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engine: XmlEngine = 'fast'): string {
+  const podcast = site.config.feeds.podcast;
+  const namespaces = podcast === null ? {} : { 'xmlns:itunes': PODCAST_NS.itunes, 'xmlns:podcast': PODCAST_NS.podcast };
+  return xmlDocument('rss', { version: '2.0', 'xmlns:media': NS.media, 'xmlns:dc': NS.dc, 'xmlns:atom': NS.atom, ...namespaces }, (root) => {
     const channel = root.el('channel');
     const title = `${site.config.siteName}: latest videos of ${user.displayName || user.username}`;
     const link = site.paths.userPage(user.username);
@@ -93,12 +97,25 @@ function oracle({ user, uploads }: UserBundle, site: SiteContext, engine: XmlEng
       .leaf('title', title)
       .leaf('link', link)
       .leaf('description', `The latest videos ${user.username} uploaded to ${site.config.siteName}.`)
-      .leaf('language', site.config.language)
+      .leaf('language', podcast?.language ?? site.config.language)
       .leaf('copyright', site.config.copyright);
     if (uploads.length > 0) channel.leaf('pubDate', rfc822(uploads[0]!.createdAt));
     channel.leaf('generator', site.generator.name);
     channel.el('atom:link', { rel: 'self', type: 'application/rss+xml', href: site.paths.url(rss, user.username) });
+    if (archived.uploads > 0) channel.el('atom:link', { rel: 'prev-archive', href: site.paths.url(rssArchive, user.username, Math.ceil(archived.uploads / 100) - 1) });
     if (site.config.logoUrl !== '') channel.el('image').leaf('url', site.config.logoUrl).leaf('title', title).leaf('link', link);
+    if (podcast !== null) {
+      channel.leaf('itunes:author', user.displayName || user.username);
+      channel.el('itunes:owner').leaf('itunes:name', podcast.owner.name).leaf('itunes:email', podcast.owner.email);
+      const image = podcast.image ?? site.config.logoUrl;
+      if (image !== '') channel.el('itunes:image', { href: image });
+      const [category, subcategory] = podcast.category.split(' > ');
+      const outer = channel.el('itunes:category', { text: category! });
+      if (subcategory !== undefined) outer.el('itunes:category', { text: subcategory });
+      channel.leaf('itunes:explicit', String(podcast.explicit)).leaf('itunes:type', 'episodic');
+      channel.leaf('podcast:guid', podcastGuid(site.paths.url(rss, user.username))).leaf('podcast:medium', 'video');
+      if (podcast.locked) channel.leaf('podcast:locked', 'yes', { owner: podcast.owner.email });
+    }
     for (const video of uploads) {
       const page = site.paths.videoPage(video.publicId);
       const item = channel.el('item');
@@ -119,6 +136,13 @@ function oracle({ user, uploads }: UserBundle, site: SiteContext, engine: XmlEng
       item.el('media:thumbnail', { url: video.thumbnailUrl, width: video.thumbnailWidth, height: video.thumbnailHeight });
       item.leaf('media:title', video.title, { type: 'plain' });
       if (video.tags.length > 0) item.leaf('media:keywords', video.tags.join(', '));
+      if (podcast !== null) {
+        if (video.durationSeconds !== null) item.leaf('itunes:duration', String(video.durationSeconds));
+        item.el('itunes:image', { href: video.thumbnailUrl });
+        item.leaf('itunes:episodeType', 'full');
+        const type = video.captionsUrl === null ? null : captionsType(video.captionsUrl);
+        if (type !== null) item.el('podcast:transcript', { url: video.captionsUrl!, type, rel: 'captions' });
+      }
     }
   }, { engine });
 }
@@ -138,6 +162,15 @@ describe('RSS written as markup', () => {
       createSiteContext(testConfig({ siteName: 'Site <&> "q" &amp;', copyright: '<c> & "d" ]]>', logoUrl: 'https://example.org/l.png?a=1&b="2"' }), FORMATS, new Date(0)),
       // Another site's tag links for the same tag lists (rss.ts keeps tag markup per site).
       createSiteContext(testConfig({ baseUrl: 'https://other.example.net/sub' }), FORMATS, new Date(0)),
+      // Podcast tags, with hostile owner text, a subcategory, the lock, and their own language and artwork.
+      createSiteContext(
+        testConfig({
+          feeds: { podcast: { category: 'Arts > Fashion & Beauty', explicit: true, owner: { name: 'Owner <&> "q" ]]>', email: 'a&b@example.org' }, language: 'pt-BR', locked: true, image: 'https://example.org/a.jpg?x=1&y="2"' } },
+        }),
+        FORMATS,
+        new Date(0),
+      ),
+      createSiteContext(testConfig({ feeds: { podcast: { category: 'Technology', explicit: false, owner: { name: 'O', email: 'o@example.org' }, language: null, locked: false, image: null } } }), FORMATS, new Date(0)),
     ];
     // A reader hands out one array per combination of tags (rss.ts keeps their markup by array):
     // a few shared lists, met on every site, besides fresh ones.
@@ -156,13 +189,15 @@ describe('RSS written as markup', () => {
         width: maybe(640),
         height: maybe(480),
         thumbnailUrl: pick(['https://example.org/t.jpg', 'https://example.org/t?x="1"&y=<2>']),
+        captionsUrl: pick([null, 'https://example.org/c.vtt', 'https://example.org/c.SRT?a=1&b="2"', 'https://example.org/c.xyz']),
         category: maybe(pick(TEXTS)),
         tags: random() < 0.3 ? [] : random() < 0.5 ? pick(sharedTags) : [wellFormed(pick(TEXTS)) || 'tag', 'b'],
         uploader: { ...SAMPLE_VIDEO.uploader, username: wellFormed(pick(TEXTS)) || 'u' },
         createdAt: new Date(Math.floor(random() * 4e12)),
       }));
       const user = { username: wellFormed(pick(TEXTS)) || 'someone', displayName: pick(TEXTS) };
-      const bundle = { user, uploads } as unknown as UserBundle;
+      const archived = { uploads: pick([0, 0, 1, 100, 101, 2345]), groups: 0 };
+      const bundle = { user, uploads, archived } as unknown as UserBundle;
       const markup = rss.render(bundle, site);
       expect(markup, `feed ${n}`).toBe(oracle(bundle, site));
       if (n % 8 === 0) {

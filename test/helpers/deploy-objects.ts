@@ -49,7 +49,7 @@ export function expectedObjects(files: readonly ManifestFile[], prefix: string):
 /** The Content-Type of a document by the product's URL table. */
 export function productType(file: string): string {
   const parts = file.split('/');
-  const pattern = parts.length === 1 ? file : `<x>/${parts.slice(1).join('/')}`;
+  const pattern = parts.length === 1 ? file : `<x>/${parts.slice(1).join('/')}`.replace(/\/archive\/\d+\//, '/archive/<N>/');
   const row = URL_TABLE.find((r) => r.file.replace(/^<(user|video)>/, '<x>') === pattern || (parts.length === 1 && /^sitemap-.*\.xml$/.test(file) && r.file === 'sitemap.xml'));
   if (row === undefined) throw new Error(`no row of the URL table for ${file}`);
   return row.type;

@@ -19,6 +19,9 @@ export const URL_TABLE: ReadonlyArray<{ url: string; file: string; type: string;
   { url: '/<user>/opml/', file: '<user>/opml/index.opml', type: 'text/x-opml; charset=utf-8' },
   { url: '/<user>/rss/', file: '<user>/rss/index.rss', type: 'application/rss+xml; charset=utf-8' },
   { url: '/<user>/atom/', file: '<user>/atom/index.atom', type: 'application/atom+xml; charset=utf-8' },
+  // RFC 5005 archive pages, N from 0: only for users with more uploads (groups) than the feed holds.
+  { url: '/<user>/rss/archive/<N>/', file: '<user>/rss/archive/<N>/page.rss', type: 'application/rss+xml; charset=utf-8' },
+  { url: '/<user>/atom/archive/<N>/', file: '<user>/atom/archive/<N>/page.atom', type: 'application/atom+xml; charset=utf-8' },
   { url: '/<video>/oembed/', file: '<video>/oembed/index.json', type: 'application/json; charset=utf-8' },
   { url: '/<video>/oembed/json', file: '<video>/oembed/json', type: 'application/json; charset=utf-8' },
   { url: '/<video>/oembed/xml', file: '<video>/oembed/xml', type: 'text/xml; charset=utf-8' },
@@ -41,15 +44,18 @@ export interface ServedUrl {
 
 /**
  * Every URL form of the table for the given users and videos: directory URLs with and without
- * their final slash, and the oEmbed endpoint with `?format=json` and `?format=xml`.
+ * their final slash, and the oEmbed endpoint with `?format=json` and `?format=xml`; the archive
+ * pages for the users and pages of `archives` (each with both feeds' page).
  */
-export function servedUrls(users: readonly string[], videos: readonly string[]): ServedUrl[] {
+export function servedUrls(users: readonly string[], videos: readonly string[], archives: ReadonlyArray<{ user: string; page: number }> = []): ServedUrl[] {
   const out: ServedUrl[] = [];
   for (const row of URL_TABLE) {
     if (row.optional) continue;
-    const keys = row.url.includes('<user>') ? users : row.url.includes('<video>') ? videos : [''];
-    for (const key of keys) {
-      const fill = (text: string, encode: boolean) => text.replace(/<user>|<video>/, encode ? encodeURIComponent(key) : key);
+    const paged = row.url.includes('<N>');
+    const keys = paged ? archives.map((a) => a.user) : row.url.includes('<user>') ? users : row.url.includes('<video>') ? videos : [''];
+    for (const [i, key] of keys.entries()) {
+      const fill = (text: string, encode: boolean) =>
+        text.replace(/<user>|<video>/, encode ? encodeURIComponent(key) : key).replace('<N>', paged ? String(archives[i]!.page) : '<N>');
       const target = fill(row.url, true);
       const file = fill(row.file, false);
       out.push({ target, file, type: row.type });
@@ -92,6 +98,12 @@ export const REFUSED_PATHS: readonly string[] = [
   '/robots.txt/',
   '/sitemap-99.xml',
   '/alice/rss/%2e%2e/%2e%2e/robots.txt',
+  '/alice/rss/archive/',
+  '/alice/rss/archive/00/',
+  '/alice/rss/archive/-1/',
+  '/alice/rss/archive/x/',
+  '/alice/rss/archive/0/page.rss',
+  '/alice/atom/archive/0/x',
 ];
 
 /** Checks an answer against its row: status, exact Content-Type, the file's bytes, and a parse by an independent consumer. */

@@ -31,7 +31,7 @@ describe('cache classes', () => {
   it('put feeds short, profiles and oEmbed long, site files in between, for every format of the table', () => {
     const classes = Object.fromEntries(FORMATS.map((f) => [f.name, cacheClassOf(f)]));
     expect(classes).toEqual({
-      rss: 'feeds', atom: 'feeds', recommendations: 'feeds', xspf: 'feeds', apml: 'feeds', opml: 'feeds',
+      rss: 'feeds', atom: 'feeds', 'rss-archive': 'feeds', 'atom-archive': 'feeds', recommendations: 'feeds', xspf: 'feeds', apml: 'feeds', opml: 'feeds',
       foaf: 'profiles', hcard: 'profiles', oembed: 'profiles', 'oembed-json': 'profiles', 'oembed-xml': 'profiles', 'oembed-html': 'profiles',
       sitemap: 'site', robots: 'site', opensearch: 'site', crossdomain: 'site', 'indexnow-key': 'site',
     });

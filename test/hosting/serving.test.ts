@@ -15,7 +15,7 @@ import { cli } from '../helpers/cli.js';
 import { freePort, http } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { expectBodiesParse, expectServed, URL_TABLE, REFUSED_PATHS, servedUrls } from '../helpers/served-urls.js';
-import { buildInMemory, createDemoDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
+import { buildInMemory, createDemoDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -32,6 +32,8 @@ const ODD_USER = `o'd "n?#%&+;=@$`;
 const ODD_VIDEO = 'v i?d#%&+';
 const USERS = ['alice', 'bob', 'مريم', 'zoë', '山田太郎', '🎬astral', 'mallory', ODD_USER];
 const BASE_PATH = '/vídeos x';
+/** The archive pages served: both of the odd user's. */
+const ARCHIVES = [0, 1].map((page) => ({ user: ODD_USER, page }));
 
 let work: { dir: string; cleanup: () => void };
 let root: string;
@@ -51,6 +53,12 @@ beforeAll(async () => {
   const fixture = createDemoDb({ users: 24, seed: 5 });
   const odd = insertUser(fixture.db, { username: ODD_USER });
   insertVideo(fixture.db, odd.id, { public_id: ODD_VIDEO, title: 'Odd <one> & "two"' });
+  // A history beyond the feeds: two archive pages of uploads and of groups, under the odd name.
+  for (let i = 0; i < 150; i++) insertVideo(fixture.db, odd.id, { public_id: `odd-history-${i}`, created_at: T0 - 1000 + i });
+  for (let g = 0; g < 125; g++) {
+    insertRow(fixture.db, 'groups', { id: 90_000 + g, slug: `odd-group-${g}`, title: `Odd group ${g}`, owner_id: odd.id, created_at: T0 + g, updated_at: T0 + g });
+    insertRow(fixture.db, 'group_members', { group_id: 90_000 + g, user_id: odd.id, joined_at: T0 });
+  }
   fixture.db.close();
   const dbFile = join(work.dir, 'site.sqlite');
   const { copyFileSync } = await import('node:fs');
@@ -152,7 +160,9 @@ describe('the URL table', () => {
     const rows = FORMATS.map((f) =>
       f.scope === 'site'
         ? { url: `/${f.file}`, file: f.file, type: f.mediaType }
-        : { url: `/<${f.scope}>/${f.dir}/${f.urlName}`, file: `<${f.scope}>/${f.dir}/${f.file}`, type: f.mediaType },
+        : f.paged !== undefined
+          ? { url: `/<${f.scope}>/${f.dir}/${f.paged}/<N>/${f.urlName}`, file: `<${f.scope}>/${f.dir}/${f.paged}/<N>/${f.file}`, type: f.mediaType }
+          : { url: `/<${f.scope}>/${f.dir}/${f.urlName}`, file: `<${f.scope}>/${f.dir}/${f.file}`, type: f.mediaType },
     );
     expect(new Set(rows.map((r) => JSON.stringify(r)))).toEqual(new Set(URL_TABLE.map(({ url, file, type }) => JSON.stringify({ url, file, type }))));
   });
@@ -189,7 +199,7 @@ if (APACHE_MISSING !== null) {
 describe.each(SERVERS)('%s', (where, target) => {
   it('answers every URL form for several users and videos: 200, the exact Content-Type, the file', async () => {
     const { port: p, base } = target();
-    const urls = servedUrls(USERS, videos);
+    const urls = servedUrls(USERS, videos, ARCHIVES);
     expect(urls.length).toBeGreaterThan(150);
     for (const url of urls) expectServed(await http(p, base + url.target), url, root, where);
     expectBodiesParse(urls, root);

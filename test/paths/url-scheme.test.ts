@@ -26,16 +26,35 @@ describe('the URL scheme', () => {
     const paths = new SitePaths('https://example.org/vi deos', testConfig().pages, FORMATS);
     for (const key of ['alice', 'zoë', 'a b', 'x%2Fy', 'نور', '🎬']) {
       for (const format of keyed) {
-        const file = keyedFile(format, key);
-        expect(file).toBe(`${key}/${format.dir}/${format.file}`);
-        // The public URL, as a server receives its path, leads back to the same document and file.
-        const url = new URL(paths.url(format, key));
-        const segments = splitUrlPath(url.pathname, paths.basePath);
-        expect(matchRoute(routes, segments!), `${format.name} of ${key}`).toEqual({ kind: 'keyed', format, key, file });
-        // And the file leads back to its document.
-        expect(matchFile(routes, file)).toEqual({ kind: 'keyed', format, key, file });
+        // A paged document's pages: the first, another, and one of many digits.
+        for (const page of format.paged === undefined ? [undefined] : [0, 7, 123456789]) {
+          const file = keyedFile(format, key, page);
+          expect(file).toBe(page === undefined ? `${key}/${format.dir}/${format.file}` : `${key}/${format.dir}/${format.paged}/${page}/${format.file}`);
+          // The public URL, as a server receives its path, leads back to the same document and file.
+          const url = new URL(paths.url(format, key, page));
+          const segments = splitUrlPath(url.pathname, paths.basePath);
+          const match = { kind: 'keyed', format, key, file, ...(page === undefined ? {} : { page }) };
+          expect(matchRoute(routes, segments!), `${format.name} of ${key}`).toEqual(match);
+          // And the file leads back to its document, and to its URL.
+          expect(matchFile(routes, file)).toEqual(match);
+          expect(paths.urlOfFile(file)).toBe(paths.url(format, key, page));
+        }
       }
     }
+  });
+
+  it('numbers the pages of a paged document one way only', () => {
+    const archive = keyed.find((f) => f.name === 'rss-archive')!;
+    expect(keyedUrlPaths(archive, ':key', 3)).toEqual([':key/rss/archive/3/', ':key/rss/archive/3']);
+    expect(matchRoute(routes, ['alice', 'rss', 'archive', '3'])).toMatchObject({ file: 'alice/rss/archive/3/page.rss', page: 3 });
+    for (const page of ['03', '-1', '+1', '1e3', 'x', '', '1234567890']) {
+      expect(matchRoute(routes, ['alice', 'rss', 'archive', page, '']), page).toBeNull();
+    }
+    expect(matchRoute(routes, ['alice', 'rss', 'archive', '3', 'page.rss'])).toBeNull();
+    expect(matchRoute(routes, ['alice', 'rss', 'archive', ''])).toBeNull();
+    expect(matchFile(routes, 'alice/rss/archive/03/page.rss')).toBeNull();
+    expect(matchFile(routes, 'alice/rss/archive/3/index.rss')).toBeNull();
+    expect(() => keyedFile(archive, 'alice')).toThrow(/numbered/);
   });
 
   it('answers a directory index with and without its final slash, and nothing else', () => {

@@ -12,7 +12,9 @@ import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { compareAndWrite, keepFailed } from '../../src/pipeline/write/write-documents.js';
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
-import type { SiteFormat, UserFormat } from '../../src/formats/format.js';
+import type { ArchiveFormat, SiteContext, SiteFormat, UserFormat } from '../../src/formats/format.js';
+import { rssArchive } from '../../src/formats/archives.js';
+import type { VideoView } from '../../src/model/views.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 
@@ -73,9 +75,10 @@ describe('the render stage', () => {
   it('gives the same bytes for the same read, at the paths of the URL scheme', () => {
     const { scope, site } = fixture();
     const read = [...readUsers(scope, { every: true })].find((r): r is Exclude<OwnerRead, { kind: 'skipped' }> => r.kind === 'user')!;
-    const formats = { user: FORMATS.filter((f): f is UserFormat => f.scope === 'user'), video: [] };
-    const first = renderOwner(read, formats, site);
-    const second = renderOwner(read, formats, site);
+    // The user formats of one document each: alice has no archive pages.
+    const formats = { user: FORMATS.filter((f): f is UserFormat => f.scope === 'user' && f.paged === undefined), video: [] };
+    const first = [...renderOwner(read, formats, site)];
+    const second = [...renderOwner(read, formats, site)];
     expect(first.map((r) => (r.ok ? r.document.path : r.failed.path))).toEqual(formats.user.map((f) => `alice/${f.dir}/${f.file}`));
     expect(second.map((r) => (r.ok ? r.document.text : null))).toEqual(first.map((r) => (r.ok ? r.document.text : null)));
     expect(first.every((r) => r.ok)).toBe(true);
@@ -91,6 +94,53 @@ describe('the render stage', () => {
     expect([...renderSiteFormat(brokenSite, { usernames: () => [], videoIds: () => [] }, site)]).toMatchObject([
       { ok: false, failed: { path: brokenSite.file, failure: { message: 'nope' } } },
     ]);
+  });
+});
+
+describe('the render stage for archive pages', () => {
+  const archiveRead = (read: Extract<OwnerRead, { kind: 'user' }>, uploads: number, pages: () => Iterable<VideoView[]>): Extract<OwnerRead, { kind: 'user' }> => ({
+    ...read,
+    bundle: { ...read.bundle, archived: { uploads, groups: 0 } },
+    archive: { uploads: () => pages(), groups: () => [] },
+  });
+  const userRead = () => {
+    const { scope, site } = fixture();
+    const read = [...readUsers(scope, { every: true })].find((r): r is Extract<OwnerRead, { kind: 'user' }> => r.kind === 'user')!;
+    return { read, site };
+  };
+
+  /** Each page's path, or its failure and why. */
+  const outcomes = (read: Extract<OwnerRead, { kind: 'user' }>, format: ArchiveFormat, site: SiteContext) =>
+    [...renderOwner(read, { user: [format], video: [] }, site)].map((r) => (r.ok ? r.document.path : `failed ${r.failed.path}: ${r.failed.failure.message}`));
+
+  it('renders one document per page, and a page that throws fails alone', () => {
+    const { read, site } = userRead();
+    const video = read.bundle.uploads[0]!;
+    const broken: ArchiveFormat = { ...rssArchive, renderPage: (view, page, s) => { if (page.number === 1) throw new Error('page one'); return rssArchive.renderPage(view, page, s); } };
+    expect(outcomes(archiveRead(read, 250, () => [[video], [video], [video]]), broken, site)).toEqual([
+      'alice/rss/archive/0/page.rss',
+      'failed alice/rss/archive/1/page.rss: page one',
+      'alice/rss/archive/2/page.rss',
+    ]);
+  });
+
+  it('fails every page from the one the list could not be read for (a failed document keeps its file and record)', () => {
+    const { read, site } = userRead();
+    const video = read.bundle.uploads[0]!;
+    const unreadable = function* () {
+      yield [video];
+      throw new Error('disk I/O error');
+    };
+    expect(outcomes(archiveRead(read, 250, unreadable), rssArchive, site)).toEqual([
+      'alice/rss/archive/0/page.rss',
+      'failed alice/rss/archive/1/page.rss: disk I/O error',
+      'failed alice/rss/archive/2/page.rss: the archive could not be read: disk I/O error',
+    ]);
+  });
+
+  it('renders none for a user with nothing beyond the feed', () => {
+    const { read, site } = userRead();
+    expect([...renderOwner(archiveRead(read, 0, () => { throw new Error('not read'); }), { user: [rssArchive], video: [] }, site)]).toEqual([]);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { UserRow } from '../../db/reader-columns.js';
 import type { SiteReader, VideoEntry } from '../../db/site-reader.js';
-import type { SiteIndex, UserBundle, UserPart, VideoView } from '../../model/views.js';
+import type { ArchiveSource, SiteIndex, UserBundle, UserPart, VideoView } from '../../model/views.js';
 import type { SitePaths } from '../../paths/site-paths.js';
 import type { Owner } from '../build-state.js';
 import type { Skipped } from '../build-report.js';
@@ -15,7 +15,7 @@ import { ownsKey, type ShardSpec } from '../plan/shard.js';
  */
 
 export type OwnerRead =
-  | { kind: 'user'; owner: Owner; key: string; bundle: UserBundle }
+  | { kind: 'user'; owner: Owner; key: string; bundle: UserBundle; archive: ArchiveSource }
   | { kind: 'video'; owner: Owner; key: string; video: VideoView }
   | { kind: 'skipped'; skipped: Skipped };
 
@@ -37,7 +37,8 @@ export function readUser(scope: ReadScope, row: UserRow): OwnerRead | null {
   if (!ownsKey(scope.shard, row.username)) return null;
   const problem = scope.paths.problem(row.username);
   if (problem !== null) return { kind: 'skipped', skipped: { kind: 'user', key: row.username, reason: problem, isName: true } };
-  return { kind: 'user', owner: { kind: 'user', id: row.id }, key: row.username, bundle: scope.reader.userBundle(row.id, scope.parts) };
+  const owner: Owner = { kind: 'user', id: row.id };
+  return { kind: 'user', owner, key: row.username, bundle: scope.reader.userBundle(row.id, scope.parts), archive: scope.reader.archive(row.id) };
 }
 
 export function readVideo(scope: ReadScope, { row, read }: VideoEntry): OwnerRead | null {

@@ -1,4 +1,5 @@
-import type { Format, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from '../../formats/format.js';
+import type { AnyUserFormat, ArchiveFormat, Format, SiteContext, SiteFile, SiteFormat, VideoFormat } from '../../formats/format.js';
+import type { GroupView, VideoView } from '../../model/views.js';
 import type { SiteIndex } from '../../model/views.js';
 import { showName } from '../../paths/names.js';
 import type { Owner } from '../build-state.js';
@@ -45,21 +46,56 @@ function renderOne(format: Format, path: string, key: string, owner: Owner, user
   }
 }
 
-/** Every document of one user or video, in the order of `formats`. */
-export function renderOwner(
+/** Every document of one user or video, in the order of `formats`; an archive's pages one at a time. */
+export function* renderOwner(
   read: Exclude<OwnerRead, { kind: 'skipped' }>,
-  formats: { user: readonly UserFormat[]; video: readonly VideoFormat[] },
+  formats: { user: readonly AnyUserFormat[]; video: readonly VideoFormat[] },
   site: SiteContext,
-): RenderResult[] {
+): Generator<RenderResult> {
   if (read.kind === 'user') {
-    return formats.user.map((format) =>
-      renderOne(format, site.paths.file(format, read.key), read.key, read.owner, read.key, () => format.render(read.bundle, site)),
-    );
+    for (const format of formats.user) {
+      if (format.paged !== undefined) yield* renderArchive(format, read, site);
+      else yield renderOne(format, site.paths.file(format, read.key), read.key, read.owner, read.key, () => format.render(read.bundle, site));
+    }
+    return;
   }
   const view = { video: read.video };
-  return formats.video.map((format) =>
-    renderOne(format, site.paths.file(format, read.key), read.key, read.owner, read.video.uploader.username, () => format.render(view, site)),
-  );
+  for (const format of formats.video) {
+    yield renderOne(format, site.paths.file(format, read.key), read.key, read.owner, read.video.uploader.username, () => format.render(view, site));
+  }
+}
+
+/**
+ * The pages of a user's archive, each read and rendered in turn, so one page of the user's
+ * history is in memory at a time. A page that cannot be rendered gives a failure naming it (its
+ * old file and record are kept); once the list cannot be read, every page after gives one too.
+ */
+function* renderArchive(format: ArchiveFormat, read: Extract<OwnerRead, { kind: 'user' }>, site: SiteContext): Generator<RenderResult> {
+  const uploads = format.list === 'uploads';
+  const rows = uploads ? read.bundle.archived.uploads : read.bundle.archived.groups;
+  const count = Math.ceil(rows / format.pageSize);
+  if (count === 0) return;
+  let pages: Iterator<VideoView[] | GroupView[]> | null = null;
+  let unread: Error | null = null;
+  const nextRows = (): VideoView[] | GroupView[] => {
+    if (unread !== null) throw new Error(`the archive could not be read: ${unread.message}`);
+    try {
+      pages ??= (uploads ? read.archive.uploads(format.pageSize, rows) : read.archive.groups(format.pageSize, rows))[Symbol.iterator]();
+      const next = pages.next();
+      if (next.done === true) throw new Error('the archive holds fewer rows than its count');
+      return next.value;
+    } catch (error) {
+      unread = error as Error;
+      throw error;
+    }
+  };
+  for (let number = 0; number < count; number++) {
+    yield renderOne(format, site.paths.file(format, read.key, number), read.key, read.owner, read.key, () => {
+      const items = nextRows();
+      const page = { number, count, uploads: uploads ? (items as VideoView[]) : [], groups: uploads ? [] : (items as GroupView[]) };
+      return format.renderPage(read.bundle, page, site);
+    });
+  }
 }
 
 /** A site file the format keeps as an earlier build wrote it (a sitemap part whose owners did not change). */
