@@ -12,7 +12,7 @@ import { publishedNames, readUsers, readVideos, siteIndex } from './read/read-ow
 import { renderOwner, renderSiteFormat, type KeptFile, type RenderResult } from './render/render-documents.js';
 import { compareAndWrite, keepFailed, type WriteTarget } from './write/write-documents.js';
 
-/** The owners a build reads (build-scopes.ts); `whole` for a full build of every user. */
+/** The owners a build reads (build-scopes.ts); `whole` in a full build not limited to one user. */
 export interface OwnersToRead {
   users: OwnerSelection;
   videos: OwnerSelection;

@@ -12,29 +12,24 @@ import { runSteps } from './build-steps.js';
 import { BuildInterrupted } from './interrupt.js';
 import { affectedOwners } from './plan/changes.js';
 import { planBuild, type BuildFingerprint, type BuildPlan } from './plan/incremental.js';
-import { pruneBuild } from './prune/prune-stale.js';
+import { prune } from './prune/prune-stale.js';
 import { RemovalGuardError, type RemovalGuard } from './prune/removal-guard.js';
 import { ownsSiteFiles, type ShardSpec } from './plan/shard.js';
 import { commitState } from './record/commit-state.js';
 import type { OutputWriter } from './write/output-writer.js';
 
 /**
- * The build, as a sequence of named stages, each a module with one job:
- *
- *   plan     (plan/incremental.ts)        full, incremental or partial, and from where
- *   read     (read/read-owners.ts)        one owner at a time from one snapshot of the database
- *   render   (render/render-documents.ts) the owner's documents as bytes; pure
- *   write    (write/write-documents.ts)   compare with what is there, write what changed, record it
- *   prune    (prune/prune-stale.ts)       remove what an earlier build wrote and this one did not
- *   record   (record/commit-state.ts)     what the next build may follow from; commit
- *
- * This function only wires them (build-run.ts carries each owner through read, render and write;
- * build-scopes.ts says which owners): it knows nothing of the command line, the terminal, threads
- * or where files go. The writer, the state, the clock and the reporter are handed in, so tests run it in
- * memory. With a change log and a saved basis the build is incremental (docs/incremental.md):
- * inside the same snapshot it reads the changes since the last build, finds the owners they affect
- * (plan/changes.ts) and renders only those owners' documents, and the site files when the set of
- * published names may have changed.
+ * The build, as a sequence of named stages, each a module with one job (docs/architecture.md):
+ * plan (plan/), read (read/), render (render/), write (write/), prune (prune/) and record
+ * (record/). `buildSteps` calls them in that order and does nothing else: build-run.ts chains read,
+ * render and write one owner at a time, and build-scopes.ts says what each stage goes through
+ * (which owners, which site files, which removals, what the state says for the next build). It
+ * knows nothing of the command line, the terminal, threads or where files go. The writer, the
+ * state, the clock and the reporter are handed in, so tests run it in memory. With a change log
+ * and a saved basis the build is incremental (docs/incremental.md): inside the same snapshot it
+ * reads the changes since the last build, finds the owners they affect (plan/changes.ts) and
+ * renders only those owners' documents, and the site files when the set of published names may
+ * have changed.
  */
 
 export interface BuildOptions {
@@ -115,20 +110,18 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
     let pruned: number;
     try {
       planned = plan(deps, options, run, saved);
-      // read, render and write: the owners' documents, one owner at a time
+      // read → render → write: the owners' documents, one owner at a time.
       yield* run.write(run.render(run.read(ownersToRead(run, planned, scope))));
-      // what prune will remove, counted by the removal guard before anything is removed
+      // What prune will remove, counted by the removal guard before anything is removed.
       const stale = staleOwners(run, planned, scope);
-      // read, render and write: the site files, after the documents (the sitemap lists none that failed)
+      // read → render → write: the site files, after the documents (the sitemap lists none that failed).
       siteFiles = siteFilesPlan(run, planned, stale, scope);
       if (siteFiles.kind === 'render') yield* run.write(run.renderSite(run.readSite(siteFiles.changes)));
-      pruned = pruneBuild(pruneWork(state, planned, stale, siteFiles, scope), run.pruneTarget, run.tally);
+      pruned = prune(pruneWork(state, planned, stale, siteFiles, scope), run.pruneTarget, run.tally);
     } finally {
       endSnapshot();
     }
-    settle(run, planned, siteFiles, pruned, scope);
-    run.tally.report.snapshot = planned.log;
-    commitState({ writer: deps.writer, state }, run.tally.report, deps.incremental?.fingerprint, planned.log);
+    record(deps, run, planned, siteFiles, pruned, scope);
   } catch (error) {
     // Stopped by a signal or by the removal guard, the build keeps what it wrote (documents of
     // owners still published) and removed nothing: the next build goes on from there.
@@ -138,6 +131,13 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
   }
   run.tally.report.seconds = clock() - started;
   return run.tally.report;
+}
+
+/** The record stage: what the state says for the next build, then the commit (record/commit-state.ts). */
+function record(deps: BuildDeps, run: BuildRun, planned: Planned & { log?: ChangeLogPosition }, siteFiles: SiteFilesPlan, pruned: number, scope: ScopeOptions): void {
+  settle(run, planned, siteFiles, pruned, scope);
+  run.tally.report.snapshot = planned.log;
+  commitState({ writer: deps.writer, state: deps.state }, run.tally.report, deps.incremental?.fingerprint, planned.log);
 }
 
 /**

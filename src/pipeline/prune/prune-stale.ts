@@ -39,7 +39,7 @@ export interface PruneHeard {
 }
 
 /** Removes what `work` names from a tree with a root; returns how many stale records it dropped. */
-export function pruneBuild(work: PruneWork, target: PruneTarget, heard: PruneHeard): number {
+export function prune(work: PruneWork, target: PruneTarget, heard: PruneHeard): number {
   let pruned = 0;
   for (const paths of work.stale) pruned += pruneStale(paths(), target, (path) => heard.removed(path), (path, why) => heard.notRemoved(path, why));
   const { writer, state, paths, shard } = target;
