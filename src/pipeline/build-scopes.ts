@@ -1,3 +1,4 @@
+import type { ChangeLogPosition } from '../db/change-log.js';
 import type { Encoding } from '../paths/compression.js';
 import type { BuildRun, OwnersToRead, SiteChanges } from './build-run.js';
 import type { BuildState } from './build-state.js';
@@ -34,9 +35,10 @@ export interface ScopeOptions {
   deferLastmods?: boolean;
 }
 
-/** The plan of a build: its mode, and for an incremental one the owners the changes affect. */
+/** The plan of a build: its mode, the change log's position in its snapshot, and for an incremental one the owners the changes affect. */
 export interface Planned {
   plan: BuildPlan;
+  log?: ChangeLogPosition;
   affected?: AffectedOwners;
 }
 
@@ -57,7 +59,8 @@ export function ownersToRead(run: BuildRun, { plan, affected }: Planned, options
   const { formats } = run;
   if (affected === undefined) {
     const every: OwnerSelection = { every: true, ofUser: options.user };
-    return { users: formats.user.length > 0 ? every : 'none', videos: formats.video.length > 0 ? every : 'none', whole: plan.mode === 'full' && options.user === undefined };
+    const whole = plan.mode === 'full' && options.user === undefined;
+    return { users: formats.user.length > 0 ? every : 'none', videos: formats.video.length > 0 ? every : 'none', whole };
   }
   // The site files list every owner of a kind that is 'all' anyway (siteFilesPlan): only the others are followed.
   run.followRelisted({ user: affected.users !== 'all', video: affected.videos !== 'all' });

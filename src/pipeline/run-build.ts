@@ -1,4 +1,4 @@
-import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
+import type { ChangeLog } from '../db/change-log.js';
 import type { UserRow } from '../db/reader-columns.js';
 import type { SiteReader } from '../db/site-reader.js';
 import type { Format, SiteContext, SiteFormat, UserFormat, VideoFormat } from '../formats/format.js';
@@ -105,7 +105,7 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
   state.begin();
   try {
     const endSnapshot = reader.beginSnapshot();
-    let planned: Planned & { log?: ChangeLogPosition };
+    let planned: Planned;
     let siteFiles: SiteFilesPlan;
     let pruned: number;
     try {
@@ -134,7 +134,7 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
 }
 
 /** The record stage: what the state says for the next build, then the commit (record/commit-state.ts). */
-function record(deps: BuildDeps, run: BuildRun, planned: Planned & { log?: ChangeLogPosition }, siteFiles: SiteFilesPlan, pruned: number, scope: ScopeOptions): void {
+function record(deps: BuildDeps, run: BuildRun, planned: Planned, siteFiles: SiteFilesPlan, pruned: number, scope: ScopeOptions): void {
   settle(run, planned, siteFiles, pruned, scope);
   run.tally.report.snapshot = planned.log;
   commitState({ writer: deps.writer, state: deps.state }, run.tally.report, deps.incremental?.fingerprint, planned.log);
@@ -144,7 +144,7 @@ function record(deps: BuildDeps, run: BuildRun, planned: Planned & { log?: Chang
  * The plan stage, inside the build's snapshot: full, incremental or partial, and why; for an
  * incremental build, the owners the changes since the saved basis affect.
  */
-function plan(deps: BuildDeps, options: BuildOptions, run: BuildRun, saved: SavedState): Planned & { log?: ChangeLogPosition } {
+function plan(deps: BuildDeps, options: BuildOptions, run: BuildRun, saved: SavedState): Planned {
   const { report } = run.tally;
   const changeLog = deps.incremental?.changeLog;
   const log = changeLog?.current();
@@ -183,7 +183,6 @@ function startBuild(deps: BuildDeps, options: BuildOptions): { run: BuildRun; sa
     if (signal !== null) throw new BuildInterrupted(signal);
   };
   const run = new BuildRun(reader, state, deps.site, formatsByScope(formats, options), target, forms.onDisk, { tally, shard: options.shard, beforeEach });
-  const whole = options.only === undefined && options.user === undefined;
   const scope: ScopeOptions = {
     ...options,
     formats: new Set(formats.map((f) => f.name)),
@@ -191,7 +190,8 @@ function startBuild(deps: BuildDeps, options: BuildOptions): { run: BuildRun; sa
     compression,
     // After a killed build (or a state set aside): the full build removes what no row produces.
     sweep: (saved.sweep || saved.interrupted) && options.only === undefined,
-    strays: options.full === true && whole,
+    // `build --full` of the whole site: nothing stays where vidfeeds writes that no build recorded.
+    strays: options.full === true && options.only === undefined && options.user === undefined,
   };
   state.changeTime = Math.floor(deps.site.now.getTime() / 1000);
   return { run, saved, scope };
