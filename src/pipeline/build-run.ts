@@ -1,24 +1,41 @@
 import type { SiteReader } from '../db/site-reader.js';
 import type { AnyUserFormat, SiteContext, SiteFormat, VideoFormat } from '../formats/format.js';
-import type { UserPart } from '../model/views.js';
-import type { BuildState, Owner } from './build-state.js';
-import { ReportTally } from './build-report.js';
-import type { ShardSpec } from './plan/shard.js';
-import { pruneStale } from './prune/prune-stale.js';
-import type { OwnerRead, ReadScope } from './read/read-owners.js';
-import { readUsers, readVideos, siteIndex, type OwnerSelection } from './read/read-owners.js';
-import { renderOwner, renderSiteFormat, type RenderResult } from './render/render-documents.js';
+import type { SiteIndex, UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
+import type { BuildState, Owner } from './build-state.js';
+import { ReportTally, type Skipped } from './build-report.js';
+import { ownsSiteFiles, type ShardSpec } from './plan/shard.js';
+import type { PruneTarget } from './prune/prune-stale.js';
+import { describeCollision, nameCollisions } from './read/name-collisions.js';
+import type { OwnerRead, OwnerSelection, ReadScope } from './read/read-owners.js';
+import { publishedNames, readUsers, readVideos, siteIndex } from './read/read-owners.js';
+import { renderOwner, renderSiteFormat, type KeptFile, type RenderResult } from './render/render-documents.js';
 import { compareAndWrite, keepFailed, type WriteTarget } from './write/write-documents.js';
 
+/** The owners a build reads (build-scopes.ts); `whole` in a full build not limited to one user. */
+export interface OwnersToRead {
+  users: OwnerSelection;
+  videos: OwnerSelection;
+  whole: boolean;
+}
+
+/** Which owners may differ from what the site files on disk list (`readSite`). */
+export interface SiteChanges {
+  users: ReadonlySet<number> | 'all';
+  videos: ReadonlySet<number> | 'all';
+}
+
+/** What the render stage hands the write stage for one owner (or one site file). */
+export type Rendered = { kind: 'skipped'; skipped: Skipped } | { kind: 'documents'; documents: Iterable<RenderResult | KeptFile> };
+
 /**
- * One build's passage through the stages: what it has read, rendered, written and pruned so far,
- * which the later stages need (the sitemap leaves out documents that failed, the site files are
- * rendered again when names came or went). run-build.ts decides what to build; this carries each
- * owner through read → render → write, and the stale paths through prune.
+ * One build's passage through the stages: the read, render and write stages as generators that
+ * run-build.ts chains (`write(render(read(owners)))`), one owner at a time, and what they have
+ * read, rendered and written so far, which the later stages need (the sitemap leaves out documents
+ * that failed, the site files are rendered again when names came or went).
  *
- * The methods that go through owners are generators that yield after each one: the build's driver
- * (build-steps.ts) lets the event loop run there, so a signal is heard between owners.
+ * The write stage yields after each owner: the build's driver (build-steps.ts) lets the event
+ * loop run there, so a signal is heard between owners.
  */
 export class BuildRun {
   readonly tally: ReportTally;
@@ -29,8 +46,6 @@ export class BuildRun {
   newPaths = false;
   /** A document the sitemap lists changed its bytes: its `lastmod` moved. */
   lastmodMoved = false;
-  /** Paths pruned so far: an owner lost a document. */
-  pruned = 0;
   /**
    * Owners whose listing in the site files may have changed in this build: a document gained
    * (or a name taken over from another row), lost, or failed. A sitemap split by id rewrites
@@ -72,54 +87,60 @@ export class BuildRun {
     if (movedFrom !== null) this.relisted[owner.kind].add(movedFrom);
   }
 
-  /** The users of a selection, through read, render and write. */
-  *users(selection: OwnerSelection): Generator<void> {
-    yield* this.owners(readUsers(this.scope, selection));
+  /**
+   * The read stage: the owners of a selection, users then videos, one at a time. A whole build
+   * names the rows SQL leaves out for a value of the wrong type before the documents, and the names
+   * that would be one directory on macOS or Windows after them, every published row of them named.
+   */
+  *read(owners: OwnersToRead): Generator<OwnerRead> {
+    if (owners.whole) this.reader.unpublishedRows();
+    yield* readUsers(this.scope, owners.users);
+    yield* readVideos(this.scope, owners.videos);
+    if (!owners.whole || !ownsSiteFiles(this.scope.shard)) return;
+    for (const group of nameCollisions(() => publishedNames(this.reader, this.site.paths))) this.tally.nameCollision(describeCollision(group));
   }
 
-  /** The videos of a selection, through read, render and write. */
-  *videos(selection: OwnerSelection): Generator<void> {
-    yield* this.owners(readVideos(this.scope, selection));
+  /** The render stage: each owner's documents as bytes; an owner skipped by the read passes through. */
+  *render(reads: Iterable<OwnerRead>): Generator<Rendered> {
+    for (const read of reads) yield read.kind === 'skipped' ? read : { kind: 'documents', documents: renderOwner(read, this.formats, this.site) };
   }
 
   /**
-   * The site files; with `changes`, a format split by owner id (the sitemap of a large site)
-   * renders only the parts holding those owners and keeps the others as they are on disk.
+   * The site files' read: the published names, less the documents that failed in this build; with
+   * `changes`, a format split by owner id (the sitemap of a large site) renders only the parts
+   * holding those owners and keeps the others as they are on disk.
    */
-  *siteFiles(changes?: { users: ReadonlySet<number> | 'all'; videos: ReadonlySet<number> | 'all' }): Generator<void> {
+  readSite(changes?: SiteChanges): SiteIndex {
     const onDisk = changes === undefined ? undefined : { ...changes, siteFilesOnDisk: this.state.siteFiles() };
-    const index = siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk, (kind, from, to) => this.state.changedIn(kind === 'users' ? 'user' : 'video', from, to));
-    for (const format of this.formats.site) {
-      for (const result of renderSiteFormat(format, index, this.site)) {
-        if ('kept' in result) this.state.keep(result.kept);
-        else this.write(result);
-        yield;
+    return siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk, (kind, from, to) => this.state.changedIn(kind === 'users' ? 'user' : 'video', from, to));
+  }
+
+  /** The site files' render, a file at a time. */
+  *renderSite(index: SiteIndex): Generator<Rendered> {
+    for (const format of this.formats.site) for (const result of renderSiteFormat(format, index, this.site)) yield { kind: 'documents', documents: [result] };
+  }
+
+  /** The write stage: each owner's documents (or a site file), yielding after each. */
+  *write(rendered: Iterable<Rendered>): Generator<void> {
+    for (const owner of rendered) {
+      if (owner.kind === 'skipped') this.tally.skip(owner.skipped);
+      else {
+        for (const result of owner.documents) {
+          if ('kept' in result) this.state.keep(result.kept);
+          else this.writeOne(result);
+        }
       }
-    }
-  }
-
-  /** Removes the stale paths and their records; returns how many. */
-  prune(paths: Iterable<string>): number {
-    const count = pruneStale(
-      paths,
-      { writer: this.target.writer, state: this.state, formsOnDisk: this.formsOnDisk },
-      (path) => this.tally.removed(path),
-      (path, why) => this.tally.notRemoved(path, why),
-    );
-    this.pruned += count;
-    return count;
-  }
-
-  private *owners(reads: Iterable<OwnerRead>): Generator<void> {
-    for (const read of reads) {
-      if (read.kind === 'skipped') this.tally.skip(read.skipped);
-      else for (const result of renderOwner(read, this.formats, this.site)) this.write(result);
       yield;
     }
   }
 
+  /** What the prune stage removes from, and with which compressed forms. */
+  get pruneTarget(): PruneTarget {
+    return { writer: this.target.writer, state: this.state, formsOnDisk: this.formsOnDisk, paths: this.site.paths, shard: this.scope.shard };
+  }
+
   /** The write stage for one rendered (or failed) document, and what it tells the report. */
-  private write(result: RenderResult): void {
+  private writeOne(result: RenderResult): void {
     if (result.ok) {
       const { document } = result;
       const outcome = compareAndWrite(this.target, document);

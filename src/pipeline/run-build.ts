@@ -1,4 +1,4 @@
-import type { ChangeLog, ChangeLogPosition } from '../db/change-log.js';
+import type { ChangeLog } from '../db/change-log.js';
 import type { UserRow } from '../db/reader-columns.js';
 import type { SiteReader } from '../db/site-reader.js';
 import type { AnyUserFormat, Format, SiteContext, SiteFormat, VideoFormat } from '../formats/format.js';
@@ -6,34 +6,30 @@ import type { Encoding } from '../paths/compression.js';
 import { ALL_ENCODINGS } from '../paths/compression.js';
 import { ReportTally, type BuildReport, type BuildReporter } from './build-report.js';
 import { BuildRun } from './build-run.js';
-import { buildAffected, buildEverything } from './build-scopes.js';
+import { ownersToRead, pruneWork, settle, siteFilesPlan, staleOwners, type Planned, type ScopeOptions, type SiteFilesPlan } from './build-scopes.js';
 import type { BuildState } from './build-state.js';
 import { runSteps } from './build-steps.js';
 import { BuildInterrupted } from './interrupt.js';
-import { affectedOwners, countOwners } from './plan/changes.js';
+import { affectedOwners } from './plan/changes.js';
 import { planBuild, type BuildFingerprint, type BuildPlan } from './plan/incremental.js';
+import { prune } from './prune/prune-stale.js';
 import { RemovalGuardError, type RemovalGuard } from './prune/removal-guard.js';
 import { ownsSiteFiles, type ShardSpec } from './plan/shard.js';
 import { commitState } from './record/commit-state.js';
 import type { OutputWriter } from './write/output-writer.js';
 
 /**
- * The build, as a sequence of named stages, each a module with one job:
- *
- *   plan     (plan/incremental.ts)        full, incremental or partial, and from where
- *   read     (read/read-owners.ts)        one owner at a time from one snapshot of the database
- *   render   (render/render-documents.ts) the owner's documents as bytes; pure
- *   write    (write/write-documents.ts)   compare with what is there, write what changed, record it
- *   prune    (prune/prune-stale.ts)       remove what an earlier build wrote and this one did not
- *   record   (record/commit-state.ts)     what the next build may follow from; commit
- *
- * This function only wires them (build-run.ts carries each owner through read, render and write;
- * build-scopes.ts says which owners): it knows nothing of the command line, the terminal, threads
- * or where files go. The writer, the state, the clock and the reporter are handed in, so tests run it in
- * memory. With a change log and a saved basis the build is incremental (docs/incremental.md):
- * inside the same snapshot it reads the changes since the last build, finds the owners they affect
- * (plan/changes.ts) and renders only those owners' documents, and the site files when the set of
- * published names may have changed.
+ * The build, as a sequence of named stages, each a module with one job (docs/architecture.md):
+ * plan (plan/), read (read/), render (render/), write (write/), prune (prune/) and record
+ * (record/). `buildSteps` calls them in that order and does nothing else: build-run.ts chains read,
+ * render and write one owner at a time, and build-scopes.ts says what each stage goes through
+ * (which owners, which site files, which removals, what the state says for the next build). It
+ * knows nothing of the command line, the terminal, threads or where files go. The writer, the
+ * state, the clock and the reporter are handed in, so tests run it in memory. With a change log
+ * and a saved basis the build is incremental (docs/incremental.md): inside the same snapshot it
+ * reads the changes since the last build, finds the owners they affect (plan/changes.ts) and
+ * renders only those owners' documents, and the site files when the set of published names may
+ * have changed.
  */
 
 export interface BuildOptions {
@@ -100,81 +96,105 @@ export function runBuild(deps: BuildDeps, options: BuildOptions = {}): BuildRepo
   return runSteps(buildSteps(deps, options));
 }
 
-/** The build as steps that yield between owners (build-steps.ts runs them). */
+/** The build as steps that yield between owners (build-steps.ts runs them): the six stages in order. */
 export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Generator<void, BuildReport> {
   const clock = deps.clock ?? monotonicSeconds;
   const started = clock();
+  const { reader, state } = deps;
+  const { run, saved, scope } = startBuild(deps, options);
+  state.begin();
+  try {
+    const endSnapshot = reader.beginSnapshot();
+    let planned: Planned;
+    let siteFiles: SiteFilesPlan;
+    let pruned: number;
+    try {
+      planned = plan(deps, options, run, saved);
+      // read → render → write: the owners' documents, one owner at a time.
+      yield* run.write(run.render(run.read(ownersToRead(run, planned, scope))));
+      // What prune will remove, counted by the removal guard before anything is removed.
+      const stale = staleOwners(run, planned, scope);
+      // read → render → write: the site files, after the documents (the sitemap lists none that failed).
+      siteFiles = siteFilesPlan(run, planned, stale, scope);
+      if (siteFiles.kind === 'render') yield* run.write(run.renderSite(run.readSite(siteFiles.changes)));
+      pruned = prune(pruneWork(state, planned, stale, siteFiles, scope), run.pruneTarget, run.tally);
+    } finally {
+      endSnapshot();
+    }
+    record(deps, run, planned, siteFiles, pruned, scope);
+  } catch (error) {
+    // Stopped by a signal or by the removal guard, the build keeps what it wrote (documents of
+    // owners still published) and removed nothing: the next build goes on from there.
+    if (error instanceof BuildInterrupted || error instanceof RemovalGuardError) keepInterrupted(deps.writer, state, saved.interrupted);
+    else state.rollback();
+    throw error;
+  }
+  run.tally.report.seconds = clock() - started;
+  return run.tally.report;
+}
+
+/** The record stage: what the state says for the next build, then the commit (record/commit-state.ts). */
+function record(deps: BuildDeps, run: BuildRun, planned: Planned, siteFiles: SiteFilesPlan, pruned: number, scope: ScopeOptions): void {
+  settle(run, planned, siteFiles, pruned, scope);
+  run.tally.report.snapshot = planned.log;
+  commitState({ writer: deps.writer, state: deps.state }, run.tally.report, deps.incremental?.fingerprint, planned.log);
+}
+
+/**
+ * The plan stage, inside the build's snapshot: full, incremental or partial, and why; for an
+ * incremental build, the owners the changes since the saved basis affect.
+ */
+function plan(deps: BuildDeps, options: BuildOptions, run: BuildRun, saved: SavedState): Planned {
+  const { report } = run.tally;
+  const changeLog = deps.incremental?.changeLog;
+  const log = changeLog?.current();
+  const planned = planBuild({
+    state: saved,
+    fingerprint: deps.incremental?.fingerprint,
+    log,
+    options,
+    logIdentityAt: (seq) => changeLog?.identityAt(seq) ?? null,
+  });
+  report.mode = planned.mode;
+  report.reason = planned.reason;
+  run.target.verify = planned.verify;
+  deps.reporter?.started?.({ mode: planned.mode, reason: planned.reason, expected: expectedDocuments(deps, planned, saved.empty, options) });
+  if (planned.mode !== 'incremental') return { plan: planned, log };
+  report.changes = log!.position - planned.from!;
+  return { plan: planned, log, affected: affectedOwners(changeLog!.since(planned.from!, log!.position), changeLog!.lookups) };
+}
+
+/**
+ * What a build starts from: what earlier builds left, the report, and the run that carries the
+ * owners through the stages. Documents whose bytes this build changes are dated by its clock (the
+ * sitemap's lastmod).
+ */
+function startBuild(deps: BuildDeps, options: BuildOptions): { run: BuildRun; saved: SavedState; scope: ScopeOptions } {
   const { reader, writer, state } = deps;
   const formats = selectFormats(deps.formats, options.only);
   const tally = new ReportTally(deps.reporter, options.strict === true);
-  const report = tally.report;
   reader.onIssue((issue) => tally.issue(issue));
   const saved = savedState(state, writer);
   const compression = deps.compression ?? [];
   const forms = formsPlan(saved.empty ? null : state.compression(), compression, saved.outputEmpty);
   const target = { writer, state, verify: false, startedEmpty: saved.outputEmpty, compression, formsUnknown: forms.unknown };
-  const run = new BuildRun(reader, state, deps.site, formatsByScope(formats, options), target, forms.onDisk, {
-    tally,
-    shard: options.shard,
-    beforeEach: () => {
-      const signal = deps.stopRequested?.() ?? null;
-      if (signal !== null) throw new BuildInterrupted(signal);
-    },
-  });
-  const scope = {
+  const beforeEach = () => {
+    const signal = deps.stopRequested?.() ?? null;
+    if (signal !== null) throw new BuildInterrupted(signal);
+  };
+  const run = new BuildRun(reader, state, deps.site, formatsByScope(formats, options), target, forms.onDisk, { tally, shard: options.shard, beforeEach });
+  const scope: ScopeOptions = {
     ...options,
     formats: new Set(formats.map((f) => f.name)),
     siteFilesStale: saved.siteFilesStale,
     compression,
     // After a killed build (or a state set aside): the full build removes what no row produces.
     sweep: (saved.sweep || saved.interrupted) && options.only === undefined,
+    // `build --full` of the whole site: nothing stays where vidfeeds writes that no build recorded.
+    strays: options.full === true && options.only === undefined && options.user === undefined,
   };
-  let log: ChangeLogPosition | undefined;
-  // Documents whose bytes this build changes are dated by its clock (the sitemap's lastmod).
   state.changeTime = Math.floor(deps.site.now.getTime() / 1000);
-  state.begin();
-  try {
-    const endSnapshot = reader.beginSnapshot();
-    try {
-      log = deps.incremental?.changeLog.current();
-      const plan = planBuild({
-        state: saved,
-        fingerprint: deps.incremental?.fingerprint,
-        log,
-        options,
-        logIdentityAt: (seq) => deps.incremental?.changeLog.identityAt(seq) ?? null,
-      });
-      report.mode = plan.mode;
-      report.reason = plan.reason;
-      target.verify = plan.verify;
-      deps.reporter?.started?.({ mode: plan.mode, reason: plan.reason, expected: expectedDocuments(deps, plan, saved.empty, options) });
-      if (plan.mode !== 'incremental') yield* buildEverything(run, plan, scope);
-      else {
-        const { changeLog } = deps.incremental!;
-        const affected = affectedOwners(changeLog.since(plan.from!, log!.position), changeLog.lookups);
-        report.changes = log!.position - plan.from!;
-        const siteFiles = yield* buildAffected(run, affected, scope);
-        report.owners = {
-          ...countOwners(affected),
-          siteFiles: siteFiles === 'rendered',
-          ...(siteFiles === 'deferred' ? { lastmodsDeferred: true } : {}),
-          unknownTables: affected.unknownTables,
-        };
-      }
-    } finally {
-      endSnapshot();
-    }
-    report.snapshot = log;
-    commitState({ writer, state }, report, deps.incremental?.fingerprint, log);
-  } catch (error) {
-    // Stopped by a signal or by the removal guard, the build keeps what it wrote (documents of
-    // owners still published) and removed nothing: the next build goes on from there.
-    if (error instanceof BuildInterrupted || error instanceof RemovalGuardError) keepInterrupted(writer, state, saved.interrupted);
-    else state.rollback();
-    throw error;
-  }
-  report.seconds = clock() - started;
-  return report;
+  return { run, saved, scope };
 }
 
 /** What earlier builds left, read before this build marks itself as running. */
@@ -194,6 +214,8 @@ function savedState(state: BuildState, writer: OutputWriter) {
     sweep: state.needsSweep(),
   };
 }
+
+type SavedState = ReturnType<typeof savedState>;
 
 /** The formats by what they are rendered for; site files only in a build of the whole site (or its first shard). */
 function formatsByScope(formats: readonly Format[], options: BuildOptions) {

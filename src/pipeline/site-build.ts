@@ -23,7 +23,6 @@ import { checkStateShard, type ShardSpec } from './plan/shard.js';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { createSiteContext } from './render/site-context.js';
 import { RemovalGuardError, type RemovalGuard } from './prune/removal-guard.js';
-import { strayFiles } from './prune/stray-files.js';
 import { DryRunWriter } from './write/dry-run-writer.js';
 import type { OutputWriter } from './write/output-writer.js';
 
@@ -191,7 +190,7 @@ interface BuildInputs {
   before: ReturnType<typeof databaseFileState>;
 }
 
-/** The build into an open writer and state, then the repair, the journal warning and the build record. */
+/** The build into an open writer and state, then the journal warning and the build record. */
 function* buildInto({ request, db, state, writer, site, formats, fingerprint, before }: BuildInputs): Generator<void, BuildReport> {
   const { config, held } = request;
   const dry = request.dryRun === true;
@@ -224,14 +223,6 @@ function* buildInto({ request, db, state, writer, site, formats, fingerprint, be
   } catch (error) {
     // A database truncated or replaced under the build is named as such.
     throw explainReadFailure(request.db, before, error);
-  }
-  // The repair: a whole full build leaves nothing where vidfeeds writes that it did not write.
-  if (request.full === true && request.only === undefined && request.user === undefined) {
-    for (const path of strayFiles(request.out, state, site.paths, request.shard)) {
-      if (!writer.remove(path)) continue;
-      report.removed++;
-      request.reporter?.removed?.(path);
-    }
   }
   if (dry) return report;
   // The site's writers waited for this build (not WAL): say so, once per build.

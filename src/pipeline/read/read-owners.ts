@@ -97,7 +97,7 @@ export function* readVideos(scope: ReadScope, selection: OwnerSelection): Genera
  * Published keys for site-wide documents: only names that can be paths and rows that can be
  * published (the rest are reported elsewhere), and none of the documents that failed in this
  * build (`failed` holds `format NUL key`). `changes` says which owners may differ from what the
- * site files on disk list (run-build.ts), for the documents split by id.
+ * site files on disk list (build-scopes.ts), for the documents split by id.
  */
 export function siteIndex(
   reader: SiteReader,
