@@ -40,9 +40,11 @@ describe('vidfeeds check on a tree of the wrong shape', () => {
     expect(run.code).toBe(1);
     const lines = run.stdout.trim().split('\n');
     expect(lines).toContain('alice/rss/index.rss: missing: alice/rss/ is a file where the last build wrote a folder');
+    // Alice's older uploads are in an archive page under the same folder: missing too.
+    expect(lines).toContain('alice/rss/archive/0/page.rss: missing: alice/rss/ is a file where the last build wrote a folder');
     expect(lines).toContain('alice/rss: a file where vidfeeds writes a folder');
     expect(lines).toContainEqual(expect.stringMatching(/^bob\/foaf\/index\.rdf: \d+ bytes, the last build wrote \d+/));
-    expect(run.stderr).toMatch(/^vidfeeds: 3 problems: /m);
+    expect(run.stderr).toMatch(/^vidfeeds: 4 problems: /m);
     expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 
