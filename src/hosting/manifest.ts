@@ -85,15 +85,40 @@ export function websubLink(hubs: readonly string[], self: string): string {
   return [...hubs.map((hub) => `<${hub}>; rel="hub"`), `<${self}>; rel="self"`].join(', ');
 }
 
-export function buildManifest(
+type ManifestArgs = [
   routes: Routes,
   root: string,
   basePath: string,
   generator: string,
   cacheControl: (format: Format) => string,
   /** The `Link` header of a document, if it has one (a WebSub feed's). */
-  linkOf: (match: RouteMatch) => string | undefined = () => undefined,
-): { manifest: Manifest; ignored: string[] } {
+  linkOf?: (match: RouteMatch) => string | undefined,
+];
+
+export function buildManifest(...args: ManifestArgs): { manifest: Manifest; ignored: string[] } {
+  const steps = manifestSteps(...args);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/**
+ * The manifest built a few files at a time, the event loop free between them, so that a signal
+ * is heard while a large tree is read and hashed; null when `stop` is aborted first.
+ */
+export async function buildManifestAsync(stop: AbortSignal, ...args: ManifestArgs): Promise<{ manifest: Manifest; ignored: string[] } | null> {
+  const steps = manifestSteps(...args);
+  for (let n = 1; ; n++) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    if (n % 32 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (stop.aborted) return null;
+  }
+}
+
+/** Builds the manifest, yielding after each file it reads. */
+function* manifestSteps(...[routes, root, basePath, generator, cacheControl, linkOf = () => undefined]: ManifestArgs): Generator<void, { manifest: Manifest; ignored: string[] }> {
   const files: ManifestEntry[] = [];
   const byFile = new Map<string, ManifestEntry>();
   const forms: Array<{ file: string; document: string; encoding: Encoding }> = [];
@@ -118,12 +143,14 @@ export function buildManifest(
     if (link !== undefined) entry.link = link;
     files.push(entry);
     byFile.set(file, entry);
+    yield;
   }
   // A form whose document is gone (a tree edited by hand) has nothing to be sent for.
   for (const { file, document, encoding } of forms) {
     const entry = byFile.get(document);
     if (entry === undefined) ignored.push(file);
     else entry.compressed.push({ file, contentEncoding: encoding, ...fingerprint(root, file) });
+    yield;
   }
   return { manifest: { generator, basePath, files }, ignored };
 }

@@ -12,14 +12,16 @@ import { defaultStateFile } from '../../pipeline/build-state.js';
 import { acquireBuildLock } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
-import { buildManifest } from '../../hosting/manifest.js';
-import { routesOf } from '../../hosting/routes.js';
+import { buildManifestAsync } from '../../hosting/manifest.js';
+import { routesOf, type Routes } from '../../hosting/routes.js';
+import type { Manifest } from '../../hosting/manifest.js';
 import { websubLinkOfMatch } from '../../hosting/websub-links.js';
 import { changesOfFiles, notifySettingsOf } from '../../deploy/change-set.js';
 import { DeployRecord } from '../../deploy/deploy-record.js';
 import { notifyChanges, type Delivery } from '../../deploy/notify.js';
 import { parseStoreTarget, showTarget, type StoreTarget } from '../../deploy/object-store.js';
-import type { DeployReport } from '../../deploy/run-deploy.js';
+import { emptyReport, type DeployReport } from '../../deploy/run-deploy.js';
+import { describeStoreError, StoreRequestError } from '../../deploy/store-requests.js';
 import { EXIT, UsageError } from '../errors.js';
 import { VidfeedsError } from '../../config/vidfeeds-error.js';
 import { reportHead, withJsonErrors } from '../json-report.js';
@@ -37,6 +39,7 @@ interface DeployFlags extends ConfigFlags {
   quiet?: boolean;
   concurrency: number;
   tries: number;
+  timeout: number;
   onChange?: string;
   notify: boolean;
   record?: string;
@@ -68,6 +71,7 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
       .option('--dry-run', 'compare and print what would be written and deleted; write nothing')
       .option('--concurrency <n>', 'requests at once', positiveInteger('--concurrency', 256), 16)
       .option('--tries <n>', 'tries per request on throttling and transient errors, with back-off', positiveInteger('--tries', 20), 6)
+      .option('--timeout <seconds>', 'longest wait for the answer to one request: a store that does not answer in time ends the deploy (exit 75)', positiveSeconds('--timeout'), 30)
       .option('--on-change <command>', 'run COMMAND (through sh) with every changed or removed URL on its standard input, one per line')
       .option('--no-notify', 'do not notify WebSub hubs or IndexNow (configured with notifyAfter: "deploy")')
       .option('--record <file>', 'what the last deploy published, per target (default: .vidfeeds/<out>.deploy.json beside the tree)')
@@ -109,53 +113,42 @@ function deployRequest(flags: DeployFlags): DeployRequest {
 
 async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployFlags, io: Console): Promise<number> {
   checkPlaces(FORMATS);
+  const started = process.hrtime.bigint();
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
-  // The tree stays as one build left it while it is published: a build waits, or this does.
-  const lock = acquireBuildLock(request.out, { command: 'vidfeeds deploy', waitSeconds: flags.wait });
   let report: DeployReport;
+  const stop = new AbortController();
   const signal: { value: 'SIGINT' | 'SIGTERM' | null } = { value: null };
+  // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
   const onSignal = (name: 'SIGINT' | 'SIGTERM') => {
     signal.value = name;
-    io.log.warn(`${name}: stopping the deploy after the requests under way…`);
+    io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    stop.abort();
   };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let lock: ReturnType<typeof acquireBuildLock>;
   try {
-    const manifest = buildManifest(
+    // The tree stays as one build left it while it is published: a build waits, or this does.
+    lock = acquireBuildLock(request.out, { command: 'vidfeeds deploy', waitSeconds: flags.wait });
+  } catch (error) {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    throw error;
+  }
+  try {
+    const built = await buildManifestAsync(
+      stop.signal,
       routes,
       request.out,
       decodeURIComponent(paths.basePath),
       `vidfeeds ${VIDFEEDS_VERSION}`,
       (format) => cacheControlOf(config.cacheControl, format),
       (match) => websubLinkOfMatch(config.websub.hubs, paths, match),
-    ).manifest;
-    // vidfeeds pins its SDK; the SDK's notice about its own future Node requirement is not the operator's to act on.
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-    const { S3Store } = await import('../../deploy/s3-store.js');
-    const { runDeploy } = await import('../../deploy/run-deploy.js');
-    const store = new S3Store({ target: request.target, endpoint: request.endpoint, maxAttempts: flags.tries });
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-    try {
-      report = await runDeploy({
-        out: request.out,
-        manifest,
-        routes,
-        target: request.target,
-        store,
-        shard: request.shard,
-        concurrency: flags.concurrency,
-        dryRun: flags.dryRun ?? false,
-        record: new DeployRecord(request.recordFile),
-        recordId: `${request.endpoint ?? 'aws'} ${showTarget(request.target)}${request.shard === undefined ? '' : ` part ${request.shard.index}/${request.shard.count}`}`,
-        stopRequested: () => signal.value,
-      });
-    } catch (error) {
-      throw storeError(error, request.target);
-    } finally {
-      store.close();
-    }
+    );
+    report = built === null ? stoppedEarly(request, flags, signal.value, started) : await publish(built.manifest, routes, request, flags, { stop: stop.signal, signal, started });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -168,20 +161,69 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
     if (!flags.notify || config.notifyAfter !== 'deploy') Object.assign(settings, { hubs: [], indexNow: null });
     deliveries = await notifyChanges(changes, settings, { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
   }
-  const exitCode =
-    report.stoppedBy !== null
-      ? 128 + constants.signals[report.stoppedBy]
-      : report.failed.length > 0 || report.notAttempted.length > 0 || deliveries.some((d) => !d.ok)
-        ? EXIT.failed
-        : EXIT.ok;
+  const exitCode = exitCodeOfDeploy(report, deliveries);
   printReport(report, deliveries, exitCode, flags, io);
   return exitCode;
 }
 
+/** Publishes the manifest through the S3 store, under the stop signal. */
+async function publish(
+  manifest: Manifest,
+  routes: Routes,
+  request: DeployRequest,
+  flags: DeployFlags,
+  run: { stop: AbortSignal; signal: { value: 'SIGINT' | 'SIGTERM' | null }; started: bigint },
+): Promise<DeployReport> {
+  // vidfeeds pins its SDK; the SDK's notice about its own future Node requirement is not the operator's to act on.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const { S3Store } = await import('../../deploy/s3-store.js');
+  const { runDeploy } = await import('../../deploy/run-deploy.js');
+  const store = new S3Store({ target: request.target, endpoint: request.endpoint, policy: { tries: flags.tries, timeoutMs: flags.timeout * 1000, stop: run.stop } });
+  try {
+    return await runDeploy({
+      out: request.out,
+      manifest,
+      routes,
+      target: request.target,
+      store,
+      shard: request.shard,
+      concurrency: flags.concurrency,
+      dryRun: flags.dryRun ?? false,
+      record: new DeployRecord(request.recordFile),
+      recordId: recordIdOf(request),
+      stopRequested: () => run.signal.value,
+      startedAt: run.started,
+    });
+  } catch (error) {
+    throw storeError(error, request.target);
+  } finally {
+    store.close();
+  }
+}
+
+function recordIdOf(request: DeployRequest): string {
+  return `${request.endpoint ?? 'aws'} ${showTarget(request.target)}${request.shard === undefined ? '' : ` part ${request.shard.index}/${request.shard.count}`}`;
+}
+
+/** The report of a deploy stopped while it read the tree: nothing compared, nothing written. */
+function stoppedEarly(request: DeployRequest, flags: DeployFlags, by: 'SIGINT' | 'SIGTERM' | null, started: bigint): DeployReport {
+  const report = emptyReport(showTarget(request.target), flags.dryRun ?? false, []);
+  report.stoppedBy = by ?? 'SIGTERM';
+  report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return report;
+}
+
+/** 128 + the signal's number when stopped; 75 when only the store's unavailability failed it; 1 for any other failure. */
+function exitCodeOfDeploy(report: DeployReport, deliveries: readonly Delivery[]): number {
+  if (report.stoppedBy !== null) return 128 + constants.signals[report.stoppedBy];
+  if (report.failed.length > 0 && report.failed.every((f) => f.transient)) return EXIT.tempfail;
+  if (report.failed.length > 0 || report.notAttempted.length > 0 || deliveries.some((d) => !d.ok)) return EXIT.failed;
+  return EXIT.ok;
+}
+
 function printReport(report: DeployReport, deliveries: readonly Delivery[], exitCode: number, flags: DeployFlags, io: Console): void {
   for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
-  const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'an earlier step failed, and it would link to what is missing';
-  for (const key of report.notAttempted) io.log.error(`not written: ${key}: not attempted (${why})`);
+  if (report.notAttempted.length > 0) io.log.error(notAttemptedLine(report, flags.json === true));
   if (report.unorderedListing !== null) {
     const { before, after } = report.unorderedListing;
     io.log.warn(
@@ -224,6 +266,14 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
   }
 }
 
+/** What was not attempted, in one line: how many, why, the first few keys. */
+function notAttemptedLine(report: DeployReport, json: boolean): string {
+  const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'a request failed, and what follows would link to what is missing';
+  const shown = report.notAttempted.slice(0, 3).join(', ');
+  const more = report.notAttempted.length > 3 ? `, … (${json ? '`notAttempted` in the report' : '--json'} lists them all)` : '';
+  return `not attempted: ${report.notAttempted.length} ${report.notAttempted.length === 1 ? 'object' : 'objects'} (${why}): ${shown}${more}`;
+}
+
 /** One line: where, what was written, deleted and left, in how long. */
 export function deploySummary(report: DeployReport): string {
   const verb = report.dryRun ? 'would upload' : 'uploaded';
@@ -235,16 +285,16 @@ export function deploySummary(report: DeployReport): string {
   ];
   if (report.failed.length > 0) parts.push(`${report.failed.length} failed`);
   if (report.notAttempted.length > 0) parts.push(`${report.notAttempted.length} not attempted`);
-  return `deploy to ${report.target}: ${report.documents} documents, ${report.objects} objects in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+  const head = report.stoppedBy === null ? '' : `stopped by ${report.stoppedBy}: `;
+  return `${head}deploy to ${report.target}: ${report.documents} documents, ${report.objects} objects in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
 }
 
 /** A store that cannot be reached is worth another try (75); a refusal is the operator's to fix (2). */
 function storeError(error: unknown, target: StoreTarget): Error {
-  const e = error as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
   const where = showTarget(target);
-  const what = `${e.name ?? 'Error'}: ${e.message ?? String(error)}`;
-  const status = e.$metadata?.httpStatusCode;
-  if (e.name === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || e.name === 'NoSuchBucket') {
+  const described = error instanceof StoreRequestError ? { text: error.message, status: error.status, code: error.code } : describeStoreError(error);
+  const { text: what, status, code } = described;
+  if (code === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || code === 'NoSuchBucket') {
     return new VidfeedsError(EXIT.usage, {
       what,
       where,
@@ -252,6 +302,13 @@ function storeError(error: unknown, target: StoreTarget): Error {
     });
   }
   return new VidfeedsError(EXIT.tempfail, { what, where, hint: 'try again later' });
+}
+
+function positiveSeconds(flag: string): (value: string) => number {
+  return (value) => {
+    if (!/^\d+(\.\d+)?$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError(`${flag} needs a number of seconds above 0`);
+    return Number(value);
+  };
 }
 
 function nonNegative(value: string): number {
