@@ -35,6 +35,11 @@ export interface DeployRequest {
   recordId: string;
   /** The signal that asked the deploy to stop, if one did (the store's requests are aborted by it too). */
   stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
+  /**
+   * Called once the comparison is done, before the first write, with the documents about to
+   * change for readers (written, removed): what the listeners will be owed.
+   */
+  beforeWrites?: (changed: string[], removed: string[]) => void;
   /** When the deploy began (before the tree was read), for its reported seconds. */
   startedAt?: bigint;
   /** Each object written or deleted, as it happens. */
@@ -105,6 +110,9 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
   const { verdicts, deletions, steps, headersOnly, known, fingerprint } = compared;
   report.unchanged = [...verdicts.values()].filter((v) => v === 'same').length;
 
+  const plannedFiles = new Set(documents.map((d) => d.file));
+  if (!request.dryRun) request.beforeWrites?.(...readerChanges(request, compared, plannedFiles));
+
   const state = { etagsAreMd5: known?.etagsAreMd5 ?? true, halted: false };
   for (const step of steps) {
     const writes = (d: PlannedDocument) => d.objects.filter((o) => verdicts.get(o.key) === 'write').map((o) => o.key);
@@ -119,7 +127,7 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
   if (state.halted || request.stopRequested?.() != null) {
     report.notAttempted.push(...deletions);
   } else {
-    await deleteAll(request, deletions, report, state);
+    await deleteAll(request, deletions, report, state, plannedFiles);
   }
   if (!request.dryRun && report.failed.length === 0 && report.notAttempted.length === 0 && request.stopRequested?.() == null) {
     request.record.set(request.recordId, { headers: fingerprint, etagsAreMd5: state.etagsAreMd5 });
@@ -182,6 +190,21 @@ async function compare(request: DeployRequest, documents: readonly PlannedDocume
   const deletions = [...remote.keys()].filter((key) => !planned.has(key) && ownedDocumentOf(routes, target.prefix, key, shard) !== null).sort();
   const steps = orderSteps(documents, (key) => remote.has(key) || unlisted.has(key), verdicts);
   return { verdicts, deletions, steps, headersOnly, known, fingerprint };
+}
+
+/** The documents this deploy is about to change for readers: those whose bytes it writes, and those it removes. */
+function readerChanges(request: DeployRequest, compared: Compared, plannedFiles: ReadonlySet<string>): [string[], string[]] {
+  const { verdicts, headersOnly, steps, deletions } = compared;
+  const changed = steps
+    .flatMap((step) => step.documents)
+    .filter((d) => d.objects.some((o) => verdicts.get(o.key) === 'write' && o.contentEncoding === undefined && !headersOnly.has(o.key)))
+    .map((d) => d.file);
+  const removed = new Set<string>();
+  for (const key of deletions) {
+    const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
+    if (file !== null && !plannedFiles.has(file)) removed.add(file);
+  }
+  return [changed, [...removed]];
 }
 
 interface WriteState {
@@ -273,7 +296,7 @@ function orderSteps(documents: readonly PlannedDocument[], isStored: (key: strin
   return steps;
 }
 
-async function deleteAll(request: DeployRequest, keys: readonly string[], report: DeployReport, state: WriteState): Promise<void> {
+async function deleteAll(request: DeployRequest, keys: readonly string[], report: DeployReport, state: WriteState, plannedFiles: ReadonlySet<string>): Promise<void> {
   const batches: string[][] = [];
   for (let i = 0; i < keys.length; i += DELETE_BATCH) batches.push(keys.slice(i, i + DELETE_BATCH));
   const removed = new Set<string>();
@@ -299,8 +322,9 @@ async function deleteAll(request: DeployRequest, keys: readonly string[], report
         report.deleted++;
         report.deletedKeys.push(key);
         if (!request.dryRun) request.progress?.({ key, action: 'deleted' });
+        // A document is gone when none of its objects is planned (not when only a form of it is).
         const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
-        if (file !== null) removed.add(file);
+        if (file !== null && !plannedFiles.has(file)) removed.add(file);
       }
     },
     () => halted(request, state),

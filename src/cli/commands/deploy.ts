@@ -16,9 +16,11 @@ import { buildManifestAsync } from '../../hosting/manifest.js';
 import { routesOf, type Routes } from '../../hosting/routes.js';
 import type { Manifest } from '../../hosting/manifest.js';
 import { websubLinkOfMatch } from '../../hosting/websub-links.js';
-import { changesOfFiles, notifySettingsOf } from '../../deploy/change-set.js';
+import { notifySettingsOf } from '../../deploy/change-set.js';
+import { ownedDocumentOf } from '../../deploy/deploy-plan.js';
+import { deliverOwed, listenersOf, owedCount } from '../../deploy/owed-notifications.js';
 import { DeployRecord } from '../../deploy/deploy-record.js';
-import { notifyChanges, type Delivery } from '../../deploy/notify.js';
+import type { Delivery } from '../../deploy/notify.js';
 import { parseStoreTarget, showTarget, type StoreTarget } from '../../deploy/object-store.js';
 import { emptyReport, type DeployReport } from '../../deploy/run-deploy.js';
 import { describeStoreError, StoreRequestError } from '../../deploy/store-requests.js';
@@ -117,6 +119,13 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
   let report: DeployReport;
+  const record = new DeployRecord(request.recordFile);
+  const recordId = recordIdOf(request);
+  // Hubs and IndexNow hear of a deploy's changes when they are to (notifyAfter: "deploy", no --no-notify).
+  const toListeners = flags.notify && config.notifyAfter === 'deploy';
+  const settings = notifySettingsOf(config, paths, flags.onChange);
+  if (!toListeners) Object.assign(settings, { hubs: [], indexNow: null });
+  const listeners = listenersOf(settings);
   const stop = new AbortController();
   const signal: { value: 'SIGINT' | 'SIGTERM' | null } = { value: null };
   // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
@@ -148,22 +157,40 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
       (format) => cacheControlOf(config.cacheControl, format),
       (match) => websubLinkOfMatch(config.websub.hubs, paths, match),
     );
-    report = built === null ? stoppedEarly(request, flags, signal.value, started) : await publish(built.manifest, routes, request, flags, { stop: stop.signal, signal, started });
+    const owing = { record, recordId, listeners: listeners.map((l) => l.id) };
+    report = built === null ? stoppedEarly(request, flags, signal.value, started) : await publish(built.manifest, routes, request, flags, { stop: stop.signal, signal, started, ...owing });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     lock.release();
   }
-  let deliveries: Delivery[] = [];
-  if (!report.dryRun) {
-    const changes = changesOfFiles(report.changedFiles, report.removedFiles, paths, routes);
-    const settings = notifySettingsOf(config, paths, flags.onChange);
-    if (!flags.notify || config.notifyAfter !== 'deploy') Object.assign(settings, { hubs: [], indexNow: null });
-    deliveries = await notifyChanges(changes, settings, { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
-  }
+  // After a stop, what is owed stays recorded for the next run: a signal is obeyed at once.
+  const deliveries =
+    report.dryRun || report.stoppedBy !== null
+      ? []
+      : await deliverOwed({
+          record,
+          target: recordId,
+          listeners,
+          isForgotten: (id) => toListeners && !id.startsWith('on-change'),
+          pending: pendingFiles(report, routes, request),
+          paths,
+          routes,
+          options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` },
+        });
   const exitCode = exitCodeOfDeploy(report, deliveries);
-  printReport(report, deliveries, exitCode, flags, io);
+  printReport(report, deliveries, owedCount(record, recordId), exitCode, flags, io);
   return exitCode;
+}
+
+/** Documents not in the store as the tree has them yet (their writes failed or were not attempted): owed, not sent. */
+function pendingFiles(report: DeployReport, routes: Routes, request: DeployRequest): Set<string> {
+  const files = new Set<string>();
+  for (const key of [...report.notAttempted, ...report.failed.map((f) => f.key)]) {
+    const file = ownedDocumentOf(routes, request.target.prefix, key, request.shard);
+    if (file !== null) files.add(file);
+  }
+  return files;
 }
 
 /** Publishes the manifest through the S3 store, under the stop signal. */
@@ -172,7 +199,7 @@ async function publish(
   routes: Routes,
   request: DeployRequest,
   flags: DeployFlags,
-  run: { stop: AbortSignal; signal: { value: 'SIGINT' | 'SIGTERM' | null }; started: bigint },
+  run: { stop: AbortSignal; signal: { value: 'SIGINT' | 'SIGTERM' | null }; started: bigint; record: DeployRecord; recordId: string; listeners: string[] },
 ): Promise<DeployReport> {
   // vidfeeds pins its SDK; the SDK's notice about its own future Node requirement is not the operator's to act on.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -189,9 +216,10 @@ async function publish(
       shard: request.shard,
       concurrency: flags.concurrency,
       dryRun: flags.dryRun ?? false,
-      record: new DeployRecord(request.recordFile),
-      recordId: recordIdOf(request),
+      record: run.record,
+      recordId: run.recordId,
       stopRequested: () => run.signal.value,
+      beforeWrites: (changed, removed) => run.record.owe(run.recordId, run.listeners, changed, removed),
       startedAt: run.started,
     });
   } catch (error) {
@@ -221,7 +249,7 @@ function exitCodeOfDeploy(report: DeployReport, deliveries: readonly Delivery[])
   return EXIT.ok;
 }
 
-function printReport(report: DeployReport, deliveries: readonly Delivery[], exitCode: number, flags: DeployFlags, io: Console): void {
+function printReport(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number, flags: DeployFlags, io: Console): void {
   for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
   if (report.notAttempted.length > 0) io.log.error(notAttemptedLine(report, flags.json === true));
   if (report.unorderedListing !== null) {
@@ -232,6 +260,7 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
     );
   }
   reportDeliveries(deliveries, io);
+  if (owed > 0 && !report.dryRun) io.log.warn(`${owed} changed or removed documents are still owed to hubs, IndexNow or --on-change: the next deploy sends them`);
   if (exitCode !== EXIT.ok) io.log.error(deploySummary(report));
   else if (!flags.quiet) io.log.info(deploySummary(report));
   if (flags.json) {
@@ -261,6 +290,7 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
         notAttempted: report.notAttempted,
         unorderedListing: report.unorderedListing,
         notifications: deliveries,
+        notificationsOwed: owed,
       }),
     );
   }
