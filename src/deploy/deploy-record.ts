@@ -14,6 +14,17 @@ import type { PlannedDocument } from './deploy-plan.js';
 export interface TargetRecord {
   headers: string;
   etagsAreMd5: boolean;
+  /** The build state the store holds, as of the last deploy that wrote everything it planned. */
+  published?: PublishedState;
+}
+
+/** Which build of which state a deploy published, from which tree, under which configuration (src/deploy/deploy-basis.ts). */
+export interface PublishedState {
+  stateId: string;
+  build: number;
+  out: string;
+  config: string;
+  compression: string | null;
 }
 
 /** Documents a listener has not yet heard of, by file under the tree. */

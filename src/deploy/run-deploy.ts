@@ -3,8 +3,10 @@ import { join } from 'node:path';
 import type { ShardSpec } from '../pipeline/plan/shard.js';
 import type { Manifest } from '../hosting/manifest.js';
 import type { Routes } from '../hosting/routes.js';
-import { ownedDocumentOf, planDocuments, SITE_RANKS, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
-import { headersFingerprint, type DeployRecord } from './deploy-record.js';
+import { keysOf, routeOfFile } from '../hosting/manifest.js';
+import { isCompressible, type Encoding } from '../paths/compression.js';
+import { ownedDocumentOf, ownsMatch, planDocuments, SITE_RANKS, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
+import { headersFingerprint, type DeployRecord, type PublishedState } from './deploy-record.js';
 import type { ObjectStore, StoredObject, StoreTarget } from './object-store.js';
 import { showTarget } from './object-store.js';
 import { runPool } from './pool.js';
@@ -40,6 +42,14 @@ export interface DeployRequest {
    * change for readers (written, removed): what the listeners will be owed.
    */
   beforeWrites?: (changed: string[], removed: string[]) => void;
+  /**
+   * An incremental deploy (src/deploy/deploy-basis.ts): the manifest holds only the documents the
+   * builds since the last deploy changed, every object of which is written, without listing the
+   * store; `newFiles` are those added since, `removedFiles` those removed, whose keys are deleted.
+   */
+  incremental?: { newFiles: ReadonlySet<string>; removedFiles: readonly string[]; encodings: readonly Encoding[] };
+  /** Recorded for the target once everything planned was done: the build state the store now holds. */
+  published?: PublishedState | null;
   /** When the deploy began (before the tree was read), for its reported seconds. */
   startedAt?: bigint;
   /** Each object written or deleted, as it happens. */
@@ -49,6 +59,9 @@ export interface DeployRequest {
 export interface DeployReport {
   target: string;
   dryRun: boolean;
+  /** Whether only what the builds since the last deploy changed was sent, or the whole tree compared; and why. */
+  mode: 'incremental' | 'full';
+  reason: string | null;
   documents: number;
   objects: number;
   /** Objects written, by step. */
@@ -101,7 +114,7 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
   };
   let compared: Compared;
   try {
-    compared = await compare(request, documents, report);
+    compared = request.incremental === undefined ? await compare(request, documents, report) : incrementalCompare(request, documents, request.incremental);
   } catch (error) {
     // A stop during the comparison: nothing was written, and what would have been is not known yet.
     if (error instanceof StopRequested) return finish();
@@ -130,7 +143,8 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
     await deleteAll(request, deletions, report, state, plannedFiles);
   }
   if (!request.dryRun && report.failed.length === 0 && report.notAttempted.length === 0 && request.stopRequested?.() == null) {
-    request.record.set(request.recordId, { headers: fingerprint, etagsAreMd5: state.etagsAreMd5 });
+    const published = request.published ?? undefined;
+    request.record.set(request.recordId, { headers: fingerprint, etagsAreMd5: state.etagsAreMd5, ...(published === undefined ? {} : { published }) });
   }
   return finish();
 }
@@ -205,6 +219,39 @@ function readerChanges(request: DeployRequest, compared: Compared, plannedFiles:
     if (file !== null && !plannedFiles.has(file)) removed.add(file);
   }
   return [changed, [...removed]];
+}
+
+/** An incremental deploy's plan: every object of the changed documents to write, the removed documents' keys to delete. */
+function incrementalCompare(request: DeployRequest, documents: readonly PlannedDocument[], changes: NonNullable<DeployRequest['incremental']>): Compared {
+  const verdicts = new Map<string, Verdict>();
+  const newKeys = new Set<string>();
+  for (const document of documents) {
+    for (const object of document.objects) {
+      verdicts.set(object.key, 'write');
+      if (changes.newFiles.has(document.file)) newKeys.add(object.key);
+    }
+  }
+  const deletions = new Set<string>();
+  for (const file of changes.removedFiles) {
+    const match = routeOfFile(request.routes, file);
+    if (match === null || !ownsMatch(request.shard, match)) continue;
+    // Its forms are those of the encodings its last published build wrote (compression unchanged since).
+    const forms = isCompressible(match.format.mediaType) ? changes.encodings : [];
+    for (const key of keysOf(match)) {
+      deletions.add(`${request.target.prefix}${key}`);
+      for (const encoding of forms) deletions.add(`${request.target.prefix}${key}.${encoding === 'gzip' ? 'gz' : 'br'}`);
+    }
+  }
+  const known = request.record.get(request.recordId);
+  return {
+    verdicts,
+    deletions: [...deletions].sort(),
+    steps: orderSteps(documents, (key) => !newKeys.has(key), verdicts),
+    headersOnly: new Set(),
+    known,
+    // The headers are the last deploy's: the basis's configuration fingerprint is unchanged.
+    fingerprint: known?.headers ?? headersFingerprint(documents),
+  };
 }
 
 interface WriteState {
@@ -351,6 +398,8 @@ export function emptyReport(target: string, dryRun: boolean, documents: readonly
   return {
     target,
     dryRun,
+    mode: 'full',
+    reason: null,
     documents: documents.length,
     objects: documents.reduce((n, d) => n + d.objects.length, 0),
     uploaded: { new: 0, changed: 0, site: 0 },

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compressedFormOf, type Encoding } from '../paths/compression.js';
+import { compressedFormOf, compressedPath, type Encoding } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
 import { keyedUrlPaths, matchFile } from '../paths/url-scheme.js';
 import type { RouteMatch, Routes } from './routes.js';
@@ -131,16 +131,7 @@ function* manifestSteps(...[routes, root, basePath, generator, cacheControl, lin
       else ignored.push(file);
       continue;
     }
-    const entry: ManifestEntry = {
-      file,
-      contentType: match.format.mediaType,
-      cacheControl: cacheControl(match.format),
-      ...fingerprint(root, file),
-      keys: keysOf(match),
-      compressed: [],
-    };
-    const link = linkOf(match);
-    if (link !== undefined) entry.link = link;
+    const entry = entryOf(root, file, match, cacheControl, linkOf);
     files.push(entry);
     byFile.set(file, entry);
     yield;
@@ -153,4 +144,42 @@ function* manifestSteps(...[routes, root, basePath, generator, cacheControl, lin
     yield;
   }
   return { manifest: { generator, basePath, files }, ignored };
+}
+
+function entryOf(root: string, file: string, match: RouteMatch, cacheControl: (format: Format) => string, linkOf: (match: RouteMatch) => string | undefined): ManifestEntry {
+  const entry: ManifestEntry = {
+    file,
+    contentType: match.format.mediaType,
+    cacheControl: cacheControl(match.format),
+    ...fingerprint(root, file),
+    keys: keysOf(match),
+    compressed: [],
+  };
+  const link = linkOf(match);
+  if (link !== undefined) entry.link = link;
+  return entry;
+}
+
+/**
+ * The manifest entries of some files of the tree only (what a build changed): each read and
+ * hashed with the compressed forms of `encodings` found beside it. Files the table does not serve,
+ * or no longer on disk, are left out.
+ */
+export function manifestOfFiles(
+  files: Iterable<string>,
+  encodings: readonly Encoding[],
+  ...[routes, root, basePath, generator, cacheControl, linkOf = () => undefined]: ManifestArgs
+): Manifest {
+  const entries: ManifestEntry[] = [];
+  for (const file of files) {
+    const match = routeOfFile(routes, file);
+    if (match === null || !existsSync(join(root, ...file.split('/')))) continue;
+    const entry = entryOf(root, file, match, cacheControl, linkOf);
+    for (const encoding of encodings) {
+      const form = compressedPath(file, encoding);
+      if (existsSync(join(root, ...form.split('/')))) entry.compressed.push({ file: form, contentEncoding: encoding, ...fingerprint(root, form) });
+    }
+    entries.push(entry);
+  }
+  return { generator, basePath, files: entries };
 }

@@ -12,7 +12,13 @@ import { defaultStateFile } from '../../pipeline/build-state.js';
 import { acquireBuildLock } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
-import { buildManifestAsync } from '../../hosting/manifest.js';
+import { buildManifestAsync, manifestOfFiles } from '../../hosting/manifest.js';
+import type { RouteMatch } from '../../hosting/routes.js';
+import type { Format } from '../../formats/format.js';
+import { isEncoding, type Encoding } from '../../paths/compression.js';
+import type { StateChanges } from '../../pipeline/state-changes.js';
+import { chooseBasis, configFingerprint } from '../../deploy/deploy-basis.js';
+import type { PublishedState } from '../../deploy/deploy-record.js';
 import { routesOf, type Routes } from '../../hosting/routes.js';
 import type { Manifest } from '../../hosting/manifest.js';
 import { websubLinkOfMatch } from '../../hosting/websub-links.js';
@@ -37,6 +43,7 @@ interface DeployFlags extends ConfigFlags {
   endpoint?: string;
   shard?: string;
   dryRun?: boolean;
+  verify?: boolean;
   json?: boolean;
   quiet?: boolean;
   concurrency: number;
@@ -54,6 +61,7 @@ interface DeployRequest {
   endpoint?: string;
   shard?: ShardSpec;
   recordFile: string;
+  stateFile: string;
 }
 
 /**
@@ -71,6 +79,7 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
       .option('--endpoint <url>', 'an S3-compatible endpoint other than AWS (R2, MinIO, Garage, Ceph): path-style requests')
       .option('--shard <K/N>', 'deploy only part K of N (site-wide files from part 1); see docs/scale.md')
       .option('--dry-run', 'compare and print what would be written and deleted; write nothing')
+      .option('--verify', "compare the whole tree with the store's listing, whatever the last deploy recorded")
       .option('--concurrency <n>', 'requests at once', positiveInteger('--concurrency', 256), 16)
       .option('--tries <n>', 'tries per request on throttling and transient errors, with back-off', positiveInteger('--tries', 20), 6)
       .option('--timeout <seconds>', 'longest wait for the answer to one request: a store that does not answer in time ends the deploy (exit 75)', positiveSeconds('--timeout'), 30)
@@ -109,8 +118,9 @@ function deployRequest(flags: DeployFlags): DeployRequest {
     if ('problem' in parsed) throw new UsageError(`--shard: ${parsed.problem}`);
     shard = parsed;
   }
-  const recordFile = resolve(flags.record ?? shardStateFile(defaultStateFile(flags.out), shard).replace(/\.state\.sqlite$/, '.deploy.json'));
-  return { out, target, endpoint: flags.endpoint, shard, recordFile };
+  const stateFile = shardStateFile(defaultStateFile(flags.out), shard);
+  const recordFile = resolve(flags.record ?? stateFile.replace(/\.state\.sqlite$/, '.deploy.json'));
+  return { out, target, endpoint: flags.endpoint, shard, recordFile, stateFile };
 }
 
 async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployFlags, io: Console): Promise<number> {
@@ -148,17 +158,25 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
     throw error;
   }
   try {
-    const built = await buildManifestAsync(
-      stop.signal,
+    const basis = chooseBasis({ stateFile: request.stateFile, out: request.out, config: fingerprintOf(config, paths, request), verify: flags.verify ?? false, known: record.get(recordId) });
+    const manifestArgs = [
       routes,
       request.out,
       decodeURIComponent(paths.basePath),
       `vidfeeds ${VIDFEEDS_VERSION}`,
-      (format) => cacheControlOf(config.cacheControl, format),
-      (match) => websubLinkOfMatch(config.websub.hubs, paths, match),
-    );
-    const owing = { record, recordId, listeners: listeners.map((l) => l.id) };
+      (format: Format) => cacheControlOf(config.cacheControl, format),
+      (match: RouteMatch) => websubLinkOfMatch(config.websub.hubs, paths, match),
+    ] as const;
+    let built: { manifest: Manifest; incremental?: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } } | null;
+    try {
+      built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : await buildManifestAsync(stop.signal, ...manifestArgs);
+    } finally {
+      basis.state?.close();
+    }
+    const owing = { record, recordId, listeners: listeners.map((l) => l.id), published: basis.published, incremental: built?.incremental };
     report = built === null ? stoppedEarly(request, flags, signal.value, started) : await publish(built.manifest, routes, request, flags, { stop: stop.signal, signal, started, ...owing });
+    report.mode = basis.mode;
+    report.reason = basis.mode === 'full' ? basis.reason : `the builds after build ${basis.since}`;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -199,7 +217,16 @@ async function publish(
   routes: Routes,
   request: DeployRequest,
   flags: DeployFlags,
-  run: { stop: AbortSignal; signal: { value: 'SIGINT' | 'SIGTERM' | null }; started: bigint; record: DeployRecord; recordId: string; listeners: string[] },
+  run: {
+    stop: AbortSignal;
+    signal: { value: 'SIGINT' | 'SIGTERM' | null };
+    started: bigint;
+    record: DeployRecord;
+    recordId: string;
+    listeners: string[];
+    published: PublishedState | null;
+    incremental: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } | undefined;
+  },
 ): Promise<DeployReport> {
   // vidfeeds pins its SDK; the SDK's notice about its own future Node requirement is not the operator's to act on.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -221,12 +248,45 @@ async function publish(
       stopRequested: () => run.signal.value,
       beforeWrites: (changed, removed) => run.record.owe(run.recordId, run.listeners, changed, removed),
       startedAt: run.started,
+      published: run.published,
+      ...(run.incremental === undefined ? {} : { incremental: run.incremental }),
     });
   } catch (error) {
     throw storeError(error, request.target);
   } finally {
     store.close();
   }
+}
+
+/** The documents the builds after `since` changed, read and hashed, and those they added and removed. */
+function changedSince(
+  state: StateChanges,
+  since: number,
+  manifestArgs: readonly [Routes, string, string, string, (format: Format) => string, (match: RouteMatch) => string | undefined],
+): { manifest: Manifest; incremental: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } } {
+  const changed: string[] = [];
+  const newFiles = new Set<string>();
+  for (const { path, isNew } of state.changedAfter(since)) {
+    changed.push(path);
+    if (isNew) newFiles.add(path);
+  }
+  const encodings = (state.compression ?? '').split(',').filter(isEncoding);
+  const manifest = manifestOfFiles(changed, encodings, ...manifestArgs);
+  return { manifest, incremental: { newFiles, removedFiles: [...state.removedAfter(since)], encodings } };
+}
+
+/** What decides the objects' bytes and headers beside the tree: a change of any sends the next deploy to a full compare. */
+function fingerprintOf(config: SiteConfig, paths: SitePaths, request: DeployRequest): string {
+  return configFingerprint({
+    vidfeeds: VIDFEEDS_VERSION,
+    base: paths.base,
+    cacheControl: config.cacheControl,
+    hubs: config.websub.hubs,
+    indexNowKey: config.indexNow.key,
+    target: showTarget(request.target),
+    endpoint: request.endpoint ?? null,
+    shard: request.shard === undefined ? null : `${request.shard.index}/${request.shard.count}`,
+  });
 }
 
 function recordIdOf(request: DeployRequest): string {
@@ -269,6 +329,8 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], owed
         ...reportHead('deploy', exitCode),
         target: report.target,
         dryRun: report.dryRun,
+        mode: report.mode,
+        reason: report.reason,
         seconds: report.seconds,
         counts: {
           documents: report.documents,
@@ -316,7 +378,8 @@ export function deploySummary(report: DeployReport): string {
   if (report.failed.length > 0) parts.push(`${report.failed.length} failed`);
   if (report.notAttempted.length > 0) parts.push(`${report.notAttempted.length} not attempted`);
   const head = report.stoppedBy === null ? '' : `stopped by ${report.stoppedBy}: `;
-  return `${head}deploy to ${report.target}: ${report.documents} documents, ${report.objects} objects in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+  const mode = report.mode === 'incremental' ? `incremental (${report.reason})` : `full compare${report.reason === null ? '' : ` (${report.reason})`}`;
+  return `${head}deploy to ${report.target}, ${mode}: ${report.documents} documents, ${report.objects} objects in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
 }
 
 /** A store that cannot be reached is worth another try (75); a refusal is the operator's to fix (2). */
