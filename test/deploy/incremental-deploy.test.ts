@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import type { ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, readTree } from '../helpers/cli.js';
-import { BUCKET, runCli, startLocalS3, type LocalS3, type LoggedRequest } from '../helpers/s3.js';
-import { createDemoDb, insertVideo } from '../helpers/site-fixture.js';
-import { tempDir } from '../helpers/temp-dir.js';
+import { BUCKET, killWhenHeld, runCli, type LoggedRequest } from '../helpers/s3.js';
+import { insertVideo } from '../helpers/site-fixture.js';
+import { useDeployFixture } from '../helpers/deploy-fixture.js';
 
 /**
  * An incremental deploy: when the target's deploy record names the build state it last published,
@@ -17,45 +17,25 @@ import { tempDir } from '../helpers/temp-dir.js';
 
 const BASE = 'https://videos.example.org';
 
-let s3: LocalS3;
-let work: { dir: string; cleanup: () => void };
-let site: ReturnType<typeof createDemoDb>;
-let config: string;
-let out: string;
+const fx = useDeployFixture('vidfeeds-incremental-deploy-', { users: 4, seed: 21 }, configOf('public, max-age=900'));
 
-beforeAll(async () => {
-  s3 = await startLocalS3();
-  work = tempDir('vidfeeds-incremental-deploy-');
-  site = createDemoDb({ users: 4, seed: 21 });
-  out = join(work.dir, 'out');
-  config = join(work.dir, 'vidfeeds.config.json');
-  writeConfig('public, max-age=900');
-  build();
-});
-
-afterAll(async () => {
-  await s3?.close();
-  site?.cleanup();
-  work?.cleanup();
-});
-
-function writeConfig(feedCache: string): void {
-  writeFileSync(config, JSON.stringify({ baseUrl: BASE, compress: ['gzip'], notifyAfter: 'deploy', cacheControl: { formats: { rss: feedCache } } }));
+function configOf(feedCache: string): Record<string, unknown> {
+  return { baseUrl: BASE, compress: ['gzip'], notifyAfter: 'deploy', cacheControl: { formats: { rss: feedCache } } };
 }
 
 function build(extra: string[] = []): void {
-  const result = cli(['build', '--db', site.file, '--out', out, '--config', config, ...extra]);
+  const result = cli(['build', '--db', fx.site.file, '--out', fx.out, '--config', fx.config, ...extra]);
   expect(result.code, result.stderr).toBe(0);
 }
 
 async function deploy(extra: string[] = [], onStart?: (child: ChildProcess) => void) {
-  const result = await runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', s3.endpoint, '--config', config, '--no-notify', '--json', ...extra], { cwd: work.dir, onStart });
+  const result = await runCli(['deploy', '--out', fx.out, '--to', `s3://${BUCKET}/site`, '--endpoint', fx.s3.endpoint, '--config', fx.config, '--no-notify', '--json', ...extra], { cwd: fx.dir, onStart });
   return { ...result, report: result.stdout === '' ? null : JSON.parse(result.stdout) };
 }
 
 /** Every object the tree's manifest asks for under `site/`, with the file whose bytes it holds. */
 function expectedObjects(): Map<string, string> {
-  const files = (JSON.parse(cli(['hosting', 'manifest', '--root', out, '--config', config]).stdout) as { files: Array<{ file: string; keys: string[]; compressed: Array<{ file: string }> }> }).files;
+  const files = (JSON.parse(cli(['hosting', 'manifest', '--root', fx.out, '--config', fx.config]).stdout) as { files: Array<{ file: string; keys: string[]; compressed: Array<{ file: string }> }> }).files;
   const objects = new Map<string, string>();
   for (const f of files) {
     for (const key of f.keys) {
@@ -69,17 +49,17 @@ function expectedObjects(): Map<string, string> {
 /** The store holds exactly the tree's objects, each with the tree's bytes. */
 async function expectStoreEqualsTree(): Promise<void> {
   const expected = expectedObjects();
-  expect(new Set(await s3.keys())).toEqual(new Set(expected.keys()));
-  const tree = readTree(out);
-  for (const [key, file] of expected) expect((await s3.get(key)).body.equals(tree.get(file)!), key).toBe(true);
+  expect(new Set(await fx.s3.keys())).toEqual(new Set(expected.keys()));
+  const tree = readTree(fx.out);
+  for (const [key, file] of expected) expect((await fx.s3.get(key)).body.equals(tree.get(file)!), key).toBe(true);
 }
 
 const listings = (log: readonly LoggedRequest[]) => log.filter((r) => r.method === 'GET' && r.key === '');
 const writes = (log: readonly LoggedRequest[]) => log.filter((r) => r.method === 'PUT' && r.status === 200).map((r) => r.key);
 
 function editTitle(title: string, offset = 0): void {
-  const row = site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1 OFFSET ?`).get(offset) as { public_id: string };
-  site.db.prepare('UPDATE videos SET title = ? WHERE public_id = ?').run(title, row.public_id);
+  const row = fx.site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1 OFFSET ?`).get(offset) as { public_id: string };
+  fx.site.db.prepare('UPDATE videos SET title = ? WHERE public_id = ?').run(title, row.public_id);
 }
 
 describe('an incremental deploy', () => {
@@ -92,37 +72,37 @@ describe('an incremental deploy', () => {
 
   it('after a build that changed nothing, sends no request at all', async () => {
     build();
-    s3.log.length = 0;
+    fx.s3.log.length = 0;
     const result = await deploy();
     expect(result.code, result.stderr).toBe(0);
     expect(result.report).toMatchObject({ mode: 'incremental', counts: { uploaded: 0, deleted: 0, objects: 0 } });
-    expect(s3.log).toEqual([]);
+    expect(fx.s3.log).toEqual([]);
   });
 
   it('after edits over several builds, writes exactly the changed objects and deletes the removed ones, without listing', async () => {
-    const before = readTree(out);
+    const before = readTree(fx.out);
     const oldObjects = expectedObjects();
     editTitle('First edit of two builds');
     build();
     editTitle('Second edit of two builds', 1);
-    const hidden = site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1 OFFSET 5`).get() as { public_id: string };
-    site.db.prepare(`UPDATE videos SET visibility = 'private' WHERE public_id = ?`).run(hidden.public_id);
-    const uploader = site.db.prepare(`SELECT user_id AS id FROM videos ORDER BY id LIMIT 1`).get() as { id: number };
-    insertVideo(site.db, uploader.id, { public_id: 'incr0new1', title: 'A new video' });
+    const hidden = fx.site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1 OFFSET 5`).get() as { public_id: string };
+    fx.site.db.prepare(`UPDATE videos SET visibility = 'private' WHERE public_id = ?`).run(hidden.public_id);
+    const uploader = fx.site.db.prepare(`SELECT user_id AS id FROM videos ORDER BY id LIMIT 1`).get() as { id: number };
+    insertVideo(fx.site.db, uploader.id, { public_id: 'incr0new1', title: 'A new video' });
     build();
-    const after = readTree(out);
+    const after = readTree(fx.out);
     const changedFiles = new Set([...after].filter(([file, body]) => !before.get(file)?.equals(body)).map(([file]) => file));
     const newObjects = expectedObjects();
     const expectedWrites = [...newObjects].filter(([, file]) => changedFiles.has(file)).map(([key]) => key);
     const expectedDeletes = [...oldObjects.keys()].filter((key) => !newObjects.has(key));
     expect(expectedDeletes.length).toBeGreaterThan(0);
 
-    s3.log.length = 0;
+    fx.s3.log.length = 0;
     const result = await deploy();
     expect(result.code, result.stderr).toBe(0);
     expect(result.report.mode).toBe('incremental');
-    expect(listings(s3.log)).toEqual([]);
-    expect(new Set(writes(s3.log))).toEqual(new Set(expectedWrites));
+    expect(listings(fx.s3.log)).toEqual([]);
+    expect(new Set(writes(fx.s3.log))).toEqual(new Set(expectedWrites));
     expect(new Set(result.report.deleted)).toEqual(new Set(expectedDeletes.filter((k) => result.report.deleted.includes(k))));
     for (const key of expectedDeletes) expect(result.report.deleted, key).toContain(key);
     await expectStoreEqualsTree();
@@ -131,16 +111,10 @@ describe('an incremental deploy', () => {
   it('killed with -9 halfway, then run again, ends with the store equal to the tree', async () => {
     for (let i = 0; i < 3; i++) editTitle(`Killed deploy edit ${i}`, i);
     build();
-    s3.log.length = 0;
-    s3.holdPutsAfter(3);
-    const killed = await deploy(['--concurrency', '2'], (child) => {
-      const timer = setInterval(() => {
-        if (s3.heldCount() === 0) return;
-        clearInterval(timer);
-        child.kill('SIGKILL');
-      }, 10);
-    });
-    s3.discardHeld();
+    fx.s3.log.length = 0;
+    fx.s3.holdPutsAfter(3);
+    const killed = await deploy(['--concurrency', '2'], killWhenHeld(fx.s3));
+    fx.s3.discardHeld();
     expect(killed.code).not.toBe(0);
     const again = await deploy();
     expect(again.code, again.stderr).toBe(0);
@@ -153,16 +127,16 @@ describe('an incremental deploy', () => {
     expect(verify.report).toMatchObject({ mode: 'full', reason: '--verify compares everything', counts: { uploaded: 0, deleted: 0 } });
     expect(verify.stderr).toContain('full compare (--verify compares everything)');
 
-    writeConfig('public, max-age=60');
+    writeFileSync(fx.config, JSON.stringify(configOf('public, max-age=60')));
     build();
     const reconfigured = await deploy();
     expect(reconfigured.code, reconfigured.stderr).toBe(0);
     expect(reconfigured.report).toMatchObject({ mode: 'full', reason: 'the configuration, the headers or the compressed forms changed since the last deploy' });
     const feedKey = [...expectedObjects()].find(([, f]) => f.endsWith('/rss/index.rss'))![0];
-    expect((await s3.get(feedKey)).cacheControl).toBe('public, max-age=60');
+    expect((await fx.s3.get(feedKey)).cacheControl).toBe('public, max-age=60');
 
     // A build killed halfway leaves the state marked: its files and records may disagree.
-    const state = new Database(join(work.dir, '.vidfeeds', 'out.state.sqlite'));
+    const state = new Database(join(fx.dir, '.vidfeeds', 'out.state.sqlite'));
     state.prepare(`INSERT INTO meta (key, value) VALUES ('in_progress', 'x')`).run();
     state.close();
     const interrupted = await deploy();
@@ -173,7 +147,7 @@ describe('an incremental deploy', () => {
     expect((await deploy()).report.mode).toBe('incremental');
 
     // A state made anew (lost, set aside) is another lineage.
-    rmSync(join(work.dir, '.vidfeeds', 'out.state.sqlite'));
+    rmSync(join(fx.dir, '.vidfeeds', 'out.state.sqlite'));
     editTitle('After the state was lost', 2);
     build();
     const anew = await deploy();
@@ -181,9 +155,9 @@ describe('an incremental deploy', () => {
     await expectStoreEqualsTree();
 
     // The same record used for another tree.
-    const other = join(work.dir, 'other');
-    expect(cli(['build', '--db', site.file, '--out', other, '--config', config]).code).toBe(0);
-    const elsewhere = await runCli(['deploy', '--out', other, '--to', `s3://${BUCKET}/site`, '--endpoint', s3.endpoint, '--config', config, '--no-notify', '--json', '--record', join(work.dir, '.vidfeeds', 'out.deploy.json')], { cwd: work.dir });
-    expect(JSON.parse(elsewhere.stdout).reason).toBe(`the last deploy to this target published another tree (${out})`);
+    const other = join(fx.dir, 'other');
+    expect(cli(['build', '--db', fx.site.file, '--out', other, '--config', fx.config]).code).toBe(0);
+    const elsewhere = await runCli(['deploy', '--out', other, '--to', `s3://${BUCKET}/site`, '--endpoint', fx.s3.endpoint, '--config', fx.config, '--no-notify', '--json', '--record', join(fx.dir, '.vidfeeds', 'out.deploy.json')], { cwd: fx.dir });
+    expect(JSON.parse(elsewhere.stdout).reason).toBe(`the last deploy to this target published another tree (${fx.out})`);
   });
 });

@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli } from '../helpers/cli.js';
 import { indexNowUrls, startReceiver, websubFeeds, type Receiver } from '../helpers/receiver.js';
-import { BUCKET, runCli, startLocalS3, type LocalS3 } from '../helpers/s3.js';
+import { BUCKET, killWhenHeld, runCli, startLocalS3, type LocalS3 } from '../helpers/s3.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -74,13 +74,7 @@ describe('notifications owed until delivered', () => {
     receiver.received.length = 0;
     writeFileSync(hookFile, '');
     s3.holdPutsAfter(40);
-    const killed = await deploy('killed', (child) => {
-      const timer = setInterval(() => {
-        if (s3.heldCount() === 0) return;
-        clearInterval(timer);
-        child.kill('SIGKILL');
-      }, 10);
-    });
+    const killed = await deploy('killed', killWhenHeld(s3));
     s3.discardHeld();
     expect(killed.code).not.toBe(0);
     expect(receiver.received).toEqual([]);

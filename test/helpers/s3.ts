@@ -205,3 +205,20 @@ export function runCli(args: string[], options: { cwd?: string; env?: Record<str
     options.onStart?.(child);
   });
 }
+
+/** A child-process hook (runCli's `onStart`) that runs `act` once `ready` holds, checked every 10 ms. */
+export function whenReady(ready: () => boolean, act: (child: ChildProcess) => void): (child: ChildProcess) => void {
+  return (child) => {
+    const timer = setInterval(() => {
+      if (!ready()) return;
+      clearInterval(timer);
+      act(child);
+    }, 10);
+    child.on('exit', () => clearInterval(timer));
+  };
+}
+
+/** Kills the deploy with `signal` once the store holds one of its writes (`holdPutsAfter`). */
+export function killWhenHeld(s3: LocalS3, signal: NodeJS.Signals = 'SIGKILL'): (child: ChildProcess) => void {
+  return whenReady(() => s3.heldCount() > 0, (child) => child.kill(signal));
+}
