@@ -6,10 +6,11 @@ import Database from 'better-sqlite3';
 /**
  * `npm run bench -- --deploy [--users N]`: a built tree of N demo users deployed to a local
  * S3-compatible store (s3rver in a process of its own) through `vidfeeds deploy`, as a user's
- * S3 is reached (endpoint override, path-style): the first deploy (objects per second), a
- * deploy with nothing changed (seconds, 0 uploads) and one after a one-video edit (uploads =
- * the objects of the files whose bytes changed). s3rver stores each object as files of its own,
- * so the rates measure it as much as vidfeeds; the counts are what the bench checks.
+ * S3 is reached (endpoint override, path-style): the first deploy (objects per second, a full
+ * compare), a build and deploy with nothing changed (incremental: 0 uploads, no listing), a
+ * one-video edit built and deployed (uploads = the objects of the files whose bytes changed),
+ * and a `--verify` deploy (the full compare of tree and listing). s3rver stores each object as
+ * files of its own, so the rates measure it as much as vidfeeds; the counts are what the bench checks.
  */
 
 export interface DeployBenchInput {
@@ -37,9 +38,10 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
   mkdirSync(storeDir, { recursive: true });
   const { child, port } = await startStore(input.storeScript, storeDir);
   try {
-    const deploy = async (what: string) => {
-      const result = await input.runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', `http://127.0.0.1:${port}`, '--json', '--no-notify'], CREDENTIALS);
+    const deploy = async (what: string, extra: string[] = []) => {
+      const result = await input.runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', `http://127.0.0.1:${port}`, '--json', '--no-notify', ...extra], CREDENTIALS);
       const report = JSON.parse(result.stdout.split('\n').find((l) => l.startsWith('{'))!) as {
+        mode: string;
         counts: { objects: number; uploaded: number; uploadedNew: number; uploadedChanged: number; uploadedSite: number; deleted: number; unchanged: number; checked: number };
         unorderedListing: unknown;
         uploaded: string[];
@@ -48,7 +50,7 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
       // New: absent from the store's listing; changed: listed with other bytes; site: the site-wide files.
       const split = uploaded > 0 ? ` (new ${report.counts.uploadedNew}, changed ${report.counts.uploadedChanged}, site ${report.counts.uploadedSite})` : '';
       lines(
-        `  ${what.padEnd(22)} ${result.seconds.toFixed(1).padStart(7)} s   ${String(objects).padStart(8)} objects   ${String(uploaded).padStart(8)} uploaded   ${String(deleted).padStart(5)} deleted` +
+        `  ${what.padEnd(22)} ${report.mode.padEnd(11)} ${result.seconds.toFixed(1).padStart(7)} s   ${String(objects).padStart(8)} objects   ${String(uploaded).padStart(8)} uploaded   ${String(deleted).padStart(5)} deleted` +
           `   peak RSS ${(result.maxRssKb / 1024).toFixed(0)} MB` +
           (uploaded > 0 ? `   ${(uploaded / result.seconds).toFixed(0)} objects/s${split}` : '') +
           // s3rver pages its listing by walking its folders, not in key order, and can leave keys
@@ -58,6 +60,8 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
       return { ...report.counts, keys: report.uploaded };
     };
     await deploy('first deploy');
+    const rebuilt = await input.runCli(['build', '--db', db, '--out', out, '--json', '--no-notify'], {});
+    lines(`  build, nothing changed: ${rebuilt.seconds.toFixed(1)} s`);
     const unchanged = await deploy('no-change deploy');
     if (unchanged.uploaded !== 0 || unchanged.deleted !== 0) {
       lines(`  !! the no-change deploy wrote ${unchanged.uploaded} and deleted ${unchanged.deleted} objects: it should write and delete none`);
@@ -66,6 +70,7 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
     site.prepare(`UPDATE videos SET title = title || ' (edited)' WHERE id = (SELECT min(id) FROM videos WHERE visibility = 'public')`).run();
     site.close();
     const edit = await input.runCli(['build', '--db', db, '--out', out, '--json', '--no-notify'], {});
+    lines(`  build after the edit: ${edit.seconds.toFixed(1)} s`);
     const built = JSON.parse(edit.stdout.split('\n').find((l) => l.startsWith('{'))!) as { urls: { written: string[] } };
     // Each URL the build rewrote, as the keys it is stored under: a directory URL also without its slash.
     const expected = new Set(
@@ -80,6 +85,8 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
       `  the edit rewrote ${built.urls.written.length} files (${expected.size} keys); the deploy uploaded ${counts.uploaded} objects: ` +
         (same ? 'exactly those keys' : `!! not those keys (uploaded ${JSON.stringify([...counts.keys].sort())}, expected ${JSON.stringify([...expected].sort())})`),
     );
+    const verified = await deploy('--verify deploy', ['--verify']);
+    if (verified.uploaded !== 0 || verified.deleted !== 0) lines(`  !! --verify after the incremental deploys wrote ${verified.uploaded} and deleted ${verified.deleted} objects: the store differed from the tree`);
   } finally {
     child.kill('SIGTERM');
   }

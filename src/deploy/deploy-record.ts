@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { PlannedDocument } from './deploy-plan.js';
 
@@ -14,11 +14,33 @@ import type { PlannedDocument } from './deploy-plan.js';
 export interface TargetRecord {
   headers: string;
   etagsAreMd5: boolean;
+  /** The build state the store holds, as of the last deploy that wrote everything it planned. */
+  published?: PublishedState;
+}
+
+/** Which build of which state a deploy published, from which tree, under which configuration (src/deploy/deploy-basis.ts). */
+export interface PublishedState {
+  stateId: string;
+  build: number;
+  out: string;
+  config: string;
+  compression: string | null;
+}
+
+/** Documents a listener has not yet heard of, by file under the tree. */
+export interface OwedFiles {
+  changed: string[];
+  removed: string[];
 }
 
 interface RecordFile {
   version: 1;
   targets: Record<string, TargetRecord>;
+  /**
+   * Per target, per listener (a hub, IndexNow, the `--on-change` command): the documents written
+   * or removed that it has not heard of. Recorded before the first write, cleared once delivered.
+   */
+  owed?: Record<string, Record<string, OwedFiles>>;
 }
 
 export class DeployRecord {
@@ -40,9 +62,58 @@ export class DeployRecord {
   /** Records a target's state, atomically (written beside and renamed). */
   set(target: string, record: TargetRecord): void {
     this.data.targets[target] = record;
+    this.save();
+  }
+
+  /** What each listener of a target is owed. */
+  owed(target: string): Readonly<Record<string, OwedFiles>> {
+    return this.data.owed?.[target] ?? {};
+  }
+
+  /**
+   * Adds documents to what each of `listeners` is owed, and saves before returning: a deploy
+   * killed after its first write leaves them recorded. A document changed after it was removed
+   * (or removed after it changed) is owed once, as it is now.
+   */
+  owe(target: string, listeners: readonly string[], changed: readonly string[], removed: readonly string[]): void {
+    if (listeners.length === 0 || (changed.length === 0 && removed.length === 0)) return;
+    const byListener = ((this.data.owed ??= {})[target] ??= {});
+    for (const listener of listeners) {
+      const entry = byListener[listener] ?? { changed: [], removed: [] };
+      const gone = new Set(removed);
+      const now = new Set(changed);
+      byListener[listener] = {
+        changed: [...new Set([...entry.changed.filter((f) => !gone.has(f)), ...changed])].sort(),
+        removed: [...new Set([...entry.removed.filter((f) => !now.has(f)), ...removed])].sort(),
+      };
+    }
+    this.save();
+  }
+
+  /** Clears what a listener heard of (or a listener no longer configured, with `delivered` null), and saves. */
+  settle(target: string, listener: string, delivered: OwedFiles | null): void {
+    const byListener = this.data.owed?.[target];
+    const entry = byListener?.[listener];
+    if (byListener === undefined || entry === undefined) return;
+    const changed = new Set(delivered?.changed ?? entry.changed);
+    const removed = new Set(delivered?.removed ?? entry.removed);
+    const left = { changed: entry.changed.filter((f) => !changed.has(f)), removed: entry.removed.filter((f) => !removed.has(f)) };
+    if (left.changed.length === 0 && left.removed.length === 0) delete byListener[listener];
+    else byListener[listener] = left;
+    this.save();
+  }
+
+  private save(): void {
     mkdirSync(dirname(this.file), { recursive: true });
     const temporary = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(temporary, `${JSON.stringify(this.data, null, 2)}\n`);
+    // Flushed to the disk before it replaces the last one: what is owed outlives a power cut too.
+    const fd = openSync(temporary, 'w');
+    try {
+      writeSync(fd, `${JSON.stringify(this.data, null, 2)}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(temporary, this.file);
   }
 }

@@ -1,13 +1,13 @@
 /**
- * Runs `work` on every item with at most `concurrency` at once; resolves when all have finished.
- * `work` reports its own failures: one that throws stops no other, and the first such error is
- * thrown once all have finished.
+ * Runs `work` on the items with at most `concurrency` at once, in order; resolves with the items
+ * it never started. No item starts once `halted()` says so (a failed step, a stop), nor after an
+ * item threw: the items under way finish, and the first error is thrown once they have.
  */
-export async function runPool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+export async function runPool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>, halted: () => boolean = () => false): Promise<T[]> {
   let next = 0;
   let firstError: unknown = null;
   const worker = async () => {
-    while (next < items.length) {
+    while (next < items.length && firstError === null && !halted()) {
       const item = items[next++]!;
       try {
         await work(item);
@@ -18,4 +18,5 @@ export async function runPool<T>(items: readonly T[], concurrency: number, work:
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
   if (firstError !== null) throw firstError;
+  return items.slice(next);
 }

@@ -3,20 +3,23 @@ import { join } from 'node:path';
 import type { ShardSpec } from '../pipeline/plan/shard.js';
 import type { Manifest } from '../hosting/manifest.js';
 import type { Routes } from '../hosting/routes.js';
-import { ownedDocumentOf, planDocuments, SITE_RANKS, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
-import { headersFingerprint, type DeployRecord } from './deploy-record.js';
+import { keysOf, routeOfFile } from '../hosting/manifest.js';
+import { isCompressible, type Encoding } from '../paths/compression.js';
+import { ownedDocumentOf, ownsMatch, planDocuments, SITE_RANKS, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
+import { headersFingerprint, type DeployRecord, type PublishedState } from './deploy-record.js';
 import type { ObjectStore, StoredObject, StoreTarget } from './object-store.js';
 import { showTarget } from './object-store.js';
 import { runPool } from './pool.js';
+import { describeStoreError, StopRequested, StoreRequestError } from './store-requests.js';
 
 /**
  * One deploy of a built tree to an object store: compare, then write in the safe order of
  * src/deploy/deploy-plan.ts, then delete. An object is written only when the store does not
  * already hold its bytes with its headers (by the MD5 ETag and the SHA-256 kept in its metadata,
- * never by times). A step with an object that could not be written (after the store client's own
- * retries) ends the deploy: the later steps would link to it, or delete what still links. A stop
- * request (SIGINT, SIGTERM) lets the writes under way finish and starts no other. The next deploy
- * compares again, so it resumes where this one stopped.
+ * never by times). An object that could not be written (after its tries, src/deploy/store-requests.ts)
+ * halts the deploy: no other request starts, since the later steps would link to it or delete what
+ * still links. A stop request (SIGINT, SIGTERM) aborts the requests under way and starts no other.
+ * The next deploy compares again, so it resumes where this one stopped.
  */
 
 export interface DeployRequest {
@@ -32,7 +35,23 @@ export interface DeployRequest {
   record: DeployRecord;
   /** Names the target in the record: the endpoint and the location (and the part). */
   recordId: string;
+  /** The signal that asked the deploy to stop, if one did (the store's requests are aborted by it too). */
   stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
+  /**
+   * Called once the comparison is done, before the first write, with the documents about to
+   * change for readers (written, removed): what the listeners will be owed.
+   */
+  beforeWrites?: (changed: string[], removed: string[]) => void;
+  /**
+   * An incremental deploy (src/deploy/deploy-basis.ts): the manifest holds only the documents the
+   * builds since the last deploy changed, every object of which is written, without listing the
+   * store; `newFiles` are those added since, `removedFiles` those removed, whose keys are deleted.
+   */
+  incremental?: { newFiles: ReadonlySet<string>; removedFiles: readonly string[]; encodings: readonly Encoding[] };
+  /** Recorded for the target once everything planned was done: the build state the store now holds. */
+  published?: PublishedState | null;
+  /** When the deploy began (before the tree was read), for its reported seconds. */
+  startedAt?: bigint;
   /** Each object written or deleted, as it happens. */
   progress?: (event: { key: string; action: 'uploaded' | 'deleted' }) => void;
 }
@@ -40,6 +59,9 @@ export interface DeployRequest {
 export interface DeployReport {
   target: string;
   dryRun: boolean;
+  /** Whether only what the builds since the last deploy changed was sent, or the whole tree compared; and why. */
+  mode: 'incremental' | 'full';
+  reason: string | null;
   documents: number;
   objects: number;
   /** Objects written, by step. */
@@ -62,11 +84,18 @@ export interface DeployReport {
   changedFiles: string[];
   removedFiles: string[];
   /** Objects that could not be written or deleted, with why. */
-  failed: Array<{ key: string; message: string }>;
+  failed: DeployFailure[];
   /** Objects not attempted, because an earlier step failed or the deploy was stopped. */
   notAttempted: string[];
   stoppedBy: 'SIGINT' | 'SIGTERM' | null;
   seconds: number;
+}
+
+export interface DeployFailure {
+  key: string;
+  message: string;
+  /** Whether the store may take it later (throttling, server errors, no connection, no answer). */
+  transient: boolean;
 }
 
 type Verdict = 'same' | 'write' | 'check';
@@ -74,10 +103,64 @@ type Verdict = 'same' | 'write' | 'check';
 const DELETE_BATCH = 1000;
 
 export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
-  const started = process.hrtime.bigint();
-  const { target, store, routes, shard } = request;
+  const started = request.startedAt ?? process.hrtime.bigint();
+  const { target, routes, shard } = request;
   const documents = planDocuments(request.manifest, routes, target.prefix, shard);
   const report = emptyReport(showTarget(target), request.dryRun, documents);
+  const finish = () => {
+    report.stoppedBy = request.stopRequested?.() ?? null;
+    report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    return report;
+  };
+  let compared: Compared;
+  try {
+    compared = request.incremental === undefined ? await compare(request, documents, report) : incrementalCompare(request, documents, request.incremental);
+  } catch (error) {
+    // A stop during the comparison: nothing was written, and what would have been is not known yet.
+    if (error instanceof StopRequested) return finish();
+    throw error;
+  }
+  const { verdicts, deletions, steps, headersOnly, known, fingerprint } = compared;
+  report.unchanged = [...verdicts.values()].filter((v) => v === 'same').length;
+
+  const plannedFiles = new Set(documents.map((d) => d.file));
+  if (!request.dryRun) request.beforeWrites?.(...readerChanges(request, compared, plannedFiles));
+
+  const state = { etagsAreMd5: known?.etagsAreMd5 ?? true, halted: false };
+  for (const step of steps) {
+    const writes = (d: PlannedDocument) => d.objects.filter((o) => verdicts.get(o.key) === 'write').map((o) => o.key);
+    if (state.halted || request.stopRequested?.() != null) {
+      report.notAttempted.push(...step.documents.flatMap(writes));
+      continue;
+    }
+    const notStarted = await runPool(step.documents, request.concurrency, (document) => writeDocument(request, document, step.kind, verdicts, headersOnly, report, state), () => halted(request, state));
+    report.notAttempted.push(...notStarted.flatMap(writes));
+  }
+
+  if (state.halted || request.stopRequested?.() != null) {
+    report.notAttempted.push(...deletions);
+  } else {
+    await deleteAll(request, deletions, report, state, plannedFiles);
+  }
+  if (!request.dryRun && report.failed.length === 0 && report.notAttempted.length === 0 && request.stopRequested?.() == null) {
+    const published = request.published ?? undefined;
+    request.record.set(request.recordId, { headers: fingerprint, etagsAreMd5: state.etagsAreMd5, ...(published === undefined ? {} : { published }) });
+  }
+  return finish();
+}
+
+interface Compared {
+  verdicts: Map<string, Verdict>;
+  deletions: string[];
+  steps: Step[];
+  headersOnly: Set<string>;
+  known: ReturnType<DeployRecord['get']>;
+  fingerprint: string;
+}
+
+/** The store's listing against the plan: what is the same, what to write in which step, what to delete. */
+async function compare(request: DeployRequest, documents: readonly PlannedDocument[], report: DeployReport): Promise<Compared> {
+  const { target, store, routes, shard } = request;
   const remote = new Map<string, StoredObject>();
   let previous: string | undefined;
   for await (const object of store.list(target.prefix)) {
@@ -103,67 +186,124 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
   const headersOnly = new Set<string>();
   // Objects the store holds that its listing left out.
   const unlisted = new Set<string>();
-  await runPool(toCheck, request.concurrency, async (object) => {
-    const head = await store.head(object.key);
-    verdicts.set(object.key, head !== null && headMatches(object, head) ? 'same' : 'write');
-    if (head !== null && !remote.has(object.key)) unlisted.add(object.key);
-    if (head !== null && head.metadata['vidfeeds-sha256'] === object.sha256 && verdicts.get(object.key) === 'write') headersOnly.add(object.key);
-  });
+  const unchecked = await runPool(
+    toCheck,
+    request.concurrency,
+    async (object) => {
+      const head = await store.head(object.key);
+      verdicts.set(object.key, head !== null && headMatches(object, head) ? 'same' : 'write');
+      if (head !== null && !remote.has(object.key)) unlisted.add(object.key);
+      if (head !== null && head.metadata['vidfeeds-sha256'] === object.sha256 && verdicts.get(object.key) === 'write') headersOnly.add(object.key);
+    },
+    () => request.stopRequested?.() != null,
+  );
+  if (unchecked.length > 0) throw new StopRequested();
   report.checked = toCheck.length;
 
   const planned = new Set(documents.flatMap((d) => d.objects.map((o) => o.key)));
   const deletions = [...remote.keys()].filter((key) => !planned.has(key) && ownedDocumentOf(routes, target.prefix, key, shard) !== null).sort();
   const steps = orderSteps(documents, (key) => remote.has(key) || unlisted.has(key), verdicts);
-  report.unchanged = [...verdicts.values()].filter((v) => v === 'same').length;
+  return { verdicts, deletions, steps, headersOnly, known, fingerprint };
+}
 
-  let etagsAreMd5 = known?.etagsAreMd5 ?? true;
-  let blocked = false;
-  for (const step of steps) {
-    if (blocked || request.stopRequested?.() != null) {
-      report.notAttempted.push(...step.documents.flatMap((d) => d.objects.filter((o) => verdicts.get(o.key) === 'write').map((o) => o.key)));
-      continue;
+/** The documents this deploy is about to change for readers: those whose bytes it writes, and those it removes. */
+function readerChanges(request: DeployRequest, compared: Compared, plannedFiles: ReadonlySet<string>): [string[], string[]] {
+  const { verdicts, headersOnly, steps, deletions } = compared;
+  const changed = steps
+    .flatMap((step) => step.documents)
+    .filter((d) => d.objects.some((o) => verdicts.get(o.key) === 'write' && o.contentEncoding === undefined && !headersOnly.has(o.key)))
+    .map((d) => d.file);
+  const removed = new Set<string>();
+  for (const key of deletions) {
+    const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
+    if (file !== null && !plannedFiles.has(file)) removed.add(file);
+  }
+  return [changed, [...removed]];
+}
+
+/** An incremental deploy's plan: every object of the changed documents to write, the removed documents' keys to delete. */
+function incrementalCompare(request: DeployRequest, documents: readonly PlannedDocument[], changes: NonNullable<DeployRequest['incremental']>): Compared {
+  const verdicts = new Map<string, Verdict>();
+  const newKeys = new Set<string>();
+  for (const document of documents) {
+    for (const object of document.objects) {
+      verdicts.set(object.key, 'write');
+      if (changes.newFiles.has(document.file)) newKeys.add(object.key);
     }
-    const failedBefore = report.failed.length;
-    await runPool(step.documents, request.concurrency, async (document) => {
-      const writes = document.objects.filter((o) => verdicts.get(o.key) === 'write');
-      if (request.stopRequested?.() != null) {
-        report.notAttempted.push(...writes.map((o) => o.key));
+  }
+  const deletions = new Set<string>();
+  for (const file of changes.removedFiles) {
+    const match = routeOfFile(request.routes, file);
+    if (match === null || !ownsMatch(request.shard, match)) continue;
+    // Its forms are those of the encodings its last published build wrote (compression unchanged since).
+    const forms = isCompressible(match.format.mediaType) ? changes.encodings : [];
+    for (const key of keysOf(match)) {
+      deletions.add(`${request.target.prefix}${key}`);
+      for (const encoding of forms) deletions.add(`${request.target.prefix}${key}.${encoding === 'gzip' ? 'gz' : 'br'}`);
+    }
+  }
+  const known = request.record.get(request.recordId);
+  return {
+    verdicts,
+    deletions: [...deletions].sort(),
+    steps: orderSteps(documents, (key) => !newKeys.has(key), verdicts),
+    headersOnly: new Set(),
+    known,
+    // The headers are the last deploy's: the basis's configuration fingerprint is unchanged.
+    fingerprint: known?.headers ?? headersFingerprint(documents),
+  };
+}
+
+interface WriteState {
+  etagsAreMd5: boolean;
+  /** An object failed: no other request starts. */
+  halted: boolean;
+}
+
+function halted(request: DeployRequest, state: WriteState): boolean {
+  return state.halted || request.stopRequested?.() != null;
+}
+
+/** Writes a document's objects that differ, its compressed forms first; a failure halts the deploy. */
+async function writeDocument(
+  request: DeployRequest,
+  document: PlannedDocument,
+  kind: Step['kind'],
+  verdicts: ReadonlyMap<string, Verdict>,
+  headersOnly: ReadonlySet<string>,
+  report: DeployReport,
+  state: WriteState,
+): Promise<void> {
+  const writes = document.objects.filter((o) => verdicts.get(o.key) === 'write');
+  for (const [i, object] of writes.entries()) {
+    // The document's plain keys must not go up after a form that did not.
+    if (halted(request, state)) {
+      report.notAttempted.push(...writes.slice(i).map((o) => o.key));
+      return;
+    }
+    try {
+      if (!request.dryRun) {
+        const etag = await request.store.put(putOf(request.out, object));
+        if (etag !== object.md5) state.etagsAreMd5 = false;
+        request.progress?.({ key: object.key, action: 'uploaded' });
+      }
+      report.uploaded[kind]++;
+      report.bytesUploaded += object.size;
+      report.uploadedKeys.push(object.key);
+    } catch (error) {
+      if (error instanceof StopRequested) {
+        // Aborted under way: the store may or may not hold it; the next deploy compares again.
+        report.notAttempted.push(...writes.slice(i).map((o) => o.key));
         return;
       }
-      for (const [i, object] of writes.entries()) {
-        try {
-          if (!request.dryRun) {
-            const etag = await store.put(putOf(request.out, object));
-            if (etag !== object.md5) etagsAreMd5 = false;
-            request.progress?.({ key: object.key, action: 'uploaded' });
-          }
-          report.uploaded[step.kind]++;
-          report.bytesUploaded += object.size;
-          report.uploadedKeys.push(object.key);
-        } catch (error) {
-          report.failed.push({ key: object.key, message: messageOf(error) });
-          // The document's plain keys must not go up after a form that did not.
-          report.notAttempted.push(...writes.slice(i + 1).map((o) => o.key));
-          return;
-        }
-      }
-      // A document whose bytes changed for readers: one of its own keys got other bytes.
-      if (writes.some((o) => o.contentEncoding === undefined && !headersOnly.has(o.key))) report.changedFiles.push(document.file);
-    });
-    if (report.failed.length > failedBefore) blocked = true;
+      report.failed.push(failureOf(object.key, error));
+      state.halted = true;
+      report.notAttempted.push(...writes.slice(i + 1).map((o) => o.key));
+      return;
+    }
   }
-
-  if (blocked || request.stopRequested?.() != null) {
-    report.notAttempted.push(...deletions);
-  } else {
-    await deleteAll(request, deletions, report);
-  }
-  report.stoppedBy = request.stopRequested?.() ?? null;
-  if (!request.dryRun && report.failed.length === 0 && report.notAttempted.length === 0) {
-    request.record.set(request.recordId, { headers: fingerprint, etagsAreMd5 });
-  }
-  report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return report;
+  // A document whose bytes changed for readers: one of its own keys got other bytes.
+  if (writes.some((o) => o.contentEncoding === undefined && !headersOnly.has(o.key))) report.changedFiles.push(document.file);
 }
 
 /** What the listing alone says of an object: the same bytes and headers, to write, or to ask the store. */
@@ -203,32 +343,40 @@ function orderSteps(documents: readonly PlannedDocument[], isStored: (key: strin
   return steps;
 }
 
-async function deleteAll(request: DeployRequest, keys: readonly string[], report: DeployReport): Promise<void> {
+async function deleteAll(request: DeployRequest, keys: readonly string[], report: DeployReport, state: WriteState, plannedFiles: ReadonlySet<string>): Promise<void> {
   const batches: string[][] = [];
   for (let i = 0; i < keys.length; i += DELETE_BATCH) batches.push(keys.slice(i, i + DELETE_BATCH));
   const removed = new Set<string>();
-  await runPool(batches, Math.min(request.concurrency, 4), async (batch) => {
-    if (request.stopRequested?.() != null) {
-      report.notAttempted.push(...batch);
-      return;
-    }
-    let failures: Array<{ key: string; message: string }>;
-    try {
-      failures = request.dryRun ? [] : await request.store.remove(batch);
-    } catch (error) {
-      failures = batch.map((key) => ({ key, message: messageOf(error) }));
-    }
-    report.failed.push(...failures);
-    const failed = new Set(failures.map((f) => f.key));
-    for (const key of batch) {
-      if (failed.has(key)) continue;
-      report.deleted++;
-      report.deletedKeys.push(key);
-      if (!request.dryRun) request.progress?.({ key, action: 'deleted' });
-      const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
-      if (file !== null) removed.add(file);
-    }
-  });
+  const notStarted = await runPool(
+    batches,
+    Math.min(request.concurrency, 4),
+    async (batch) => {
+      let failures: DeployFailure[];
+      try {
+        failures = request.dryRun ? [] : (await request.store.remove(batch)).map((f) => ({ ...f, transient: false }));
+      } catch (error) {
+        if (error instanceof StopRequested) {
+          report.notAttempted.push(...batch);
+          return;
+        }
+        state.halted = true;
+        failures = batch.map((key) => failureOf(key, error));
+      }
+      report.failed.push(...failures);
+      const failed = new Set(failures.map((f) => f.key));
+      for (const key of batch) {
+        if (failed.has(key)) continue;
+        report.deleted++;
+        report.deletedKeys.push(key);
+        if (!request.dryRun) request.progress?.({ key, action: 'deleted' });
+        // A document is gone when none of its objects is planned (not when only a form of it is).
+        const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
+        if (file !== null && !plannedFiles.has(file)) removed.add(file);
+      }
+    },
+    () => halted(request, state),
+  );
+  report.notAttempted.push(...notStarted.flat());
   report.removedFiles.push(...removed);
 }
 
@@ -245,10 +393,13 @@ function putOf(out: string, object: PlannedObject) {
   };
 }
 
-function emptyReport(target: string, dryRun: boolean, documents: readonly PlannedDocument[]): DeployReport {
+/** A report of nothing done yet (also a deploy stopped before its plan was made). */
+export function emptyReport(target: string, dryRun: boolean, documents: readonly PlannedDocument[]): DeployReport {
   return {
     target,
     dryRun,
+    mode: 'full',
+    reason: null,
     documents: documents.length,
     objects: documents.reduce((n, d) => n + d.objects.length, 0),
     uploaded: { new: 0, changed: 0, site: 0 },
@@ -274,10 +425,7 @@ function inKeyOrder(before: string, after: string): boolean {
   return before < after || Buffer.compare(Buffer.from(before), Buffer.from(after)) < 0;
 }
 
-function messageOf(error: unknown): string {
-  const e = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number; attempts?: number } };
-  const status = e.$metadata?.httpStatusCode === undefined ? '' : ` (HTTP ${e.$metadata.httpStatusCode}`;
-  const attempts = e.$metadata?.attempts === undefined ? '' : `${status === '' ? ' (' : ', '}${e.$metadata.attempts} tries`;
-  const close = status === '' && attempts === '' ? '' : ')';
-  return `${e.name ?? 'Error'}: ${e.message ?? String(error)}${status}${attempts}${close}`;
+function failureOf(key: string, error: unknown): DeployFailure {
+  if (error instanceof StoreRequestError) return { key, message: error.message, transient: error.transient };
+  return { key, message: describeStoreError(error).text, transient: false };
 }

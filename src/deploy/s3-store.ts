@@ -7,35 +7,38 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import type { ObjectHead, ObjectStore, PutRequest, StoredObject, StoreTarget } from './object-store.js';
+import { withTries, type RequestPolicy } from './store-requests.js';
 
 /**
  * An S3-compatible store (AWS S3, Cloudflare R2, MinIO, Garage, Ceph) through the official AWS SDK
  * for JavaScript. Credentials and the region come from the SDK's standard chain (environment,
  * shared config and credentials files, SSO, instance or container roles), never from vidfeeds's
- * configuration. The SDK retries throttling (503 SlowDown, 429), server errors and broken
- * connections with exponential back-off and jitter, up to `maxAttempts` tries per request.
+ * configuration. The SDK client makes one try per call: the tries, deadlines and back-off are
+ * src/deploy/store-requests.ts's, so that the SDK's retry quota (one allowance shared by every
+ * request of a client, spent in an outage) never cuts `--tries` short.
  */
 export interface S3StoreOptions {
   target: StoreTarget;
   /** Another S3-compatible endpoint than AWS's (R2, MinIO, a local store): path-style addressing then. */
   endpoint?: string;
-  /** Tries per request, the first included. */
-  maxAttempts: number;
+  /** Tries per request, deadline of each, and the stop signal. */
+  policy: RequestPolicy;
 }
 
 export class S3Store implements ObjectStore {
   private readonly client: S3Client;
   private readonly bucket: string;
+  private readonly policy: RequestPolicy;
 
   constructor(options: S3StoreOptions) {
     this.bucket = options.target.bucket;
+    this.policy = options.policy;
     this.client = new S3Client({
       ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint, forcePathStyle: true }),
       // No region in the environment or profile: buckets on other endpoints ignore it, and AWS
       // itself redirects the SDK to the bucket's region.
       region: memo(async () => (await defaultRegion()) ?? 'us-east-1'),
-      maxAttempts: options.maxAttempts,
-      retryMode: 'standard',
+      maxAttempts: 1,
       // Content-MD5 (below) protects each upload; the SDK's newer default checksums are not
       // understood by every S3-compatible store.
       requestChecksumCalculation: 'WHEN_REQUIRED',
@@ -46,7 +49,8 @@ export class S3Store implements ObjectStore {
   async *list(prefix: string): AsyncIterable<StoredObject> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      const command = new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token });
+      const page = await withTries(`the listing of ${prefix === '' ? 'the bucket' : prefix}`, this.policy, (abortSignal) => this.client.send(command, { abortSignal }));
       for (const item of page.Contents ?? []) {
         if (item.Key === undefined) continue;
         yield { key: item.Key, etag: unquote(item.ETag), size: item.Size ?? 0 };
@@ -56,42 +60,45 @@ export class S3Store implements ObjectStore {
   }
 
   async head(key: string): Promise<ObjectHead | null> {
-    try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
-      return {
-        etag: unquote(head.ETag),
-        contentType: head.ContentType,
-        cacheControl: head.CacheControl,
-        contentEncoding: head.ContentEncoding,
-        metadata: lowerKeys(head.Metadata ?? {}),
-      };
-    } catch (error) {
-      if (error instanceof S3ServiceException && (error.$metadata.httpStatusCode === 404 || error.name === 'NotFound')) return null;
-      throw error;
-    }
+    const command = new HeadObjectCommand({ Bucket: this.bucket, Key: key });
+    const head = await withTries(`HEAD ${key}`, this.policy, async (abortSignal) => {
+      try {
+        return await this.client.send(command, { abortSignal });
+      } catch (error) {
+        if (error instanceof S3ServiceException && (error.$metadata.httpStatusCode === 404 || error.name === 'NotFound')) return null;
+        throw error;
+      }
+    });
+    return head === null
+      ? null
+      : {
+          etag: unquote(head.ETag),
+          contentType: head.ContentType,
+          cacheControl: head.CacheControl,
+          contentEncoding: head.ContentEncoding,
+          metadata: lowerKeys(head.Metadata ?? {}),
+        };
   }
 
   async put(request: PutRequest): Promise<string> {
-    const result = await this.client.send(
-      new PutObjectCommand({
-        Bucket: this.bucket,
-        Key: request.key,
-        Body: request.body,
-        ContentType: request.contentType,
-        CacheControl: request.cacheControl,
-        ContentEncoding: request.contentEncoding,
-        ContentMD5: Buffer.from(request.md5, 'hex').toString('base64'),
-        Metadata: request.metadata,
-      }),
-    );
+    const command = new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: request.key,
+      Body: request.body,
+      ContentType: request.contentType,
+      CacheControl: request.cacheControl,
+      ContentEncoding: request.contentEncoding,
+      ContentMD5: Buffer.from(request.md5, 'hex').toString('base64'),
+      Metadata: request.metadata,
+    });
+    const result = await withTries(`PUT ${request.key}`, this.policy, (abortSignal) => this.client.send(command, { abortSignal }));
     return unquote(result.ETag);
   }
 
   async remove(keys: readonly string[]): Promise<Array<{ key: string; message: string }>> {
     if (keys.length === 0) return [];
-    const result = await this.client.send(
-      new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } }),
-    );
+    const command = new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } });
+    const result = await withTries(`the deletion of ${keys.length} objects`, this.policy, (abortSignal) => this.client.send(command, { abortSignal }));
     return (result.Errors ?? []).map((e) => ({ key: e.Key ?? '?', message: `${e.Code ?? 'error'}: ${e.Message ?? ''}`.trim() }));
   }
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compressedFormOf, type Encoding } from '../paths/compression.js';
+import { compressedFormOf, compressedPath, type Encoding } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
 import { keyedUrlPaths, matchFile } from '../paths/url-scheme.js';
 import type { RouteMatch, Routes } from './routes.js';
@@ -85,15 +85,40 @@ export function websubLink(hubs: readonly string[], self: string): string {
   return [...hubs.map((hub) => `<${hub}>; rel="hub"`), `<${self}>; rel="self"`].join(', ');
 }
 
-export function buildManifest(
+type ManifestArgs = [
   routes: Routes,
   root: string,
   basePath: string,
   generator: string,
   cacheControl: (format: Format) => string,
   /** The `Link` header of a document, if it has one (a WebSub feed's). */
-  linkOf: (match: RouteMatch) => string | undefined = () => undefined,
-): { manifest: Manifest; ignored: string[] } {
+  linkOf?: (match: RouteMatch) => string | undefined,
+];
+
+export function buildManifest(...args: ManifestArgs): { manifest: Manifest; ignored: string[] } {
+  const steps = manifestSteps(...args);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/**
+ * The manifest built a few files at a time, the event loop free between them, so that a signal
+ * is heard while a large tree is read and hashed; null when `stop` is aborted first.
+ */
+export async function buildManifestAsync(stop: AbortSignal, ...args: ManifestArgs): Promise<{ manifest: Manifest; ignored: string[] } | null> {
+  const steps = manifestSteps(...args);
+  for (let n = 1; ; n++) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    if (n % 32 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (stop.aborted) return null;
+  }
+}
+
+/** Builds the manifest, yielding after each file it reads. */
+function* manifestSteps(...[routes, root, basePath, generator, cacheControl, linkOf = () => undefined]: ManifestArgs): Generator<void, { manifest: Manifest; ignored: string[] }> {
   const files: ManifestEntry[] = [];
   const byFile = new Map<string, ManifestEntry>();
   const forms: Array<{ file: string; document: string; encoding: Encoding }> = [];
@@ -106,24 +131,55 @@ export function buildManifest(
       else ignored.push(file);
       continue;
     }
-    const entry: ManifestEntry = {
-      file,
-      contentType: match.format.mediaType,
-      cacheControl: cacheControl(match.format),
-      ...fingerprint(root, file),
-      keys: keysOf(match),
-      compressed: [],
-    };
-    const link = linkOf(match);
-    if (link !== undefined) entry.link = link;
+    const entry = entryOf(root, file, match, cacheControl, linkOf);
     files.push(entry);
     byFile.set(file, entry);
+    yield;
   }
   // A form whose document is gone (a tree edited by hand) has nothing to be sent for.
   for (const { file, document, encoding } of forms) {
     const entry = byFile.get(document);
     if (entry === undefined) ignored.push(file);
     else entry.compressed.push({ file, contentEncoding: encoding, ...fingerprint(root, file) });
+    yield;
   }
   return { manifest: { generator, basePath, files }, ignored };
+}
+
+function entryOf(root: string, file: string, match: RouteMatch, cacheControl: (format: Format) => string, linkOf: (match: RouteMatch) => string | undefined): ManifestEntry {
+  const entry: ManifestEntry = {
+    file,
+    contentType: match.format.mediaType,
+    cacheControl: cacheControl(match.format),
+    ...fingerprint(root, file),
+    keys: keysOf(match),
+    compressed: [],
+  };
+  const link = linkOf(match);
+  if (link !== undefined) entry.link = link;
+  return entry;
+}
+
+/**
+ * The manifest entries of some files of the tree only (what a build changed): each read and
+ * hashed with the compressed forms of `encodings` found beside it. Files the table does not serve,
+ * or no longer on disk, are left out.
+ */
+export function manifestOfFiles(
+  files: Iterable<string>,
+  encodings: readonly Encoding[],
+  ...[routes, root, basePath, generator, cacheControl, linkOf = () => undefined]: ManifestArgs
+): Manifest {
+  const entries: ManifestEntry[] = [];
+  for (const file of files) {
+    const match = routeOfFile(routes, file);
+    if (match === null || !existsSync(join(root, ...file.split('/')))) continue;
+    const entry = entryOf(root, file, match, cacheControl, linkOf);
+    for (const encoding of encodings) {
+      const form = compressedPath(file, encoding);
+      if (existsSync(join(root, ...form.split('/')))) entry.compressed.push({ file: form, contentEncoding: encoding, ...fingerprint(root, form) });
+    }
+    entries.push(entry);
+  }
+  return { generator, basePath, files: entries };
 }

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isEncoding, type Encoding } from '../paths/compression.js';
@@ -121,24 +122,30 @@ export class BuildState {
         hash        BLOB NOT NULL,
         size        INTEGER NOT NULL,
         build       INTEGER NOT NULL,
-        changed     INTEGER
+        changed     INTEGER,
+        seq         INTEGER,
+        added       INTEGER
       );
       ${USER_INDEX};
       CREATE INDEX IF NOT EXISTS outputs_owner ON outputs(owner_kind, owner_id);
     `);
+    addChangeSequence(this.db);
     this.setMeta('state_version', String(STATE_VERSION));
     this.setMeta('document_hash', DOCUMENT_HASH);
     this.stmt = {
       get: this.db.prepare<[string], PreviousOutput>('SELECT hash, size, owner_id AS ownerId FROM outputs WHERE path = ?'),
       put: this.db.prepare(
-        `INSERT INTO outputs (path, format, owner_kind, owner_id, user, hash, size, build, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO outputs (path, format, owner_kind, owner_id, user, hash, size, build, changed, seq, added) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(path) DO UPDATE SET format = excluded.format, owner_kind = excluded.owner_kind, owner_id = excluded.owner_id,
            user = excluded.user, hash = excluded.hash, size = excluded.size, build = excluded.build,
-           changed = CASE WHEN outputs.hash = excluded.hash AND outputs.changed IS NOT NULL THEN outputs.changed ELSE excluded.changed END`,
+           changed = CASE WHEN outputs.hash = excluded.hash AND outputs.changed IS NOT NULL THEN outputs.changed ELSE excluded.changed END,
+           seq = CASE WHEN outputs.hash = excluded.hash THEN outputs.seq ELSE excluded.seq END`,
       ),
       changedIn: this.db.prepare<[string, number, number], { path: string; changed: number }>(
         'SELECT path, changed FROM outputs WHERE owner_kind = ? AND owner_id BETWEEN ? AND ? AND changed IS NOT NULL',
       ),
+      revive: this.db.prepare('DELETE FROM removed WHERE path = ?'),
+      tombstone: this.db.prepare('INSERT INTO removed (path, seq) VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET seq = excluded.seq'),
       touch: this.db.prepare('UPDATE outputs SET build = ? WHERE path = ?'),
       forget: this.db.prepare('DELETE FROM outputs WHERE path = ?'),
       // Read in pages after the last path seen, so a prune holds one page in memory, and the
@@ -179,7 +186,8 @@ export class BuildState {
       this.db.exec(`DELETE FROM meta; DROP INDEX IF EXISTS outputs_user; DROP INDEX IF EXISTS outputs_owner;`);
       this.db.exec(`CREATE TABLE outputs (
         path TEXT PRIMARY KEY, format TEXT NOT NULL, owner_kind TEXT, owner_id INTEGER, user TEXT,
-        hash BLOB NOT NULL, size INTEGER NOT NULL, build INTEGER NOT NULL, changed INTEGER)`);
+        hash BLOB NOT NULL, size INTEGER NOT NULL, build INTEGER NOT NULL, changed INTEGER, seq INTEGER, added INTEGER)`);
+      this.db.exec('DELETE FROM removed');
       if (hasOutputs) {
         const kept = sameHashes ? 'hash, size' : `x'', -1`;
         try {
@@ -313,7 +321,8 @@ export class BuildState {
   }
 
   record(path: string, format: string, owner: Owner, user: string | null, hash: Buffer, size: number): void {
-    this.stmt.put.run(path, format, owner.kind, owner.kind === 'site' ? null : owner.id, user, hash, size, this.buildId, this.changeTime);
+    this.stmt.put.run(path, format, owner.kind, owner.kind === 'site' ? null : owner.id, user, hash, size, this.buildId, this.changeTime, this.buildId, this.buildId);
+    this.stmt.revive.run(path);
     this.tick();
   }
 
@@ -339,8 +348,10 @@ export class BuildState {
     return new Set(this.stmt.siteFiles.all());
   }
 
+  /** Drops a path's record, leaving its tombstone (this build's number) for a deploy to find. */
   forget(path: string): void {
     this.stmt.forget.run(path);
+    this.stmt.tombstone.run(path, this.buildId);
     this.tick();
   }
 
@@ -435,6 +446,23 @@ export class BuildState {
 }
 
 /**
+ * What lets a deploy publish only what changed since the build it last published
+ * (src/pipeline/state-changes.ts): each output's `seq`, the number of the build that last changed
+ * its bytes, and `added`, of the build that first recorded it (both null on rows older than the
+ * columns: changed before any deploy could have recorded this state); the tombstones of removed
+ * paths (`removed`, with the number of the build that removed them); and `state_id`, which names
+ * this state's lineage: a state set aside, replaced or made anew gets another, so a deploy record
+ * of the old one is not trusted.
+ */
+function addChangeSequence(db: Database.Database): void {
+  const columns = new Set(db.prepare<[], { name: string }>('PRAGMA table_info(outputs)').all().map((c) => c.name));
+  if (!columns.has('seq')) db.exec('ALTER TABLE outputs ADD COLUMN seq INTEGER');
+  if (!columns.has('added')) db.exec('ALTER TABLE outputs ADD COLUMN added INTEGER');
+  db.exec('CREATE INDEX IF NOT EXISTS outputs_seq ON outputs(seq)');
+  db.prepare(`INSERT INTO meta (key, value) VALUES ('state_id', ?) ON CONFLICT(key) DO NOTHING`).run(randomUUID());
+}
+
+/**
  * Opens a state file so that a truncated or overwritten file is found here, named, rather than
  * halfway through a build. A file that is not a database at all fails to open. A state left as
  * its last build closed it (no write-ahead log beside it) is as long as its header says, to the
@@ -454,6 +482,7 @@ function openState(file: string): Database.Database {
     const verdict = whole ? 'ok' : db.pragma('quick_check', { simple: true });
     if (verdict !== 'ok') throw new UnreadableState(String(verdict));
     db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    db.exec('CREATE TABLE IF NOT EXISTS removed (path TEXT PRIMARY KEY, seq INTEGER NOT NULL)');
     // Earlier layouts of `outputs` are taken over by replaceLayout: only `meta` must read as ours.
     db.prepare('SELECT key, value FROM meta LIMIT 1').get();
     return db;

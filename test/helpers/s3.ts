@@ -30,8 +30,13 @@ export interface LoggedRequest {
 export interface LocalS3 {
   endpoint: string;
   log: LoggedRequest[];
-  /** Answers the next `times` PUTs of `key` with `status` (503 SlowDown, 500 InternalError); Infinity for always. */
-  failPuts(key: string, times: number, status: number): void;
+  /**
+   * Answers the next `times` PUTs of `key` with `status` (503 SlowDown, 500 InternalError);
+   * Infinity for always. `body` replaces the error document (Ceph's have no Message; '' for none).
+   */
+  failPuts(key: string, times: number, status: number, body?: string): void;
+  /** Answers the first `times` PUTs of every key with `status` (a throttling store); 0 to stop. */
+  failEveryPut(times: number, status: number): void;
   /** Holds every PUT after `count` more have been answered, until `release` (or `discardHeld`). */
   holdPutsAfter(count: number): void;
   release(): void;
@@ -64,7 +69,8 @@ export async function startLocalS3(): Promise<LocalS3> {
     server.on('exit', (code) => reject(new Error(`s3rver stopped (exit code ${code})`)));
   });
   const log: LoggedRequest[] = [];
-  const failures = new Map<string, { times: number; status: number }>();
+  const failures = new Map<string, { times: number; status: number; body?: string }>();
+  const everyPut = { times: 0, status: 503, tries: new Map<string, number>() };
   let holdAfter: number | null = null;
   const held: Array<{ go: () => void; drop: () => void }> = [];
   const state = { delayMs: 0 };
@@ -87,13 +93,18 @@ export async function startLocalS3(): Promise<LocalS3> {
     const entry: LoggedRequest = { method: req.method ?? '', key, query: url.search, started: performance.now(), ended: Number.NaN, status: 0 };
     log.push(entry);
     const go = () => {
-      const failure = req.method === 'PUT' ? failures.get(key) : undefined;
+      let failure = req.method === 'PUT' ? failures.get(key) : undefined;
+      if (req.method === 'PUT' && failure === undefined && everyPut.times > 0) {
+        const tries = (everyPut.tries.get(key) ?? 0) + 1;
+        everyPut.tries.set(key, tries);
+        if (tries <= everyPut.times) failure = { times: 1, status: everyPut.status };
+      }
       if (failure !== undefined && failure.times > 0) {
         failure.times--;
         req.resume();
         const code = failure.status === 503 ? 'SlowDown' : 'InternalError';
         res.writeHead(failure.status, { 'content-type': 'application/xml' });
-        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>injected by the test</Message></Error>`);
+        res.end(failure.body ?? `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>injected by the test</Message></Error>`);
         entry.ended = performance.now();
         entry.status = failure.status;
         return;
@@ -124,7 +135,12 @@ export async function startLocalS3(): Promise<LocalS3> {
     set delayMs(ms: number) {
       state.delayMs = ms;
     },
-    failPuts: (key, times, status) => failures.set(key, { times, status }),
+    failPuts: (key, times, status, body) => failures.set(key, { times, status, ...(body === undefined ? {} : { body }) }),
+    failEveryPut: (times, status) => {
+      everyPut.times = times;
+      everyPut.status = status;
+      everyPut.tries.clear();
+    },
     holdPutsAfter: (count) => {
       holdAfter = count;
     },
@@ -188,4 +204,21 @@ export function runCli(args: string[], options: { cwd?: string; env?: Record<str
     child.on('close', (code, signal) => resolve({ code: code ?? (signal === null ? null : 128), stdout, stderr }));
     options.onStart?.(child);
   });
+}
+
+/** A child-process hook (runCli's `onStart`) that runs `act` once `ready` holds, checked every 10 ms. */
+export function whenReady(ready: () => boolean, act: (child: ChildProcess) => void): (child: ChildProcess) => void {
+  return (child) => {
+    const timer = setInterval(() => {
+      if (!ready()) return;
+      clearInterval(timer);
+      act(child);
+    }, 10);
+    child.on('exit', () => clearInterval(timer));
+  };
+}
+
+/** Kills the deploy with `signal` once the store holds one of its writes (`holdPutsAfter`). */
+export function killWhenHeld(s3: LocalS3, signal: NodeJS.Signals = 'SIGKILL'): (child: ChildProcess) => void {
+  return whenReady(() => s3.heldCount() > 0, (child) => child.kill(signal));
 }

@@ -9,17 +9,28 @@ import { FORMATS } from '../../formats/registry.js';
 import { SitePaths } from '../../paths/site-paths.js';
 import { checkPlaces } from '../../paths/url-scheme.js';
 import { defaultStateFile } from '../../pipeline/build-state.js';
-import { waitForBuildLock } from '../../pipeline/lock.js';
+import { BuildInterrupted } from '../../pipeline/interrupt.js';
+import { waitForBuildLock, type BuildLock } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
-import { buildManifest } from '../../hosting/manifest.js';
-import { routesOf } from '../../hosting/routes.js';
+import { buildManifestAsync, manifestOfFiles } from '../../hosting/manifest.js';
+import type { RouteMatch } from '../../hosting/routes.js';
+import type { Format } from '../../formats/format.js';
+import { isEncoding, type Encoding } from '../../paths/compression.js';
+import type { StateChanges } from '../../pipeline/state-changes.js';
+import { chooseBasis, configFingerprint } from '../../deploy/deploy-basis.js';
+import type { PublishedState } from '../../deploy/deploy-record.js';
+import { routesOf, type Routes } from '../../hosting/routes.js';
+import type { Manifest } from '../../hosting/manifest.js';
 import { websubLinkOfMatch } from '../../hosting/websub-links.js';
-import { changesOfFiles, notifySettingsOf } from '../../deploy/change-set.js';
+import { notifySettingsOf } from '../../deploy/change-set.js';
+import { ownedDocumentOf } from '../../deploy/deploy-plan.js';
+import { deliverOwed, listenersOf, owedCount } from '../../deploy/owed-notifications.js';
 import { DeployRecord } from '../../deploy/deploy-record.js';
-import { notifyChanges, type Delivery } from '../../deploy/notify.js';
+import type { Delivery } from '../../deploy/notify.js';
 import { parseStoreTarget, showTarget, type StoreTarget } from '../../deploy/object-store.js';
-import type { DeployReport } from '../../deploy/run-deploy.js';
+import { emptyReport, type DeployReport } from '../../deploy/run-deploy.js';
+import { describeStoreError, StoreRequestError } from '../../deploy/store-requests.js';
 import { EXIT, UsageError } from '../errors.js';
 import { VidfeedsError } from '../../config/vidfeeds-error.js';
 import { reportHead, withJsonErrors } from '../json-report.js';
@@ -33,10 +44,12 @@ interface DeployFlags extends ConfigFlags {
   endpoint?: string;
   shard?: string;
   dryRun?: boolean;
+  verify?: boolean;
   json?: boolean;
   quiet?: boolean;
   concurrency: number;
   tries: number;
+  timeout: number;
   onChange?: string;
   notify: boolean;
   record?: string;
@@ -49,6 +62,7 @@ interface DeployRequest {
   endpoint?: string;
   shard?: ShardSpec;
   recordFile: string;
+  stateFile: string;
 }
 
 /**
@@ -66,8 +80,10 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
       .option('--endpoint <url>', 'an S3-compatible endpoint other than AWS (R2, MinIO, Garage, Ceph): path-style requests')
       .option('--shard <K/N>', 'deploy only part K of N (site-wide files from part 1); see docs/scale.md')
       .option('--dry-run', 'compare and print what would be written and deleted; write nothing')
+      .option('--verify', "compare the whole tree with the store's listing, whatever the last deploy recorded")
       .option('--concurrency <n>', 'requests at once', positiveInteger('--concurrency', 256), 16)
       .option('--tries <n>', 'tries per request on throttling and transient errors, with back-off', positiveInteger('--tries', 20), 6)
+      .option('--timeout <seconds>', 'longest wait for the answer to one request: a store that does not answer in time ends the deploy (exit 75)', positiveSeconds('--timeout'), 30)
       .option('--on-change <command>', 'run COMMAND (through sh) with every changed or removed URL on its standard input, one per line')
       .option('--no-notify', 'do not notify WebSub hubs or IndexNow (configured with notifyAfter: "deploy")')
       .option('--record <file>', 'what the last deploy published, per target (default: .vidfeeds/<out>.deploy.json beside the tree)')
@@ -103,85 +119,204 @@ function deployRequest(flags: DeployFlags): DeployRequest {
     if ('problem' in parsed) throw new UsageError(`--shard: ${parsed.problem}`);
     shard = parsed;
   }
-  const recordFile = resolve(flags.record ?? shardStateFile(defaultStateFile(flags.out), shard).replace(/\.state\.sqlite$/, '.deploy.json'));
-  return { out, target, endpoint: flags.endpoint, shard, recordFile };
+  const stateFile = shardStateFile(defaultStateFile(flags.out), shard);
+  const recordFile = resolve(flags.record ?? stateFile.replace(/\.state\.sqlite$/, '.deploy.json'));
+  return { out, target, endpoint: flags.endpoint, shard, recordFile, stateFile };
 }
 
 async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployFlags, io: Console): Promise<number> {
   checkPlaces(FORMATS);
+  const started = process.hrtime.bigint();
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
-  // The tree stays as one build left it while it is published: a build waits, or this does.
-  const lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, { seconds: flags.wait ?? 0 });
   let report: DeployReport;
+  const record = new DeployRecord(request.recordFile);
+  const recordId = recordIdOf(request);
+  // Hubs and IndexNow hear of a deploy's changes when they are to (notifyAfter: "deploy", no --no-notify).
+  const toListeners = flags.notify && config.notifyAfter === 'deploy';
+  const settings = notifySettingsOf(config, paths, flags.onChange);
+  if (!toListeners) Object.assign(settings, { hubs: [], indexNow: null });
+  const listeners = listenersOf(settings);
+  const stop = new AbortController();
   const signal: { value: 'SIGINT' | 'SIGTERM' | null } = { value: null };
+  // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
   const onSignal = (name: 'SIGINT' | 'SIGTERM') => {
     signal.value = name;
-    io.log.warn(`${name}: stopping the deploy after the requests under way…`);
+    io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    stop.abort();
   };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let lock: BuildLock;
   try {
-    const manifest = buildManifest(
+    // The tree stays as one build left it while it is published: a build waits, or this does, and
+    // a signal ends the wait at once.
+    lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, {
+      seconds: flags.wait ?? 0,
+      stop: () => (signal.value === null ? null : new BuildInterrupted(signal.value, ' while waiting for the lock: nothing was published')),
+    });
+  } catch (error) {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    throw error;
+  }
+  try {
+    const basis = chooseBasis({ stateFile: request.stateFile, out: request.out, config: fingerprintOf(config, paths, request), verify: flags.verify ?? false, known: record.get(recordId) });
+    const manifestArgs = [
       routes,
       request.out,
       decodeURIComponent(paths.basePath),
       `vidfeeds ${VIDFEEDS_VERSION}`,
-      (format) => cacheControlOf(config.cacheControl, format),
-      (match) => websubLinkOfMatch(config.websub.hubs, paths, match),
-    ).manifest;
-    // vidfeeds pins its SDK; the SDK's notice about its own future Node requirement is not the operator's to act on.
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-    const { S3Store } = await import('../../deploy/s3-store.js');
-    const { runDeploy } = await import('../../deploy/run-deploy.js');
-    const store = new S3Store({ target: request.target, endpoint: request.endpoint, maxAttempts: flags.tries });
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+      (format: Format) => cacheControlOf(config.cacheControl, format),
+      (match: RouteMatch) => websubLinkOfMatch(config.websub.hubs, paths, match),
+    ] as const;
+    let built: { manifest: Manifest; incremental?: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } } | null;
     try {
-      report = await runDeploy({
-        out: request.out,
-        manifest,
-        routes,
-        target: request.target,
-        store,
-        shard: request.shard,
-        concurrency: flags.concurrency,
-        dryRun: flags.dryRun ?? false,
-        record: new DeployRecord(request.recordFile),
-        recordId: `${request.endpoint ?? 'aws'} ${showTarget(request.target)}${request.shard === undefined ? '' : ` part ${request.shard.index}/${request.shard.count}`}`,
-        stopRequested: () => signal.value,
-      });
-    } catch (error) {
-      throw storeError(error, request.target);
+      built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : await buildManifestAsync(stop.signal, ...manifestArgs);
     } finally {
-      store.close();
+      basis.state?.close();
     }
+    const owing = { record, recordId, listeners: listeners.map((l) => l.id), published: basis.published, incremental: built?.incremental };
+    report = built === null ? stoppedEarly(request, flags, signal.value, started) : await publish(built.manifest, routes, request, flags, { stop: stop.signal, signal, started, ...owing });
+    report.mode = basis.mode;
+    report.reason = basis.mode === 'full' ? basis.reason : `the builds after build ${basis.since}`;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     lock.release();
   }
-  let deliveries: Delivery[] = [];
-  if (!report.dryRun) {
-    const changes = changesOfFiles(report.changedFiles, report.removedFiles, paths, routes);
-    const settings = notifySettingsOf(config, paths, flags.onChange);
-    if (!flags.notify || config.notifyAfter !== 'deploy') Object.assign(settings, { hubs: [], indexNow: null });
-    deliveries = await notifyChanges(changes, settings, { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
-  }
-  const exitCode =
-    report.stoppedBy !== null
-      ? 128 + constants.signals[report.stoppedBy]
-      : report.failed.length > 0 || report.notAttempted.length > 0 || deliveries.some((d) => !d.ok)
-        ? EXIT.failed
-        : EXIT.ok;
-  printReport(report, deliveries, exitCode, flags, io);
+  // After a stop, what is owed stays recorded for the next run: a signal is obeyed at once.
+  const deliveries =
+    report.dryRun || report.stoppedBy !== null
+      ? []
+      : await deliverOwed({
+          record,
+          target: recordId,
+          listeners,
+          isForgotten: (id) => toListeners && !id.startsWith('on-change'),
+          pending: pendingFiles(report, routes, request),
+          paths,
+          routes,
+          options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` },
+        });
+  const exitCode = exitCodeOfDeploy(report, deliveries);
+  printReport(report, deliveries, owedCount(record, recordId), exitCode, flags, io);
   return exitCode;
 }
 
-function printReport(report: DeployReport, deliveries: readonly Delivery[], exitCode: number, flags: DeployFlags, io: Console): void {
+/** Documents not in the store as the tree has them yet (their writes failed or were not attempted): owed, not sent. */
+function pendingFiles(report: DeployReport, routes: Routes, request: DeployRequest): Set<string> {
+  const files = new Set<string>();
+  for (const key of [...report.notAttempted, ...report.failed.map((f) => f.key)]) {
+    const file = ownedDocumentOf(routes, request.target.prefix, key, request.shard);
+    if (file !== null) files.add(file);
+  }
+  return files;
+}
+
+/** Publishes the manifest through the S3 store, under the stop signal. */
+async function publish(
+  manifest: Manifest,
+  routes: Routes,
+  request: DeployRequest,
+  flags: DeployFlags,
+  run: {
+    stop: AbortSignal;
+    signal: { value: 'SIGINT' | 'SIGTERM' | null };
+    started: bigint;
+    record: DeployRecord;
+    recordId: string;
+    listeners: string[];
+    published: PublishedState | null;
+    incremental: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } | undefined;
+  },
+): Promise<DeployReport> {
+  // vidfeeds pins its SDK; the SDK's notice about its own future Node requirement is not the operator's to act on.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const { S3Store } = await import('../../deploy/s3-store.js');
+  const { runDeploy } = await import('../../deploy/run-deploy.js');
+  const store = new S3Store({ target: request.target, endpoint: request.endpoint, policy: { tries: flags.tries, timeoutMs: flags.timeout * 1000, stop: run.stop } });
+  try {
+    return await runDeploy({
+      out: request.out,
+      manifest,
+      routes,
+      target: request.target,
+      store,
+      shard: request.shard,
+      concurrency: flags.concurrency,
+      dryRun: flags.dryRun ?? false,
+      record: run.record,
+      recordId: run.recordId,
+      stopRequested: () => run.signal.value,
+      beforeWrites: (changed, removed) => run.record.owe(run.recordId, run.listeners, changed, removed),
+      startedAt: run.started,
+      published: run.published,
+      ...(run.incremental === undefined ? {} : { incremental: run.incremental }),
+    });
+  } catch (error) {
+    throw storeError(error, request.target);
+  } finally {
+    store.close();
+  }
+}
+
+/** The documents the builds after `since` changed, read and hashed, and those they added and removed. */
+function changedSince(
+  state: StateChanges,
+  since: number,
+  manifestArgs: readonly [Routes, string, string, string, (format: Format) => string, (match: RouteMatch) => string | undefined],
+): { manifest: Manifest; incremental: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } } {
+  const changed: string[] = [];
+  const newFiles = new Set<string>();
+  for (const { path, isNew } of state.changedAfter(since)) {
+    changed.push(path);
+    if (isNew) newFiles.add(path);
+  }
+  const encodings = (state.compression ?? '').split(',').filter(isEncoding);
+  const manifest = manifestOfFiles(changed, encodings, ...manifestArgs);
+  return { manifest, incremental: { newFiles, removedFiles: [...state.removedAfter(since)], encodings } };
+}
+
+/** What decides the objects' bytes and headers beside the tree: a change of any sends the next deploy to a full compare. */
+function fingerprintOf(config: SiteConfig, paths: SitePaths, request: DeployRequest): string {
+  return configFingerprint({
+    vidfeeds: VIDFEEDS_VERSION,
+    base: paths.base,
+    cacheControl: config.cacheControl,
+    hubs: config.websub.hubs,
+    indexNowKey: config.indexNow.key,
+    target: showTarget(request.target),
+    endpoint: request.endpoint ?? null,
+    shard: request.shard === undefined ? null : `${request.shard.index}/${request.shard.count}`,
+  });
+}
+
+function recordIdOf(request: DeployRequest): string {
+  return `${request.endpoint ?? 'aws'} ${showTarget(request.target)}${request.shard === undefined ? '' : ` part ${request.shard.index}/${request.shard.count}`}`;
+}
+
+/** The report of a deploy stopped while it read the tree: nothing compared, nothing written. */
+function stoppedEarly(request: DeployRequest, flags: DeployFlags, by: 'SIGINT' | 'SIGTERM' | null, started: bigint): DeployReport {
+  const report = emptyReport(showTarget(request.target), flags.dryRun ?? false, []);
+  report.stoppedBy = by ?? 'SIGTERM';
+  report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return report;
+}
+
+/** 128 + the signal's number when stopped; 75 when only the store's unavailability failed it; 1 for any other failure. */
+function exitCodeOfDeploy(report: DeployReport, deliveries: readonly Delivery[]): number {
+  if (report.stoppedBy !== null) return 128 + constants.signals[report.stoppedBy];
+  if (report.failed.length > 0 && report.failed.every((f) => f.transient)) return EXIT.tempfail;
+  if (report.failed.length > 0 || report.notAttempted.length > 0 || deliveries.some((d) => !d.ok)) return EXIT.failed;
+  return EXIT.ok;
+}
+
+function printReport(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number, flags: DeployFlags, io: Console): void {
   for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
-  const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'an earlier step failed, and it would link to what is missing';
-  for (const key of report.notAttempted) io.log.error(`not written: ${key}: not attempted (${why})`);
+  if (report.notAttempted.length > 0) io.log.error(notAttemptedLine(report, flags.json === true));
   if (report.unorderedListing !== null) {
     const { before, after } = report.unorderedListing;
     io.log.warn(
@@ -190,6 +325,7 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
     );
   }
   reportDeliveries(deliveries, io);
+  if (owed > 0 && !report.dryRun) io.log.warn(`${owed} changed or removed documents are still owed to hubs, IndexNow or --on-change: the next deploy sends them`);
   if (exitCode !== EXIT.ok) io.log.error(deploySummary(report));
   else if (!flags.quiet) io.log.info(deploySummary(report));
   if (flags.json) {
@@ -198,6 +334,8 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
         ...reportHead('deploy', exitCode),
         target: report.target,
         dryRun: report.dryRun,
+        mode: report.mode,
+        reason: report.reason,
         seconds: report.seconds,
         counts: {
           documents: report.documents,
@@ -219,9 +357,18 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], exit
         notAttempted: report.notAttempted,
         unorderedListing: report.unorderedListing,
         notifications: deliveries,
+        notificationsOwed: owed,
       }),
     );
   }
+}
+
+/** What was not attempted, in one line: how many, why, the first few keys. */
+function notAttemptedLine(report: DeployReport, json: boolean): string {
+  const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'a request failed, and what follows would link to what is missing';
+  const shown = report.notAttempted.slice(0, 3).join(', ');
+  const more = report.notAttempted.length > 3 ? `, … (${json ? '`notAttempted` in the report' : '--json'} lists them all)` : '';
+  return `not attempted: ${report.notAttempted.length} ${report.notAttempted.length === 1 ? 'object' : 'objects'} (${why}): ${shown}${more}`;
 }
 
 /** One line: where, what was written, deleted and left, in how long. */
@@ -235,16 +382,17 @@ export function deploySummary(report: DeployReport): string {
   ];
   if (report.failed.length > 0) parts.push(`${report.failed.length} failed`);
   if (report.notAttempted.length > 0) parts.push(`${report.notAttempted.length} not attempted`);
-  return `deploy to ${report.target}: ${report.documents} documents, ${report.objects} objects in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
+  const head = report.stoppedBy === null ? '' : `stopped by ${report.stoppedBy}: `;
+  const mode = report.mode === 'incremental' ? `incremental (${report.reason})` : `full compare${report.reason === null ? '' : ` (${report.reason})`}`;
+  return `${head}deploy to ${report.target}, ${mode}: ${report.documents} documents, ${report.objects} objects in ${report.seconds.toFixed(2)}s: ${parts.join(', ')}`;
 }
 
 /** A store that cannot be reached is worth another try (75); a refusal is the operator's to fix (2). */
 function storeError(error: unknown, target: StoreTarget): Error {
-  const e = error as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
   const where = showTarget(target);
-  const what = `${e.name ?? 'Error'}: ${e.message ?? String(error)}`;
-  const status = e.$metadata?.httpStatusCode;
-  if (e.name === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || e.name === 'NoSuchBucket') {
+  const described = error instanceof StoreRequestError ? { text: error.message, status: error.status, code: error.code } : describeStoreError(error);
+  const { text: what, status, code } = described;
+  if (code === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || code === 'NoSuchBucket') {
     return new VidfeedsError(EXIT.usage, {
       what,
       where,
@@ -252,6 +400,13 @@ function storeError(error: unknown, target: StoreTarget): Error {
     });
   }
   return new VidfeedsError(EXIT.tempfail, { what, where, hint: 'try again later' });
+}
+
+function positiveSeconds(flag: string): (value: string) => number {
+  return (value) => {
+    if (!/^\d+(\.\d+)?$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError(`${flag} needs a number of seconds above 0`);
+    return Number(value);
+  };
 }
 
 function nonNegative(value: string): number {

@@ -22,8 +22,9 @@ import { reportDeliveries } from '../notify-report.js';
 import { SyncInterval } from '../../watch/sync-interval.js';
 import { runSync, type SyncReport } from '../../sync/run-sync.js';
 import { syncProblems, syncRequest, syncSummary } from './sync.js';
+import { DeployAfterBuilds, watchDeployArgs, type WatchDeployFlags } from '../watch-deploy.js';
 
-interface WatchFlags extends ConfigFlags, AnnounceFlags {
+interface WatchFlags extends ConfigFlags, AnnounceFlags, WatchDeployFlags {
   notifyDelay: number;
   db?: string;
   out?: string;
@@ -54,6 +55,11 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
       .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS)
       .option('--sync-every <seconds>', "also run `vidfeeds sync` (the configuration's sync section) at start and then every SECONDS; a sync that changed something is built", positiveInteger('--sync-every', 86_400))
+      .option('--deploy <s3://bucket/prefix>', 'after each build, publish the tree to this object store as `vidfeeds deploy` does (incremental; one at a time, later builds carried by the next)')
+      .option('--endpoint <url>', 'with --deploy: an S3-compatible endpoint other than AWS')
+      .option('--concurrency <n>', 'with --deploy: requests at once', positiveInteger('--concurrency', 256))
+      .option('--tries <n>', 'with --deploy: tries per request', positiveInteger('--tries', 20))
+      .option('--timeout <seconds>', 'with --deploy: longest wait for the answer to one request', positiveInteger('--timeout', 3600))
       .option('--sync-changed-only', 'with --sync-every: sync as `vidfeeds sync --changed-only` does (tables with a watermark column read only their changed rows)')
       .option('--on-change <command>', 'run COMMAND (through sh) with the changed and removed URLs on its standard input, one per line, batched like the notifications')
       .option('--no-notify', 'do not notify the WebSub hubs and IndexNow of the configuration')
@@ -79,7 +85,18 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
   // are live too, so they wait for the next build that finishes.
   const startConfig = load();
   const paths = new SitePaths(startConfig.baseUrl, startConfig.pages, FORMATS);
-  const notify = buildNotifySettings(startConfig, paths, flags);
+  // With --deploy, the deploy tells the --on-change command, once the objects are in the store.
+  const deployArgs = watchDeployArgs(flags, request.out);
+  const notify = buildNotifySettings(startConfig, paths, deployArgs === null ? flags : { ...flags, onChange: undefined });
+  const deployer =
+    deployArgs === null
+      ? null
+      : new DeployAfterBuilds({
+          args: deployArgs,
+          onEnd: (code, retryInMs) => {
+            if (retryInMs !== null) io.log.error(`deploy failed (exit code ${code}): the store is behind the tree; trying again in ${Math.round(retryInMs / 1000)} s, or after the next build`);
+          },
+        });
   const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
   const files = { written: [] as string[], removed: [] as string[] };
   let watcher: ReturnType<typeof watchInputs> | undefined;
@@ -102,6 +119,7 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
         batcher.add(changesOfFiles(files.written.splice(0), files.removed.splice(0), paths, routesOf(FORMATS)));
       }
       watcher?.setTemplateDirs(session.templateDirs());
+      deployer?.request();
     },
     onProblem: (message) => io.log.error(message),
     // Every one, however many, as build names them: the operator must find each row left out.
@@ -146,10 +164,11 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
     session.start();
     syncs?.start();
     const signal = await nextSignal();
-    io.log.info(`${signal}: stopping${session.queue.busy ? ' after the running build' : ''}`);
+    io.log.info(`${signal}: stopping${session.queue.busy ? ' after the running build' : ''}${deployer?.busy === true ? ', stopping the deploy under way' : ''}`);
   } finally {
     await syncs?.stop();
     await session.stop();
+    await deployer?.stop();
     await watcher?.close();
     await batcher?.flush();
   }

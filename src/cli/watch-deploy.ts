@@ -1,0 +1,133 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { parseStoreTarget } from '../deploy/object-store.js';
+import { UsageError } from './errors.js';
+
+/**
+ * `vidfeeds watch --deploy s3://…`: after each build, `vidfeeds deploy` of the tree, in a process
+ * of its own (a deploy that is stopped or killed never takes the watch with it). One deploy at a
+ * time: builds that finish while one runs are carried by the next, which starts as soon as it
+ * ends. The deploy is incremental (src/deploy/deploy-basis.ts), so each sends what every build
+ * since the last one that succeeded changed; it tells hubs, IndexNow and the `--on-change` command,
+ * and keeps what it owes them until they hear it. A deploy that fails (the store down or
+ * throttling, exit 75; an object refused or a listener not reached, 1; credentials, 2) is tried
+ * again after a back-off that doubles up to five minutes, and at once after the next build: the
+ * store is late, and no change is lost.
+ */
+
+export interface WatchDeployFlags {
+  deploy?: string;
+  endpoint?: string;
+  concurrency?: number;
+  tries?: number;
+  timeout?: number;
+  onChange?: string;
+  notify: boolean;
+  config?: string;
+}
+
+export interface WatchDeployOptions {
+  /** The deploy's arguments after `vidfeeds deploy`. */
+  args: string[];
+  /** Told of each deploy's end: its exit code, and when the next try is when it failed. */
+  onEnd: (code: number, retryInMs: number | null) => void;
+  retryMs?: number;
+  maxRetryMs?: number;
+  /** The vidfeeds command (node and its script); this process's own by default. */
+  command?: [string, ...string[]];
+}
+
+const DEFAULT_RETRY_MS = 2000;
+const DEFAULT_MAX_RETRY_MS = 300_000;
+/** How long a deploy waits for a build of the tree to release the lock. */
+const LOCK_WAIT_SECONDS = 3600;
+
+/** The deploy's arguments for a watch's flags; a bad target stops the watch before anything is touched. */
+export function watchDeployArgs(flags: WatchDeployFlags, out: string): string[] | null {
+  if (flags.deploy === undefined) return null;
+  const target = parseStoreTarget(flags.deploy);
+  if ('problem' in target) throw new UsageError(`--deploy: ${target.problem}`);
+  if (flags.endpoint !== undefined && !/^https?:\/\/[^/]/.test(flags.endpoint)) throw new UsageError(`--endpoint must be an http(s) URL, not ${JSON.stringify(flags.endpoint)}`);
+  const args = ['--out', out, '--to', flags.deploy, '--wait', String(LOCK_WAIT_SECONDS)];
+  const optional: Array<[string, string | number | undefined]> = [
+    ['--endpoint', flags.endpoint],
+    ['--config', flags.config],
+    ['--concurrency', flags.concurrency],
+    ['--tries', flags.tries],
+    ['--timeout', flags.timeout],
+    ['--on-change', flags.onChange],
+  ];
+  for (const [flag, value] of optional) if (value !== undefined) args.push(flag, String(value));
+  if (!flags.notify) args.push('--no-notify');
+  return args;
+}
+
+export class DeployAfterBuilds {
+  private running: { child: ChildProcess; ended: Promise<void> } | null = null;
+  private wanted = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private stopping = false;
+
+  constructor(private readonly options: WatchDeployOptions) {}
+
+  /** A build finished: deploy now, or after the deploy under way. */
+  request(): void {
+    this.wanted = true;
+    if (this.retryTimer !== null) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+    }
+    if (this.running === null) this.next();
+  }
+
+  /** Whether a deploy runs now. */
+  get busy(): boolean {
+    return this.running !== null;
+  }
+
+  /** Stops the deploy under way (SIGTERM: it aborts its requests, keeps what it owes) and starts no other. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    const running = this.running;
+    if (running === null) return;
+    running.child.kill('SIGTERM');
+    await running.ended;
+  }
+
+  private next(): void {
+    if (!this.wanted || this.stopping) return;
+    this.wanted = false;
+    const [program, ...prefix] = this.options.command ?? [process.execPath, process.argv[1]!];
+    const child = spawn(program, [...prefix, 'deploy', ...this.options.args], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const ended = new Promise<void>((resolve) => {
+      child.on('error', () => this.ended(1, resolve));
+      child.on('close', (code, signal) => this.ended(code ?? (signal === null ? 1 : 143), resolve));
+    });
+    this.running = { child, ended };
+  }
+
+  private ended(code: number, resolve: () => void): void {
+    if (this.running === null) return resolve();
+    this.running = null;
+    if (code === 0 || this.stopping) {
+      this.failures = 0;
+      this.options.onEnd(code, null);
+      resolve();
+      this.next();
+      return;
+    }
+    // Not published (or not all told): the next deploy carries it, as the deploy record keeps it owed.
+    this.wanted = true;
+    const delay = Math.min((this.options.retryMs ?? DEFAULT_RETRY_MS) * 2 ** this.failures, this.options.maxRetryMs ?? DEFAULT_MAX_RETRY_MS);
+    this.failures++;
+    this.options.onEnd(code, delay);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.next();
+    }, delay);
+    this.retryTimer.unref();
+    resolve();
+  }
+}

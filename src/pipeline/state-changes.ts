@@ -1,0 +1,63 @@
+import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+
+/**
+ * A build state read for a deploy (src/pipeline/build-state.ts keeps it): which outputs changed,
+ * were added and were removed after a given build, by the change sequence every row and tombstone
+ * carries. Read-only; the deploy holds the build lock, so no build writes it meanwhile.
+ */
+export interface StateChanges {
+  /** Names this state's lineage: another id is another state. */
+  stateId: string;
+  /** The number of the last build begun on it. */
+  lastBuild: number;
+  /** A build began and never finished (killed): its files and records may disagree. */
+  interrupted: boolean;
+  /** The encodings of the compressed forms beside documents, as the last full build left them. */
+  compression: string | null;
+  /** Paths whose bytes changed after build `after`, in path order, with whether each was added after it. */
+  changedAfter(after: number): Iterable<{ path: string; isNew: boolean }>;
+  /** Paths removed after build `after` and not recorded again. */
+  removedAfter(after: number): Iterable<string>;
+  close(): void;
+}
+
+/** Opens the state, or says why it cannot be used. */
+export function readStateChanges(file: string): StateChanges | { problem: string } {
+  if (!existsSync(file)) return { problem: `there is no build state at ${file}` };
+  let db: Database.Database;
+  try {
+    // Opened for writing (a WAL state read-only needs its shared-memory file); the deploy writes nothing to it.
+    db = new Database(file, { fileMustExist: true });
+  } catch (error) {
+    return { problem: `the build state ${file} cannot be read (${(error as Error).message})` };
+  }
+  try {
+    const meta = (key: string) => db.prepare<[string], string>('SELECT value FROM meta WHERE key = ?').pluck().get(key) ?? null;
+    const stateId = meta('state_id');
+    const columns = new Set(db.prepare<[], { name: string }>('PRAGMA table_info(outputs)').all().map((c) => c.name));
+    const hasTombstones = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'removed'`).get() !== undefined;
+    if (stateId === null || !columns.has('seq') || !hasTombstones) {
+      db.close();
+      return { problem: `the build state ${file} keeps no change sequence (a build by this version adds it)` };
+    }
+    const changed = db.prepare<[number, number], { path: string; isNew: number }>(
+      'SELECT path, (added IS NOT NULL AND added > ?) AS isNew FROM outputs WHERE seq > ? ORDER BY path',
+    );
+    const removed = db.prepare<[number], string>('SELECT path FROM removed WHERE seq > ? ORDER BY path').pluck();
+    return {
+      stateId,
+      lastBuild: Number(meta('last_build') ?? '0'),
+      interrupted: meta('in_progress') !== null,
+      compression: meta('compression'),
+      *changedAfter(after) {
+        for (const row of changed.iterate(after, after)) yield { path: row.path, isNew: row.isNew === 1 };
+      },
+      removedAfter: (after) => removed.iterate(after),
+      close: () => db.close(),
+    };
+  } catch (error) {
+    db.close();
+    return { problem: `the build state ${file} cannot be read (${(error as Error).message})` };
+  }
+}

@@ -1,0 +1,80 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN } from '../helpers/cli.js';
+import { BUCKET, CREDENTIALS, runCli, startLocalS3, type LocalS3 } from '../helpers/s3.js';
+import { createDemoDb } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
+
+/**
+ * `vidfeeds watch --deploy`: every change to the database reaches the store, read back by a
+ * poller through the SDK (not from the watch's own lines); a store that stops answering delays the
+ * change, which arrives once it answers again. Nothing here asserts how long anything took.
+ */
+
+let s3: LocalS3;
+let work: { dir: string; cleanup: () => void };
+let site: ReturnType<typeof createDemoDb>;
+let config: string;
+
+beforeAll(async () => {
+  s3 = await startLocalS3();
+  work = tempDir('vidfeeds-watch-deploy-');
+  site = createDemoDb({ users: 3, seed: 17 });
+  config = join(work.dir, 'vidfeeds.config.json');
+  writeFileSync(config, JSON.stringify({ baseUrl: 'https://videos.example.org', notifyAfter: 'deploy' }));
+});
+
+afterAll(async () => {
+  await s3?.close();
+  site?.cleanup();
+  work?.cleanup();
+});
+
+/** Polls the store until `key` holds bytes that contain `text`; false past the deadline. */
+async function storeShows(key: string, text: string, deadlineMs = 90_000): Promise<boolean> {
+  for (const end = Date.now() + deadlineMs; Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
+    try {
+      if ((await s3.get(key)).body.toString('utf8').includes(text)) return true;
+    } catch {
+      // Not there yet.
+    }
+  }
+  return false;
+}
+
+describe('vidfeeds watch --deploy', () => {
+  it('publishes each change to the store, and one made while the store is down once it answers again', async () => {
+    const out = join(work.dir, 'out');
+    const args = ['watch', '--db', site.file, '--out', out, '--config', config, '--deploy', `s3://${BUCKET}/live`, '--endpoint', s3.endpoint, '--timeout', '1', '--poll', '200'];
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: work.dir, env: { ...process.env, ...CREDENTIALS } });
+    cleanUpAfterTest(() => child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+
+    const video = site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1`).get() as { public_id: string };
+    const key = `live/${video.public_id}/oembed/json`;
+    expect(await storeShows('live/robots.txt', 'Sitemap'), stderr).toBe(true);
+
+    site.db.prepare('UPDATE videos SET title = ? WHERE public_id = ?').run('Published by watch', video.public_id);
+    expect(await storeShows(key, 'Published by watch'), stderr).toBe(true);
+
+    // The store stops answering writes: the deploy after the next build fails (exit 75)…
+    s3.holdPutsAfter(0);
+    site.db.prepare('UPDATE videos SET title = ? WHERE public_id = ?').run('Held while the store was down', video.public_id);
+    for (let waited = 0; !/deploy failed \(exit code 75\)/.test(stderr) && waited < 90_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+    expect(stderr).toMatch(/deploy failed \(exit code 75\): the store is behind the tree; trying again in \d+ s/);
+    // …and the change arrives once it answers again.
+    s3.discardHeld();
+    expect(await storeShows(key, 'Held while the store was down'), stderr).toBe(true);
+
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    // Nothing is left behind: a full compare finds the store equal to the tree.
+    const verify = await runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/live`, '--endpoint', s3.endpoint, '--config', config, '--verify', '--dry-run', '--json'], { cwd: work.dir });
+    expect(verify.code, verify.stderr).toBe(0);
+    expect(JSON.parse(verify.stdout).counts).toMatchObject({ uploaded: 0, deleted: 0 });
+  });
+});
