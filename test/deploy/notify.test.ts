@@ -28,6 +28,8 @@ let out: string;
 function urlOf(file: string): string {
   const parts = file.split('/');
   if (parts.length === 1) return `${BASE}/${file}`;
+  // An archive page: <user>/<feed>/archive/<N>/page.<ext>.
+  if (parts.length === 5) return `${BASE}/${encodeURIComponent(parts[0]!)}/${parts[1]}/${parts[2]}/${parts[3]}/`;
   const name = parts[2]!.startsWith('index.') ? '' : parts[2]!;
   return `${BASE}/${encodeURIComponent(parts[0]!)}/${parts[1]}/${name}`;
 }

@@ -59,9 +59,12 @@ function treeUrls(): { feeds: string[]; documents: string[] } {
   const files = (JSON.parse(cli(['hosting', 'manifest', '--root', out, '--config', config]).stdout) as { files: Array<{ file: string }> }).files.map((f) => f.file);
   const urlOf = (file: string) => {
     const parts = file.split('/');
-    return parts.length === 1 ? `${BASE}/${file}` : `${BASE}/${encodeURIComponent(parts[0]!)}/${parts[1]}/${parts[2]!.startsWith('index.') ? '' : parts[2]!}`;
+    if (parts.length === 1) return `${BASE}/${file}`;
+    // An archive page: <user>/<feed>/archive/<N>/page.<ext>.
+    if (parts.length === 5) return `${BASE}/${encodeURIComponent(parts[0]!)}/${parts.slice(1, 4).join('/')}/`;
+    return `${BASE}/${encodeURIComponent(parts[0]!)}/${parts[1]}/${parts[2]!.startsWith('index.') ? '' : parts[2]!}`;
   };
-  return { feeds: files.filter((f) => /\/(rss|atom)\/index\.(rss|atom)$/.test(f)).map(urlOf).sort(), documents: files.filter((f) => f.split('/').length === 3).map(urlOf).sort() };
+  return { feeds: files.filter((f) => /\/(rss|atom)\/index\.(rss|atom)$/.test(f)).map(urlOf).sort(), documents: files.filter((f) => f.includes('/')).map(urlOf).sort() };
 }
 
 const heard = () => ({

@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { BuildReport } from '../../pipeline/build-report.js';
 import { DEFAULT_CONFIG_FILE, loadSettings } from '../../config/load-config.js';
+import type { RunSettings } from '../../config/run-settings.js';
+import type { SiteConfig } from '../../config/site-config.js';
 import { checkDatabaseFile } from '../../db/open-database.js';
 import { requireOption } from '../check-command-line.js';
 import { previewUrlWarning } from '../preview-warning.js';
@@ -88,15 +90,7 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
   // With --deploy, the deploy tells the --on-change command, once the objects are in the store.
   const deployArgs = watchDeployArgs(flags, request.out);
   const notify = buildNotifySettings(startConfig, paths, deployArgs === null ? flags : { ...flags, onChange: undefined });
-  const deployer =
-    deployArgs === null
-      ? null
-      : new DeployAfterBuilds({
-          args: deployArgs,
-          onEnd: (code, retryInMs) => {
-            if (retryInMs !== null) io.log.error(`deploy failed (exit code ${code}): the store is behind the tree; trying again in ${Math.round(retryInMs / 1000)} s, or after the next build`);
-          },
-        });
+  const deployer = deployArgs === null ? null : deployAfterBuilds(deployArgs, io);
   const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
   const files = { written: [] as string[], removed: [] as string[] };
   let watcher: ReturnType<typeof watchInputs> | undefined;
@@ -130,26 +124,7 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
   // The sync's settings are checked at start (exit 2 when there is no source or no mapping),
   // then read again before each sync, so an edited mapping applies to the next one.
   if (flags.syncEvery !== undefined) syncRequest(load(), { db: request.db }, process.env);
-  const syncs =
-    flags.syncEvery === undefined
-      ? undefined
-      : new SyncInterval({
-          everyMs: flags.syncEvery * 1000,
-          run: async (stopping) => {
-            const problems = syncProblems(io);
-            const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
-            const syncing = syncRequest(load(), { db: request.db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every', removalGuard }, process.env);
-            let report: SyncReport | undefined;
-            try {
-              report = await runSync(syncing, { ...problems.hooks, stopRequested: () => (stopping() ? 'SIGTERM' : null) });
-              return report;
-            } finally {
-              problems.flush(report);
-            }
-          },
-          onSynced: (report) => io.log.info(syncSummary(report)),
-          onProblem: (error) => io.log.error(`sync failed, next in ${flags.syncEvery} s: ${(error as Error).message ?? String(error)}`),
-        });
+  const syncs = flags.syncEvery === undefined ? undefined : syncInterval(flags.syncEvery, () => syncRequestOf(load(), request.db, flags, run), io);
   try {
     watcher = watchInputs(
       { db: request.db, config: configFile, templateDirs: session.templateDirs() },
@@ -174,6 +149,41 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
   }
   io.log.info('stopped');
   setExit(EXIT.ok);
+}
+
+/** `--deploy`: a deploy after each build, one at a time; a failed one is said and tried again. */
+function deployAfterBuilds(args: NonNullable<ReturnType<typeof watchDeployArgs>>, io: Console): DeployAfterBuilds {
+  return new DeployAfterBuilds({
+    args,
+    onEnd: (code, retryInMs) => {
+      if (retryInMs !== null) io.log.error(`deploy failed (exit code ${code}): the store is behind the tree; trying again in ${Math.round(retryInMs / 1000)} s, or after the next build`);
+    },
+  });
+}
+
+/** The sync `--sync-every` runs, from the configuration as it is now (an edited mapping applies to the next one). */
+function syncRequestOf(config: SiteConfig, db: string, flags: WatchFlags, run: RunSettings) {
+  const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
+  return syncRequest(config, { db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every', removalGuard }, process.env);
+}
+
+/** `--sync-every`: a sync every so often, its skipped rows summarised as `sync` does. */
+function syncInterval(seconds: number, request: () => ReturnType<typeof syncRequestOf>, io: Console): SyncInterval {
+  return new SyncInterval({
+    everyMs: seconds * 1000,
+    run: async (stopping) => {
+      const problems = syncProblems(io);
+      let report: SyncReport | undefined;
+      try {
+        report = await runSync(request(), { ...problems.hooks, stopRequested: () => (stopping() ? 'SIGTERM' : null) });
+        return report;
+      } finally {
+        problems.flush(report);
+      }
+    },
+    onSynced: (report) => io.log.info(syncSummary(report)),
+    onProblem: (error) => io.log.error(`sync failed, next in ${seconds} s: ${(error as Error).message ?? String(error)}`),
+  });
 }
 
 /** Resolves with the first SIGINT or SIGTERM; a second one gets the default (immediate exit). */
