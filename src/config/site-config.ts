@@ -27,6 +27,7 @@ export interface SiteConfig {
   crossDomain: CrossDomainConfig;
   robots: RobotsConfig;
   player: PlayerConfig;
+  oembed: OembedConfig;
   /** Make an unpublishable row (a bad name) fatal instead of reported and skipped. */
   strict: boolean;
   /** A lock held longer than this is reported as stale (src/pipeline/lock.ts). */
@@ -97,8 +98,8 @@ export interface PageTemplates {
   user: string;
   /**
    * Page of a video: RSS and XSPF links, oEmbed `web_page`, and what oEmbed's `url` parameter
-   * accepts. Placeholders: {base}, {video}. By default the player markup vidfeeds publishes
-   * (`/<video>/oembed/html`), which every host configuration serves.
+   * accepts. Placeholders: {base}, {video}. By default the embed page vidfeeds publishes
+   * (`/<video>/embed/`), a complete page that plays the video, which every host configuration serves.
    */
   video: string;
   /** Page of a group. Placeholders: {base}, {group}. */
@@ -141,6 +142,14 @@ export interface CrossDomainConfig {
 export interface RobotsConfig {
   /** Extra path prefixes to disallow for every crawler. */
   disallow: string[];
+}
+
+export interface OembedConfig {
+  /**
+   * The `html` field: `iframe`, an `<iframe>` of the video's embed page (what WordPress and most
+   * consumers keep from a provider they do not list), or `inline`, the embed template's markup.
+   */
+  html: 'iframe' | 'inline';
 }
 
 export interface PlayerConfig {

@@ -23,6 +23,11 @@ interface FormatBase {
   readonly inSitemap: boolean;
   /** One line for `vidfeeds formats` and the docs. */
   readonly summary: string;
+  /**
+   * Response headers the document is served with besides Content-Type, Cache-Control and nosniff
+   * (the embed page's `frame-ancestors`). Every host configuration and `vidfeeds serve` send them.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface UserFormat extends FormatBase, KeyedPlace {

@@ -1,6 +1,7 @@
 import type { Format } from './format.js';
 import { apml } from './apml.js';
 import { atom } from './atom.js';
+import { embedPageFormat } from './embed-page.js';
 import { foaf } from './foaf.js';
 import { hcard } from './hcard.js';
 import { oembed, oembedHtmlFormat, oembedJsonFormat, oembedXmlFormat } from './oembed.js';
@@ -30,6 +31,7 @@ export const FORMATS: readonly Format[] = [
   oembedJsonFormat,
   oembedXmlFormat,
   oembedHtmlFormat,
+  embedPageFormat,
   // site-wide
   ...SITE_FORMATS,
 ];

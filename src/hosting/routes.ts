@@ -61,6 +61,11 @@ export interface Routes {
   recommendations: UserFormat | null;
 }
 
+/** The extra response headers of a format (`headers` of its descriptor), as [name, value]. */
+export function extraHeaders(format: Format): Array<[string, string]> {
+  return Object.entries(format.headers ?? {});
+}
+
 export function routesOf(formats: readonly Format[]): Routes {
   const keyed = formats.filter((f): f is KeyedFormat => f.scope !== 'site');
   const site = formats.filter((f): f is SiteFormat => f.scope === 'site');
@@ -69,13 +74,15 @@ export function routesOf(formats: readonly Format[]): Routes {
 }
 
 /**
- * The seed addresses oEmbed by video id; the video documents are its forms. The index of the video
- * directory is the endpoint; its siblings named like a `format` value are what `?format=` selects.
+ * The seed addresses oEmbed by video id; the video documents are its forms. The endpoint is the
+ * index of the video directory whose siblings are named like a `format` value (`json`, `xml`):
+ * those are what `?format=` selects. Another video directory (the embed page's) is no endpoint.
  */
 function oembedEndpoint(keyed: readonly KeyedFormat[]): OembedEndpoint | null {
-  const index = keyed.find((f): f is VideoFormat => f.scope === 'video' && f.urlName === '');
+  const video = keyed.filter((f): f is VideoFormat => f.scope === 'video');
+  const index = video.find((f) => f.urlName === '' && video.some((g) => g.dir === f.dir && (OEMBED_FORMAT_VALUES as readonly string[]).includes(g.urlName)));
   if (index === undefined) return null;
-  const forms = keyed.filter((f): f is VideoFormat => f.scope === 'video' && f.dir === index.dir);
+  const forms = video.filter((f) => f.dir === index.dir);
   const byUrlName = new Map(forms.map((f) => [f.urlName, f]));
   const byFormatParam = new Map<string, VideoFormat>();
   for (const value of OEMBED_FORMAT_VALUES) {
