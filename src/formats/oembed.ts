@@ -2,6 +2,7 @@ import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import { embedPageFormat } from './embed-page.js';
+import { scriptSafeJson } from '../render/script-json.js';
 import { xmlDocument } from '../render/xml.js';
 import type { XmlEngine } from '../render/xml-engine.js';
 import { escapeAttr, xmlChars } from '../render/xml-text.js';
@@ -157,23 +158,11 @@ function fields(response: OembedResponse): Array<[string, string | number]> {
 }
 
 /**
- * Characters a JSON string may hold raw but a page may not: `<`, `>` and `&` (so `</script>` in a
- * title cannot end a script element when the JSON is inlined or wrapped as JSONP) and U+2028/U+2029
- * (line terminators in older JavaScript). Escaped as \uXXXX, which every JSON parser reads back.
+ * The JSON form: one object, sizes as numbers, ending in a newline; safe to inline in a page or wrap
+ * as JSONP (`scriptSafeJson`: no `</script>` or U+2028 in it).
  */
-const UNSAFE_IN_SCRIPT = /[<>&\u2028\u2029]/g;
-const SCRIPT_SAFE: Record<string, string> = {
-  '<': '\\u003c',
-  '>': '\\u003e',
-  '&': '\\u0026',
-  '\u2028': '\\u2028',
-  '\u2029': '\\u2029',
-};
-
-/** The JSON form: one object, sizes as numbers, ending in a newline. */
 export function oembedJson(response: OembedResponse): string {
-  const json = JSON.stringify(Object.fromEntries(fields(response)));
-  return `${json.replace(UNSAFE_IN_SCRIPT, (c) => SCRIPT_SAFE[c]!)}\n`;
+  return `${scriptSafeJson(Object.fromEntries(fields(response)))}\n`;
 }
 
 /** The XML form: root `oembed`, one child per field; the markup in `html` is escaped text. */
