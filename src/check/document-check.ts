@@ -44,6 +44,7 @@ const RULES: Readonly<Record<string, Rule>> = {
   'oembed-xml': { kind: 'xml', schema: 'oembed-1.0-response.rng' },
   'oembed-html': { kind: 'html' },
   embed: { kind: 'html' },
+  head: { kind: 'html' },
   sitemap: { kind: 'xml', schema: (root) => (root === 'sitemapindex' ? 'siteindex.xsd' : 'sitemap-with-video.xsd') },
   robots: { kind: 'text' },
   opensearch: { kind: 'xml', schema: 'opensearch-1.1-description.rng' },

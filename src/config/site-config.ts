@@ -28,6 +28,7 @@ export interface SiteConfig {
   robots: RobotsConfig;
   player: PlayerConfig;
   oembed: OembedConfig;
+  videoHead: VideoHeadConfig;
   /** Make an unpublishable row (a bad name) fatal instead of reported and skipped. */
   strict: boolean;
   /** A lock held longer than this is reported as stale (src/pipeline/lock.ts). */
@@ -150,6 +151,11 @@ export interface OembedConfig {
    * consumers keep from a provider they do not list), or `inline`, the embed template's markup.
    */
   html: 'iframe' | 'inline';
+}
+
+export interface VideoHeadConfig {
+  /** Write each public video's head snippet to `<video>/embed/head.html`, for a server-side include. */
+  file: boolean;
 }
 
 export interface PlayerConfig {

@@ -9,6 +9,7 @@ import { opml } from './opml.js';
 import { recommendations } from './recommendations.js';
 import { rss } from './rss.js';
 import { SITE_FORMATS } from './site-formats.js';
+import { videoHeadFormat } from './video-head.js';
 import { xspf } from './xspf.js';
 
 /**
@@ -32,6 +33,7 @@ export const FORMATS: readonly Format[] = [
   oembedXmlFormat,
   oembedHtmlFormat,
   embedPageFormat,
+  videoHeadFormat,
   // site-wide
   ...SITE_FORMATS,
 ];

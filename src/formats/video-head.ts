@@ -1,4 +1,4 @@
-import type { SiteContext } from './format.js';
+import type { SiteContext, VideoFormat } from './format.js';
 import { embedPageFormat } from './embed-page.js';
 import { oembedDiscoveryLinks } from './oembed.js';
 import type { VideoView } from '../model/views.js';
@@ -69,6 +69,26 @@ export function videoHead(video: VideoView, site: SiteContext): string {
   out += `<script type="application/ld+json">${scriptSafeJson(videoObject(video, site, { page, embed, title, description }))}</script>\n`;
   return out;
 }
+
+/**
+ * The snippet as a file per video, `<video>/embed/head.html`, for a server-side include in the
+ * site's own video page (`videoHead.file` in the configuration). It is written, rewritten, removed
+ * and checked as every document is, and served by no host configuration: it is a part of another
+ * page, not a page.
+ */
+export const videoHeadFormat: VideoFormat = {
+  scope: 'video',
+  dir: 'embed',
+  file: 'head.html',
+  urlName: 'head.html',
+  name: 'head',
+  mediaType: 'text/html; charset=utf-8',
+  inSitemap: false,
+  served: false,
+  enabled: (config) => config.videoHead.file,
+  summary: "the <head> snippet of a public video's page, for a server-side include (videoHead.file; not served)",
+  render: ({ video }, site) => videoHead(video, site),
+};
 
 /** The schema.org VideoObject of a video. */
 function videoObject(video: VideoView, site: SiteContext, text: { page: string; embed: string; title: string; description: string }): Record<string, unknown> {

@@ -66,7 +66,9 @@ export function extraHeaders(format: Format): Array<[string, string]> {
   return Object.entries(format.headers ?? {});
 }
 
-export function routesOf(formats: readonly Format[]): Routes {
+export function routesOf(all: readonly Format[]): Routes {
+  // A file that is no document (the head snippet) has no route: every host answers 404 for it.
+  const formats = all.filter((f) => f.served !== false);
   const keyed = formats.filter((f): f is KeyedFormat => f.scope !== 'site');
   const site = formats.filter((f): f is SiteFormat => f.scope === 'site');
   const recommendations = formats.find((f): f is UserFormat => f.scope === 'user' && f.name === RECOMMENDATIONS_FORMAT) ?? null;

@@ -93,6 +93,14 @@ export function selectFormats(all: readonly Format[], only: ReadonlySet<string> 
   return all.filter((f) => only.has(f.name));
 }
 
+/**
+ * The selected formats the configuration asks for: the ones rendered. The others stay in the
+ * build's scope, so the files an earlier configuration asked for are pruned.
+ */
+function enabledFormats(selected: readonly Format[], site: SiteContext): Format[] {
+  return selected.filter((f) => f.enabled?.(site.config) ?? true);
+}
+
 const monotonicSeconds = () => Number(process.hrtime.bigint()) / 1e9;
 
 /** The build, run to its end at once. */
@@ -105,7 +113,8 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
   const clock = deps.clock ?? monotonicSeconds;
   const started = clock();
   const { reader, writer, state } = deps;
-  const formats = selectFormats(deps.formats, options.only);
+  const selected = selectFormats(deps.formats, options.only);
+  const formats = enabledFormats(selected, deps.site);
   const tally = new ReportTally(deps.reporter, options.strict === true);
   const report = tally.report;
   reader.onIssue((issue) => tally.issue(issue));
@@ -123,7 +132,7 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
   });
   const scope = {
     ...options,
-    formats: new Set(formats.map((f) => f.name)),
+    formats: new Set(selected.map((f) => f.name)),
     siteFilesStale: saved.siteFilesStale,
     compression,
     // After a killed build (or a state set aside): the full build removes what no row produces.
@@ -246,7 +255,7 @@ function expectedDocuments(deps: BuildDeps, plan: BuildPlan, stateEmpty: boolean
   if (!stateEmpty) return deps.state.count();
   if (options.shard !== undefined && options.shard.count > 1) return undefined;
   const { users, videos } = deps.reader.publishedCounts();
-  const formats = selectFormats(deps.formats, options.only);
+  const formats = enabledFormats(selectFormats(deps.formats, options.only), deps.site);
   const count = (scope: string) => formats.filter((f) => f.scope === scope).length;
   return users * count('user') + videos * count('video') + (options.user === undefined ? count('site') : 0);
 }

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/pipeline/record/build-record.js';
@@ -59,7 +59,8 @@ beforeAll(async () => {
 
   // A real build into a folder, as `vidfeeds build` does it.
   root = join(work.dir, 'out');
-  const config = testConfig({ baseUrl: 'http://127.0.0.1:8080' });
+  // With the head snippet files, which no server may serve.
+  const config = testConfig({ baseUrl: 'http://127.0.0.1:8080', videoHead: { file: true } });
   const site = createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1)));
   const writer = new DirectoryWriter(root);
   const { report } = buildInMemory(dbFile, { config, writer });
@@ -149,7 +150,7 @@ afterAll(async () => {
 
 describe('the URL table', () => {
   it('is the format table: every row has its format, path and content type', () => {
-    const rows = FORMATS.map((f) =>
+    const rows = FORMATS.filter((f) => f.served !== false).map((f) =>
       f.scope === 'site'
         ? { url: `/${f.file}`, file: f.file, type: f.mediaType }
         : { url: `/<${f.scope}>/${f.dir}/${f.urlName}`, file: `<${f.scope}>/${f.dir}/${f.file}`, type: f.mediaType },
@@ -254,6 +255,9 @@ describe.each(SERVERS)('%s', (where, target) => {
         }
       }
     }
+    // The head snippet beside it is in the tree, and is no document: 404.
+    expect(existsSync(join(root, videos[0]!, 'embed', 'head.html'))).toBe(true);
+    expect((await http(p, `${base}/${encodeURIComponent(videos[0]!)}/embed/head.html`)).status).toBe(404);
     // hCard's page has the same file name (index.html): it keeps the browser's default.
     const hcard = await http(p, `${base}/alice/hcard/`);
     expect(hcard.status).toBe(200);

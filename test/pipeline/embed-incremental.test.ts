@@ -7,13 +7,14 @@ import { tempDir } from '../helpers/temp-dir.js';
 import { readTree, type TreeFile } from '../helpers/tree.js';
 
 /**
- * The embed page under the rules of every document, through the command line: a title edit
- * rewrites the video's oEmbed forms and its embed page, and nothing else of the video's or any
- * other video's; a video made private loses all of them; `vidfeeds check` verifies them and finds
- * an embed page edited by hand.
+ * The embed page and the head snippet file (`videoHead.file`) under the rules of every document,
+ * through the command line: a title edit rewrites the video's oEmbed forms, its embed page and its
+ * head snippet, and nothing else of the video's or any other video's; a video made private loses
+ * all of them; `vidfeeds check` verifies them and finds an embed page edited by hand; a
+ * configuration that stops asking for the head files removes them.
  */
 
-const VIDEO_FILES = ['oembed/index.json', 'oembed/json', 'oembed/xml', 'oembed/html', 'embed/index.html'];
+const VIDEO_FILES = ['oembed/index.json', 'oembed/json', 'oembed/xml', 'oembed/html', 'embed/index.html', 'embed/head.html'];
 
 function changed(before: Map<string, TreeFile>, after: Map<string, TreeFile>): string[] {
   const paths = new Set([...before.keys(), ...after.keys()]);
@@ -26,13 +27,16 @@ describe('the embed page in incremental builds', () => {
     const user = insertUser(db, { username: 'uploader' });
     insertVideo(db, user.id, { public_id: 'clip', title: 'Before' });
     insertVideo(db, user.id, { public_id: 'other', title: 'Other' });
-    const out = join(tempDir('vidfeeds-embed-incremental-').dir, 'out');
+    const work = tempDir('vidfeeds-embed-incremental-').dir;
+    const out = join(work, 'out');
+    const configFile = join(work, 'vidfeeds.config.json');
+    writeFileSync(configFile, JSON.stringify({ videoHead: { file: true } }));
     const build = () => {
-      const result = cli(['build', '--db', file, '--out', out]);
+      const result = cli(['build', '--config', configFile, '--db', file, '--out', out]);
       expect(result.code, result.stderr).toBe(0);
       return result.stderr;
     };
-    const check = () => cli(['check', '--db', file, '--out', out]);
+    const check = () => cli(['check', '--config', configFile, '--db', file, '--out', out]);
 
     build();
     const first = readTree(out);
@@ -51,6 +55,7 @@ describe('the embed page in incremental builds', () => {
       expect(second.get(path)!.body.toString(), path).toMatch(/After (&lt;|<)\/script(&gt;|>)|After \\u003c\/script\\u003e/);
     }
     expect(second.get('clip/embed/index.html')!.body.toString()).toContain('<title>After &lt;/script&gt; – ');
+    expect(second.get('clip/embed/head.html')!.body.toString()).toContain('"name":"After \\u003c/script\\u003e"');
     expect(check().code).toBe(0);
 
     // An embed page changed by hand is found.
@@ -65,6 +70,13 @@ describe('the embed page in incremental builds', () => {
     const third = readTree(out);
     expect([...third.keys()].filter((p) => p.startsWith('clip/'))).toEqual([]);
     for (const f of VIDEO_FILES) expect(third.has(`other/${f}`)).toBe(true);
+    expect(check().code).toBe(0);
+
+    // Without videoHead.file the head files go, and nothing else.
+    writeFileSync(configFile, '{}');
+    expect(build()).toMatch(/full build/);
+    const fourth = readTree(out);
+    expect([...third.keys()].filter((p) => !fourth.has(p))).toEqual(['other/embed/head.html']);
     expect(check().code).toBe(0);
   });
 });
