@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FORMATS } from '../../src/formats/registry.js';
-import { routesOf } from '../../src/hosting/routes.js';
+import { routesOf, type KeyedFormat } from '../../src/hosting/routes.js';
 import { SitePaths } from '../../src/paths/site-paths.js';
 import {
   checkPlaces,
@@ -20,7 +20,7 @@ import { testConfig } from '../helpers/site-fixture.js';
 
 const routes = routesOf(FORMATS);
 // The keyed documents a server answers for (the head snippet file is none).
-const keyed = FORMATS.filter((f) => f.scope !== 'site' && f.served !== false);
+const keyed = FORMATS.filter((f): f is KeyedFormat => f.scope !== 'site' && f.served !== false);
 
 describe('the URL scheme', () => {
   it('takes every keyed document from its URL to its file and back, for awkward keys too', () => {
