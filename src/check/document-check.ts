@@ -45,6 +45,8 @@ const RULES: Readonly<Record<string, Rule>> = {
   'oembed-json': { kind: 'json', schema: 'oembed-1.0-response.schema.json' },
   'oembed-xml': { kind: 'xml', schema: 'oembed-1.0-response.rng' },
   'oembed-html': { kind: 'html' },
+  embed: { kind: 'html' },
+  head: { kind: 'html' },
   sitemap: { kind: 'xml', schema: (root) => (root === 'sitemapindex' ? 'siteindex.xsd' : 'sitemap-with-video.xsd') },
   robots: { kind: 'text' },
   opensearch: { kind: 'xml', schema: 'opensearch-1.1-description.rng' },

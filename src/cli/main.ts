@@ -21,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   shards: async () => (await import('./commands/shards.js')).registerShards,
   formats: async () => (await import('./commands/formats.js')).registerFormats,
   'oembed-links': async () => (await import('./commands/oembed-links.js')).registerOembedLinks,
+  head: async () => (await import('./commands/head.js')).registerHead,
   recommend: async () => (await import('./commands/recommend.js')).registerRecommend,
   recommendations: async () => (await import('./commands/moderate-recommendations.js')).registerRecommendations,
   hosting: async () => (await import('./commands/hosting.js')).registerHosting,

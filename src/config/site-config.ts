@@ -27,6 +27,8 @@ export interface SiteConfig {
   crossDomain: CrossDomainConfig;
   robots: RobotsConfig;
   player: PlayerConfig;
+  oembed: OembedConfig;
+  videoHead: VideoHeadConfig;
   /** Make an unpublishable row (a bad name) fatal instead of reported and skipped. */
   strict: boolean;
   /** A lock held longer than this is reported as stale (src/pipeline/lock.ts). */
@@ -119,8 +121,8 @@ export interface PageTemplates {
   user: string;
   /**
    * Page of a video: RSS and XSPF links, oEmbed `web_page`, and what oEmbed's `url` parameter
-   * accepts. Placeholders: {base}, {video}. By default the player markup vidfeeds publishes
-   * (`/<video>/oembed/html`), which every host configuration serves.
+   * accepts. Placeholders: {base}, {video}. By default the embed page vidfeeds publishes
+   * (`/<video>/embed/`), a complete page that plays the video, which every host configuration serves.
    */
   video: string;
   /** Page of a group. Placeholders: {base}, {group}. */
@@ -163,6 +165,19 @@ export interface CrossDomainConfig {
 export interface RobotsConfig {
   /** Extra path prefixes to disallow for every crawler. */
   disallow: string[];
+}
+
+export interface OembedConfig {
+  /**
+   * The `html` field: `iframe`, an `<iframe>` of the video's embed page (what WordPress and most
+   * consumers keep from a provider they do not list), or `inline`, the embed template's markup.
+   */
+  html: 'iframe' | 'inline';
+}
+
+export interface VideoHeadConfig {
+  /** Write each public video's head snippet to `<video>/embed/head.html`, for a server-side include. */
+  file: boolean;
 }
 
 export interface PlayerConfig {

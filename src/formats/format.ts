@@ -23,6 +23,18 @@ interface FormatBase {
   readonly inSitemap: boolean;
   /** One line for `vidfeeds formats` and the docs. */
   readonly summary: string;
+  /**
+   * Response headers the document is served with besides Content-Type, Cache-Control and nosniff
+   * (the embed page's `frame-ancestors`). Every host configuration and `vidfeeds serve` send them.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * False for a file the build writes that is no document of the site (the head snippet, for a
+   * server-side include): no host configuration serves it, and it has no URL. Served by default.
+   */
+  readonly served?: false;
+  /** Whether the configuration asks for the format's files; always, when absent. */
+  enabled?(config: SiteConfig): boolean;
 }
 
 export interface UserFormat extends FormatBase, KeyedPlace {

@@ -1,16 +1,19 @@
 import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
+import { embedPageFormat } from './embed-page.js';
+import { scriptSafeJson } from '../render/script-json.js';
 import { xmlDocument } from '../render/xml.js';
 import type { XmlEngine } from '../render/xml-engine.js';
-import { xmlChars } from '../render/xml-text.js';
+import { escapeAttr, xmlChars } from '../render/xml-text.js';
 
 /**
  * oEmbed 1.0 for every public video (seed 2.2), in four forms at four paths:
  *   /<video>/oembed/      JSON, the default (the form every oEmbed consumer reads)
  *   /<video>/oembed/json  JSON
  *   /<video>/oembed/xml   XML
- *   /<video>/oembed/html  the bare player markup (the `html` field)
+ *   /<video>/oembed/html  the `html` field, bare: an <iframe> of the embed page (embed-page.ts),
+ *                         or with `oembed.html: "inline"` the embed template's player markup
  * One function builds the response object; each form is a thin serialiser of it, so the forms
  * agree on every field by construction. `vidfeeds serve` calls the same functions for requests
  * with `maxwidth`/`maxheight`.
@@ -125,8 +128,23 @@ export function oembedResponse(video: VideoView, site: SiteContext, options: Oem
     author_url: site.paths.userPage(video.uploader.username),
     provider_name: xmlChars(site.config.siteName),
     provider_url: site.paths.home(),
-    html: site.embed.render(video, { width, height }),
+    html: site.config.oembed.html === 'inline' ? site.embed.render(video, { width, height }) : embedIframe(video, site, { width, height }),
   };
+}
+
+/**
+ * The `html` field by default: an `<iframe>` of the video's embed page at the response's size, as
+ * the providers that embed well answer. WordPress keeps only an iframe (with `src`, `width`,
+ * `height`, `title`, `frameborder`) from a provider it does not list, and adds its own sandbox;
+ * the `title` names the frame for assistive technology. `frameborder="0"` is obsolete in HTML
+ * but the one border switch such consumers keep (they strip `style`).
+ */
+export function embedIframe(video: VideoView, site: SiteContext, size: { width: number; height: number }): string {
+  const src = site.paths.url(embedPageFormat, video.publicId);
+  return (
+    `<iframe src="${escapeAttr(src)}" width="${size.width}" height="${size.height}" title="${escapeAttr(xmlChars(video.title))}"` +
+    ' frameborder="0" allow="fullscreen; picture-in-picture" allowfullscreen loading="lazy"></iframe>'
+  );
 }
 
 /** The fields that are present, in order, as [name, value]. */
@@ -140,23 +158,11 @@ function fields(response: OembedResponse): Array<[string, string | number]> {
 }
 
 /**
- * Characters a JSON string may hold raw but a page may not: `<`, `>` and `&` (so `</script>` in a
- * title cannot end a script element when the JSON is inlined or wrapped as JSONP) and U+2028/U+2029
- * (line terminators in older JavaScript). Escaped as \uXXXX, which every JSON parser reads back.
+ * The JSON form: one object, sizes as numbers, ending in a newline; safe to inline in a page or wrap
+ * as JSONP (`scriptSafeJson`: no `</script>` or U+2028 in it).
  */
-const UNSAFE_IN_SCRIPT = /[<>&\u2028\u2029]/g;
-const SCRIPT_SAFE: Record<string, string> = {
-  '<': '\\u003c',
-  '>': '\\u003e',
-  '&': '\\u0026',
-  '\u2028': '\\u2028',
-  '\u2029': '\\u2029',
-};
-
-/** The JSON form: one object, sizes as numbers, ending in a newline. */
 export function oembedJson(response: OembedResponse): string {
-  const json = JSON.stringify(Object.fromEntries(fields(response)));
-  return `${json.replace(UNSAFE_IN_SCRIPT, (c) => SCRIPT_SAFE[c]!)}\n`;
+  return `${scriptSafeJson(Object.fromEntries(fields(response)))}\n`;
 }
 
 /** The XML form: root `oembed`, one child per field; the markup in `html` is escaped text. */
@@ -169,7 +175,8 @@ export function oembedXml(response: OembedResponse, engine?: XmlEngine): string 
 /**
  * The HTML form: the bare markup, byte for byte the `html` field of the JSON and XML forms (the
  * seed: "the bare markup only, with no wrapper"). A consumer pastes it into its own page, so it
- * carries no document, head or style sheet of its own that would nest or restyle that page.
+ * carries no document, head or style sheet of its own that would nest or restyle that page; the
+ * complete page that plays the video is the embed page (embed-page.ts).
  */
 export function oembedHtml(response: OembedResponse): string {
   return response.html;
@@ -235,12 +242,10 @@ export const oembedHtmlFormat: VideoFormat = {
   file: 'html',
   mediaType: 'text/html; charset=utf-8',
   inSitemap: false,
-  summary: 'the embeddable player markup of a public video (the `html` field, bare)',
+  summary: 'the embed markup of a public video (the `html` field, bare): an iframe of its embed page',
   render: ({ video }, site) => oembedHtml(defaultResponse(video, site)),
 };
 
-const ATTRIBUTE_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
-const attribute = (text: string) => text.replace(/[&<>"]/g, (c) => ATTRIBUTE_ESCAPES[c]!);
 
 /**
  * The oEmbed discovery links of a video (oEmbed 1.0 section 4), for the `<head>` of the site's own
@@ -252,6 +257,6 @@ const attribute = (text: string) => text.replace(/[&<>"]/g, (c) => ATTRIBUTE_ESC
 export function oembedDiscoveryLinks(publicId: string, paths: SitePaths): string {
   const query = `?url=${encodeURIComponent(paths.videoPage(publicId))}`;
   const link = (type: string, form: VideoFormat) =>
-    `<link rel="alternate" type="${type}" href="${attribute(paths.url(form, publicId) + query)}">\n`;
+    `<link rel="alternate" type="${type}" href="${escapeAttr(paths.url(form, publicId) + query)}">\n`;
   return link('application/json+oembed', oembedJsonFormat) + link('text/xml+oembed', oembedXmlFormat);
 }

@@ -2,6 +2,7 @@ import type { Format } from './format.js';
 import { apml } from './apml.js';
 import { atomArchive, rssArchive } from './archives.js';
 import { atom } from './atom.js';
+import { embedPageFormat } from './embed-page.js';
 import { foaf } from './foaf.js';
 import { hcard } from './hcard.js';
 import { oembed, oembedHtmlFormat, oembedJsonFormat, oembedXmlFormat } from './oembed.js';
@@ -9,6 +10,7 @@ import { opml } from './opml.js';
 import { recommendations } from './recommendations.js';
 import { rss } from './rss.js';
 import { SITE_FORMATS } from './site-formats.js';
+import { videoHeadFormat } from './video-head.js';
 import { xspf } from './xspf.js';
 
 /**
@@ -33,6 +35,8 @@ export const FORMATS: readonly Format[] = [
   oembedJsonFormat,
   oembedXmlFormat,
   oembedHtmlFormat,
+  embedPageFormat,
+  videoHeadFormat,
   // site-wide
   ...SITE_FORMATS,
 ];

@@ -1,7 +1,7 @@
 import { ALL_ENCODINGS, bareMediaType, type Encoding, ENCODINGS, isCompressible } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
 import { keyedFile, PAGE_NUMBER, urlPattern } from '../paths/url-scheme.js';
-import { OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, type KeyedFormat, type Routes } from './routes.js';
+import { extraHeaders, OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, type KeyedFormat, type Routes } from './routes.js';
 
 /**
  * An `.htaccess` for the root of the tree (Apache 2.4 with mod_rewrite; the directory needs the
@@ -39,6 +39,26 @@ function quote(value: string): string {
 /** Text matched literally in a PCRE pattern. */
 function literal(text: string): string {
   return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
+}
+
+/**
+ * The extra headers (`headers` of a descriptor: the embed page's `frame-ancestors`) of the keyed
+ * formats whose file is named `file`. `<Files>` matches a name only, and another format may write a
+ * file of the same name (hCard's index.html): each header is set on the path of its own format's
+ * files alone, and an `X-Frame-Options` set elsewhere in the server is taken off them.
+ */
+function headerLines(routes: Routes, file: string, encodings: readonly Encoding[]): string[] {
+  const lines: string[] = [];
+  for (const format of routes.keyed) {
+    const headers = extraHeaders(format);
+    if (format.file !== file || headers.length === 0) continue;
+    const suffixes = encodings.map((e) => literal(ENCODINGS[e].suffix));
+    const path = `/${literal(format.dir)}/${literal(format.file)}${suffixes.length === 0 ? '' : `(${suffixes.join('|')})?`}`;
+    const condition = quote(`expr=%{REQUEST_FILENAME} =~ m#${path}$#`);
+    for (const [name, value] of headers) lines.push(`    Header always set ${name} ${quote(value)} ${condition}`);
+    if (headers.some(([name]) => name.toLowerCase() === 'content-security-policy')) lines.push(`    Header always unset X-Frame-Options ${condition}`);
+  }
+  return lines;
 }
 
 export function htaccess(routes: Routes, options: ApacheOptions): string {
@@ -85,8 +105,9 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
     byName.set(format.file, { mediaType: format.mediaType, cache });
   }
   const encodings = options.compress;
-  const block = (open: string, close: string, mediaType: string, cache: string, encoding?: Encoding) => {
+  const block = (open: string, close: string, mediaType: string, cache: string, encoding?: Encoding, file?: string) => {
     lines.push(open, `  ForceType ${quote(mediaType)}`, '  <IfModule mod_headers.c>', `    Header set Cache-Control ${quote(cache)}`);
+    if (file !== undefined) lines.push(...headerLines(routes, file, encodings));
     // Not on a 304, which has no body to decode (nginx and serve send none there either): a client
     // would otherwise try to decompress nothing, and a cache store a header it did not need.
     if (encoding !== undefined) lines.push(`    Header set Content-Encoding ${encoding} "expr=%{REQUEST_STATUS} != 304"`);
@@ -97,9 +118,9 @@ export function htaccess(routes: Routes, options: ApacheOptions): string {
   };
   if (encodings.length > 0) lines.push(`RemoveType ${encodings.map((e) => ENCODINGS[e].suffix).join(' ')}`, `RemoveEncoding ${encodings.map((e) => ENCODINGS[e].suffix).join(' ')}`);
   for (const [file, { mediaType, cache }] of byName) {
-    block(`<Files ${quote(file)}>`, '</Files>', mediaType, cache);
+    block(`<Files ${quote(file)}>`, '</Files>', mediaType, cache, undefined, file);
     if (!isCompressible(mediaType)) continue;
-    for (const encoding of encodings) block(`<Files ${quote(`${file}${ENCODINGS[encoding].suffix}`)}>`, '</Files>', mediaType, cache, encoding);
+    for (const encoding of encodings) block(`<Files ${quote(`${file}${ENCODINGS[encoding].suffix}`)}>`, '</Files>', mediaType, cache, encoding, file);
   }
   for (const format of routes.site) {
     if (format.alsoWrites === undefined) continue;

@@ -30,6 +30,11 @@ export interface ManifestEntry {
    * (`<hub>; rel="hub", <url>; rel="self"`).
    */
   link?: string;
+  /**
+   * Other response headers the file must be sent with, when its format has any (the embed page's
+   * `Content-Security-Policy: frame-ancestors *`): for a CDN that sets headers per object or path.
+   */
+  headers?: Record<string, string>;
   /** Object keys below the base path that must answer with this file (decoded, no leading `/`). */
   keys: string[];
   /** Its pre-compressed forms (`compress` in the configuration): same Content-Type and Cache-Control. */
@@ -155,6 +160,7 @@ function entryOf(root: string, file: string, match: RouteMatch, cacheControl: (f
     keys: keysOf(match),
     compressed: [],
   };
+  if (match.format.headers !== undefined) entry.headers = { ...match.format.headers };
   const link = linkOf(match);
   if (link !== undefined) entry.link = link;
   return entry;

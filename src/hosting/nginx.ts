@@ -1,6 +1,7 @@
 import { DEFAULT_CONFIG } from '../config/config-schema.js';
 import type { Format, SiteFormat } from '../formats/format.js';
 import {
+  extraHeaders,
   OEMBED_DYNAMIC_PARAMS,
   RECOMMENDATION_POST_MAX_BYTES,
   RECOMMENDATIONS_PARAM,
@@ -141,6 +142,7 @@ function typeLines(format: Format, indent: string, options: NginxOptions): strin
     `${indent}default_type ${nginxQuote(format.mediaType, 'media type')};`,
     `${indent}add_header Cache-Control ${nginxQuote(options.cacheControl(format), 'Cache-Control')};`,
     `${indent}add_header X-Content-Type-Options nosniff always;`,
+    ...extraHeaders(format).map(([name, value]) => `${indent}add_header ${plainName(name, `format ${format.name}: header`)} ${nginxQuote(literalText(value, 'header'), 'header')} always;`),
   ];
   if (!isCompressible(format.mediaType)) lines.push(`${indent}gzip off;`);
   if (options.websub !== undefined && options.websub.hubs.length > 0 && isWebSubTopic(format)) {

@@ -1,7 +1,7 @@
 import type { Format } from '../formats/format.js';
 import { keyedFile, keyedUrlPath, keyedUrlPaths, urlPattern } from '../paths/url-scheme.js';
 import { websubLink } from './manifest.js';
-import type { Routes } from './routes.js';
+import { extraHeaders, type Routes } from './routes.js';
 import { isWebSubTopic } from './websub-links.js';
 
 /**
@@ -46,6 +46,7 @@ export function headersFile(routes: Routes, basePath: string, generator: string,
         `  Content-Type: ${format.mediaType}`,
         `  Cache-Control: ${cacheControl(format)}`,
         '  X-Content-Type-Options: nosniff',
+        ...extraHeaders(format).map(([name, value]) => `  ${name}: ${value}`),
         ...(link === undefined ? [] : [`  Link: ${link}`]),
       );
     }

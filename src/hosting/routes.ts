@@ -61,7 +61,14 @@ export interface Routes {
   recommendations: UserFormat | null;
 }
 
-export function routesOf(formats: readonly Format[]): Routes {
+/** The extra response headers of a format (`headers` of its descriptor), as [name, value]. */
+export function extraHeaders(format: Format): Array<[string, string]> {
+  return Object.entries(format.headers ?? {});
+}
+
+export function routesOf(all: readonly Format[]): Routes {
+  // A file that is no document (the head snippet) has no route: every host answers 404 for it.
+  const formats = all.filter((f) => f.served !== false);
   const keyed = formats.filter((f): f is KeyedFormat => f.scope !== 'site');
   const site = formats.filter((f): f is SiteFormat => f.scope === 'site');
   const recommendations = formats.find((f): f is UserFormat => f.scope === 'user' && f.name === RECOMMENDATIONS_FORMAT) ?? null;
@@ -69,13 +76,15 @@ export function routesOf(formats: readonly Format[]): Routes {
 }
 
 /**
- * The seed addresses oEmbed by video id; the video documents are its forms. The index of the video
- * directory is the endpoint; its siblings named like a `format` value are what `?format=` selects.
+ * The seed addresses oEmbed by video id; the video documents are its forms. The endpoint is the
+ * index of the video directory whose siblings are named like a `format` value (`json`, `xml`):
+ * those are what `?format=` selects. Another video directory (the embed page's) is no endpoint.
  */
 function oembedEndpoint(keyed: readonly KeyedFormat[]): OembedEndpoint | null {
-  const index = keyed.find((f): f is VideoFormat => f.scope === 'video' && f.urlName === '');
+  const video = keyed.filter((f): f is VideoFormat => f.scope === 'video');
+  const index = video.find((f) => f.urlName === '' && video.some((g) => g.dir === f.dir && (OEMBED_FORMAT_VALUES as readonly string[]).includes(g.urlName)));
   if (index === undefined) return null;
-  const forms = keyed.filter((f): f is VideoFormat => f.scope === 'video' && f.dir === index.dir);
+  const forms = video.filter((f) => f.dir === index.dir);
   const byUrlName = new Map(forms.map((f) => [f.urlName, f]));
   const byFormatParam = new Map<string, VideoFormat>();
   for (const value of OEMBED_FORMAT_VALUES) {

@@ -89,6 +89,14 @@ export function selectFormats(all: readonly Format[], only: ReadonlySet<string> 
   return all.filter((f) => only.has(f.name));
 }
 
+/**
+ * The selected formats the configuration asks for: the ones rendered. The others stay in the
+ * build's scope, so the files an earlier configuration asked for are pruned.
+ */
+function enabledFormats(selected: readonly Format[], site: SiteContext): Format[] {
+  return selected.filter((f) => f.enabled?.(site.config) ?? true);
+}
+
 const monotonicSeconds = () => Number(process.hrtime.bigint()) / 1e9;
 
 /** The build, run to its end at once. */
@@ -171,7 +179,8 @@ function plan(deps: BuildDeps, options: BuildOptions, run: BuildRun, saved: Save
  */
 function startBuild(deps: BuildDeps, options: BuildOptions): { run: BuildRun; saved: SavedState; scope: ScopeOptions } {
   const { reader, writer, state } = deps;
-  const formats = selectFormats(deps.formats, options.only);
+  const selected = selectFormats(deps.formats, options.only);
+  const formats = enabledFormats(selected, deps.site);
   const tally = new ReportTally(deps.reporter, options.strict === true);
   reader.onIssue((issue) => tally.issue(issue));
   const saved = savedState(state, writer);
@@ -185,7 +194,7 @@ function startBuild(deps: BuildDeps, options: BuildOptions): { run: BuildRun; sa
   const run = new BuildRun(reader, state, deps.site, formatsByScope(formats, options), target, forms.onDisk, { tally, shard: options.shard, beforeEach });
   const scope: ScopeOptions = {
     ...options,
-    formats: new Set(formats.map((f) => f.name)),
+    formats: new Set(selected.map((f) => f.name)),
     siteFilesStale: saved.siteFilesStale,
     compression,
     // After a killed build (or a state set aside): the full build removes what no row produces.
@@ -268,7 +277,7 @@ function expectedDocuments(deps: BuildDeps, plan: BuildPlan, stateEmpty: boolean
   if (!stateEmpty) return deps.state.count();
   if (options.shard !== undefined && options.shard.count > 1) return undefined;
   const { users, videos } = deps.reader.publishedCounts();
-  const formats = selectFormats(deps.formats, options.only);
+  const formats = enabledFormats(selectFormats(deps.formats, options.only), deps.site);
   const count = (scope: string) => formats.filter((f) => f.scope === scope).length;
   return users * count('user') + videos * count('video') + (options.user === undefined ? count('site') : 0);
 }

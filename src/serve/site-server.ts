@@ -192,7 +192,7 @@ export class SiteServer {
    */
   private file(match: RouteMatch, request: ServeRequest): ServeResponse {
     const full = join(this.deps.root, ...match.file.split('/'));
-    const cache = { 'Cache-Control': cacheControlOf(this.deps.site.config.cacheControl, match.format) };
+    const cache = { 'Cache-Control': cacheControlOf(this.deps.site.config.cacheControl, match.format), ...match.format.headers };
     const accepted = acceptedEncodings(headerText(request.headers['accept-encoding']));
     for (const encoding of accepted) {
       const found = this.read(`${full}${ENCODINGS[encoding].suffix}`);

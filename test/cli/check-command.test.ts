@@ -129,8 +129,10 @@ describe('vidfeeds check', () => {
 
     const result = check();
     expect(result.code).toBe(1);
-    const files = readdirSync(join(out, privateId!, 'oembed')).sort();
-    expect(lines(result.stdout)).toEqual(files.map((f) => `${privateId}/oembed/${f}: not written by the last build (a stray file where vidfeeds writes)`));
+    // The oEmbed forms and the embed page, each named.
+    const files = ['embed', 'oembed'].flatMap((dir) => readdirSync(join(out, privateId!, dir)).sort().map((f) => `${dir}/${f}`));
+    expect(files).toContain('embed/index.html');
+    expect(lines(result.stdout)).toEqual(files.map((f) => `${privateId}/${f}: not written by the last build (a stray file where vidfeeds writes)`));
 
     const withDb = check('--db', db);
     expect(withDb.code).toBe(1);

@@ -24,7 +24,8 @@ function site(player: Record<string, unknown>, templates: Record<string, string>
   writeFileSync(join(dir, 'site.sqlite'), readFileSync(demo.file));
   mkdirSync(join(dir, 'templates/embed'), { recursive: true });
   for (const [name, source] of Object.entries(templates)) writeFileSync(join(dir, 'templates/embed', `${name}.hbs`), source);
-  writeFileSync(join(dir, 'vidfeeds.config.json'), JSON.stringify({ baseUrl: 'https://videos.example.org', player }));
+  // The template's markup inline in the oEmbed html, where the tests read it.
+  writeFileSync(join(dir, 'vidfeeds.config.json'), JSON.stringify({ baseUrl: 'https://videos.example.org', oembed: { html: 'inline' }, player }));
   return dir;
 }
 
@@ -84,6 +85,6 @@ describe('vidfeeds build with an embed template that cannot be used', () => {
     expect(code).toBe(0);
     const html = listing(join(cwd, 'out')).filter((p) => p.endsWith('oembed/html'));
     expect(html.length).toBeGreaterThan(10);
-    expect(readFileSync(join(cwd, 'out', html[0]!), 'utf8')).toMatch(/^<iframe src="https:\/\/videos\.example\.org\/[^"]+\/oembed\/html" title="[^"]*"><\/iframe>$/);
+    expect(readFileSync(join(cwd, 'out', html[0]!), 'utf8')).toMatch(/^<iframe src="https:\/\/videos\.example\.org\/[^"]+\/embed\/" title="[^"]*"><\/iframe>$/);
   });
 });

@@ -43,7 +43,7 @@ describe('APML attention profile (/<user>/apml/)', () => {
 
     const sources = '/APML/Body/Profile/ImplicitData/Sources/Source';
     // Only the public video from a published supplier.
-    expect(attrs(body, sources, 'key')).toEqual([`${BASE}/bobclip/oembed/html`]);
+    expect(attrs(body, sources, 'key')).toEqual([`${BASE}/bobclip/embed/`]);
     expect(attrs(body, sources, 'name')).toEqual(['Bob builds a shed']);
     expect(attrs(body, sources, 'value')).toEqual(['0.5']);
     expect(attrs(body, sources, 'type')).toEqual(['text/html']);

@@ -8,8 +8,8 @@ import { allElements, OEMBED_RNC, oembedJsonErrors, parseHtml } from '../helpers
 import { jing } from '../helpers/validators.js';
 
 /** A site whose player is 400×300, and a video whose thumbnail is 120×90. */
-function site(width = 400, height = 300, template = DEFAULT_CONFIG.player.template) {
-  return createSiteContext(testConfig({ player: { ...DEFAULT_CONFIG.player, width, height, template } }), FORMATS, new Date(0));
+function site(width = 400, height = 300, template = DEFAULT_CONFIG.player.template, html: 'iframe' | 'inline' = 'inline') {
+  return createSiteContext(testConfig({ oembed: { html }, player: { ...DEFAULT_CONFIG.player, width, height, template } }), FORMATS, new Date(0));
 }
 
 describe('oEmbed maxwidth and maxheight', () => {
@@ -66,6 +66,9 @@ describe('oEmbed maxwidth and maxheight', () => {
     const flash = allElements(parseHtml(oembedResponse(SAMPLE_VIDEO, site(400, 300, 'flash'), { maxwidth: 100 }).html));
     expect(flash[0]).toMatchObject({ tag: 'object', attrs: { width: '100', height: '75' } });
     expect(flash.find((e) => e.tag === 'embed')!.attrs.flashvars).toContain('&width=100&');
+    // The default html, the iframe of the embed page, takes the fitted size.
+    const framed = allElements(parseHtml(oembedResponse(SAMPLE_VIDEO, site(400, 300, 'html5', 'iframe'), { maxwidth: 100 }).html));
+    expect(framed).toMatchObject([{ tag: 'iframe', attrs: { width: '100', height: '75' } }]);
 
     const fits = oembedResponse(SAMPLE_VIDEO, context, { maxwidth: 120, maxheight: 90 });
     expect(fits).toMatchObject({ width: 120, height: 90, thumbnail_url: SAMPLE_VIDEO.thumbnailUrl, thumbnail_width: 120, thumbnail_height: 90 });

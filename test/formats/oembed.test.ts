@@ -19,6 +19,7 @@ import {
 import { jing, SCHEMAS } from '../helpers/validators.js';
 
 const OEMBED_FORMATS = new Set(['oembed', 'oembed-json', 'oembed-xml', 'oembed-html']);
+const WITH_EMBED_PAGE = new Set([...OEMBED_FORMATS, 'embed']);
 
 function fixture() {
   const f = createTestDb();
@@ -35,9 +36,13 @@ function documentsOf(files: Map<string, Buffer>, file: string): Record<string, s
   return Object.fromEntries([...files].filter(([path]) => path.endsWith(`/oembed/${file}`)).map(([path, body]) => [path, body.toString('utf8')]));
 }
 
-/** A player configuration where every flashvar has a value, the statistics URL with a query. */
-function playerConfig(overrides: Partial<SiteConfig['player']> = {}): SiteConfig {
+/**
+ * A player configuration where every flashvar has a value, the statistics URL with a query. The
+ * `html` field is the template's markup (`oembed.html: "inline"`) unless `html` says otherwise.
+ */
+function playerConfig(overrides: Partial<SiteConfig['player']> = {}, html: SiteConfig['oembed']['html'] = 'inline'): SiteConfig {
   return testConfig({
+    oembed: { html },
     player: {
       ...DEFAULT_CONFIG.player,
       playerUrl: 'https://videos.example.org/static/player.swf',
@@ -135,11 +140,12 @@ describe('oEmbed documents of a demo build', () => {
     expect(hostile).toHaveLength(published);
     for (const [path, html] of hostile) {
       const json = JSON.parse(writer.text(path.replace(/html$/, 'index.json'))) as { title: string };
-      const video = onlyElement(parseHtml(html));
-      const elements = allElements([video]);
-      expect(elements.map((e) => e.tag).filter((tag) => tag !== 'track')).toEqual(['video', 'source', 'a']);
-      expect(video.attrs.title).toBe(json.title);
-      expect(elements.find((e) => e.tag === 'a')!.children).toEqual([{ text: json.title }]);
+      // The default html: one iframe of the embed page, the title inside its attribute.
+      const iframe = onlyElement(parseHtml(html));
+      expect(iframe.tag).toBe('iframe');
+      expect(iframe.children).toEqual([]);
+      expect(iframe.attrs.title).toBe(json.title);
+      expect(iframe.attrs.src).toBe(`https://videos.example.org/${encodeURIComponent(path.split('/')[0]!)}/embed/`);
     }
   });
 });
@@ -178,7 +184,7 @@ describe('oEmbed response of one video', () => {
       thumbnail_url: `https://cdn.example.org/t/${id}.jpg`,
       thumbnail_width: 160,
       thumbnail_height: 120,
-      web_page: 'https://videos.example.org/clip1/oembed/html',
+      web_page: 'https://videos.example.org/clip1/embed/',
       author_name: 'uploader',
       author_url: 'https://videos.example.org/uploader/',
       provider_name: 'vidfeeds demo',
@@ -216,7 +222,7 @@ describe('oEmbed response of one video', () => {
       location: player,
       logo: 'https://videos.example.org/static/watermark.png',
       linkfromdisplay: 'true',
-      link: 'https://videos.example.org/clip1/oembed/html',
+      link: 'https://videos.example.org/clip1/embed/',
       linktarget: '_blank',
       backcolor: '0x000000',
       frontcolor: '0xCCCCCC',
@@ -270,7 +276,7 @@ describe('oEmbed response of one video', () => {
       const json = JSON.parse(writer.text(`${dir}/index.json`)) as Record<string, string>;
       expect(json.title).toBe(readable);
       expect(json.author_name).toBe(username);
-      expect(json.web_page).toBe(`https://videos.example.org/${encodeURIComponent(publicId)}/oembed/html`);
+      expect(json.web_page).toBe(`https://videos.example.org/${encodeURIComponent(publicId)}/embed/`);
       expect(json.thumbnail_url).toBe(new URL(thumbUrl).href);
       // Inlined in a page or wrapped as JSONP, the JSON cannot close a script element.
       expect(writer.text(`${dir}/index.json`)).not.toMatch(/[<>]/);
@@ -308,6 +314,27 @@ describe('oEmbed response of one video', () => {
         expect(link.children).toEqual([{ text: readable }]);
       }
     }
+  });
+
+  it('answers with an iframe of the embed page by default: size, title, no border, full screen, lazy', () => {
+    const { writer } = oneVideo(playerConfig({ width: 640, height: 360 }, 'iframe'), { title: 'A "clip" & <more>' }, {}, WITH_EMBED_PAGE);
+    const json = JSON.parse(writer.text('clip1/oembed/index.json')) as Record<string, unknown>;
+    expect(writer.text('clip1/oembed/html')).toBe(json.html);
+    const iframe = onlyElement(parseHtml(writer.text('clip1/oembed/html')));
+    expect(iframe.tag).toBe('iframe');
+    expect(iframe.attrs).toEqual({
+      src: 'https://videos.example.org/clip1/embed/',
+      width: '640',
+      height: '360',
+      title: 'A "clip" & <more>',
+      frameborder: '0',
+      allow: 'fullscreen; picture-in-picture',
+      allowfullscreen: '',
+      loading: 'lazy',
+    });
+    expect(json).toMatchObject({ width: 640, height: 360, web_page: 'https://videos.example.org/clip1/embed/' });
+    // The page it frames is written beside the oEmbed documents.
+    expect(writer.files.has('clip1/embed/index.html')).toBe(true);
   });
 
   it('reports and skips a video whose id cannot be a path segment, and the video whose URLs cannot be published', () => {
@@ -349,12 +376,14 @@ describe('oEmbed response of one video', () => {
     expect(documents.filter((loc) => loc!.includes('oembed'))).toEqual(['https://videos.example.org/clip1/oembed/']);
   });
 
-  it('matches the snapshots of each form, with the default (HTML5) player and with the seed Flash one', async () => {
+  it('matches the snapshots of each form (the iframe by default), and of the inline HTML5 and seed Flash players', async () => {
     const video = { id: 42, created_at: 1_704_067_242, updated_at: 1_704_067_242 };
-    const { writer } = oneVideo(playerConfig(), video);
+    const { writer } = oneVideo(playerConfig({}, 'iframe'), video);
     await expect(writer.text('clip1/oembed/index.json')).toMatchFileSnapshot('__snapshots__/oembed.json');
     await expect(writer.text('clip1/oembed/xml')).toMatchFileSnapshot('__snapshots__/oembed.xml');
     await expect(writer.text('clip1/oembed/html')).toMatchFileSnapshot('__snapshots__/oembed.html');
+    const inline = oneVideo(playerConfig(), video);
+    await expect(inline.writer.text('clip1/oembed/html')).toMatchFileSnapshot('__snapshots__/oembed-inline.html');
     const flash = oneVideo(playerConfig({ template: 'flash' }), video);
     await expect(flash.writer.text('clip1/oembed/html')).toMatchFileSnapshot('__snapshots__/oembed-flash.html');
   });

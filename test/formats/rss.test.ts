@@ -26,7 +26,7 @@ describe('RSS 2.0 feed of latest uploads', () => {
     expect(feed.version).toBe('rss20');
     expect(feed.entries.map((e) => e.title)).toEqual(Array.from({ length: 20 }, (_, i) => `Clip ${24 - i}`));
     expect(body).not.toContain('Secret clip');
-    expect(feed.entries[0]!.link).toBe('https://videos.example.org/clip24/oembed/html');
+    expect(feed.entries[0]!.link).toBe('https://videos.example.org/clip24/embed/');
     expect(feed.entries[0]!.author).toBe('uploader');
     expect(feed.feed.link).toBe('https://videos.example.org/uploader/');
   });

@@ -32,7 +32,7 @@ describe('the video sitemap', () => {
       .all()
       .map((r) => r.public_id);
     const described = [...sitemap.matchAll(/<url><loc>([^<]*)<\/loc>(?:<lastmod>[^<]*<\/lastmod>)?<video:video>/g)].map((m) => m[1]!);
-    const page = (id: string) => `https://videos.example.org/${encodeURIComponent(id)}/oembed/html`;
+    const page = (id: string) => `https://videos.example.org/${encodeURIComponent(id)}/embed/`;
     // Hostile ids the build skips are skipped here too: every described page is a published video's, once.
     expect(new Set(described).size).toBe(described.length);
     expect(described.length).toBeGreaterThan(published.length * 0.8);
@@ -52,7 +52,7 @@ describe('the video sitemap', () => {
     insertVideo(db, ann.id, { public_id: 'hidden', visibility: 'private' });
     const sitemap = buildInMemory(file, { only: new Set(['sitemap']) }).writer.text('sitemap.xml');
     expect(xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), { sitemap })).toMatchObject({ ok: true });
-    const loc = 'https://videos.example.org/clip/oembed/html';
+    const loc = 'https://videos.example.org/clip/embed/';
     expect(field(sitemap, loc, 'title')).toBe(title);
     // 2,048 characters, the second emoji cut whole rather than split into half a surrogate pair.
     expect(field(sitemap, loc, 'description')).toBe(`${'ö'.repeat(2046)}😀😀`);
@@ -62,8 +62,8 @@ describe('the video sitemap', () => {
     expect(field(sitemap, loc, 'uploader')).toBe('Ann "the" <Uploader>');
     expect(xpath(sitemap, `string(//*[local-name()='uploader']/@info)`)).toBe('https://videos.example.org/ann/');
     // A duration Google does not take is left out; a private video is not there at all.
-    expect(sitemap).toContain('<loc>https://videos.example.org/long/oembed/html</loc>');
-    expect(field(sitemap, 'https://videos.example.org/long/oembed/html', 'duration')).toBe('');
+    expect(sitemap).toContain('<loc>https://videos.example.org/long/embed/</loc>');
+    expect(field(sitemap, 'https://videos.example.org/long/embed/', 'duration')).toBe('');
     expect(sitemap).not.toContain('hidden');
   });
 

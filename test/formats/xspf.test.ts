@@ -28,7 +28,7 @@ describe('XSPF playlist (/<user>/xspf/)', () => {
     expect(track('title')).toBe('Bob builds a shed');
     expect(track('creator')).toBe('bob');
     expect(track('annotation')).toBe('Hammer time');
-    expect(track('info')).toBe(`${BASE}/bobclip/oembed/html`);
+    expect(track('info')).toBe(`${BASE}/bobclip/embed/`);
     expect(track('image')).toBe('https://cdn.example.org/t/101.jpg');
     expect(track('album')).toBe('Videos saved by alice');
     expect(track('duration')).toBe('125000');
@@ -43,7 +43,7 @@ describe('XSPF playlist (/<user>/xspf/)', () => {
     const body = build().text('hidden/xspf/index.xspf');
     valid({ hidden: body });
     expect(xpath(body, `count(${x('/playlist/trackList/track')})`)).toBe('1');
-    expect(xpath(body, `string(${x('/playlist/trackList/track/info')})`)).toBe(`${BASE}/bobclip/oembed/html`);
+    expect(xpath(body, `string(${x('/playlist/trackList/track/info')})`)).toBe(`${BASE}/bobclip/embed/`);
     expect(xpath(body, `string(${x('/playlist/trackList/track/album')})`)).toBe('Videos watched by hidden');
     expect(body).not.toContain('bobsecret');
   });

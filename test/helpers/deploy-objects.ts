@@ -59,7 +59,7 @@ export function productType(file: string): string {
 export function productCacheControl(file: string): string {
   const dir = file.split('/')[1];
   if (dir === undefined) return 'public, max-age=3600';
-  return ['foaf', 'hcard', 'oembed'].includes(dir) ? 'public, max-age=86400' : 'public, max-age=900';
+  return ['foaf', 'hcard', 'oembed', 'embed'].includes(dir) ? 'public, max-age=86400' : 'public, max-age=900';
 }
 
 /**

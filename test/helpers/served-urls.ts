@@ -26,6 +26,7 @@ export const URL_TABLE: ReadonlyArray<{ url: string; file: string; type: string;
   { url: '/<video>/oembed/json', file: '<video>/oembed/json', type: 'application/json; charset=utf-8' },
   { url: '/<video>/oembed/xml', file: '<video>/oembed/xml', type: 'text/xml; charset=utf-8' },
   { url: '/<video>/oembed/html', file: '<video>/oembed/html', type: 'text/html; charset=utf-8' },
+  { url: '/<video>/embed/', file: '<video>/embed/index.html', type: 'text/html; charset=utf-8' },
   { url: '/opensearch.xml', file: 'opensearch.xml', type: 'application/opensearchdescription+xml; charset=utf-8' },
   { url: '/sitemap.xml', file: 'sitemap.xml', type: 'application/xml; charset=utf-8' },
   { url: '/robots.txt', file: 'robots.txt', type: 'text/plain; charset=utf-8' },

@@ -33,6 +33,7 @@ describe('cache classes', () => {
     expect(classes).toEqual({
       rss: 'feeds', atom: 'feeds', 'rss-archive': 'feeds', 'atom-archive': 'feeds', recommendations: 'feeds', xspf: 'feeds', apml: 'feeds', opml: 'feeds',
       foaf: 'profiles', hcard: 'profiles', oembed: 'profiles', 'oembed-json': 'profiles', 'oembed-xml': 'profiles', 'oembed-html': 'profiles',
+      embed: 'profiles', head: 'profiles',
       sitemap: 'site', robots: 'site', opensearch: 'site', crossdomain: 'site', 'indexnow-key': 'site',
     });
   });
@@ -134,7 +135,7 @@ describe('the upload manifest', () => {
     const result = cli(['hosting', 'manifest', '--root', out, '--config', file]);
     expect(result.code, result.stderr).toBe(0);
     const manifest = JSON.parse(result.stdout) as {
-      files: Array<{ file: string; contentType: string; cacheControl: string; size: number; sha256: string; keys: string[]; compressed: Array<{ file: string; contentEncoding: 'gzip' | 'br'; size: number; sha256: string }> }>;
+      files: Array<{ file: string; contentType: string; cacheControl: string; headers?: Record<string, string>; size: number; sha256: string; keys: string[]; compressed: Array<{ file: string; contentEncoding: 'gzip' | 'br'; size: number; sha256: string }> }>;
     };
     const sha256 = (path: string) => createHash('sha256').update(readFileSync(join(out, path))).digest('hex');
     expect(manifest.files.length).toBeGreaterThan(40);
@@ -152,6 +153,12 @@ describe('the upload manifest', () => {
     const atom = manifest.files.find((f) => f.file === 'alice/atom/index.atom')!;
     expect(atom).toMatchObject({ contentType: 'application/atom+xml; charset=utf-8', cacheControl: 'no-cache', keys: ['alice/atom/', 'alice/atom'] });
     expect(manifest.files.find((f) => f.file === 'robots.txt')!.cacheControl).toBe('public, max-age=600');
+    // The embed pages carry the header that lets any site frame them; no other file has one.
+    const embeds = manifest.files.filter((f) => f.file.endsWith('/embed/index.html'));
+    expect(embeds.length).toBeGreaterThan(5);
+    for (const entry of manifest.files) {
+      expect(entry.headers, entry.file).toEqual(entry.file.endsWith('/embed/index.html') ? { 'Content-Security-Policy': 'frame-ancestors *' } : undefined);
+    }
     expect(result.stderr).toContain('1 files under');
     expect(result.stderr).toContain('stray.txt.gz');
   });

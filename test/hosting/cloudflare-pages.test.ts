@@ -82,7 +82,7 @@ describe.skipIf(typeof wrangler === 'string')('Cloudflare Pages (wrangler pages 
     for (const url of servedUrls(users, videos)) {
       const answer = await http(port, url.target);
       expectNoError(answer, url.target);
-      if (/\/hcard$/.test(url.target)) {
+      if (/\/(hcard|embed)$/.test(url.target)) {
         // Cloudflare Pages answers a bare URL of an HTML file with a redirect to the folder's URL.
         expect(answer.status, url.target).toBe(308);
         expect(decodeURIComponent(answer.headers.location as string), url.target).toBe(`${decodeURIComponent(url.target)}/`);
@@ -97,6 +97,9 @@ describe.skipIf(typeof wrangler === 'string')('Cloudflare Pages (wrangler pages 
       expectServed(answer, url, root, 'cloudflare');
       expect(answer.headers['cache-control'], url.target).toBe(cacheOf(url));
       expect(answer.headers['x-content-type-options'], url.target).toBe('nosniff');
+      // Any site may frame the embed page; no other document carries the header.
+      expect(answer.headers['content-security-policy'], url.target).toBe(/\/embed\/$/.test(url.target) ? 'frame-ancestors *' : undefined);
+      expect(answer.headers['x-frame-options'], url.target).toBeUndefined();
     }
   }, 300_000);
 

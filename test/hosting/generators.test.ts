@@ -134,6 +134,12 @@ describe('vidfeeds hosting apache, headers, redirects', () => {
       const pattern = row.url.replace(/<user>|<video>/, '*').replace('<N>', '*');
       expect(headers, row.url).toContain(`${pattern}\n  Content-Type: ${row.type}\n`);
     }
+    // The embed page, and only it, may be framed by any site: both forms of its URL.
+    for (const pattern of ['/*/embed/', '/*/embed']) {
+      expect(headers).toContain(`${pattern}\n  Content-Type: text/html; charset=utf-8\n  Cache-Control: public, max-age=86400\n  X-Content-Type-Options: nosniff\n  Content-Security-Policy: frame-ancestors *\n`);
+    }
+    expect(headers.match(/Content-Security-Policy/g)).toHaveLength(2);
+    expect(headers).not.toContain('head.html');
     const netlify = cli(['hosting', 'redirects', '--for', 'netlify']).stdout;
     expect(netlify).toContain('/:key/oembed/  format=xml  /:key/oembed/xml  200');
     expect(netlify).toContain('/:key/rss  /:key/rss/index.rss  200');

@@ -41,7 +41,7 @@ const APACHE_MISSING = apacheMissing();
 function expectedCacheControl(url: ServedUrl): string {
   if (/\/rss\/?$/.test(url.target)) return 'public, max-age=60';
   if (/\/(openrecommender|atom|xspf|apml|opml)\/?$/.test(url.target)) return 'public, max-age=900';
-  if (/\/(foaf|hcard)\/?$/.test(url.target) || url.target.includes('/oembed')) return 'public, max-age=86400';
+  if (/\/(foaf|hcard|embed)\/?$/.test(url.target) || url.target.includes('/oembed')) return 'public, max-age=86400';
   return 'public, max-age=3600';
 }
 
@@ -146,6 +146,8 @@ function expectHeaders(answer: HttpResult, url: ServedUrl, label: string, encodi
   expect(answer.headers.vary, label).toBe('Accept-Encoding');
   expect(answer.headers['cache-control'], label).toBe(expectedCacheControl(url));
   expect(answer.headers.etag ?? answer.headers['last-modified'], `${label}: a validator`).toBeDefined();
+  // The embed page's own header goes with its compressed forms too, and with no other document.
+  expect(answer.headers['content-security-policy'], label).toBe(/\/embed\/?$/.test(url.target) ? 'frame-ancestors *' : undefined);
 }
 
 /** Each server: its name, where it answers once started (the base path percent-encoded), whether it can send the .br forms. */

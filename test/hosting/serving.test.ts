@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/pipeline/record/build-record.js';
@@ -67,7 +67,8 @@ beforeAll(async () => {
 
   // A real build into a folder, as `vidfeeds build` does it.
   root = join(work.dir, 'out');
-  const config = testConfig({ baseUrl: 'http://127.0.0.1:8080' });
+  // With the head snippet files, which no server may serve.
+  const config = testConfig({ baseUrl: 'http://127.0.0.1:8080', videoHead: { file: true } });
   const site = createSiteContext(config, FORMATS, new Date(Date.UTC(2026, 0, 1)));
   const writer = new DirectoryWriter(root);
   const { report } = buildInMemory(dbFile, { config, writer });
@@ -157,7 +158,7 @@ afterAll(async () => {
 
 describe('the URL table', () => {
   it('is the format table: every row has its format, path and content type', () => {
-    const rows = FORMATS.map((f) =>
+    const rows = FORMATS.filter((f) => f.served !== false).map((f) =>
       f.scope === 'site'
         ? { url: `/${f.file}`, file: f.file, type: f.mediaType }
         : f.paged !== undefined
@@ -252,6 +253,27 @@ describe.each(SERVERS)('%s', (where, target) => {
     expect((await http(p, `${base}/${privateVideo.public_id}/oembed/`)).status).toBe(404);
   });
 
+  it('lets any site frame the embed page, and only the embed page', async () => {
+    const { port: p, base } = target();
+    for (const video of videos) {
+      for (const path of [`/${encodeURIComponent(video)}/embed/`, `/${encodeURIComponent(video)}/embed`]) {
+        for (const headers of [{}, { 'Accept-Encoding': 'gzip' }] as Array<Record<string, string>>) {
+          const answer = await http(p, base + path, { headers });
+          expect(answer.status, `${where} ${path}`).toBe(200);
+          expect(answer.headers['content-security-policy'], `${where} ${path}`).toBe('frame-ancestors *');
+          expect(answer.headers['x-frame-options'], `${where} ${path}`).toBeUndefined();
+        }
+      }
+    }
+    // The head snippet beside it is in the tree, and is no document: 404.
+    expect(existsSync(join(root, videos[0]!, 'embed', 'head.html'))).toBe(true);
+    expect((await http(p, `${base}/${encodeURIComponent(videos[0]!)}/embed/head.html`)).status).toBe(404);
+    // hCard's page has the same file name (index.html): it keeps the browser's default.
+    const hcard = await http(p, `${base}/alice/hcard/`);
+    expect(hcard.status).toBe(200);
+    expect(hcard.headers['content-security-policy']).toBeUndefined();
+  });
+
   it('answers 501 to an oEmbed format it does not have', async () => {
     const { port: p, base } = target();
     for (const format of ['html', 'yaml', 'JSON']) {
@@ -267,10 +289,13 @@ describe.each(PROXIES)('%s with vidfeeds serve as its upstream', (server, ports)
   it('hands parametrised oEmbed requests to vidfeeds serve', async () => {
     const { root: proxy } = ports();
     const video = videos[0]!;
-    const answer = await http(proxy, `/${video}/oembed/?maxwidth=200&url=${encodeURIComponent(`http://127.0.0.1:8080/${video}/oembed/html`)}`);
+    const answer = await http(proxy, `/${video}/oembed/?maxwidth=200&url=${encodeURIComponent(`http://127.0.0.1:8080/${video}/embed/`)}`);
     expect(answer.status, answer.text).toBe(200);
     expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(JSON.parse(answer.text).width).toBeLessThanOrEqual(200);
+    const fitted = JSON.parse(answer.text) as { width: number; height: number; html: string };
+    expect(fitted.width).toBeLessThanOrEqual(200);
+    // The iframe of the embed page takes the fitted size.
+    expect(fitted.html).toContain(`src="http://127.0.0.1:8080/${video}/embed/" width="${fitted.width}" height="${fitted.height}"`);
     const jsonp = await http(proxy, `/${video}/oembed/?callback=cb`);
     expect(jsonp.headers['content-type']).toBe('application/javascript; charset=utf-8');
     expect(jsonp.headers['x-content-type-options']).toBe('nosniff');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FORMATS } from '../../src/formats/registry.js';
-import { routesOf } from '../../src/hosting/routes.js';
+import { routesOf, type KeyedFormat } from '../../src/hosting/routes.js';
 import { SitePaths } from '../../src/paths/site-paths.js';
 import {
   checkPlaces,
@@ -19,7 +19,8 @@ import { testConfig } from '../helpers/site-fixture.js';
 /** The URL scheme (src/paths/url-scheme.ts): key and format to file and URL, and back. */
 
 const routes = routesOf(FORMATS);
-const keyed = FORMATS.filter((f) => f.scope !== 'site');
+// The keyed documents a server answers for (the head snippet file is none).
+const keyed = FORMATS.filter((f): f is KeyedFormat => f.scope !== 'site' && f.served !== false);
 
 describe('the URL scheme', () => {
   it('takes every keyed document from its URL to its file and back, for awkward keys too', () => {

@@ -78,7 +78,8 @@ describe('the sitemap lastmod', () => {
     const changedUrls = new Set<string>();
     for (const url of after.keys()) {
       const [key, dir] = decodeURIComponent(new URL(url).pathname).split('/').slice(1);
-      const format = listed.find((f) => f.dir === dir)!;
+      // A video's page is by default its embed page, which the sitemap lists as the video's page.
+      const format = listed.find((f) => f.dir === dir) ?? FORMATS.find((f): f is VideoFormat => f.scope === 'video' && f.dir === dir && f.urlName === '')!;
       const file = site.paths.file(format, key!);
       if (!before.get(file)!.equals(writer.files.get(file)!)) changedUrls.add(url);
     }

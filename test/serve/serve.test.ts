@@ -80,7 +80,7 @@ function lower(headers: Record<string, string>): Record<string, string> {
 }
 
 const text = (r: { body: Buffer }) => r.body.toString('utf8');
-const PAGE = 'https://videos.example.org/pub/oembed/html';
+const PAGE = 'https://videos.example.org/pub/embed/';
 
 describe('oEmbed parameters', () => {
   it('answers url, maxwidth/maxheight and the seed width/height from the database, within bounds', () => {
@@ -102,8 +102,9 @@ describe('oEmbed parameters', () => {
     expect(jing(join(SCHEMAS, 'oembed-1.0-response.rng'), { xml: text(xml) }).output).toBe('');
     const html = s.get('/pub/oembed/html?maxwidth=120');
     expect(html.headers['Content-Type']).toBe('text/html; charset=utf-8');
-    // The HTML form is the bare markup, fitted: byte for byte the JSON's html at the same size.
-    expect(text(html)).toMatch(/^<video width="120" height="90" /);
+    // The HTML form is the bare markup, fitted: byte for byte the JSON's html at the same size, an
+    // iframe of the embed page (which fills whatever frame it is given) at the fitted size.
+    expect(text(html)).toMatch(/^<iframe src="https:\/\/videos\.example\.org\/pub\/embed\/" width="120" height="90" /);
     expect(text(html)).toBe(JSON.parse(text(s.get('/pub/oembed/?maxwidth=120'))).html);
   });
 
@@ -113,11 +114,11 @@ describe('oEmbed parameters', () => {
     expect(s.get('/priv/oembed/?maxwidth=100').status).toBe(401);
     expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://elsewhere.example/pub/')}`).status).toBe(404);
     expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://videos.example.org/uploader/rss/')}`).status).toBe(404);
-    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://videos.example.org/priv/oembed/html')}`).status).toBe(404);
+    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('https://videos.example.org/priv/embed/')}`).status).toBe(404);
     expect(s.get(`/pub/oembed/?url=not-a-url`).status).toBe(404);
     expect(s.get('/pub/oembed/?format=yaml&maxwidth=5').status).toBe(501);
     // The page URL on http instead of https, with a fragment, still names the video.
-    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('http://VIDEOS.example.org/pub/oembed/html#t=3')}`).status).toBe(200);
+    expect(s.get(`/pub/oembed/?url=${encodeURIComponent('http://VIDEOS.example.org/pub/embed#t=3')}`).status).toBe(200);
     for (const bad of ['maxwidth=0', 'maxwidth=-1', 'maxwidth=abc', 'width=1e3', 'height=99999']) {
       const r = s.get(`/pub/oembed/?${bad}`);
       expect(r.status, bad).toBe(400);

@@ -12,7 +12,7 @@ export function registerFormats(program: Command, io: Console, setExit: (code: n
     .description('list the documents vidfeeds publishes: name, URL, file and content type')
     .option('--json', 'print JSON')
     .action((flags: { json?: boolean }) => {
-      const rows = FORMATS.map((f) => ({ name: f.name, scope: f.scope, url: urlPattern(f), file: filePattern(f), mediaType: f.mediaType, summary: f.summary }));
+      const rows = FORMATS.map((f) => ({ name: f.name, scope: f.scope, url: f.served === false ? '(not served)' : urlPattern(f), file: filePattern(f), mediaType: f.mediaType, summary: f.summary }));
       if (flags.json) io.out(JSON.stringify(rows, null, 2));
       else for (const r of rows) io.out(`${r.name.padEnd(16)} ${r.url.padEnd(30)} ${r.file.padEnd(34)} ${r.mediaType}`);
       setExit(EXIT.ok);
