@@ -236,7 +236,9 @@ const DIALECT: Dialect = {
 
 function postgresError(error: unknown, url: string, query: string): Error {
   const e = error as { code?: string; message?: string };
-  if (e.code === undefined || !/^[0-9A-Z]{5}$/.test(e.code) || CONNECTION_STATES.test(e.code)) {
+  // Only the server's own errors carry a SQLSTATE: a socket's (EPIPE, ECONNRESET) also has five
+  // capitals in `code`, and is the connection breaking.
+  if (!(error instanceof pg.DatabaseError) || e.code === undefined || CONNECTION_STATES.test(e.code)) {
     return new SourceUnavailableError(`the source database (${redactUrl(url)}) stopped answering: ${e.message ?? String(error)}`);
   }
   return new MappingError(`${e.message ?? String(error)} (SQLSTATE ${e.code}); the query: ${query.trim()}`);

@@ -95,7 +95,13 @@ function differences(actual: Map<string, Buffer>, expected: Map<string, Buffer>)
 function expectFullBuildTree(dir: string, db: string, out: string): void {
   const expected = referenceTree(dir, db);
   expect(differences(readTree(out), expected.files)).toEqual([]);
-  expect(folders(out)).toEqual(expected.folders);
+  // A kill between making a key's folder and the first folder in it leaves that folder empty: no
+  // build can tell it from an operator's own empty folder, so the sweep keeps it (the one folder a
+  // recovery may leave; docs/incremental.md). Any other folder is the full build's.
+  const expectedFolders = new Set(expected.folders);
+  const leftEmpty = (folder: string) => !folder.includes('/') && readdirSync(join(out, folder)).length === 0;
+  expect(folders(out).filter((folder) => !expectedFolders.has(folder) && !leftEmpty(folder))).toEqual([]);
+  expect(expected.folders.filter((folder) => !folders(out).includes(folder))).toEqual([]);
 }
 
 /**

@@ -82,7 +82,7 @@ function publicVideosNewestFirst(file: string): string[] {
   const db = new Database(file, { readonly: true });
   try {
     return (db.prepare(`SELECT public_id FROM videos WHERE user_id = 1 AND visibility = 'public' ORDER BY created_at DESC, id DESC`).pluck().all() as string[]).map(
-      (id) => `${BASE}/${id}/oembed/html`,
+      (id) => `${BASE}/${id}/embed/`,
     );
   } finally {
     db.close();
@@ -152,7 +152,7 @@ describe('RFC 5005 archives', () => {
     const rewritten = [...after].filter(([path, f]) => !before.get(path)?.body.equals(f.body)).map(([path]) => path);
     const removed = [...before.keys()].filter((path) => !after.has(path));
     // The video made private: its own documents.
-    expect(removed).toEqual(['h720/oembed/html', 'h720/oembed/index.json', 'h720/oembed/json', 'h720/oembed/xml']);
+    expect(removed).toEqual(['h720/embed/index.html', 'h720/oembed/html', 'h720/oembed/index.json', 'h720/oembed/json', 'h720/oembed/xml']);
     // The feed; page 2 (the edit); pages 7 to 9 (the removal moves every later row back one place,
     // and the upload adds the feed's oldest to page 9); the user's other documents that list their
     // uploads; the private video's own documents and the new one's.

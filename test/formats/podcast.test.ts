@@ -92,7 +92,7 @@ describe('podcast-grade RSS (feeds.podcast)', () => {
     for (const [i, row] of rows.entries()) {
       const item = feed!.items[i]!;
       expect(item.title).toBe(row.title);
-      expect(item.guid).toBe(`https://videos.example.org/${row.public_id}/oembed/html`);
+      expect(item.guid).toBe(`https://videos.example.org/${row.public_id}/embed/`);
       expect(item.enclosure).toEqual({ url: row.file_url, length: row.file_size ?? 0, type: row.file_type });
       // partytime reads a missing duration as 0.
       expect(item.duration).toBe(row.duration_seconds ?? 0);
@@ -124,7 +124,7 @@ describe('podcast-grade RSS (feeds.podcast)', () => {
     expect(parsed.entries).toHaveLength(rows.length);
     for (const [i, row] of rows.entries()) {
       const entry = parsed.entries[i]!;
-      expect(entry.id).toBe(`https://videos.example.org/${row.public_id}/oembed/html`);
+      expect(entry.id).toBe(`https://videos.example.org/${row.public_id}/embed/`);
       const enclosures = (entry.links as Array<Record<string, string>>).filter((l) => l.rel === 'enclosure');
       expect(enclosures).toEqual([{ href: row.file_url, length: String(row.file_size ?? 0), type: row.file_type, rel: 'enclosure' }]);
       expect(entry.itunes_duration).toBe(row.duration_seconds === null ? undefined : String(row.duration_seconds));
