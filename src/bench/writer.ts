@@ -57,7 +57,9 @@ function main(): void {
   const config = loadConfig({ configFile });
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const format = <F extends Format>(name: string) => formatByName(name) as F;
-  const videoFiles = (publicId: string) => FORMATS.filter((f): f is VideoFormat => f.scope === 'video').map((f) => paths.file(f, publicId));
+  // The video's documents this configuration writes (the head snippet only when it asks for it).
+  const videoFiles = (publicId: string) =>
+    FORMATS.filter((f): f is VideoFormat => f.scope === 'video' && (f.enabled?.(config) ?? true)).map((f) => paths.file(f, publicId));
   const userFile = (name: string, username: string) => paths.file(format<UserFormat>(name), username);
   /** The user formats that show a user's display name. */
   const NAME_FORMATS = ['rss', 'atom', 'opml', 'foaf', 'hcard'];
