@@ -65,7 +65,9 @@ export function headersFile(routes: Routes, basePath: string, generator: string,
     if (options.host === 'cloudflare' && hubs.length > 0 && isWebSubTopic(format)) {
       const self = `${options.websub!.base}/${keyedUrlPath(format, ':key')}`;
       rule(keyedUrlPaths(format, ':key').map((url) => `/${url}`), format, `${format.name}: ${urlPattern(format)}, a WebSub topic`, websubLink(hubs, self));
-    } else rule(keyedUrlPaths(format, '*', '*').map((url) => `/${url}`), format, `${format.name}: ${urlPattern(format)}`);
+    }
+    // One splat a rule (Cloudflare Pages skips a rule with two): a page number is a placeholder.
+    else rule(keyedUrlPaths(format, '*', ':page').map((url) => `/${url}`), format, `${format.name}: ${urlPattern(format)}`);
   }
   return lines.join('\n');
 }
