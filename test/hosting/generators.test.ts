@@ -131,7 +131,7 @@ describe('vidfeeds hosting apache, headers, redirects', () => {
   it('print _headers with each URL pattern and its type, and _redirects that rewrite with 200', () => {
     const headers = cli(['hosting', 'headers']).stdout;
     for (const row of URL_TABLE) {
-      const pattern = row.url.replace(/<user>|<video>/, '*').replace('<N>', '*');
+      const pattern = row.url.replace(/<user>|<video>/, '*').replace('<N>', ':page');
       expect(headers, row.url).toContain(`${pattern}\n  Content-Type: ${row.type}\n`);
     }
     // The embed page, and only it, may be framed by any site: both forms of its URL.
