@@ -69,6 +69,9 @@ describe('vidfeeds watch --deploy', () => {
     // …and the change arrives once it answers again.
     s3.discardHeld();
     expect(await storeShows(key, 'Held while the store was down'), stderr).toBe(true);
+    // The sitemap's description of the video follows within a second (watch moves sitemap dates
+    // and descriptions once a second), and is published by the deploy after that pass.
+    expect(await storeShows('live/sitemap.xml', '<video:title>Held while the store was down</video:title>'), stderr).toBe(true);
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
