@@ -125,7 +125,16 @@ describe('vidfeeds deploy against a failing store', () => {
     const broken = keys.find((k) => k.endsWith('/oembed/xml'))!;
     fx.s3.failPuts(broken, Infinity, 500);
     fx.s3.log.length = 0;
-    const result = await deploy('halting', ['--tries', '2', '--concurrency', '4']);
+    // Once the object has failed, answers take a while: a worker may finish the request it had under
+    // way and start one more before the deploy has read the failure, but not a round trip beyond that
+    // (on a loaded machine reading the failure can otherwise take as long as a request).
+    fx.s3.onInjectedFailure = (key) => {
+      if (key === broken) fx.s3.delayMs = 300;
+    };
+    const result = await deploy('halting', ['--tries', '2', '--concurrency', '4']).finally(() => {
+      fx.s3.onInjectedFailure = null;
+      fx.s3.delayMs = 0;
+    });
     fx.s3.failPuts(broken, 0, 500);
     expect(result.code, result.stderr).toBe(75);
     const attempts = puts(fx.s3.log, 'halting').filter((r) => r.key === broken);

@@ -46,6 +46,8 @@ export interface LocalS3 {
   heldCount(): number;
   /** Delay added to every request, so that concurrent writes interleave. */
   delayMs: number;
+  /** Called as each injected failure is answered (say, to slow the store from then on). */
+  onInjectedFailure: ((key: string) => void) | null;
   client: S3Client;
   /** Every object key in the bucket. */
   keys(): Promise<string[]>;
@@ -73,7 +75,7 @@ export async function startLocalS3(): Promise<LocalS3> {
   const everyPut = { times: 0, status: 503, tries: new Map<string, number>() };
   let holdAfter: number | null = null;
   const held: Array<{ go: () => void; drop: () => void }> = [];
-  const state = { delayMs: 0 };
+  const state: { delayMs: number; onInjectedFailure: ((key: string) => void) | null } = { delayMs: 0, onInjectedFailure: null };
 
   const forward = (req: IncomingMessage, res: ServerResponse, entry: LoggedRequest) => {
     const upstream = httpRequest({ host: '127.0.0.1', port: backend, method: req.method, path: req.url, headers: req.headers }, (answer) => {
@@ -107,6 +109,7 @@ export async function startLocalS3(): Promise<LocalS3> {
         res.end(failure.body ?? `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>injected by the test</Message></Error>`);
         entry.ended = performance.now();
         entry.status = failure.status;
+        state.onInjectedFailure?.(key);
         return;
       }
       forward(req, res, entry);
@@ -134,6 +137,12 @@ export async function startLocalS3(): Promise<LocalS3> {
     },
     set delayMs(ms: number) {
       state.delayMs = ms;
+    },
+    get onInjectedFailure() {
+      return state.onInjectedFailure;
+    },
+    set onInjectedFailure(listener: ((key: string) => void) | null) {
+      state.onInjectedFailure = listener;
     },
     failPuts: (key, times, status, body) => failures.set(key, { times, status, ...(body === undefined ? {} : { body }) }),
     failEveryPut: (times, status) => {
