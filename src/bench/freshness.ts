@@ -93,6 +93,9 @@ export async function benchFreshness(ctx: FreshnessContext): Promise<void> {
     if (!ready || watch.exitCode !== null) throw new Error(`watch did not make its first build:\n${watchErr}`);
 
     const outcomes = await runWriter(ctx, source ?? db, out);
+    // The last changes' sitemap dates are owed for up to a second (docs/incremental.md): stop watch
+    // once its pass has run, so the sitemap read below is the one a crawler meets after the run.
+    await until(() => !lastBuildOwesLastmods(watchErr) || watch.exitCode !== null, 30_000);
 
     watch.kill('SIGINT');
     const code = await watchExit;
@@ -287,6 +290,12 @@ function percentile(sorted: readonly number[], q: number): number {
 }
 
 /** Whether `condition` came true within `maxMs`. */
+/** Whether watch's latest build left sitemap dates for its next pass ("…, sitemap dates owed)"). */
+function lastBuildOwesLastmods(log: string): boolean {
+  const builds = log.match(/: (full|incremental) build \([^\n]*/g) ?? [];
+  return builds.at(-1)?.includes('sitemap dates owed') ?? false;
+}
+
 async function until(condition: () => boolean, maxMs: number): Promise<boolean> {
   const deadline = Date.now() + maxMs;
   while (!condition()) {
