@@ -16,15 +16,15 @@ const n = (value: number) => Math.round(value).toLocaleString('en-US');
  * How long after a large delete the bench waits before it times anything. ext4 without a journal
  * (this project's disks) reuses no inode freed less than 60 s ago, or 360 s ago while the block
  * of the inode table holding it is unwritten (`recently_deleted` in the kernel's fs/ext4/ialloc.c):
- * creating files walks past each of them. Right after a run deleted its trees, a floor of 3.9 s
- * took 17 s, 60% of it in that walk (perf), and the disk probe's few files did not notice.
+ * creating files walks past each of them. Right after a run deleted its trees, most of a floor's
+ * time goes to that walk, and the disk probe's few files do not notice.
  */
 export const DELETE_SETTLES_S = 390;
 
 /**
- * Reads a file once from start to end, so its pages are in the page cache: a run of the 100,000-user
- * feed-heavy site found 771 MB of its 2.2 GB database there after the runs before it (on a
- * 23.5 GiB machine), and timed reading the rest from the disk, which the floor never does.
+ * Reads a file once from start to end, so its pages are in the page cache: the kernel reclaims a
+ * database's cold pages between runs (docs/performance.md, "Machine"), and a build would time
+ * reading them from the disk, which the floor never does.
  */
 export function readThrough(file: string): void {
   const fd = openSync(file, 'r');
@@ -37,12 +37,11 @@ export function readThrough(file: string): void {
 }
 
 /**
- * What a run needs on disk per user, from a 10,000-user demo run (2026-11-21: two trees, the
- * build's and the floor's, of 42 inodes and 178 KB each, and the pack, with a margin), scaled by
- * what a user of the shape publishes: nearly every file has a folder of its own (a user's folder,
- * one per user format; a video's folder and its oembed/ holding its four files), and every file
- * and folder takes a 4 KB block. The compressed trees (two forms beside each document, about 4 KB
- * each on disk: 70 inodes and 300 KB per demo user, estimated from a 300-user run) double it.
+ * What a run needs on disk per user: two trees (the build's and the floor's) and the pack, with a
+ * margin, scaled by what a user of the shape publishes: nearly every file has a folder of its own
+ * (a user's folder, one per user format; a video's folder and its oembed/ holding its four files),
+ * and every file and folder takes a 4 KB block. The compressed trees (two forms beside each
+ * document, each in a block of its own) double it.
  */
 const VIDEOS_PER_USER: Record<DemoShape, number> = { demo: 5, 'feed-heavy': 25 };
 
@@ -82,7 +81,7 @@ export function checkRoom(runs: string, users: number[], shapes: DemoShape[], on
 
 /**
  * Writes every dirty page to disk before a timed phase: otherwise the kernel is still writing back
- * what came before (the 5.7 GB pack, the tree of the full build) while the next phase runs, and
+ * what came before (the pack, the tree of the full build) while the next phase runs, and
  * the floor measured after the pack reads high. `sync(1)`; where there is none, nothing.
  */
 export function settleDisk(): void {

@@ -168,8 +168,8 @@ const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 async function benchSize(users: number, shape: DemoShape, only: string[] | undefined, pairs: number, runDir: string, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
   const demo = demoDatabase(users, shape);
   // Only the full run edits its database (oneVideoEdit), so only it builds from a copy. Copying
-  // the feed-heavy database (1.2 GB at 50,000 users) and deleting the copy after the run kept
-  // this project's disk, mounted with `discard`, creating files 15 times slower for minutes.
+  // the feed-heavy database and deleting the copy after the run keeps a disk mounted with
+  // `discard` creating files slowly for minutes (docs/performance.md).
   const db = only === undefined ? join(runDir, 'site.sqlite') : demo.file;
   if (only === undefined) copyFileSync(demo.file, db);
   const counts = new Database(db, { readonly: true });

@@ -42,9 +42,9 @@ let probes = 0;
 
 /**
  * One probe, in a folder of its own under `dir` (PROBE_FOLDER_PREFIX), removed afterwards unless
- * `keep`. A bench keeps them until its timings are over: deleting a probe's 2,100 files made the
- * next probe there slower each time (75, 150, 230 µs a file in four probes back to back), so a
- * bench waiting for a quiet disk kept it busy itself.
+ * `keep`. A bench keeps them until its timings are over: deleting a probe's files slows the next
+ * probe on the same disk, so a bench that deleted them while it waits for a quiet disk would keep
+ * the disk busy itself.
  */
 export function probeOnce(dir: string, keep = false): ProbeFigures {
   const probeDir = join(dir, `${PROBE_FOLDER_PREFIX}${process.pid}-${probes++}`);

@@ -180,7 +180,7 @@ export const SITE_TABLES: Readonly<Record<string, TableSpec>> = deepFreeze({
       duration_seconds: { kind: 'count', nullable: true, rule: 'omit' },
       is_public: { kind: 'flag', rule: 'sql' },
       created_at: { kind: 'time', rule: 'row' },
-      // Migration 3: moderation (docs/deploy.md, "Moderating").
+      // Migration 3: moderation (docs/serve.md, "Moderating").
       status: { kind: 'enum', values: ['pending', 'approved', 'rejected'], rule: 'sql' },
       submitter_address: { kind: 'text', nullable: true, rule: 'unused' },
       reviewed_at: { kind: 'time', nullable: true, rule: 'unused' },

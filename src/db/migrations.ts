@@ -225,7 +225,7 @@ export const MIGRATIONS: readonly string[] = [
 ${changeLogTriggers(LOGGED_TABLES_V2)}
   `,
 
-  // 3: moderation of submitted recommendations (docs/database.md "recommendations", docs/deploy.md
+  // 3: moderation of submitted recommendations (docs/database.md "recommendations", docs/serve.md
   // "Moderating"). A row is published only when approved; rows from before this
   // migration stay published. The submitter's address feeds the per-client limits. The change log
   // keys now carry the status, so a change that leaves a row unpublished on both sides (a pending

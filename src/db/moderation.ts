@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
  * Moderation of submitted recommendations (`vidfeeds recommendations list|approve|reject`): the
  * rows as an operator reviews them, and status changes by id or in bulk. A change of status is
  * an UPDATE, which the change log records (migration 3), so the next incremental build or watch
- * publishes an approved item and drops a rejected one. docs/deploy.md gives the same steps in SQL.
+ * publishes an approved item and drops a rejected one. docs/serve.md gives the same steps in SQL.
  */
 
 export const REVIEW_STATUSES = ['pending', 'approved', 'rejected'] as const;

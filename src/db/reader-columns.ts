@@ -42,7 +42,7 @@ export const PERSON_COLUMNS = (alias: string) => `${alias}.id, ${alias}.username
 
 /**
  * A row of VIDEO_COLUMNS, in its order. Video statements return arrays (better-sqlite3's `raw`
- * mode): it builds them in about 60% of the time it takes to build objects with named keys, and
+ * mode): it builds them faster than objects with named keys, and
  * video rows are most of what a build reads (docs/performance.md, "Reading"). Every value is as
  * stored, of any storage class, until `videoOrProblem` decodes it.
  */

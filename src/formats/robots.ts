@@ -3,7 +3,7 @@ import type { SiteFormat } from './format.js';
 /**
  * robots.txt: names the sitemap and carries the seed's usage terms (section 8) as comments, where
  * crawlers' operators read them. Only meaningful at the root of a host: with a base URL that has a
- * path, copy it to the host's root (docs/deploy.md).
+ * path, copy it to the host's root (docs/hosting.md).
  */
 export const USAGE_TERMS = [
   'Usage terms for scripts, spiders, scrapers, search engines and other automated clients:',

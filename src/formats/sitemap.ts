@@ -44,7 +44,7 @@ export interface SitemapLimits {
   /**
    * URLs a part split by id holds at most. Every change to an owner rewrites the part that lists
    * it (its lastmod moved), reading each of its owners' rows and dates again, so this sets what
-   * `watch` pays per change: a part of 500 URLs is a few milliseconds.
+   * `watch` pays per change (docs/performance.md, "Figures behind the code").
    */
   partUrls: number;
   /** Parts a sitemap index lists at most (sitemaps.org: 50,000), half of them for each kind. */

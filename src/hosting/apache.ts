@@ -8,11 +8,11 @@ import { extraHeaders, OEMBED_DYNAMIC_PARAMS, RECOMMENDATIONS_PARAM, type KeyedF
  * `AllowOverride` line of {@link APACHE_ALLOW_OVERRIDE}). URLs are rewritten to their files with
  * [END], so Apache neither redirects (DirectorySlash off) nor lists directories, and everything
  * else gets 404. Content types are forced per file name, since the oEmbed files have no extension.
- * What Apache cannot do from an .htaccess is in docs/deploy.md.
+ * What Apache cannot do from an .htaccess is in docs/hosting.md.
  */
 
 /**
- * What the tree's directory must allow (docs/deploy.md gives this line). `Options` alone would not
+ * What the tree's directory must allow (docs/hosting.md gives this line). `Options` alone would not
  * do: Apache then lets an .htaccess set neither MultiViews nor SymLinksIfOwnerMatch, and answers
  * every request with 500.
  */

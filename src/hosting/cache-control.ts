@@ -6,7 +6,7 @@ import type { Format } from '../formats/format.js';
  * configuration (nginx, Apache, `_headers`), of the upload manifest and of `vidfeeds serve`.
  * A format belongs to one of three classes, whose values the configuration sets
  * (`cacheControl.feeds`, `.profiles`, `.site`; defaults in schemas/vidfeeds.config.schema.json,
- * documented in docs/deploy.md); `cacheControl.formats` overrides a single format.
+ * documented in docs/hosting.md); `cacheControl.formats` overrides a single format.
  *
  * - feeds: documents that change with a user's activity (new videos, recommendations): short;
  * - profiles: documents that change when a user or a video is edited, rarely: longer;

@@ -11,7 +11,7 @@ import type { RouteMatch, Routes } from './routes.js';
  * (S3, GCS, R2, Azure Blob): every file the table serves, its content type, Cache-Control, size and
  * SHA-256, the keys it answers under, and its pre-compressed forms with their encoding. A sync
  * compares sizes and hashes with what it uploaded last and sends only what changed
- * (docs/deploy.md). Files the table does not name (dot files, stray files) are left out and counted.
+ * (docs/hosting.md). Files the table does not name (dot files, stray files) are left out and counted.
  */
 
 export interface ManifestEntry {

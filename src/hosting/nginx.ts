@@ -17,7 +17,7 @@ import { isWebSubTopic } from './websub-links.js';
  * http-level lines it needs) for a file in /etc/nginx/conf.d/. Every location comes from the
  * format table through `Routes`; nothing here names a format, a file or a content type.
  *
- * How it serves (docs/deploy.md):
+ * How it serves (docs/hosting.md):
  * - `location /` answers 404: only the URLs of the table are served;
  * - one regex location per user or video document; the key is one segment not starting with a
  *   dot, and `try_files` names the file, so neither a directory index nor a redirect is involved;
@@ -163,13 +163,13 @@ function literalText(value: string, what: string): string {
  * nginx follows no link out of the tree, except with brotli_static: ngx_brotli's static module
  * (Debian's libnginx-mod-http-brotli-static 1.0.0~rc) then finds the .br file for some requests
  * and not for others, depending on the requests before (measured; ngx_brotli issue #134 reports
- * it with `from=`). vidfeeds writes no links; docs/deploy.md says what is given up.
+ * it with `from=`). vidfeeds writes no links; docs/hosting.md says what is given up.
  */
 function symlinkLines(options: NginxOptions): string[] {
   if (!options.brotliStatic) return ['    disable_symlinks on from=$document_root;'];
   return [
     '    # No disable_symlinks: with it, ngx_brotli\'s static module misses .br files at random',
-    '    # (docs/deploy.md). vidfeeds writes no links; nothing else should write into the tree.',
+    '    # (docs/hosting.md). vidfeeds writes no links; nothing else should write into the tree.',
     '    disable_symlinks off;',
   ];
 }
@@ -258,7 +258,7 @@ export function nginxConfig(routes: Routes, options: NginxOptions): string {
   if (options.brotliStatic) {
     out(
       '    # And <file>.br, to clients that take br: needs ngx_brotli\'s static module loaded',
-      '    # (Debian: libnginx-mod-http-brotli-static; docs/deploy.md says how to tell).',
+      '    # (Debian: libnginx-mod-http-brotli-static; docs/hosting.md says how to tell).',
       '    brotli_static on;',
     );
   }

@@ -7,7 +7,7 @@ import { isWebSubTopic } from './websub-links.js';
 /**
  * Netlify and Cloudflare Pages read two files from the published folder: `_headers` (response
  * headers by URL pattern) and `_redirects` (rewrites with status 200 map a URL to a file without
- * a redirect). Both come from the format table. What these hosts cannot do is in docs/deploy.md:
+ * a redirect). Both come from the format table. What these hosts cannot do is in docs/hosting.md:
  * they also serve every file under its own name, cannot answer 501 for an unknown `format`, and
  * Cloudflare Pages cannot match a query string, so `?format=xml` gets the JSON there. Neither
  * sends a build's pre-compressed files for a URL (both compress on their own, and send ETags):

@@ -7,7 +7,7 @@ import type { RouteMatch as PlaceMatch } from '../paths/url-scheme.js';
  * configurations, the manifest for object stores and `vidfeeds serve` all read these routes, so a
  * format added to the table is served everywhere.
  *
- * The rules every host follows (docs/deploy.md):
+ * The rules every host follows (docs/hosting.md):
  * - only the URLs of the table are served; everything else is 404 (dot files, the build state,
  *   the files' own names such as `/alice/rss/index.rss`, directory listings);
  * - a directory URL (`/<user>/rss/`) is answered with its file directly, never by a redirect, and

@@ -4,10 +4,9 @@ import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSy
  * The pre-compressed forms a build writes beside each text document when the configuration asks
  * for them (`"compress": ["gzip", "br"]`): `<file>.gz` and `<file>.br`, which nginx's
  * `gzip_static`/`brotli_static`, the generated Apache configuration and `vidfeeds serve` send to
- * clients that accept them. The levels were chosen by measurement (docs/deploy.md, "Pre-compressed
- * files"): gzip 9 costs what gzip 6 does on documents of a few kilobytes and is never larger;
- * brotli 5 is within 2% of quality 8 at the same cost, while 9 to 11 save at most 9% more at
- * fifty times the time.
+ * clients that accept them. The levels are the smallest output at the cost of a fast level on
+ * documents of a few kilobytes: higher brotli qualities cost far more time for little; the
+ * measurements are in docs/hosting.md, "Compressed forms beside each document".
  */
 
 export type Encoding = 'gzip' | 'br';

@@ -75,7 +75,7 @@ export function keyedUrlPath(place: Pick<KeyedPlace, 'dir' | 'urlName' | 'paged'
 
 /**
  * Every URL path (as `keyedUrlPath`) a keyed document answers at: a directory index also without
- * its final slash (`alice/rss/` and `alice/rss`), never by a redirect (docs/deploy.md).
+ * its final slash (`alice/rss/` and `alice/rss`), never by a redirect (docs/hosting.md).
  */
 export function keyedUrlPaths(place: Pick<KeyedPlace, 'dir' | 'urlName' | 'paged'>, urlKey: string, page?: number | string): string[] {
   const path = keyedUrlPath(place, urlKey, page);

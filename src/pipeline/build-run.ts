@@ -51,7 +51,7 @@ export class BuildRun {
    * (or a name taken over from another row), lost, or failed. A sitemap split by id rewrites
    * only their parts (an owner whose documents merely show another's changed name is not one).
    * Kept only for the kinds `followRelisted` names: a build that renders every part of the site
-   * files needs none, and at 100,000 users a full build would keep 600,000 ids for nothing.
+   * files needs none, and a full build would keep every user's and video's id for nothing.
    */
   readonly relisted = { user: new Set<number>(), video: new Set<number>() };
   private readonly following = { user: false, video: false };

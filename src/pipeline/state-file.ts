@@ -38,7 +38,7 @@ export function addChangeSequence(db: Database.Database): void {
  * its last build closed it (no write-ahead log beside it) is as long as its header says, to the
  * byte; only when it is not, or a log is there (a killed build), is it read through (SQLite's
  * quick_check): that reads every page, which every watch rebuild and one-video edit would otherwise
- * pay, seconds on a large site (docs/performance.md, "Figures behind the code").
+ * pay (docs/performance.md, "Figures behind the code").
  */
 export function openState(file: string): Database.Database {
   const unlogged = file === ':memory:' || !((statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0);

@@ -7,7 +7,7 @@ import { BlockList, isIP } from 'node:net';
  * `recommendationSubmit.trustedProxies`); anyone else could write any address there. The header
  * is read from the right: each trusted proxy appends the address it received from
  * (`$proxy_add_x_forwarded_for`), so the first address from the right that is not a trusted
- * proxy is the one the outermost of them saw. docs/deploy.md says how to set nginx up for it.
+ * proxy is the one the outermost of them saw. docs/serve.md says how to set nginx up for it.
  */
 export class ClientAddresses {
   private readonly trusted = new BlockList();

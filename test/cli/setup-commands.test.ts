@@ -86,7 +86,7 @@ describe('vidfeeds init', () => {
     expect(made.stderr).toBe(
       `vidfeeds: created ${join(dir, 'site.sqlite')} at schema version ${SCHEMA_VERSION}\nvidfeeds: wrote ${join(dir, 'vidfeeds.config.json')}\n` +
         'vidfeeds: next:\n  1. build the tree: vidfeeds build --out out\n  2. look at it: vidfeeds serve --out out, then open http://127.0.0.1:8080/sitemap.xml\n' +
-        '  3. serve it in production: vidfeeds hosting nginx --root out (docs/deploy.md)\n',
+        '  3. serve it in production: vidfeeds hosting nginx --root out (docs/hosting.md)\n',
     );
     const config = JSON.parse(readFileSync(join(dir, 'vidfeeds.config.json'), 'utf8')) as Record<string, unknown>;
     expect(config).toMatchObject({ baseUrl: 'https://videos.example.org', siteName: 'Example Videos', recommendationsCount: 8, db: 'site.sqlite', out: null });

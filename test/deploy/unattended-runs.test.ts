@@ -27,7 +27,7 @@ function verify(edit: (service: string) => string = (s) => s, unit = 'vidfeeds-b
   return { status: result.status, output: `${result.stdout}${result.stderr}`.trim() };
 }
 
-describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/deploy.md', () => {
+describe.skipIf(!hasAnalyzer)('the systemd service and timer of docs/operations.md', () => {
   it('pass systemd-analyze verify without a warning', () => {
     const result = verify();
     expect(result.output).toBe('');
@@ -120,7 +120,7 @@ describe('the systemd service\'s exit codes', () => {
 });
 
 /**
- * The cron wrapper of docs/deploy.md, run against a stand-in for `vidfeeds build --json` that
+ * The cron wrapper of docs/operations.md, run against a stand-in for `vidfeeds build --json` that
  * prints a report of the documented shape (docs/schemas/report.schema.json) and exits with a code.
  */
 function nightly(exitCode: number, report: object, env: Record<string, string> = {}, dir = tempDir('vidfeeds-cron-').dir): { status: number | null; stdout: string; log: string; purge: string | null; args: string } {
@@ -158,7 +158,7 @@ const BUILT = {
 const hasJq = spawnSync('jq', ['--version']).status === 0;
 if (!hasJq) console.warn('skipped: jq is not installed (.ci/run installs it)');
 
-describe.skipIf(!hasJq)('the cron wrapper of docs/deploy.md', () => {
+describe.skipIf(!hasJq)('the cron wrapper of docs/operations.md', () => {
   it('is silent on success, logs one line and lists the URLs to purge', () => {
     const run = nightly(0, BUILT);
     expect(run.status).toBe(0);

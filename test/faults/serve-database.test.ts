@@ -11,7 +11,7 @@ import { tempDir } from '../helpers/temp-dir.js';
 /**
  * `vidfeeds serve` and the database under it, as an operator meets them: the file replaced by a
  * restore or a deploy, and a build reading a rollback-journal database while the site posts.
- * docs/database.md, "A live site's database must be in WAL mode"; docs/deploy.md, `vidfeeds serve`.
+ * docs/database.md, "A live site's database must be in WAL mode"; docs/serve.md, `vidfeeds serve`.
  */
 
 const cleanups: Array<() => void> = [];

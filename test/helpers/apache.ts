@@ -5,7 +5,7 @@ import { startServer, type RunningServer, type ServerProgram } from './server-pr
 /**
  * Runs Debian's Apache 2.4 (installed by .ci/run) in the foreground with a private ServerRoot and
  * configuration in a temporary folder, on ports the test picked: a stock Debian set-up (its
- * default modules, its `<Directory />` and `.ht*` rules) plus what docs/deploy.md tells an operator
+ * default modules, its `<Directory />` and `.ht*` rules) plus what docs/hosting.md tells an operator
  * to add, read from that page so the test and the documentation cannot drift apart.
  */
 
@@ -32,16 +32,16 @@ export interface DocumentedApache {
   modules: string[];
 }
 
-/** What docs/deploy.md tells an operator to set up for the `.htaccess`. */
+/** What docs/hosting.md tells an operator to set up for the `.htaccess`. */
 export function documentedApache(): DocumentedApache {
-  const page = readFileSync(resolve(import.meta.dirname, '../../docs/deploy.md'), 'utf8');
+  const page = readFileSync(resolve(import.meta.dirname, '../../docs/hosting.md'), 'utf8');
   const section = /^## Apache 2\.4$([\s\S]*?)^## /m.exec(page)?.[1];
-  if (section === undefined) throw new Error('docs/deploy.md has no "## Apache 2.4" section');
+  if (section === undefined) throw new Error('docs/hosting.md has no "## Apache 2.4" section');
   const allowOverride = /^\s*(AllowOverride .+?)\s*$/m.exec(section)?.[1];
   const a2enmod = /^a2enmod (.*)$/m.exec(section)?.[1];
-  if (allowOverride === undefined || a2enmod === undefined) throw new Error('docs/deploy.md, Apache: no AllowOverride line or no a2enmod line');
+  if (allowOverride === undefined || a2enmod === undefined) throw new Error('docs/hosting.md, Apache: no AllowOverride line or no a2enmod line');
   const modules = new Set(a2enmod.split(/[^a-z_0-9]+/).filter((word) => word !== '' && existsSync(join(MODULES, `mod_${word}.so`))));
-  if (modules.size === 0) throw new Error(`docs/deploy.md, Apache: the a2enmod line names no module of ${MODULES}`);
+  if (modules.size === 0) throw new Error(`docs/hosting.md, Apache: the a2enmod line names no module of ${MODULES}`);
   // mod_proxy must be loaded before the proxy_* modules that use it.
   const needsProxy = [...modules].some((name) => name.startsWith('proxy_'));
   return { allowOverride, modules: needsProxy ? ['proxy', ...[...modules].filter((name) => name !== 'proxy')] : [...modules] };

@@ -7,7 +7,7 @@ import { insertVideo } from './site-fixture.js';
 /**
  * What a deploy of a built tree must leave in a store, by the documents rather than by the deploy's
  * own code: the keys of `vidfeeds hosting manifest`, each document's Content-Type by the product's
- * URL table (an independent copy, served-urls.ts), its Cache-Control by docs/deploy.md.
+ * URL table (an independent copy, served-urls.ts), its Cache-Control by docs/hosting.md.
  */
 
 export interface ManifestFile {
@@ -55,7 +55,7 @@ export function productType(file: string): string {
   return row.type;
 }
 
-/** The documented default Cache-Control of a document's class (docs/deploy.md). */
+/** The documented default Cache-Control of a document's class (docs/hosting.md). */
 export function productCacheControl(file: string): string {
   const dir = file.split('/')[1];
   if (dir === undefined) return 'public, max-age=3600';

@@ -12,7 +12,7 @@ import { findWrangler, startPagesDev, type RunningPages } from '../helpers/wrang
  * The `_headers` and `_redirects` of `vidfeeds hosting headers|redirects --for cloudflare`, served
  * by Cloudflare's own Pages server (wrangler pages dev): every URL form of the table answers with
  * its file, its exact Content-Type, its Cache-Control and nosniff, but for the two differences
- * docs/deploy.md names (a bare hCard URL is redirected to the one with its final slash; a query
+ * docs/hosting.md names (a bare hCard URL is redirected to the one with its final slash; a query
  * string is not matched). The feeds carry their WebSub Link, naming themselves.
  */
 

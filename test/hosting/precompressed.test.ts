@@ -20,7 +20,7 @@ import { tempDir } from '../helpers/temp-dir.js';
 /**
  * A tree built with `"compress": ["gzip", "br"]` (by the CLI, as a cron job runs it), served by
  * Debian's nginx with the configuration `vidfeeds hosting nginx` prints, by Debian's Apache 2.4
- * with the `.htaccess` `vidfeeds hosting apache` prints (set up as docs/deploy.md says) and by
+ * with the `.htaccess` `vidfeeds hosting apache` prints (set up as docs/hosting.md says) and by
  * `vidfeeds serve`.
  * For every URL form of the URL table: a client that takes gzip gets the .gz with the document's
  * Content-Type, Content-Encoding and one Vary; one that takes br gets the .br (nginx only where
@@ -37,7 +37,7 @@ if (!hasBrotliModule) {
 /** Why Apache cannot be tested here (its rows are then skipped), or null. */
 const APACHE_MISSING = apacheMissing();
 
-/** Cache-Control per URL of the URL table, written out here on purpose (docs/deploy.md has the table), with rss overridden by the configuration. */
+/** Cache-Control per URL of the URL table, written out here on purpose (docs/hosting.md has the table), with rss overridden by the configuration. */
 function expectedCacheControl(url: ServedUrl): string {
   if (/\/rss\/?$/.test(url.target)) return 'public, max-age=60';
   if (/\/(openrecommender|atom|xspf|apml|opml)\/?$/.test(url.target)) return 'public, max-age=900';

@@ -22,7 +22,7 @@ import { tempDir } from '../helpers/temp-dir.js';
  * The tree as hosts serve it: a demo build in a temporary folder, Debian's nginx with the
  * configuration `vidfeeds hosting nginx` prints (at the root, under a base path, and with the
  * operator options on), Debian's Apache 2.4 with the `.htaccess` `vidfeeds hosting apache` prints
- * (at the root and under a base path, set up as docs/deploy.md says), and `vidfeeds serve`, all on
+ * (at the root and under a base path, set up as docs/hosting.md says), and `vidfeeds serve`, all on
  * loopback ports. One table of tests runs against each: every URL form of the URL table
  * (docs/formats.md) for several users and videos must come back with status 200, its exact
  * Content-Type and the file's bytes; tricks and hidden files must get 404.
@@ -172,7 +172,7 @@ describe('the URL table', () => {
 interface Target {
   port: number;
   base: string;
-  /** Refused paths a server answers with another status than 404, and why (docs/deploy.md). */
+  /** Refused paths a server answers with another status than 404, and why (docs/hosting.md). */
   refusedOtherwise?: Record<string, number>;
 }
 
@@ -339,7 +339,7 @@ describe.each(PROXIES)('%s with vidfeeds serve as its upstream', (server, ports)
   });
 });
 
-describe.skipIf(APACHE_MISSING !== null)('Apache set up as docs/deploy.md says', () => {
+describe.skipIf(APACHE_MISSING !== null)('Apache set up as docs/hosting.md says', () => {
   it('is given the AllowOverride line the .htaccess names, and modules Apache has', () => {
     const documented = documentedApache();
     expect(documented.allowOverride).toBe(APACHE_ALLOW_OVERRIDE);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ClientAddresses } from '../../src/serve/client-address.js';
 
-/** How `vidfeeds serve` decides whose POST it is counting (docs/deploy.md, "Behind nginx"). */
+/** How `vidfeeds serve` decides whose POST it is counting (docs/serve.md, "Behind nginx"). */
 describe('ClientAddresses', () => {
   const behindNginx = new ClientAddresses(['127.0.0.1', '::1', '10.0.0.0/8', 'fd00::/8']);
 

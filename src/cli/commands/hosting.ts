@@ -22,7 +22,7 @@ import { configOptions, exitCodesHelp, positiveInteger, readSettings, type Confi
 
 /**
  * `vidfeeds hosting nginx|apache|headers|redirects|manifest`: host configurations printed to
- * stdout, all from the format table (src/hosting/). docs/deploy.md shows where each one goes.
+ * stdout, all from the format table (src/hosting/). docs/hosting.md shows where each one goes.
  */
 
 const GENERATOR = `vidfeeds ${VIDFEEDS_VERSION}`;
@@ -128,7 +128,7 @@ function registerNginx(hosting: Command, io: Console, setExit: (code: number) =>
       .option('--refuse-hotlinks', 'refuse video files to pages of other sites (Referer check; default: off)')
       .option('--allow-referer <host>', 'another host whose pages may link to the video files (repeatable)', collect, [])
       .option('--name <name>', 'prefix of the names added to nginx (zones, maps, locations)', parseName, 'vidfeeds')
-      .option('--brotli-static', 'send the build\'s .br files (needs ngx_brotli\'s static module; see docs/deploy.md)'),
+      .option('--brotli-static', 'send the build\'s .br files (needs ngx_brotli\'s static module; see docs/hosting.md)'),
     { siteName: false },
   ), EXIT_CODES).action((flags: NginxFlags) => {
     const { config, run, paths } = siteOf(flags, io);

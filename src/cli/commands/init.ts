@@ -88,7 +88,7 @@ function nextSteps(flags: InitFlags, configFile: string | undefined): string {
   }
   steps.push(`build the tree: vidfeeds build${db}${configFlag} --out out`);
   steps.push(`look at it: vidfeeds serve${db}${configFlag} --out out, then open http://127.0.0.1:8080/sitemap.xml`);
-  steps.push('serve it in production: vidfeeds hosting nginx --root out (docs/deploy.md)');
+  steps.push('serve it in production: vidfeeds hosting nginx --root out (docs/hosting.md)');
   return `next:\n${steps.map((step, i) => `  ${i + 1}. ${step}`).join('\n')}`;
 }
 

@@ -8,7 +8,7 @@ import { configOptions, databaseOf, exitCodesHelp, positiveInteger, readSettings
 
 /**
  * `vidfeeds recommendations list|approve|reject`: moderation of submitted recommendations
- * (docs/deploy.md, "Moderating"). Approving or rejecting
+ * (docs/serve.md, "Moderating"). Approving or rejecting
  * changes rows the change log records, so the next incremental build (or watch) follows.
  */
 

@@ -14,7 +14,7 @@ import type { FailedDocument, RenderedDocument } from '../render/render-document
  *
  * The pre-compressed forms of a text document (the configuration's `compress`) are written before
  * the document, so a build killed in between leaves a document that differs from its record and
- * is rewritten, with its forms, by the next build (docs/deploy.md).
+ * is rewritten, with its forms, by the next build (docs/hosting.md).
  */
 
 export interface WriteTarget {
