@@ -31,7 +31,7 @@ export interface SiteConfig {
   videoHead: VideoHeadConfig;
   /** Make an unpublishable row (a bad name) fatal instead of reported and skipped. */
   strict: boolean;
-  /** A lock held longer than this is reported as stale (src/pipeline/lock.ts). */
+  /** A lock held longer than this is reported as stale (src/lock/lock.ts). */
   maxLockAgeSeconds: number;
   /** Pre-compressed forms written beside each text document (`.gz`, `.br`); none by default. */
   compress: Array<'gzip' | 'br'>;

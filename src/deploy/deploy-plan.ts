@@ -1,6 +1,6 @@
 import { compressedFormOf } from '../paths/compression.js';
 import { matchRoute, type RouteMatch as PlaceMatch } from '../paths/url-scheme.js';
-import { ownsKey, ownsSiteFiles, type ShardSpec } from '../pipeline/plan/shard.js';
+import { ownsKey, ownsSiteFiles, type ShardSpec } from '../shard/shard.js';
 import type { Manifest, ManifestEntry } from '../hosting/manifest.js';
 import { routeOfFile } from '../hosting/manifest.js';
 import type { RouteMatch, Routes } from '../hosting/routes.js';
