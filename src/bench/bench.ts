@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateDemo, type DemoShape } from '../db/demo-data.js';
 import { openForWriting } from '../db/open-database.js';
-import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from '../pipeline/lock.js';
+import { acquireBuildLock, describeHolder, LockHeldError, type BuildLock } from '../lock/lock.js';
 import { checkRoom, DELETE_SETTLES_S, quietDisk, readThrough, settleDisk } from './bench-disk.js';
 import { parseArgs, type BenchOptions } from './bench-options.js';
 import { PROBE_FOLDER_PREFIX } from './disk-probe.js';

@@ -5,7 +5,7 @@ import type { SavedState } from '../pipeline/saved-state.js';
 import { documentHash } from '../pipeline/document-hash.js';
 import { compressedFormOf, compressedPath, type Encoding, isCompressible, verifyCompressed } from '../paths/compression.js';
 import { STAGING_DIR } from '../pipeline/write/output-writer.js';
-import { ownsKey, ownsSiteFiles, type ShardSpec } from '../pipeline/plan/shard.js';
+import { ownsKey, ownsSiteFiles, type ShardSpec } from '../shard/shard.js';
 import type { SiteReader } from '../db/site-reader.js';
 import type { Format } from '../formats/format.js';
 import { showName } from '../paths/names.js';

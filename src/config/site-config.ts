@@ -31,7 +31,7 @@ export interface SiteConfig {
   videoHead: VideoHeadConfig;
   /** Make an unpublishable row (a bad name) fatal instead of reported and skipped. */
   strict: boolean;
-  /** A lock held longer than this is reported as stale (src/pipeline/lock.ts). */
+  /** A lock held longer than this is reported as stale (src/lock/lock.ts). */
   maxLockAgeSeconds: number;
   /** Pre-compressed forms written beside each text document (`.gz`, `.br`); none by default. */
   compress: Array<'gzip' | 'br'>;
@@ -103,7 +103,7 @@ export interface SyncTableConfig {
 
 /**
  * The Cache-Control header every host configuration and `vidfeeds serve` send, per format: the
- * format's class (src/hosting/cache-control.ts says which is which), unless `formats` names it.
+ * format's class (`cacheClass` of its descriptor in src/formats/), unless `formats` names it.
  */
 export interface CacheControlConfig {
   /** Feeds and lists that change with a user's activity: RSS, Atom, recommendations, XSPF, APML, OPML. */

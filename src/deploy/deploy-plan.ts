@@ -1,6 +1,6 @@
 import { compressedFormOf } from '../paths/compression.js';
 import { matchRoute, type RouteMatch as PlaceMatch } from '../paths/url-scheme.js';
-import { ownsKey, ownsSiteFiles, type ShardSpec } from '../pipeline/plan/shard.js';
+import { ownsKey, ownsSiteFiles, type ShardSpec } from '../shard/shard.js';
 import type { Manifest, ManifestEntry } from '../hosting/manifest.js';
 import { routeOfFile } from '../hosting/manifest.js';
 import type { RouteMatch, Routes } from '../hosting/routes.js';
@@ -14,7 +14,8 @@ import type { RouteMatch, Routes } from '../hosting/routes.js';
  * 1. documents no key of which is in the store yet (a new user's, a new video's);
  * 2. documents that changed (a feed now listing the new video);
  * 3. the site-wide files: first the plain ones (opensearch.xml, crossdomain.xml), then the
- *    numbered sitemap parts, then the sitemap index that lists them, robots.txt last;
+ *    numbered sitemap parts, then the sitemap index that lists them, last the files that name
+ *    the others (`deployLast` of their descriptor: robots.txt);
  * 4. deletions of what the tree no longer has, once nothing uploaded links to it.
  * Each step ends before the next begins. Within a document, its compressed forms go before its
  * plain keys, as the build writes them.
@@ -40,7 +41,7 @@ export interface PlannedDocument {
   /** The document's file under the tree. */
   file: string;
   format: string;
-  /** 0 for user and video documents; site files 1 (plain), 2 (numbered parts), 3 (their index), 4 (robots.txt). */
+  /** 0 for user and video documents; site files 1 (plain), 2 (numbered parts), 3 (their index), 4 (`deployLast`: robots.txt). */
   rank: number;
   /** Its compressed forms' objects, then its own keys'. */
   objects: PlannedObject[];
@@ -50,7 +51,7 @@ export const SITE_RANKS = { plain: 1, parts: 2, index: 3, last: 4 } as const;
 
 /** The rank of a site file in the upload order. */
 function siteRank(match: Extract<RouteMatch, { kind: 'site' }>): number {
-  if (match.format.name === 'robots') return SITE_RANKS.last;
+  if (match.format.deployLast === true) return SITE_RANKS.last;
   if (match.format.alsoWrites === undefined) return SITE_RANKS.plain;
   return match.file === match.format.file ? SITE_RANKS.index : SITE_RANKS.parts;
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ShardSpec } from '../pipeline/plan/shard.js';
+import type { ShardSpec } from '../shard/shard.js';
 import type { Manifest } from '../hosting/manifest.js';
 import type { Routes } from '../hosting/routes.js';
 import { keysOf, routeOfFile } from '../hosting/manifest.js';

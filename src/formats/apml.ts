@@ -55,6 +55,7 @@ export const apml: UserFormat = {
   mediaType: 'application/xml+apml; charset=utf-8',
   inSitemap: true,
   summary: "APML 0.6 attention profile: the user's interest in every category, and its sources",
+  cacheClass: 'feeds',
   needs: ['attention'],
 
   render({ user, attention }: UserBundle, site: SiteContext): string {

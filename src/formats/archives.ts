@@ -35,6 +35,8 @@ export const rssArchive: ArchiveFormat = {
   mediaType: 'application/rss+xml; charset=utf-8',
   inSitemap: false,
   summary: "RFC 5005 archive pages of the RSS feed: every public upload older than the feed's, 100 a page",
+  // The newest page takes the feed's oldest item at each upload: kept no longer than the feed.
+  cacheClass: 'feeds',
   list: 'uploads',
   pageSize: ARCHIVE_PAGE_SIZE,
   needs: [],
@@ -53,6 +55,8 @@ export const atomArchive: ArchiveFormat = {
   mediaType: 'application/atom+xml; charset=utf-8',
   inSitemap: false,
   summary: "RFC 5005 archive pages of the Atom feed: every group older than the feed's, 100 a page",
+  // The newest page takes the feed's oldest item at each upload: kept no longer than the feed.
+  cacheClass: 'feeds',
   list: 'groups',
   pageSize: ARCHIVE_PAGE_SIZE,
   needs: [],

@@ -101,6 +101,8 @@ export const atom: UserFormat = {
   mediaType: 'application/atom+xml; charset=utf-8',
   inSitemap: true,
   summary: 'Atom 1.0 feed of the groups the user belongs to',
+  cacheClass: 'feeds',
+  websubTopic: true,
   needs: ['groups', 'archived'],
 
   render({ user, groups, archived }: UserBundle, site: SiteContext): string {

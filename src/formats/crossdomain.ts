@@ -13,6 +13,7 @@ export const crossdomain: SiteFormat = {
   mediaType: 'text/x-cross-domain-policy',
   inSitemap: false,
   summary: 'Adobe cross-domain policy (no other domain unless configured)',
+  cacheClass: 'site',
 
   *render(_index, site) {
     const policy = site.config.crossDomain;

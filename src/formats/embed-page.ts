@@ -74,5 +74,7 @@ export const embedPageFormat: VideoFormat = {
   inSitemap: false,
   headers: FRAME_ANY_ANCESTOR,
   summary: 'the embed page of a public video: a complete HTML page holding the player, frameable by any site',
+  cacheClass: 'profiles',
+  player: true,
   render: ({ video }, site) => embedPage(video, site),
 };

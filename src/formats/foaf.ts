@@ -61,6 +61,7 @@ export const foaf: UserFormat = {
   mediaType: 'application/rdf+xml; charset=utf-8',
   inSitemap: true,
   summary: 'FOAF profile (RDF/XML): the person, their interests, accounts and public friends',
+  cacheClass: 'profiles',
   needs: ['friends', 'accounts', 'interests'],
 
   render({ user, friends, accounts, interests }: UserBundle, site: SiteContext): string {

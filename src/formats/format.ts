@@ -1,4 +1,4 @@
-import type { SiteConfig } from '../config/site-config.js';
+import type { CacheControlConfig, SiteConfig } from '../config/site-config.js';
 import type { GroupView, UserBundle, UserPart, VideoBundle, VideoView, SiteIndex } from '../model/views.js';
 import type { SitePaths } from '../paths/site-paths.js';
 import type { KeyedPlace, SitePlace } from '../paths/url-scheme.js';
@@ -6,9 +6,23 @@ import type { EmbedRenderer } from '../render/embed.js';
 import type { XmlEngine } from '../render/xml-engine.js';
 
 /**
+ * How long a client or a CDN may keep a document: its Cache-Control header
+ * (src/hosting/cache-control.ts). The configuration sets each class's value (`cacheControl.feeds`,
+ * `.profiles`, `.site`; defaults in schemas/vidfeeds.config.schema.json); `cacheControl.formats`
+ * overrides a single format.
+ *
+ * - feeds: documents that change with a user's activity (new videos, recommendations): short;
+ * - profiles: documents that change when a user or a video is edited, rarely: longer;
+ * - site: the site-wide files, which change when users or videos come and go: in between.
+ */
+export type CacheClass = Exclude<keyof CacheControlConfig, 'formats'>;
+
+/**
  * A format is data plus one pure function. The descriptor says where the document lives (it is a
  * place of the URL scheme, src/paths/url-scheme.ts, which turns it into the URL and the file) and
- * how it is served; `render` touches no disk, database or clock (the build's "now" is `site.now`).
+ * how it is served and published (cache class, WebSub topic, upload order); `render` touches no
+ * disk, database or clock (the build's "now" is `site.now`). Every host configuration, the deploy
+ * and `vidfeeds serve` read that policy here, so a format added to the table needs nothing else.
  *
  * Paths: a user or video document lives at `<key>/<dir>/<file>` and is addressed as
  * `<base>/<key>/<dir>/<urlName>` (urlName '' for the directory index). A site document lives at
@@ -23,6 +37,13 @@ interface FormatBase {
   readonly inSitemap: boolean;
   /** One line for `vidfeeds formats` and the docs. */
   readonly summary: string;
+  /** How long its document may be kept by clients and CDNs: when in doubt, `feeds` (kept briefly is the safe mistake). */
+  readonly cacheClass: CacheClass;
+  /**
+   * A feed readers subscribe to: a WebSub topic (W3C Recommendation, 2018), which names the hubs
+   * in `Link` headers and of which the hubs are told when its bytes change (src/deploy/notify.ts).
+   */
+  readonly websubTopic?: true;
   /**
    * Response headers the document is served with besides Content-Type, Cache-Control and nosniff
    * (the embed page's `frame-ancestors`). Every host configuration and `vidfeeds serve` send them.
@@ -44,6 +65,11 @@ export interface UserFormat extends FormatBase, KeyedPlace {
   readonly urlName: string;
   /** Which parts of the user's data `render` reads; the reader loads nothing else. */
   readonly needs: readonly UserPart[];
+  /**
+   * Its URL also answers `?recommendations=N` and takes the recommendation POST (seed section 4):
+   * `vidfeeds serve` answers those from the database, behind every host configuration.
+   */
+  readonly recommendationEndpoint?: true;
   /** One document per user: not paged. */
   readonly paged?: undefined;
   render(view: UserBundle, site: SiteContext): string;
@@ -84,6 +110,8 @@ export interface VideoFormat extends FormatBase, KeyedPlace {
   readonly dir: string;
   readonly file: string;
   readonly urlName: string;
+  /** The page that plays the video: the video sitemap names it as the video's player (`video:player_loc`). */
+  readonly player?: true;
   render(view: VideoBundle, site: SiteContext): string;
 }
 
@@ -105,6 +133,11 @@ export interface SiteFormat extends FormatBase, SitePlace {
    * take a name that matches it, since its directory would collide with the file.
    */
   readonly alsoWrites?: RegExp;
+  /**
+   * Uploaded by a deploy after every other site file, because it names them (robots.txt names the
+   * sitemap): a crawler that reads it finds what it names in the store (src/deploy/deploy-plan.ts).
+   */
+  readonly deployLast?: true;
   /** Yields its files one at a time, so a large sitemap is never whole in memory. */
   render(index: SiteIndex, site: SiteContext): Iterable<SiteFile>;
 }

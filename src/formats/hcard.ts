@@ -118,6 +118,7 @@ export const hcard: UserFormat = {
   mediaType: 'text/html; charset=utf-8',
   inSitemap: true,
   summary: "hCard page (classic hCard and microformats2) of the user's shown contact details",
+  cacheClass: 'profiles',
   needs: [],
 
   render(bundle: UserBundle, site: SiteContext): string {

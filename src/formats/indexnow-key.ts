@@ -14,6 +14,7 @@ export const indexNowKey: SiteFormat = {
   mediaType: 'text/plain; charset=utf-8',
   inSitemap: false,
   summary: 'the IndexNow key (only when indexNow.key is set)',
+  cacheClass: 'site',
 
   *render(_index, site) {
     const key = site.config.indexNow.key;

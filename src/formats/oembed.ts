@@ -197,8 +197,8 @@ function defaultResponse(video: VideoView, site: SiteContext): OembedResponse {
   return response;
 }
 
-/** What the four forms share: one directory per video, rendered from one response. */
-const OEMBED_DIR = { scope: 'video', dir: 'oembed' } as const;
+/** What the four forms share: one directory per video, rendered from one response, edited rarely. */
+const OEMBED_DIR = { scope: 'video', dir: 'oembed', cacheClass: 'profiles' } as const;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 // Only the default URL goes in the sitemap: the others are the same document in other forms.

@@ -16,6 +16,7 @@ export const opensearch: SiteFormat = {
   mediaType: 'application/opensearchdescription+xml; charset=utf-8',
   inSitemap: false,
   summary: "OpenSearch 1.1 description of the site's search",
+  cacheClass: 'site',
 
   *render(_index, site) {
     const c = site.config;

@@ -57,6 +57,7 @@ export const opml: UserFormat = {
   mediaType: 'text/x-opml; charset=utf-8',
   inSitemap: true,
   summary: "OPML 2.0 reading list: the feeds the user reads, grouped by category",
+  cacheClass: 'feeds',
   needs: ['readingList'],
 
   render({ user, readingList }: UserBundle, site: SiteContext): string {

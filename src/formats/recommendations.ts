@@ -20,7 +20,9 @@ export const recommendations: UserFormat = {
   mediaType: 'application/xml; charset=utf-8',
   inSitemap: false,
   summary: "the user's public video recommendations, newest first (player recommendations list)",
+  cacheClass: 'feeds',
   needs: ['recommendations'],
+  recommendationEndpoint: true,
 
   render({ recommendations: list }: UserBundle, site: SiteContext): string {
     return xmlDocument('recommendations', undefined, (root) => {

@@ -16,7 +16,8 @@ import { xspf } from './xspf.js';
 /**
  * The format table: every document vidfeeds publishes. The renderer, the writer, the sitemap, the
  * host configurations and the preview server all read this list; there is no second copy.
- * Adding a format: one file in src/formats/, one line here, one test.
+ * Adding a format: one file in src/formats/, one line here, one test (docs/architecture.md lists
+ * what a descriptor says besides its place: cache class, WebSub topic, upload order, ...).
  */
 export const FORMATS: readonly Format[] = [
   // per user

@@ -21,6 +21,8 @@ export const robots: SiteFormat = {
   mediaType: 'text/plain; charset=utf-8',
   inSitemap: false,
   summary: 'robots.txt naming the sitemap, with the usage terms',
+  cacheClass: 'site',
+  deployLast: true,
 
   *render(_index, site) {
     const lines = USAGE_TERMS.map((line) => `# ${line}`);

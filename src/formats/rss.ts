@@ -221,6 +221,8 @@ export const rss: UserFormat = {
   mediaType: 'application/rss+xml; charset=utf-8',
   inSitemap: true,
   summary: "RSS 2.0 feed of the user's latest public uploads",
+  cacheClass: 'feeds',
+  websubTopic: true,
   needs: ['uploads', 'archived'],
 
   render({ user, uploads, archived }: UserBundle, site: SiteContext): string {

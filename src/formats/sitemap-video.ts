@@ -102,10 +102,10 @@ function contentLoc(video: VideoView, loc: string): string | null {
   return /^https?:\/\//i.test(video.fileUrl) && video.fileUrl !== loc ? video.fileUrl : null;
 }
 
-/** The embed page of the video, when the site has one (a format named `embed`) and it is not the listed page. */
+/** The page that plays the video, when the site has one (a format marked `player`, the embed page) and it is not the listed page. */
 function playerLoc(video: VideoView, loc: string, site: SiteContext): string | null {
-  const embed = site.formats.find((f): f is VideoFormat => f.scope === 'video' && f.name === 'embed');
-  if (embed === undefined) return null;
-  const url = site.paths.url(embed, video.publicId);
+  const player = site.formats.find((f): f is VideoFormat => f.scope === 'video' && f.player === true);
+  if (player === undefined) return null;
+  const url = site.paths.url(player, video.publicId);
   return url === loc ? null : url;
 }

@@ -380,6 +380,7 @@ export function sitemapFormat(limits: SitemapLimits = SITEMAP_LIMITS): SiteForma
     mediaType: 'application/xml; charset=utf-8',
     inSitemap: false,
     summary: 'sitemaps.org sitemap of every document (an index of parts past 50,000 URLs or 50 MB)',
+    cacheClass: 'site',
     limits,
     render(index, site) {
       const widths = idRanges(index, site, limits);

@@ -87,6 +87,7 @@ export const videoHeadFormat: VideoFormat = {
   served: false,
   enabled: (config) => config.videoHead.file,
   summary: "the <head> snippet of a public video's page, for a server-side include (videoHead.file; not served)",
+  cacheClass: 'profiles',
   render: ({ video }, site) => videoHead(video, site),
 };
 

@@ -34,6 +34,7 @@ export const xspf: UserFormat = {
   mediaType: 'application/xspf+xml; charset=utf-8',
   inSitemap: true,
   summary: "XSPF playlist of the user's public saved videos (or public viewing history)",
+  cacheClass: 'feeds',
   needs: ['playlist'],
 
   render({ user, playlist }: UserBundle, site: SiteContext): string {

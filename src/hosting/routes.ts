@@ -26,9 +26,7 @@ export const OEMBED_FORMAT_VALUES = ['json', 'xml'] as const;
 /** Query parameters of the oEmbed endpoint that a file cannot answer (seed section 4). */
 export const OEMBED_DYNAMIC_PARAMS = ['url', 'maxwidth', 'maxheight', 'width', 'height', 'callback'] as const;
 
-/** Name of the format whose URL takes `?recommendations=N` and the recommendation POST. */
-export const RECOMMENDATIONS_FORMAT = 'recommendations';
-/** Its query parameter (seed section 4). */
+/** The query parameter of the recommendations document (seed section 4). */
 export const RECOMMENDATIONS_PARAM = 'recommendations';
 /** `?recommendations=N` is answered for N from 1 to this; other values get 400. */
 export const MAX_RECOMMENDATIONS = 100;
@@ -57,7 +55,7 @@ export interface Routes {
   site: readonly SiteFormat[];
   /** The oEmbed endpoint, when the table has video documents. */
   oembed: OembedEndpoint | null;
-  /** The recommendations document, which takes `?recommendations=N` and the POST. */
+  /** The recommendations document (`recommendationEndpoint`), which takes `?recommendations=N` and the POST. */
   recommendations: UserFormat | null;
 }
 
@@ -71,7 +69,7 @@ export function routesOf(all: readonly Format[]): Routes {
   const formats = all.filter((f) => f.served !== false);
   const keyed = formats.filter((f): f is KeyedFormat => f.scope !== 'site');
   const site = formats.filter((f): f is SiteFormat => f.scope === 'site');
-  const recommendations = formats.find((f): f is UserFormat => f.scope === 'user' && f.name === RECOMMENDATIONS_FORMAT) ?? null;
+  const recommendations = formats.find((f): f is UserFormat => f.scope === 'user' && f.paged === undefined && f.recommendationEndpoint === true) ?? null;
   return { keyed, site, oembed: oembedEndpoint(keyed), recommendations };
 }
 

@@ -6,13 +6,12 @@ import type { RouteMatch } from './routes.js';
 /**
  * WebSub (W3C Recommendation, 2018): a feed names its hubs and its own URL, in the document
  * (`atom:link rel="hub"` / `rel="self"`, src/formats/rss.ts and atom.ts) and in `Link` headers,
- * and its publisher tells the hubs when its bytes change (src/deploy/notify.ts). These are the
- * documents that are WebSub topics: the feeds readers subscribe to.
+ * and its publisher tells the hubs when its bytes change (src/deploy/notify.ts). The documents
+ * that are WebSub topics, the feeds readers subscribe to, say so in their descriptor
+ * (`websubTopic`).
  */
-export const WEBSUB_FORMATS: ReadonlySet<string> = new Set(['rss', 'atom']);
-
-export function isWebSubTopic(format: Pick<Format, 'name'>): boolean {
-  return WEBSUB_FORMATS.has(format.name);
+export function isWebSubTopic(format: Pick<Format, 'websubTopic'>): boolean {
+  return format.websubTopic === true;
 }
 
 /** The `Link` header of a file of the tree under a list of hubs: a feed's hubs and self URL, or nothing. */

@@ -4,7 +4,7 @@ import type { SiteIndex, UserPart } from '../model/views.js';
 import type { Encoding } from '../paths/compression.js';
 import type { BuildState, Owner } from './build-state.js';
 import { ReportTally, type Skipped } from './build-report.js';
-import { ownsSiteFiles, type ShardSpec } from './plan/shard.js';
+import { ownsSiteFiles, type ShardSpec } from '../shard/shard.js';
 import type { PruneTarget } from './prune/prune-stale.js';
 import { describeCollision, nameCollisions } from './read/name-collisions.js';
 import type { OwnerRead, OwnerSelection, ReadScope } from './read/read-owners.js';

@@ -4,7 +4,7 @@ import type { BuildRun, OwnersToRead, SiteChanges } from './build-run.js';
 import type { BuildState } from './build-state.js';
 import { countOwners, type AffectedOwners } from './plan/changes.js';
 import type { BuildPlan } from './plan/incremental.js';
-import type { ShardSpec } from './plan/shard.js';
+import type { ShardSpec } from '../shard/shard.js';
 import { checkRemovals, type RemovalGuard } from './prune/removal-guard.js';
 import type { PruneWork } from './prune/prune-stale.js';
 import type { OwnerSelection } from './read/read-owners.js';

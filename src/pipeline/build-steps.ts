@@ -32,7 +32,7 @@ export async function runStepsYielding<T>(steps: Generator<void, T>, everyMs: nu
 
 /**
  * The steps, with `renew` called each time they yield: a build renews its lock's lease between
- * owners, whichever driver runs it (lock.ts says why that is often enough).
+ * owners, whichever driver runs it (src/lock/lock.ts says why that is often enough).
  */
 export function* renewingLease<T>(steps: Generator<void, T>, renew: () => void): Generator<void, T> {
   try {

@@ -14,7 +14,7 @@ import { affectedOwners } from './plan/changes.js';
 import { planBuild, type BuildFingerprint, type BuildPlan } from './plan/incremental.js';
 import { prune } from './prune/prune-stale.js';
 import { RemovalGuardError, type RemovalGuard } from './prune/removal-guard.js';
-import { ownsSiteFiles, type ShardSpec } from './plan/shard.js';
+import { ownsSiteFiles, type ShardSpec } from '../shard/shard.js';
 import { commitState } from './record/commit-state.js';
 import type { OutputWriter } from './write/output-writer.js';
 
@@ -41,7 +41,7 @@ export interface BuildOptions {
   strict?: boolean;
   /** Render everything even when an incremental build is possible. */
   full?: boolean;
-  /** Build only this shard's part of the site (plan/shard.ts); site-wide files only in shard 1. */
+  /** Build only this shard's part of the site (src/shard/shard.ts); site-wide files only in shard 1. */
   shard?: ShardSpec;
   /**
    * Stop before removing anything when the build would remove more of the published documents

@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import type { ValueIssue } from '../db/decode.js';
 import { openForUpdate } from '../db/open-database.js';
 import { changeLogPosition, deletionsSince, tableSize } from '../db/sync-log.js';
-import { describeHolder, LockHeldError, waitForBuildLock, type BuildLock } from '../pipeline/lock.js';
+import { describeHolder, LockHeldError, waitForBuildLock, type BuildLock } from '../lock/lock.js';
 import type { MojibakeColumn } from './mojibake.js';
 import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted, SyncRemovalGuardError } from './sync-errors.js';

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import type { BuildReport } from '../pipeline/build-report.js';
 import { BuildState } from '../pipeline/build-state.js';
 import { buildFingerprint, templateDirs, type BuildFingerprint } from '../pipeline/plan/incremental.js';
-import { acquireBuildLock, LockHeldError, type BuildLock } from '../pipeline/lock.js';
+import { acquireBuildLock, LockHeldError, type BuildLock } from '../lock/lock.js';
 import type { RemovalGuard } from '../pipeline/prune/removal-guard.js';
 import { buildSite } from '../pipeline/site-build.js';
 import { createSiteContext } from '../pipeline/render/site-context.js';

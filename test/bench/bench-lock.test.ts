@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acquireBuildLock } from '../../src/pipeline/lock.js';
+import { acquireBuildLock } from '../../src/lock/lock.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');

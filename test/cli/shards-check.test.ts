@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildRecordName, type BuildRecord, type FoundRecord } from '../../src/pipeline/record/build-record.js';
 import { checkShards } from '../../src/pipeline/record/shard-check.js';
-import { shardOf } from '../../src/pipeline/plan/shard.js';
+import { shardOf } from '../../src/shard/shard.js';
 import { cli } from '../helpers/cli.js';
 import { createDemoDb, insertUser } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';

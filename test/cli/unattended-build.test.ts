@@ -139,7 +139,7 @@ describe('progress', () => {
  * would: no race with a real build that may finish before the second one starts.
  */
 async function holdLock(out: string) {
-  const lockModule = join(import.meta.dirname, '../../dist/pipeline/lock.js');
+  const lockModule = join(import.meta.dirname, '../../dist/lock/lock.js');
   const holder = spawn(
     process.execPath,
     ['--input-type=module', '-e', `

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultLockFile } from '../../src/pipeline/lock.js';
+import { defaultLockFile } from '../../src/lock/lock.js';
 import { createTestDb, insertUser } from '../helpers/site-fixture.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 

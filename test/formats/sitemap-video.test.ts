@@ -1,7 +1,10 @@
 import Database from 'better-sqlite3';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
+import { embedPageFormat } from '../../src/formats/embed-page.js';
+import type { Format } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { readTree } from '../helpers/cli.js';
@@ -65,6 +68,29 @@ describe('the video sitemap', () => {
     expect(sitemap).toContain('<loc>https://videos.example.org/long/embed/</loc>');
     expect(field(sitemap, 'https://videos.example.org/long/embed/', 'duration')).toBe('');
     expect(sitemap).not.toContain('hidden');
+  });
+
+  it('names as the player the video format marked `player`, whatever its name, and none when the table has none', () => {
+    const { db, file } = createTestDb();
+    const ann = insertUser(db, { username: 'ann' });
+    insertVideo(db, ann.id, { public_id: 'clip' });
+    // The site's own video pages, so that the embed page is not the listed page itself.
+    const config = testConfig({ pages: { ...testConfig().pages, video: '{base}/watch/{video}' } });
+    const work = tempDir('vidfeeds-video-player-');
+    const sitemapOf = (name: string, formats: readonly Format[]) => {
+      const out = join(work.dir, name);
+      buildSite({ db: file, out, stateFile: join(work.dir, `${name}.state`), config, formats, writeThread: false });
+      return readFileSync(join(out, 'sitemap.xml'), 'utf8');
+    };
+    const loc = 'https://videos.example.org/watch/clip';
+    const shipped = sitemapOf('shipped', FORMATS);
+    expect(xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), { sitemap: shipped })).toMatchObject({ ok: true });
+    expect(field(shipped, loc, 'player_loc')).toBe('https://videos.example.org/clip/embed/');
+    const renamed = { ...embedPageFormat, name: 'player-page', dir: 'play' };
+    expect(field(sitemapOf('renamed', FORMATS.map((f) => (f === embedPageFormat ? renamed : f))), loc, 'player_loc')).toBe('https://videos.example.org/clip/play/');
+    const none = sitemapOf('none', FORMATS.filter((f) => f !== embedPageFormat));
+    expect(field(none, loc, 'player_loc')).toBe('');
+    expect(field(none, loc, 'content_loc')).toMatch(/^https:\/\/cdn\.example\.org\//);
   });
 
   it('on a site split by id, an edited title rewrites only the part that lists the video', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { FORMATS } from '../../src/formats/registry.js';
 import { buildInMemory, createDemoDb, testConfig } from '../helpers/site-fixture.js';
 import { feedparser, jing, SCHEMAS, xmllintWellFormed } from '../helpers/validators.js';
 
@@ -24,6 +25,10 @@ describe('WebSub discovery links in the feeds', () => {
       const kind = path.endsWith('.atom') ? 'atom' : 'rss';
       expect(links.filter((l) => l.rel === 'self').map((l) => l.href), path).toEqual([`https://videos.example.org/${encodeURIComponent(user)}/${kind}/`]);
     }
+  });
+
+  it('are the RSS and Atom feeds alone: their descriptors, not their archive pages, are WebSub topics', () => {
+    expect(FORMATS.filter((f) => f.websubTopic === true).map((f) => f.name)).toEqual(['rss', 'atom']);
   });
 
   it('writes no hub link without hubs', () => {

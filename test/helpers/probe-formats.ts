@@ -10,12 +10,12 @@ import type { UserPart } from '../../src/model/views.js';
 const ALL_PARTS: UserPart[] = ['uploads', 'groups', 'friends', 'accounts', 'interests', 'playlist', 'recommendations', 'attention', 'readingList'];
 const userProbe: UserFormat = {
   name: 'probe-user', scope: 'user', dir: 'probe', file: 'user.json', urlName: 'user.json',
-  mediaType: 'application/json', inSitemap: true, summary: 'test probe', needs: ALL_PARTS,
+  mediaType: 'application/json', inSitemap: true, summary: 'test probe', cacheClass: 'feeds', needs: ALL_PARTS,
   render: (bundle) => JSON.stringify(bundle, null, 1),
 };
 const videoProbe: VideoFormat = {
   name: 'probe-video', scope: 'video', dir: 'probe', file: 'video.json', urlName: 'video.json',
-  mediaType: 'application/json', inSitemap: true, summary: 'test probe',
+  mediaType: 'application/json', inSitemap: true, summary: 'test probe', cacheClass: 'profiles',
   render: (bundle) => JSON.stringify(bundle, null, 1),
 };
 

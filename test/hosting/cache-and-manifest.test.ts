@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyCompressed } from '../../src/paths/compression.js';
 import { FORMATS } from '../../src/formats/registry.js';
-import { cacheClassOf } from '../../src/hosting/cache-control.js';
 import { cli } from '../helpers/cli.js';
 import { URL_TABLE } from '../helpers/served-urls.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
@@ -29,7 +28,7 @@ function configFile(dir: string, config: unknown): string {
 
 describe('cache classes', () => {
   it('put feeds short, profiles and oEmbed long, site files in between, for every format of the table', () => {
-    const classes = Object.fromEntries(FORMATS.map((f) => [f.name, cacheClassOf(f)]));
+    const classes = Object.fromEntries(FORMATS.map((f) => [f.name, f.cacheClass]));
     expect(classes).toEqual({
       rss: 'feeds', atom: 'feeds', 'rss-archive': 'feeds', 'atom-archive': 'feeds', recommendations: 'feeds', xspf: 'feeds', apml: 'feeds', opml: 'feeds',
       foaf: 'profiles', hcard: 'profiles', oembed: 'profiles', 'oembed-json': 'profiles', 'oembed-xml': 'profiles', 'oembed-html': 'profiles',

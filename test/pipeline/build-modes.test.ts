@@ -88,7 +88,7 @@ describe('build modes', () => {
     build();
     const extra: UserFormat = {
       name: 'extra', scope: 'user', dir: 'extra', file: 'index.txt', urlName: '', mediaType: 'text/plain; charset=utf-8',
-      inSitemap: false, summary: 'test', needs: [], render: ({ user }) => user.username,
+      inSitemap: false, summary: 'test', cacheClass: 'feeds', needs: [], render: ({ user }) => user.username,
     };
     expect(build({ formats: [...FORMATS, extra] })).toMatchObject({ mode: 'full', reason: 'the format table changed' });
   });
@@ -180,7 +180,7 @@ describe('build modes', () => {
     const { build, db } = site();
     const fragile: UserFormat = {
       name: 'fragile', scope: 'user', dir: 'fragile', file: 'index.txt', urlName: '', mediaType: 'text/plain; charset=utf-8',
-      inSitemap: false, summary: 'test', needs: [],
+      inSitemap: false, summary: 'test', cacheClass: 'feeds', needs: [],
       render: ({ user }) => {
         if (user.displayName.includes('BOOM')) throw new Error('cannot render BOOM');
         return user.displayName;

@@ -7,7 +7,7 @@ import { FORMATS } from '../../src/formats/registry.js';
 import { SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import { BuildState } from '../../src/pipeline/build-state.js';
 import { MemoryWriter } from '../../src/pipeline/write/output-writer.js';
-import { ownsKey, parseShard, shardOf } from '../../src/pipeline/plan/shard.js';
+import { ownsKey, parseShard, shardOf } from '../../src/shard/shard.js';
 import { readTree } from '../helpers/cli.js';
 import { buildInMemory, createDemoDb, insertUser } from '../helpers/site-fixture.js';
 import { cleanUpAfterTest, useTempDir } from '../helpers/temp-dir.js';

@@ -17,7 +17,7 @@ import { xpath } from '../helpers/validators.js';
 /** Formats that fail for one key, listed in the sitemap like the real ones. */
 const failingUser: UserFormat = {
   name: 'fails-for-bob', scope: 'user', dir: 'probe', file: 'index.txt', urlName: '', mediaType: 'text/plain',
-  inSitemap: true, summary: 'test probe', needs: [],
+  inSitemap: true, summary: 'test probe', cacheClass: 'feeds', needs: [],
   render: ({ user }) => {
     if (user.username === 'bob') throw new Error('cannot render bob');
     return user.username;
@@ -25,7 +25,7 @@ const failingUser: UserFormat = {
 };
 const failingVideo: VideoFormat = {
   name: 'fails-for-v2', scope: 'video', dir: 'vprobe', file: 'index.txt', urlName: '', mediaType: 'text/plain',
-  inSitemap: true, summary: 'test probe',
+  inSitemap: true, summary: 'test probe', cacheClass: 'profiles',
   render: ({ video }) => {
     if (video.publicId === 'v2') throw new Error('cannot render v2');
     return video.publicId;

@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from '
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BuildReport } from '../../src/pipeline/build-report.js';
-import { acquireBuildLock, defaultLockFile } from '../../src/pipeline/lock.js';
+import { acquireBuildLock, defaultLockFile } from '../../src/lock/lock.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { FORMATS } from '../../src/formats/registry.js';

@@ -3,7 +3,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { defaultStateFile } from '../../pipeline/build-state.js';
 import { describeSkip, type BuildReport } from '../../pipeline/build-report.js';
 import { loadConfig } from '../../config/load-config.js';
-import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
+import { parseShard, shardStateFile, type ShardSpec } from '../../shard/shard.js';
 import { xmlEngineSetting } from '../xml-engine-setting.js';
 import { createSiteContext } from '../../pipeline/render/site-context.js';
 import { checkDatabaseFile } from '../../db/open-database.js';

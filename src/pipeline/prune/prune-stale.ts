@@ -1,7 +1,7 @@
 import { compressedPath, type Encoding } from '../../paths/compression.js';
 import type { SitePaths } from '../../paths/site-paths.js';
 import type { BuildState } from '../build-state.js';
-import type { ShardSpec } from '../plan/shard.js';
+import type { ShardSpec } from '../../shard/shard.js';
 import type { OutputWriter } from '../write/output-writer.js';
 import { strayFiles } from './stray-files.js';
 import { sweepTree } from './sweep-tree.js';

@@ -4,7 +4,7 @@ import { compressedFormOf, type Encoding } from '../../paths/compression.js';
 import type { SitePaths } from '../../paths/site-paths.js';
 import { keyedFolder } from '../../paths/url-scheme.js';
 import type { BuildState } from '../build-state.js';
-import { ownsKey, ownsSiteFiles, type ShardSpec } from '../plan/shard.js';
+import { ownsKey, ownsSiteFiles, type ShardSpec } from '../../shard/shard.js';
 import type { OutputWriter } from '../write/output-writer.js';
 
 /**

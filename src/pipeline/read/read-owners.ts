@@ -5,7 +5,7 @@ import type { SitePaths } from '../../paths/site-paths.js';
 import type { Owner } from '../build-state.js';
 import type { Skipped } from '../build-report.js';
 import type { NamedRow } from './name-collisions.js';
-import { ownsKey, type ShardSpec } from '../plan/shard.js';
+import { ownsKey, type ShardSpec } from '../../shard/shard.js';
 
 /**
  * The read stage: one owner at a time (a user with the parts of their data the build's formats

@@ -4,7 +4,7 @@ import type { ChangeLogPosition } from '../../db/change-log.js';
 import type { BuildReport } from '../build-report.js';
 import type { BuildFingerprint, BuildMode } from '../plan/incremental.js';
 import { FilePlacer } from '../write/output-writer.js';
-import type { ShardSpec } from '../plan/shard.js';
+import type { ShardSpec } from '../../shard/shard.js';
 import { EXIT, VidfeedsError } from '../../config/vidfeeds-error.js';
 
 /**

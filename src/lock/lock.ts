@@ -13,7 +13,7 @@ export { processIsAlive, type LockHolder } from './lock-holder.js';
  * holder. It is created whole and atomically (written aside, then hard-linked into place), so a
  * second build either gets it or reads who holds it.
  *
- * A lock is recovered only when its holder is provably gone (src/pipeline/lock-holder.ts): on this
+ * A lock is recovered only when its holder is provably gone (src/lock/lock-holder.ts): on this
  * host, no process with its pid, or one that started at another clock tick of this boot (the pid
  * was reused), or the machine has booted since (another boot id); on another host
  * (a container that was replaced, a shared file system), a lease the holder no longer renews. A
