@@ -53,7 +53,7 @@ export class UserBundleReader {
       recommendations: [],
       attention: { concepts: [], sources: [] },
       readingList: [],
-      archived: { uploads: 0, groups: 0 },
+      archived: { uploads: [], groups: [] },
     };
     // Rows the feeds' statements returned (publishable or not), for `archived`.
     const rowsRead = { uploads: -1, groups: -1 };
@@ -67,12 +67,12 @@ export class UserBundleReader {
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
     if (parts.has('archived')) {
-      // Counted as the feeds read: the rows beyond their newest, publishable or not (archives.ts).
-      // A feed whose statement came back short has nothing beyond it: no count to make.
-      const beyond = (read: number, limit: number, count: () => number) => (read >= 0 && read < limit ? 0 : Math.max(0, count() - limit));
+      // As the feeds read: the rows beyond their newest, publishable or not (archives.ts). A feed
+      // whose statement came back short has nothing beyond it: nothing more to read.
+      const beyond = (read: number, limit: number, ids: () => number[]) => (read >= 0 && read < limit ? [] : ids().slice(0, -limit || undefined));
       bundle.archived = {
-        uploads: beyond(rowsRead.uploads, this.limits.uploads, () => this.stmt.uploadCount.get(id)!),
-        groups: beyond(rowsRead.groups, this.limits.groups, () => this.stmt.groupCount.get(id)!),
+        uploads: beyond(rowsRead.uploads, this.limits.uploads, () => this.stmt.uploadIds.all(id)),
+        groups: beyond(rowsRead.groups, this.limits.groups, () => this.stmt.groupIds.all(id)),
       };
     }
     return bundle;
@@ -85,13 +85,12 @@ export class UserBundleReader {
    */
   archive(id: number): ArchiveSource {
     return {
-      uploads: (pageSize, rows) => {
+      uploads: (pageRows) => {
         const own = this.ownVideos(id, this.stmt.userRaw.get(id)!);
         // created_at is the 17th column of a row (OWN_VIDEO_COLUMNS), the id the first.
-        return pagesOf(rows, pageSize, (after, limit) => this.stmt.uploadsFrom.all(id, ...after, limit), (row) => [row[16], row[0]], own);
+        return pagesOf(pageRows, (after, limit) => this.stmt.uploadsFrom.all(id, ...after, limit), (row) => [row[16], row[0]], own);
       },
-      groups: (pageSize, rows) =>
-        pagesOf(rows, pageSize, (after, limit) => this.stmt.groupsFrom.all(id, ...after, limit), (row) => [row[5], row[0]], (row) => this.group(row)),
+      groups: (pageRows) => pagesOf(pageRows, (after, limit) => this.stmt.groupsFrom.all(id, ...after, limit), (row) => [row[5], row[0]], (row) => this.group(row)),
     };
   }
 
@@ -265,25 +264,24 @@ export class UserBundleReader {
   }
 }
 
-/** Before every row: the keyset a walk starts after (integers sort before any other value SQLite holds but NULL). */
+/** Before every row: the keyset a walk starts after (upload times are whole numbers: migrations.ts). */
 const BEFORE_ALL: [unknown, unknown] = [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER];
 
 /**
- * The first `total` rows of a walk oldest first, in pages of `pageSize` rows, each page read after
- * the last row of the one before (`keyOf` gives a row's sort key); rows `decode` refuses are left
- * out of their page, which keeps its place.
+ * A walk oldest first in pages of `pageRows[0]`, `pageRows[1]`, … rows, each page read after the
+ * last row of the one before (`keyOf` gives a row's sort key); rows `decode` refuses are left out
+ * of their page, which keeps its place.
  */
 function* pagesOf<Row, View>(
-  total: number,
-  pageSize: number,
+  pageRows: readonly number[],
   read: (after: [unknown, unknown], limit: number) => Row[],
   keyOf: (row: Row) => [unknown, unknown],
   decode: (row: Row) => View | null,
 ): Generator<View[]> {
-  if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new Error(`an archive page holds at least one row, not ${String(pageSize)}`);
   let after = BEFORE_ALL;
-  for (let start = 0; start < total; start += pageSize) {
-    const rows = read(after, Math.min(pageSize, total - start));
+  for (const size of pageRows) {
+    if (!Number.isSafeInteger(size) || size < 1) throw new Error(`an archive page holds at least one row, not ${String(size)}`);
+    const rows = read(after, size);
     if (rows.length === 0) return;
     const page: View[] = [];
     for (const row of rows) {

@@ -2,12 +2,10 @@
  * Where the RFC 5005 archive pages of the feeds live (src/formats/archives.ts renders them), apart
  * from their renderers so that the feeds can link to their newest page without importing them.
  *
- * `/<user>/rss/archive/<N>/` and `/<user>/atom/archive/<N>/`, N from 0 (the oldest), in the files
- * `<user>/rss/archive/<N>/page.rss` and `<user>/atom/archive/<N>/page.atom`.
+ * `/<user>/rss/archive/<N>/` and `/<user>/atom/archive/<N>/`, in the files
+ * `<user>/rss/archive/<N>/page.rss` and `<user>/atom/archive/<N>/page.atom`; N is a page's number
+ * (`planArchivePages`).
  */
-
-/** Rows per archive page. Changing it moves every row to another page: every archive is rewritten. */
-export const ARCHIVE_PAGE_SIZE = 100;
 
 /** The folder, below the feed's, that holds the numbered pages. */
 const ARCHIVE_SEGMENT = 'archive';
@@ -17,9 +15,61 @@ const ARCHIVE_SEGMENT = 'archive';
 export const RSS_ARCHIVE_PLACE = { dir: 'rss', paged: ARCHIVE_SEGMENT, file: 'page.rss', urlName: '' } as const;
 export const ATOM_ARCHIVE_PLACE = { dir: 'atom', paged: ARCHIVE_SEGMENT, file: 'page.atom', urlName: '' } as const;
 
-/** How many pages hold `rows` archived rows. */
-export function archivePageCount(rows: number): number {
-  return Math.ceil(rows / ARCHIVE_PAGE_SIZE);
+/** Rows a page holds on average: one row in this many starts a page (`startsPage`). */
+const PAGE_ROWS = 100;
+/** The most rows a page holds before the next row with a usable id starts another, whatever the ids. */
+const PAGE_MAX_ROWS = 4 * PAGE_ROWS;
+
+/** One archive page: its number (the URL's N) and how many rows of the list it holds. */
+export interface ArchivePagePlan {
+  readonly number: number;
+  readonly rows: number;
+}
+
+/**
+ * The pages of an archived list, oldest first, from the ids of its rows oldest first. A row
+ * starts a page when its id says so (`startsPage`), whatever the rows around it, so removing
+ * or adding a row changes the page that holds it and no other; the page is numbered by the id
+ * of the row that starts it (the first page, before any such row, is 0), so no page is
+ * renumbered either. Only when the row that starts a page goes do its rows join the page before,
+ * and the pages either side change their links. A page that reaches PAGE_MAX_ROWS ends at the
+ * next row with a usable id, so ids that seldom start a page still give pages of bounded size; a
+ * removal from such a page moves that cut, and so changes the pages up to the next row whose id
+ * starts one (rare: it takes 400 rows in a row none of whose ids starts a page).
+ */
+export function planArchivePages(ids: readonly number[]): ArchivePagePlan[] {
+  const pages: Array<{ number: number; rows: number }> = [];
+  let page = { number: 0, rows: 0 };
+  for (const id of ids) {
+    const starts = Number.isSafeInteger(id) && id > 0 && (startsPage(id) || page.rows >= PAGE_MAX_ROWS);
+    if (starts && page.rows > 0) {
+      pages.push(page);
+      page = { number: id, rows: 0 };
+    } else if (starts) {
+      page.number = id; // the oldest row starts a page: no page 0
+    }
+    page.rows++;
+  }
+  if (page.rows > 0) pages.push(page);
+  return pages;
+}
+
+/** The number of the newest page of an archived list (null when the list is empty). */
+export function newestArchivePage(ids: readonly number[]): number | null {
+  return planArchivePages(ids).at(-1)?.number ?? null;
+}
+
+/**
+ * Whether the row with this id starts an archive page: one id in PAGE_ROWS, spread by a mixing
+ * function (MurmurHash3's 32-bit finaliser over both halves of the id), so that ids handed out
+ * in order, or in steps, still start pages at the same rate.
+ */
+function startsPage(id: number): boolean {
+  let h = (id % 0x1_0000_0000) ^ Math.floor(id / 0x1_0000_0000);
+  h = Math.imul(h ^ (h >>> 16), 0x85eb_ca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2_ae35);
+  h ^= h >>> 16;
+  return (h >>> 0) % PAGE_ROWS === 0;
 }
 
 /** The RFC 5005 history namespace (`fh:archive`). */

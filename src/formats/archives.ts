@@ -1,6 +1,6 @@
 import type { ArchiveFormat, ArchivePage, SiteContext } from './format.js';
 import type { KeyedPlace } from '../paths/url-scheme.js';
-import { ARCHIVE_PAGE_SIZE, ATOM_ARCHIVE_PLACE, RSS_ARCHIVE_PLACE } from './archive-places.js';
+import { ATOM_ARCHIVE_PLACE, RSS_ARCHIVE_PLACE } from './archive-places.js';
 import { atom, atomDocument } from './atom.js';
 import { archiveLink, rss, rssDocument } from './rss.js';
 
@@ -11,19 +11,19 @@ import { archiveLink, rss, rssDocument } from './rss.js';
  * links to the one before and after it and to the current feed (`current`), and says it is an
  * archive (`fh:archive`).
  *
- * Which page holds which row is fixed by the row's place in the user's history: the rows beyond
- * the feed's newest, oldest first by upload time (then id), 100 to a page; page N holds rows
- * N*100 to N*100+99. A page is complete once it holds 100, and from then on changes only when one
- * of its items is edited (or one before it is removed or made private, which moves the rows after
- * it one place back). Within a page, as in the feed, the items are newest first: a reader that
- * follows `prev-archive` from the current feed meets every item once, newest to oldest.
+ * The pages hold the rows beyond the feed's newest, oldest first by upload time (then id); which
+ * rows start a page depends on the rows alone (`planArchivePages`), so a page other than the
+ * newest changes only when one of its own items is edited, removed or made private, and a new
+ * upload changes the newest page alone. Within a page, as in the feed, the items are newest
+ * first: a reader that follows `prev-archive` from the current feed meets every item once, newest
+ * to oldest.
  */
 
-/** The RFC 5005 links of page `number` of `count`: the pages either side, and the current feed. */
-function pageLinks(place: KeyedPlace, current: KeyedPlace, username: string, { number, count }: ArchivePage, site: SiteContext) {
+/** The RFC 5005 links of a page: the pages either side, and the current feed. */
+function pageLinks(place: KeyedPlace, current: KeyedPlace, username: string, { prev, next }: ArchivePage, site: SiteContext) {
   const links: Array<{ rel: string; href: string }> = [];
-  if (number > 0) links.push({ rel: 'prev-archive', href: site.paths.url(place, username, number - 1) });
-  if (number < count - 1) links.push({ rel: 'next-archive', href: site.paths.url(place, username, number + 1) });
+  if (prev !== null) links.push({ rel: 'prev-archive', href: site.paths.url(place, username, prev) });
+  if (next !== null) links.push({ rel: 'next-archive', href: site.paths.url(place, username, next) });
   links.push({ rel: 'current', href: site.paths.url(current, username) });
   return links;
 }
@@ -34,11 +34,10 @@ export const rssArchive: ArchiveFormat = {
   ...RSS_ARCHIVE_PLACE,
   mediaType: 'application/rss+xml; charset=utf-8',
   inSitemap: false,
-  summary: "RFC 5005 archive pages of the RSS feed: every public upload older than the feed's, 100 a page",
+  summary: "RFC 5005 archive pages of the RSS feed: every public upload older than the feed's, about 100 a page",
   // The newest page takes the feed's oldest item at each upload: kept no longer than the feed.
   cacheClass: 'feeds',
   list: 'uploads',
-  pageSize: ARCHIVE_PAGE_SIZE,
   needs: [],
 
   renderPage({ user }, page, site) {
@@ -54,11 +53,10 @@ export const atomArchive: ArchiveFormat = {
   ...ATOM_ARCHIVE_PLACE,
   mediaType: 'application/atom+xml; charset=utf-8',
   inSitemap: false,
-  summary: "RFC 5005 archive pages of the Atom feed: every group older than the feed's, 100 a page",
+  summary: "RFC 5005 archive pages of the Atom feed: every group older than the feed's, about 100 a page",
   // The newest page takes the feed's oldest item at each upload: kept no longer than the feed.
   cacheClass: 'feeds',
   list: 'groups',
-  pageSize: ARCHIVE_PAGE_SIZE,
   needs: [],
 
   renderPage({ user }, page, site) {

@@ -3,7 +3,7 @@ import type { GroupView, UserBundle, UserView } from '../model/views.js';
 import { latest, rfc3339 } from '../render/dates.js';
 import { NS, xmlDocument } from '../render/xml.js';
 import type { XmlElement } from '../render/xml-element.js';
-import { archivePageCount, ATOM_ARCHIVE_PLACE, FH_NS } from './archive-places.js';
+import { ATOM_ARCHIVE_PLACE, FH_NS, newestArchivePage } from './archive-places.js';
 
 /**
  * Atom 1.0 feed of the 20 most recent groups a user belongs to (seed 2.9), one entry per group.
@@ -106,9 +106,9 @@ export const atom: UserFormat = {
   needs: ['groups', 'archived'],
 
   render({ user, groups, archived }: UserBundle, site: SiteContext): string {
-    const pages = archivePageCount(archived.groups);
+    const newest = newestArchivePage(archived.groups);
     // RFC 5005: the subscription document links to the newest archive page.
-    const links = pages === 0 ? [] : [{ rel: 'prev-archive', href: site.paths.url(ATOM_ARCHIVE_PLACE, user.username, pages - 1) }];
+    const links = newest === null ? [] : [{ rel: 'prev-archive', href: site.paths.url(ATOM_ARCHIVE_PLACE, user.username, newest) }];
     return atomDocument(user, groups, site, { self: site.paths.url(atom, user.username), links, archive: false });
   },
 };

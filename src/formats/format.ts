@@ -77,10 +77,11 @@ export interface UserFormat extends FormatBase, KeyedPlace {
 
 /** One page of a user's archive, as the build hands it to an ArchiveFormat. */
 export interface ArchivePage {
-  /** 0 for the oldest. */
+  /** The page's number (src/formats/archive-places.ts, `planArchivePages`). */
   readonly number: number;
-  /** How many pages the archive has. */
-  readonly count: number;
+  /** The numbers of the pages before and after it; null for none. */
+  readonly prev: number | null;
+  readonly next: number | null;
   /** The page's rows of the list the format pages (the other list is empty). */
   readonly uploads: readonly VideoView[];
   readonly groups: readonly GroupView[];
@@ -88,8 +89,8 @@ export interface ArchivePage {
 
 /**
  * A numbered series of documents per user: the RFC 5005 archive pages of a feed, each holding
- * `pageSize` rows of a list oldest first (src/formats/archives.ts). The build reads the list a
- * page at a time and renders each page with `renderPage`.
+ * some rows of a list oldest first (`planArchivePages`, src/formats/archive-places.ts). The build
+ * reads the list a page at a time and renders each page with `renderPage`.
  */
 export interface ArchiveFormat extends FormatBase, KeyedPlace {
   readonly scope: 'user';
@@ -99,7 +100,6 @@ export interface ArchiveFormat extends FormatBase, KeyedPlace {
   readonly paged: string;
   /** The list its pages hold: the uploads beyond the RSS feed's, or the groups beyond the Atom feed's. */
   readonly list: 'uploads' | 'groups';
-  readonly pageSize: number;
   /** Which parts of the user's data `renderPage` reads besides its page. */
   readonly needs: readonly UserPart[];
   renderPage(view: UserBundle, page: ArchivePage, site: SiteContext): string;

@@ -4,7 +4,7 @@ import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
 import { NS } from '../render/xml.js';
 import { flat, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
-import { archivePageCount, FH_NS, RSS_ARCHIVE_PLACE } from './archive-places.js';
+import { FH_NS, newestArchivePage, RSS_ARCHIVE_PLACE } from './archive-places.js';
 import { PODCAST_NS, podcastChannel, podcastItem, podcastLanguage } from './podcast-tags.js';
 
 /**
@@ -226,9 +226,9 @@ export const rss: UserFormat = {
   needs: ['uploads', 'archived'],
 
   render({ user, uploads, archived }: UserBundle, site: SiteContext): string {
-    const pages = archivePageCount(archived.uploads);
+    const newest = newestArchivePage(archived.uploads);
     // RFC 5005: the subscription document links to the newest archive page.
-    const links = pages === 0 ? '' : archiveLink('prev-archive', site.paths.url(RSS_ARCHIVE_PLACE, user.username, pages - 1));
+    const links = newest === null ? '' : archiveLink('prev-archive', site.paths.url(RSS_ARCHIVE_PLACE, user.username, newest));
     return rssDocument(user, uploads, site, { self: site.paths.url(rss, user.username), links, archive: false });
   },
 };

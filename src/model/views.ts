@@ -151,19 +151,19 @@ export type UserPart =
   | 'recommendations'
   | 'attention'
   | 'readingList'
-  /** How many of the user's uploads and groups lie beyond the feeds' newest (`archived`). */
+  /** Which of the user's uploads and groups lie beyond the feeds' newest (`archived`). */
   | 'archived';
 
 /**
- * A user's uploads or groups beyond the ones their feed shows, oldest first, in pages of
- * `pageSize` rows (the last one shorter): the RFC 5005 archive pages. A page holds the rows at
- * positions `N * pageSize` to `N * pageSize + pageSize - 1` of that order, less any row that
- * cannot be published. Read a page at a time, so a user's whole history is never in memory.
+ * A user's uploads or groups beyond the ones their feed shows, oldest first, in pages of the
+ * given numbers of rows: the RFC 5005 archive pages. A page holds the next rows of that order,
+ * less any row that cannot be published. Read a page at a time, so a user's whole history is
+ * never in memory.
  */
 export interface ArchiveSource {
-  /** The pages of the first `rows` rows (the bundle's `archived` count). */
-  uploads(pageSize: number, rows: number): Iterable<VideoView[]>;
-  groups(pageSize: number, rows: number): Iterable<GroupView[]>;
+  /** Pages of `pageRows[0]`, `pageRows[1]`, … rows, from the oldest of the bundle's `archived`. */
+  uploads(pageRows: readonly number[]): Iterable<VideoView[]>;
+  groups(pageRows: readonly number[]): Iterable<GroupView[]>;
 }
 
 export interface UserBundle {
@@ -191,10 +191,11 @@ export interface UserBundle {
   attention: { concepts: AttentionConcept[]; sources: AttentionSource[] };
   readingList: ReadingListEntry[];
   /**
-   * How many rows lie beyond the feeds' newest: the public uploads older than the RSS feed's
-   * items and the groups older than the Atom feed's entries, which the archive pages hold.
+   * The ids of the rows beyond the feeds' newest, oldest first: the public uploads older than the
+   * RSS feed's items and the groups older than the Atom feed's entries, which the archive pages
+   * hold (rows that cannot be published among them, as the feeds read them).
    */
-  archived: { uploads: number; groups: number };
+  archived: { uploads: number[]; groups: number[] };
 }
 
 export interface VideoBundle {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { HOSTILE } from '../../src/db/demo-data.js';
 import type { SiteContext } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
+import { planArchivePages } from '../../src/formats/archive-places.js';
 import { rssArchive } from '../../src/formats/archives.js';
 import { captionsType, PODCAST_NS, podcastGuid } from '../../src/formats/podcast-tags.js';
 import { itemDescription, rss } from '../../src/formats/rss.js';
@@ -102,7 +103,8 @@ function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engi
     if (uploads.length > 0) channel.leaf('pubDate', rfc822(uploads[0]!.createdAt));
     channel.leaf('generator', site.generator.name);
     channel.el('atom:link', { rel: 'self', type: 'application/rss+xml', href: site.paths.url(rss, user.username) });
-    if (archived.uploads > 0) channel.el('atom:link', { rel: 'prev-archive', href: site.paths.url(rssArchive, user.username, Math.ceil(archived.uploads / 100) - 1) });
+    const newest = planArchivePages(archived.uploads).at(-1);
+    if (newest !== undefined) channel.el('atom:link', { rel: 'prev-archive', href: site.paths.url(rssArchive, user.username, newest.number) });
     if (site.config.logoUrl !== '') channel.el('image').leaf('url', site.config.logoUrl).leaf('title', title).leaf('link', link);
     if (podcast !== null) {
       channel.leaf('itunes:author', user.displayName || user.username);
@@ -196,7 +198,7 @@ describe('RSS written as markup', () => {
         createdAt: new Date(Math.floor(random() * 4e12)),
       }));
       const user = { username: wellFormed(pick(TEXTS)) || 'someone', displayName: pick(TEXTS) };
-      const archived = { uploads: pick([0, 0, 1, 100, 101, 2345]), groups: 0 };
+      const archived = { uploads: Array.from({ length: pick([0, 0, 1, 100, 101, 2345]) }, (_, i) => i + 1), groups: [] };
       const bundle = { user, uploads, archived } as unknown as UserBundle;
       const markup = rss.render(bundle, site);
       expect(markup, `feed ${n}`).toBe(oracle(bundle, site));

@@ -19,7 +19,7 @@ export const URL_TABLE: ReadonlyArray<{ url: string; file: string; type: string;
   { url: '/<user>/opml/', file: '<user>/opml/index.opml', type: 'text/x-opml; charset=utf-8' },
   { url: '/<user>/rss/', file: '<user>/rss/index.rss', type: 'application/rss+xml; charset=utf-8' },
   { url: '/<user>/atom/', file: '<user>/atom/index.atom', type: 'application/atom+xml; charset=utf-8' },
-  // RFC 5005 archive pages, N from 0: only for users with more uploads (groups) than the feed holds.
+  // RFC 5005 archive pages, N the page's number: only for users with more uploads (groups) than the feed holds.
   { url: '/<user>/rss/archive/<N>/', file: '<user>/rss/archive/<N>/page.rss', type: 'application/rss+xml; charset=utf-8' },
   { url: '/<user>/atom/archive/<N>/', file: '<user>/atom/archive/<N>/page.atom', type: 'application/atom+xml; charset=utf-8' },
   { url: '/<video>/oembed/', file: '<video>/oembed/index.json', type: 'application/json; charset=utf-8' },
@@ -43,20 +43,28 @@ export interface ServedUrl {
   type: string;
 }
 
+/** An archive page: the user, the feed it belongs to, its number. */
+export interface ArchivePageOf {
+  user: string;
+  feed: 'rss' | 'atom';
+  page: number;
+}
+
 /**
  * Every URL form of the table for the given users and videos: directory URLs with and without
  * their final slash, and the oEmbed endpoint with `?format=json` and `?format=xml`; the archive
- * pages for the users and pages of `archives` (each with both feeds' page).
+ * pages of `archives`, each a page of one feed of one user.
  */
-export function servedUrls(users: readonly string[], videos: readonly string[], archives: ReadonlyArray<{ user: string; page: number }> = []): ServedUrl[] {
+export function servedUrls(users: readonly string[], videos: readonly string[], archives: ReadonlyArray<ArchivePageOf> = []): ServedUrl[] {
   const out: ServedUrl[] = [];
   for (const row of URL_TABLE) {
     if (row.optional) continue;
     const paged = row.url.includes('<N>');
-    const keys = paged ? archives.map((a) => a.user) : row.url.includes('<user>') ? users : row.url.includes('<video>') ? videos : [''];
+    const pages = archives.filter((a) => row.url.startsWith(`/<user>/${a.feed}/`));
+    const keys = paged ? pages.map((a) => a.user) : row.url.includes('<user>') ? users : row.url.includes('<video>') ? videos : [''];
     for (const [i, key] of keys.entries()) {
       const fill = (text: string, encode: boolean) =>
-        text.replace(/<user>|<video>/, encode ? encodeURIComponent(key) : key).replace('<N>', paged ? String(archives[i]!.page) : '<N>');
+        text.replace(/<user>|<video>/, encode ? encodeURIComponent(key) : key).replace('<N>', paged ? String(pages[i]!.page) : '<N>');
       const target = fill(row.url, true);
       const file = fill(row.file, false);
       out.push({ target, file, type: row.type });

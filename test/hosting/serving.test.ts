@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRecordName } from '../../src/pipeline/record/build-record.js';
@@ -14,7 +14,7 @@ import { apacheConfig, apacheMissing, documentedApache, startApache, type Runnin
 import { cli } from '../helpers/cli.js';
 import { freePort, http } from '../helpers/http.js';
 import { nginxMainConfig, startNginx, type RunningNginx } from '../helpers/nginx.js';
-import { expectBodiesParse, expectServed, URL_TABLE, REFUSED_PATHS, servedUrls } from '../helpers/served-urls.js';
+import { expectBodiesParse, expectServed, URL_TABLE, REFUSED_PATHS, servedUrls, type ArchivePageOf } from '../helpers/served-urls.js';
 import { buildInMemory, createDemoDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -32,8 +32,8 @@ const ODD_USER = `o'd "n?#%&+;=@$`;
 const ODD_VIDEO = 'v i?d#%&+';
 const USERS = ['alice', 'bob', 'مريم', 'zoë', '山田太郎', '🎬astral', 'mallory', ODD_USER];
 const BASE_PATH = '/vídeos x';
-/** The archive pages served: both of the odd user's. */
-const ARCHIVES = [0, 1].map((page) => ({ user: ODD_USER, page }));
+/** The archive pages served: every one of the odd user's, as the build wrote them. */
+let archives: ArchivePageOf[];
 
 let work: { dir: string; cleanup: () => void };
 let root: string;
@@ -53,7 +53,7 @@ beforeAll(async () => {
   const fixture = createDemoDb({ users: 24, seed: 5 });
   const odd = insertUser(fixture.db, { username: ODD_USER });
   insertVideo(fixture.db, odd.id, { public_id: ODD_VIDEO, title: 'Odd <one> & "two"' });
-  // A history beyond the feeds: two archive pages of uploads and of groups, under the odd name.
+  // A history beyond the feeds: archive pages of uploads and of groups, under the odd name.
   for (let i = 0; i < 150; i++) insertVideo(fixture.db, odd.id, { public_id: `odd-history-${i}`, created_at: T0 - 1000 + i });
   for (let g = 0; g < 125; g++) {
     insertRow(fixture.db, 'groups', { id: 90_000 + g, slug: `odd-group-${g}`, title: `Odd group ${g}`, owner_id: odd.id, created_at: T0 + g, updated_at: T0 + g });
@@ -76,6 +76,8 @@ beforeAll(async () => {
   expect(report.failed).toEqual([]);
   db = new Database(dbFile, { readonly: true });
   // What must never be served, planted in the tree.
+  archives = (['rss', 'atom'] as const).flatMap((feed) => readdirSync(join(root, ODD_USER, feed, 'archive')).map((page) => ({ user: ODD_USER, feed, page: Number(page) })));
+  expect(new Set(archives.map((a) => a.feed))).toEqual(new Set(['rss', 'atom']));
   writeFileSync(join(root, '.secret'), 'secret');
   writeFileSync(join(root, 'alice', '.secret'), 'secret');
   // The build records every build leaves (src/pipeline/build-record.ts), for a whole site and for a part.
@@ -200,7 +202,7 @@ if (APACHE_MISSING !== null) {
 describe.each(SERVERS)('%s', (where, target) => {
   it('answers every URL form for several users and videos: 200, the exact Content-Type, the file', async () => {
     const { port: p, base } = target();
-    const urls = servedUrls(USERS, videos, ARCHIVES);
+    const urls = servedUrls(USERS, videos, archives);
     expect(urls.length).toBeGreaterThan(150);
     for (const url of urls) expectServed(await http(p, base + url.target), url, root, where);
     expectBodiesParse(urls, root);

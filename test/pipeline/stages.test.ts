@@ -13,6 +13,7 @@ import { compareAndWrite, keepFailed } from '../../src/pipeline/write/write-docu
 import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import type { ArchiveFormat, SiteContext, SiteFormat, UserFormat } from '../../src/formats/format.js';
+import { planArchivePages } from '../../src/formats/archive-places.js';
 import { rssArchive } from '../../src/formats/archives.js';
 import type { VideoView } from '../../src/model/views.js';
 import { FORMATS } from '../../src/formats/registry.js';
@@ -98,9 +99,11 @@ describe('the render stage', () => {
 });
 
 describe('the render stage for archive pages', () => {
-  const archiveRead = (read: Extract<OwnerRead, { kind: 'user' }>, uploads: number, pages: () => Iterable<VideoView[]>): Extract<OwnerRead, { kind: 'user' }> => ({
+  /** The ids of an archived list of 250 rows: three pages or more. */
+  const IDS = Array.from({ length: 250 }, (_, i) => i + 1);
+  const archiveRead = (read: Extract<OwnerRead, { kind: 'user' }>, uploads: number[], pages: () => Iterable<VideoView[]>): Extract<OwnerRead, { kind: 'user' }> => ({
     ...read,
-    bundle: { ...read.bundle, archived: { uploads, groups: 0 } },
+    bundle: { ...read.bundle, archived: { uploads, groups: [] } },
     archive: { uploads: () => pages(), groups: () => [] },
   });
   const userRead = () => {
@@ -116,11 +119,12 @@ describe('the render stage for archive pages', () => {
   it('renders one document per page, and a page that throws fails alone', () => {
     const { read, site } = userRead();
     const video = read.bundle.uploads[0]!;
-    const broken: ArchiveFormat = { ...rssArchive, renderPage: (view, page, s) => { if (page.number === 1) throw new Error('page one'); return rssArchive.renderPage(view, page, s); } };
-    expect(outcomes(archiveRead(read, 250, () => [[video], [video], [video]]), broken, site)).toEqual([
-      'alice/rss/archive/0/page.rss',
-      'failed alice/rss/archive/1/page.rss: page one',
-      'alice/rss/archive/2/page.rss',
+    const [first, second, third] = planArchivePages(IDS).map((p) => p.number) as [number, number, number];
+    const broken: ArchiveFormat = { ...rssArchive, renderPage: (view, page, s) => { if (page.number === second) throw new Error('page two'); return rssArchive.renderPage(view, page, s); } };
+    expect(outcomes(archiveRead(read, IDS, () => [[video], [video], [video]]), broken, site)).toEqual([
+      `alice/rss/archive/${first}/page.rss`,
+      `failed alice/rss/archive/${second}/page.rss: page two`,
+      `alice/rss/archive/${third}/page.rss`,
     ]);
   });
 
@@ -131,16 +135,17 @@ describe('the render stage for archive pages', () => {
       yield [video];
       throw new Error('disk I/O error');
     };
-    expect(outcomes(archiveRead(read, 250, unreadable), rssArchive, site)).toEqual([
-      'alice/rss/archive/0/page.rss',
-      'failed alice/rss/archive/1/page.rss: disk I/O error',
-      'failed alice/rss/archive/2/page.rss: the archive could not be read: disk I/O error',
+    const [first, second, third] = planArchivePages(IDS).map((p) => p.number) as [number, number, number];
+    expect(outcomes(archiveRead(read, IDS, unreadable), rssArchive, site)).toEqual([
+      `alice/rss/archive/${first}/page.rss`,
+      `failed alice/rss/archive/${second}/page.rss: disk I/O error`,
+      `failed alice/rss/archive/${third}/page.rss: the archive could not be read: disk I/O error`,
     ]);
   });
 
   it('renders none for a user with nothing beyond the feed', () => {
     const { read, site } = userRead();
-    expect([...renderOwner(archiveRead(read, 0, () => { throw new Error('not read'); }), { user: [rssArchive], video: [] }, site)]).toEqual([]);
+    expect([...renderOwner(archiveRead(read, [], () => { throw new Error('not read'); }), { user: [rssArchive], video: [] }, site)]).toEqual([]);
   });
 });
 

@@ -1,3 +1,4 @@
+import { planArchivePages } from '../../formats/archive-places.js';
 import type { AnyUserFormat, ArchiveFormat, Format, SiteContext, SiteFile, SiteFormat, VideoFormat } from '../../formats/format.js';
 import type { GroupView, VideoView } from '../../model/views.js';
 import type { SiteIndex } from '../../model/views.js';
@@ -72,27 +73,33 @@ export function* renderOwner(
  */
 function* renderArchive(format: ArchiveFormat, read: Extract<OwnerRead, { kind: 'user' }>, site: SiteContext): Generator<RenderResult> {
   const uploads = format.list === 'uploads';
-  const rows = uploads ? read.bundle.archived.uploads : read.bundle.archived.groups;
-  const count = Math.ceil(rows / format.pageSize);
-  if (count === 0) return;
+  const plan = planArchivePages(uploads ? read.bundle.archived.uploads : read.bundle.archived.groups);
+  if (plan.length === 0) return;
+  const sizes = plan.map((p) => p.rows);
   let pages: Iterator<VideoView[] | GroupView[]> | null = null;
   let unread: Error | null = null;
   const nextRows = (): VideoView[] | GroupView[] => {
     if (unread !== null) throw new Error(`the archive could not be read: ${unread.message}`);
     try {
-      pages ??= (uploads ? read.archive.uploads(format.pageSize, rows) : read.archive.groups(format.pageSize, rows))[Symbol.iterator]();
+      pages ??= (uploads ? read.archive.uploads(sizes) : read.archive.groups(sizes))[Symbol.iterator]();
       const next = pages.next();
-      if (next.done === true) throw new Error('the archive holds fewer rows than its count');
+      if (next.done === true) throw new Error('the archive holds fewer rows than its plan');
       return next.value;
     } catch (error) {
       unread = error as Error;
       throw error;
     }
   };
-  for (let number = 0; number < count; number++) {
+  for (const [i, { number }] of plan.entries()) {
     yield renderOne(format, site.paths.file(format, read.key, number), read.key, read.owner, read.key, () => {
       const items = nextRows();
-      const page = { number, count, uploads: uploads ? (items as VideoView[]) : [], groups: uploads ? [] : (items as GroupView[]) };
+      const page = {
+        number,
+        prev: plan[i - 1]?.number ?? null,
+        next: plan[i + 1]?.number ?? null,
+        uploads: uploads ? (items as VideoView[]) : [],
+        groups: uploads ? [] : (items as GroupView[]),
+      };
       return format.renderPage(read.bundle, page, site);
     });
   }
