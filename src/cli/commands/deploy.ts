@@ -154,6 +154,7 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
   // a signal ends the wait at once.
   const lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, {
     seconds: flags.wait ?? 0,
+    waiting: (held) => io.log.debug(`waiting up to ${flags.wait} s for the lock: ${held.what}`),
     stop: () => {
       const signal = stop.requested();
       return signal === null ? null : new BuildInterrupted(signal, ' while waiting for the lock: nothing was published');
