@@ -1,6 +1,5 @@
 import type { BuildReport, Failure } from '../pipeline/build-report.js';
 import type { SitePaths } from '../paths/site-paths.js';
-import { exitCodeOf } from './errors.js';
 
 /**
  * The one JSON object `--json` prints on stdout for `build`, `check` and `shards check`. Its
@@ -78,30 +77,5 @@ export class BuildJson {
       urls: { written: this.written, removed: this.removedUrls },
     };
     return JSON.stringify(value);
-  }
-}
-
-/**
- * Runs a command's action; with --json, a command that stops with an error (exit 2, 75, ...) still
- * prints its one JSON object, naming the error, before main reports it and decides the exit code.
- */
-export async function withJsonErrors(command: string, json: boolean | undefined, print: (text: string) => void, action: () => void | Promise<void>): Promise<void> {
-  try {
-    await action();
-  } catch (error) {
-    if (error instanceof ReportedError) throw error.original;
-    if (json) {
-      const exitCode = exitCodeOf(error);
-      print(JSON.stringify({ ...reportHead(command, exitCode), error: (error as Error).message ?? String(error) }));
-    }
-    throw error;
-  }
-}
-
-/** An error the command has already put in its JSON report: `withJsonErrors` passes its cause on. */
-export class ReportedError extends Error {
-  constructor(readonly original: unknown) {
-    super((original as Error).message ?? String(original));
-    this.name = 'ReportedError';
   }
 }

@@ -32,7 +32,9 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
 
 /**
  * The command line. Each command lives in its own file under commands/ and reports its exit code
- * through `setExit`; this function alone turns errors into exit codes (`exitCodeOf`, errors.ts):
+ * through `setExit` (the long ones and those with a `--json` report through `runCommand`,
+ * command-runner.ts, which also owns signals and the environment); this function alone turns
+ * errors into exit codes (`exitCodeOf`, errors.ts):
  * 0 success, 1 a failed build (or a check that found problems), 2 bad usage or configuration,
  * 75 another build holds the lock, 130/143 a build stopped by SIGINT/SIGTERM.
  */

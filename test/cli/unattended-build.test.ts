@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -184,26 +184,56 @@ describe('a second build while one runs', () => {
     expect(existsSync(lock)).toBe(false);
   }, 120_000);
 
-  it('hears SIGINT while it waits with --wait: exits 130 long before the wait is over, having built nothing', async () => {
+  it('hears SIGINT while it waits with --wait: exits 130 long before the wait is over, having built nothing, and --json says so', async () => {
     const { db, out, lock } = site(3);
     const holder = await holdLock(out);
-    const waiter = cliAsync(['build', '--db', db, '--out', out, '--wait', '60']);
-    const waiting = collect(waiter);
-    let stderr = '';
-    waiter.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    expect(await until(() => stderr.includes('waiting up to 60 s for the lock: output directory'), 30_000), stderr).toBe(true);
-    waiter.kill('SIGINT');
-    // Bounded only so that a wait that never hears the signal fails here, not at the suite's timeout.
-    const exited = await Promise.race([waiting, new Promise<null>((done) => setTimeout(() => done(null), 30_000))]);
-    if (exited === null) waiter.kill('SIGKILL');
-    expect(exited, 'still waiting 30 s after SIGINT').not.toBeNull();
-    expect(exited!.code, exited!.stderr).toBe(130);
-    expect(exited!.stderr).toContain('stopped by SIGINT while waiting for the lock: nothing was built');
+    const waiter = cliAsync(['build', '--db', db, '--out', out, '--wait', '60', '--json']);
+    const exited = await interruptWhileWaiting(waiter, 'SIGINT', 'waiting up to 60 s for the lock: output directory');
+    expect(exited.code, exited.stderr).toBe(130);
+    expect(exited.stderr).toContain('SIGINT: stopping the build after the current document');
+    expect(exited.stderr).toContain('stopped by SIGINT while waiting for the lock: nothing was built');
+    const report = JSON.parse(exited.stdout);
+    expect(validateReport(report)).toEqual([]);
+    expect(report).toMatchObject({
+      command: 'build',
+      ok: false,
+      exitCode: 130,
+      error: 'stopped by SIGINT while waiting for the lock: nothing was built',
+      urls: { written: [], removed: [] },
+    });
     expect(existsSync(out)).toBe(false);
     // The holder's lock is untouched.
     expect(readFileSync(lock, 'utf8')).toContain(`"pid":${holder.pid},`);
   }, 120_000);
+
+  it('a deploy waiting with --wait for the build to finish hears SIGTERM: exits 143, having published nothing', async () => {
+    const { out, lock } = site(1);
+    mkdirSync(out);
+    const holder = await holdLock(out);
+    // Nothing listens at the endpoint: the deploy must stop before it asks the store anything.
+    const deployer = cliAsync(['deploy', '--out', out, '--to', 's3://bucket/site', '--endpoint', 'http://127.0.0.1:9', '--wait', '60', '--json', '--log-level', 'debug']);
+    const exited = await interruptWhileWaiting(deployer, 'SIGTERM', 'waiting up to 60 s for the lock: output directory');
+    expect(exited.code, exited.stderr).toBe(143);
+    expect(exited.stderr).toContain('SIGTERM: stopping the deploy, aborting the requests under way');
+    expect(exited.stderr).toContain('stopped by SIGTERM while waiting for the lock: nothing was published');
+    expect(JSON.parse(exited.stdout)).toEqual({ report: 1, command: 'deploy', ok: false, exitCode: 143, error: 'stopped by SIGTERM while waiting for the lock: nothing was published' });
+    expect(readFileSync(lock, 'utf8')).toContain(`"pid":${holder.pid},`);
+  }, 120_000);
 });
+
+/** Sends `signal` to a command once its stderr says it is `waiting`, and returns how it ended. */
+async function interruptWhileWaiting(child: ReturnType<typeof cliAsync>, signal: NodeJS.Signals, waiting: string) {
+  const ended = collect(child);
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  expect(await until(() => stderr.includes(waiting), 30_000), stderr).toBe(true);
+  child.kill(signal);
+  // Bounded only so that a wait that never hears the signal fails here, not at the suite's timeout.
+  const exited = await Promise.race([ended, new Promise<null>((done) => setTimeout(() => done(null), 30_000))]);
+  if (exited === null) child.kill('SIGKILL');
+  expect(exited, `still waiting 30 s after ${signal}`).not.toBeNull();
+  return exited!;
+}
 
 describe('a build stopped by a signal', () => {
   // Small enough for the suite, large enough that the build is still running when the signal lands.

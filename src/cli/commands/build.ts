@@ -1,22 +1,22 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { defaultStateFile } from '../../pipeline/build-state.js';
-import { describeSkip, type BuildReport } from '../../pipeline/build-report.js';
-import { loadConfig } from '../../config/load-config.js';
+import { describeSkip, type BuildReport, type BuildReporter } from '../../pipeline/build-report.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../shard/shard.js';
-import { xmlEngineSetting } from '../xml-engine-setting.js';
 import { createSiteContext } from '../../pipeline/render/site-context.js';
 import { checkDatabaseFile } from '../../db/open-database.js';
 import { checkUserExists, publishedUserCount } from '../../db/user-lookup.js';
 import { FORMATS } from '../../formats/registry.js';
 import { buildSiteYielding } from '../../pipeline/site-build.js';
-import { EXIT, exitCodeOf, UsageError } from '../errors.js';
-import { BuildJson, ReportedError, withJsonErrors } from '../json-report.js';
+import { EXIT, UsageError } from '../errors.js';
+import { BuildJson } from '../json-report.js';
+import { runCommand, waitSeconds, type Ending } from '../command-runner.js';
+import type { Delivery } from '../../deploy/notify.js';
 import { previewUrlWarning } from '../preview-warning.js';
 import { ProgressLine } from '../progress.js';
 import type { Console } from '../output.js';
 import { requireOption } from '../check-command-line.js';
-import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
+import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, removalGuardOf, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
 import { announceBuild, buildNotifySettings, type AnnounceFlags } from '../announce.js';
 import { routesOf } from '../../hosting/routes.js';
 
@@ -100,7 +100,7 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
       .option('--dry-run', 'read and render everything, write, remove and record nothing; report what the build would write and remove (URLs with --json)')
       .option('--allow-removals', 'let the build remove more than maxRemovalShare of the published documents (an emptied table stops the build otherwise)')
       .option('--shard <K/N>', 'build only part K of N of the site (site-wide files in part 1); see docs/scale.md')
-      .option('--wait <seconds>', 'when another build holds the lock, wait up to this long for it (default 0: exit 75 at once)', nonNegativeSeconds)
+      .option('--wait <seconds>', 'when another build holds the lock, wait up to this long for it (default 0: exit 75 at once)', waitSeconds)
       .option('--json', 'print one JSON report on stdout (docs/report.md): mode, counts, skipped rows, failures, URLs written and removed')
       .option('--quiet', 'print only problems (skipped rows, failures, errors): no summary, no progress (as --log-level warn)')
       .option('--on-change <command>', 'after the build, run COMMAND (through sh) with every changed or removed URL on its standard input, one per line (a CDN purge)')
@@ -116,37 +116,26 @@ export function registerBuild(program: Command, io: Console, setExit: (code: num
 
 /** `vidfeeds build`, once its flags are parsed. */
 async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: number) => void): Promise<void> {
-  let json: BuildJson | undefined;
-  // With --json, an error before the build (flags, configuration) prints the error alone; one
-  // during it (interrupted, locked, a bad database) prints what the build did up to then.
-  await withJsonErrors('build', flags.json, io.out, async () => {
+  await runCommand({ name: 'build', json: flags.json, io, setExit }, async (runner) => {
     if (flags.quiet) io.log.useFlags({ level: 'warn' });
     const { site: config, run } = readSettings(flags, io);
     const request = buildRequest({ ...flags, db: databaseOf(flags.db, run), out: outOf(flags.out, run), state: stateOf(flags.state, run) });
     // Templates are loaded here, so a broken one stops the build before any file is touched.
-    const site = createSiteContext(config, FORMATS, undefined, xmlEngineSetting(process.env));
-    json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
-    // Before the state's folder is made: a missing database leaves nothing behind. With --json,
-    // the report names the database as a build's report does.
-    try {
-      checkDatabaseFile(request.db);
-      if (request.user !== undefined) checkUserExists(request.db, request.user);
-    } catch (error) {
-      if (json) {
-        io.out(json.text({ error, exitCode: exitCodeOf(error) }));
-        throw new ReportedError(error);
-      }
-      throw error;
-    }
+    const site = createSiteContext(config, FORMATS, undefined, runner.env.xmlEngine);
+    // With --json, an error before this point (flags, configuration) is reported alone; one
+    // after it (a bad database, interrupted, locked) with what the build did up to then.
+    const json = flags.json ? new BuildJson(site.paths, request.out, flags.dryRun === true) : undefined;
+    if (json !== undefined) runner.reportErrorsAs((error, exitCode) => json.text({ error, exitCode }));
+    // Before the state's folder is made: a missing database leaves nothing behind.
+    checkDatabaseFile(request.db);
+    if (request.user !== undefined) checkUserExists(request.db, request.user);
     const warning = previewUrlWarning(config, request.db);
     if (warning !== null) io.log.warn(warning);
-    const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
     // A dry run publishes nothing, so nobody hears of it.
     const notify = flags.dryRun ? null : buildNotifySettings(config, site.paths, flags);
-    const files = { written: [] as string[], removed: [] as string[] };
-    const progress = io.interactive && io.log.enabled('info') && !io.log.json ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
-    const stop = stopOnSignal((signal) => {
-      progress?.clear();
+    const events = buildEvents(io, json, notify !== null, flags.wait);
+    const stop = runner.stopOnSignal((signal) => {
+      events.progress?.clear();
       io.log.warn(`${signal}: stopping the build after the current document…`);
     });
     let report: BuildReport;
@@ -158,54 +147,62 @@ async function buildCommand(flags: BuildFlags, io: Console, setExit: (code: numb
         waitSeconds: flags.wait ?? 0,
         command: 'vidfeeds build',
         dryRun: flags.dryRun === true,
-        removalGuard,
-        writeThread: writeThreadSetting(process.env.VIDFEEDS_WRITE_THREAD),
+        removalGuard: removalGuardOf(flags, run),
+        writeThread: runner.env.writeThread,
         stopRequested: stop.requested,
-        reporter: {
-          progress: progress === undefined ? undefined : (done) => progress.update(done),
-          waiting: (what) => io.log.info(`waiting up to ${flags.wait} s for the lock: ${what}`),
-          started: (plan) => progress?.expect(plan.expected),
-          // Every one, however many: the operator must be able to find each row it left out.
-          warn: (message) => {
-            progress?.clear();
-            io.log.warn(message);
-          },
-          skipped: (skipped) => json?.skipped.push({ ...skipped, reason: describeSkip(skipped) }),
-          failed: (failure) => json?.failed.push(failure),
-          wrote: json === undefined && notify === null ? undefined : (path) => {
-            json?.wrote([path]);
-            if (notify !== null) files.written.push(path);
-          },
-          removed: json === undefined && notify === null ? undefined : (path) => {
-            json?.removed([path]);
-            if (notify !== null) files.removed.push(path);
-          },
-        },
+        reporter: events.reporter,
       });
-    } catch (error) {
+    } finally {
       stop.release();
-      progress?.clear();
-      if (json) {
-        io.out(json.text({ error, exitCode: exitCodeOf(error) }));
-        throw new ReportedError(error);
-      }
-      throw error;
+      events.progress?.clear();
     }
-    stop.release();
-    progress?.clear();
     // What was written is live once the build is done: hubs, IndexNow and the hook hear of it now.
-    const deliveries = notify === null ? [] : await announceBuild(notify, files, site.paths, routesOf(FORMATS), io);
-    const exitCode = report.failedCount > 0 || deliveries.some((d) => !d.ok) ? EXIT.failed : EXIT.ok;
-    const text = flags.dryRun ? `dry run, nothing written or removed: ${summaryText(report).replace(/(\d+) written, (\d+) unchanged, (\d+) removed/, '$1 to write, $2 unchanged, $3 to remove')}` : summaryText(report);
-    const fields = { ...summaryFields(report), ...(flags.dryRun ? { dryRun: true } : {}) };
-    if (exitCode === EXIT.ok) io.log.info(text, fields);
-    else io.log.error(text, fields);
-    const users = report.mode === 'partial' || flags.dryRun ? undefined : publishedUserCount(request.db);
-    if (users !== undefined && users.published === 0) io.log.warn(noUsersPublished(request.db, users.rows));
-    if (json) io.out(json.text({ report, exitCode, usersPublished: users?.published }));
-    setExit(exitCode);
+    const deliveries = notify === null ? [] : await announceBuild(notify, events.files, site.paths, routesOf(FORMATS), io);
+    return buildEnding(report, deliveries, request.db, flags, io, json);
   });
+}
 
+/**
+ * Where a build's events go: the progress line on a terminal, warnings on stderr, every skipped
+ * row, failure and file into the --json report, and the files written and removed kept for
+ * those who hear of them (`announce`).
+ */
+function buildEvents(io: Console, json: BuildJson | undefined, announce: boolean, wait: number | undefined) {
+  const files = { written: [] as string[], removed: [] as string[] };
+  const progress = io.interactive && io.log.enabled('info') && !io.log.json ? new ProgressLine((text) => process.stderr.write(text)) : undefined;
+  const reporter: BuildReporter = {
+    progress: progress === undefined ? undefined : (done) => progress.update(done),
+    waiting: (what) => io.log.info(`waiting up to ${wait} s for the lock: ${what}`),
+    started: (plan) => progress?.expect(plan.expected),
+    // Every one, however many: the operator must be able to find each row it left out.
+    warn: (message) => {
+      progress?.clear();
+      io.log.warn(message);
+    },
+    skipped: (skipped) => json?.skipped.push({ ...skipped, reason: describeSkip(skipped) }),
+    failed: (failure) => json?.failed.push(failure),
+    wrote: json === undefined && !announce ? undefined : (path) => {
+      json?.wrote([path]);
+      if (announce) files.written.push(path);
+    },
+    removed: json === undefined && !announce ? undefined : (path) => {
+      json?.removed([path]);
+      if (announce) files.removed.push(path);
+    },
+  };
+  return { files, progress, reporter };
+}
+
+/** A finished build's exit code, its summary on stderr, and its --json report. */
+function buildEnding(report: BuildReport, deliveries: readonly Delivery[], db: string, flags: BuildFlags, io: Console, json: BuildJson | undefined): Ending {
+  const exitCode = report.failedCount > 0 || deliveries.some((d) => !d.ok) ? EXIT.failed : EXIT.ok;
+  const text = flags.dryRun ? `dry run, nothing written or removed: ${summaryText(report).replace(/(\d+) written, (\d+) unchanged, (\d+) removed/, '$1 to write, $2 unchanged, $3 to remove')}` : summaryText(report);
+  const fields = { ...summaryFields(report), ...(flags.dryRun ? { dryRun: true } : {}) };
+  if (exitCode === EXIT.ok) io.log.info(text, fields);
+  else io.log.error(text, fields);
+  const users = report.mode === 'partial' || flags.dryRun ? undefined : publishedUserCount(db);
+  if (users !== undefined && users.published === 0) io.log.warn(noUsersPublished(db, users.rows));
+  return { exitCode, report: json === undefined ? undefined : () => json.text({ report, exitCode, usersPublished: users?.published }) };
 }
 
 /** Why a site can publish nobody, for the warning of a build that published no user. */
@@ -213,37 +210,6 @@ export function noUsersPublished(db: string, rows: number): string {
   return rows === 0
     ? `0 users published: ${db} holds no users. If the site's data is in another database (or in other tables of this one), fill vidfeeds's tables from it with \`vidfeeds sync\` (docs/adopting.md)`
     : `0 users published: none of the ${rows} rows of users is active with a valid username and created_at (docs/database.md)`;
-}
-
-/**
- * The first SIGINT or SIGTERM asks the build to stop between two owners (the build lets the event
- * loop turn every few milliseconds, so the handler runs): it records what it wrote, removes its
- * staging folder, releases the lock, and the command exits 130 or 143. A second signal is not
- * caught: it ends the process at once.
- */
-function stopOnSignal(stopping: (signal: 'SIGINT' | 'SIGTERM') => void): { requested: () => 'SIGINT' | 'SIGTERM' | null; release(): void } {
-  let raised: 'SIGINT' | 'SIGTERM' | null = null;
-  const signals = ['SIGINT', 'SIGTERM'] as const;
-  const release = () => {
-    for (const s of signals) process.off(s, onSignal);
-  };
-  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
-    raised = signal;
-    release();
-    stopping(signal);
-  };
-  for (const s of signals) process.on(s, onSignal);
-  return { requested: () => raised, release };
-}
-
-/** VIDFEEDS_WRITE_THREAD=0 writes on the build's thread, =1 on a thread of its own; unset: by the machine's cores (measurements, docs/performance.md). */
-function writeThreadSetting(value: string | undefined): boolean | undefined {
-  return value === undefined || value === '' ? undefined : value !== '0';
-}
-
-function nonNegativeSeconds(value: string): number {
-  if (!/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError('--wait needs a number of seconds (0 or more)');
-  return Number(value);
 }
 
 /** The summary's figures, as fields of a JSON log line. */

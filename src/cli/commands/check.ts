@@ -6,14 +6,14 @@ import { SavedState } from '../../pipeline/saved-state.js';
 import { defaultLockFile, LockHeldError, runningHolder } from '../../lock/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../shard/shard.js';
 import type { CheckProblem, TreeCheckResult } from '../../check/tree-check.js';
-import { loadConfig } from '../../config/load-config.js';
 import { checkDatabaseFile, openForReading } from '../../db/open-database.js';
 import { SiteReader } from '../../db/site-reader.js';
 import { readLimits } from '../../formats/read-limits.js';
 import { FORMATS } from '../../formats/registry.js';
 import { SitePaths } from '../../paths/site-paths.js';
 import { EXIT, UsageError } from '../errors.js';
-import { reportHead, withJsonErrors } from '../json-report.js';
+import { reportHead } from '../json-report.js';
+import { runCommand } from '../command-runner.js';
 import type { Console } from '../output.js';
 import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, stateOf } from './shared-options.js';
 
@@ -49,7 +49,7 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
     1: 'problems (one line each on stdout, naming the file; the last line names the command that repairs them)',
     2: 'bad flags or configuration, no such directory, no build state, a bad database',
     75: 'a build of the directory is running',
-  }).action((flags: CheckFlags) => withJsonErrors('check', flags.json, io.out, async () => {
+  }).action((flags: CheckFlags) => runCommand({ name: 'check', json: flags.json, io, setExit }, async () => {
       const started = process.hrtime.bigint();
       if (flags.quiet) io.log.useFlags({ level: 'warn' });
       const { site: config, run } = readSettings(flags, io);
@@ -94,7 +94,7 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
         const repair = ['vidfeeds build --full', flags.config && `--config ${flags.config}`, flags.db === undefined && run.db !== null ? '' : `--db ${dbFile ?? 'SITE.sqlite'}`, `--out ${out}`, flags.state && `--state ${stateFile}`, flags.shard && `--shard ${flags.shard}`];
         io.log.error(`to repair: ${repair.filter(Boolean).join(' ')} (rewrites what differs or is missing, removes stray files; then check again)`, { repair: repair.filter(Boolean).join(' ') });
       }
-      setExit(exitCode);
+      return { exitCode };
     }));
 }
 

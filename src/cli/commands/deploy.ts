@@ -1,7 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { constants } from 'node:os';
 import { loadConfig } from '../../config/load-config.js';
 import type { SiteConfig } from '../../config/site-config.js';
 import { VIDFEEDS_VERSION } from '../../config/version.js';
@@ -10,7 +9,7 @@ import { SitePaths } from '../../paths/site-paths.js';
 import { checkPlaces } from '../../paths/url-scheme.js';
 import { defaultStateFile } from '../../pipeline/build-state.js';
 import { BuildInterrupted } from '../../pipeline/interrupt.js';
-import { waitForBuildLock, type BuildLock } from '../../lock/lock.js';
+import { waitForBuildLock } from '../../lock/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../shard/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
 import { buildManifestAsync, manifestOfFiles } from '../../hosting/manifest.js';
@@ -33,7 +32,9 @@ import { emptyReport, type DeployReport } from '../../deploy/run-deploy.js';
 import { describeStoreError, StoreRequestError } from '../../deploy/store-requests.js';
 import { EXIT, UsageError } from '../errors.js';
 import { VidfeedsError } from '../../config/vidfeeds-error.js';
-import { reportHead, withJsonErrors } from '../json-report.js';
+import { reportHead } from '../json-report.js';
+import { exitCodeOfSignal, runCommand, waitSeconds, type CommandRun, type Ending, type StopListener, type StopSignal } from '../command-runner.js';
+import { quietAwsSdkNodeNotice } from '../environment.js';
 import type { Console } from '../output.js';
 import { reportDeliveries } from '../notify-report.js';
 import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
@@ -55,6 +56,9 @@ interface DeployFlags extends ConfigFlags {
   record?: string;
   wait: number;
 }
+
+/** The documents an incremental deploy reads: those the builds since changed, added and removed. */
+type IncrementalFiles = { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] };
 
 interface DeployRequest {
   out: string;
@@ -87,16 +91,15 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
       .option('--on-change <command>', 'run COMMAND (through sh) with every changed or removed URL on its standard input, one per line')
       .option('--no-notify', 'do not notify WebSub hubs or IndexNow (configured with notifyAfter: "deploy")')
       .option('--record <file>', 'what the last deploy published, per target (default: .vidfeeds/<out>.deploy.json beside the tree)')
-      .option('--wait <seconds>', 'when a build of the tree holds its lock, wait up to this long', nonNegative, 0)
+      .option('--wait <seconds>', 'when a build of the tree holds its lock, wait up to this long', waitSeconds, 0)
       .option('--json', 'print one JSON report on stdout')
       .option('--quiet', 'print only problems'),
-  ).action(async (flags: DeployFlags) => {
-    await withJsonErrors('deploy', flags.json, io.out, async () => {
+  ).action((flags: DeployFlags) =>
+    runCommand({ name: 'deploy', json: flags.json, io, setExit }, async (runner) => {
       const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-      const request = deployRequest(flags);
-      setExit(await deploy(config, request, flags, io));
-    });
-  });
+      return deploy(config, deployRequest(flags), flags, io, runner);
+    }),
+  );
 }
 
 function deployRequest(flags: DeployFlags): DeployRequest {
@@ -124,12 +127,20 @@ function deployRequest(flags: DeployFlags): DeployRequest {
   return { out, target, endpoint: flags.endpoint, shard, recordFile, stateFile };
 }
 
-async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployFlags, io: Console): Promise<number> {
+/** What one deploy run carries from phase to phase. */
+interface DeployRun {
+  stop: StopListener;
+  started: bigint;
+  record: DeployRecord;
+  recordId: string;
+  listeners: string[];
+}
+
+async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployFlags, io: Console, runner: CommandRun): Promise<Ending> {
   checkPlaces(FORMATS);
   const started = process.hrtime.bigint();
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
-  let report: DeployReport;
   const record = new DeployRecord(request.recordFile);
   const recordId = recordIdOf(request);
   // Hubs and IndexNow hear of a deploy's changes when they are to (notifyAfter: "deploy", no --no-notify).
@@ -137,54 +148,23 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
   const settings = notifySettingsOf(config, paths, flags.onChange);
   if (!toListeners) Object.assign(settings, { hubs: [], indexNow: null });
   const listeners = listenersOf(settings);
-  const stop = new AbortController();
-  const signal: { value: 'SIGINT' | 'SIGTERM' | null } = { value: null };
   // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
-  const onSignal = (name: 'SIGINT' | 'SIGTERM') => {
-    signal.value = name;
-    io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    stop.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  let lock: BuildLock;
+  const stop = runner.stopOnSignal((name) => io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`));
+  // The tree stays as one build left it while it is published: a build waits, or this does, and
+  // a signal ends the wait at once.
+  const lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, {
+    seconds: flags.wait ?? 0,
+    waiting: (held) => io.log.debug(`waiting up to ${flags.wait} s for the lock: ${held.what}`),
+    stop: () => {
+      const signal = stop.requested();
+      return signal === null ? null : new BuildInterrupted(signal, ' while waiting for the lock: nothing was published');
+    },
+  });
+  let report: DeployReport;
   try {
-    // The tree stays as one build left it while it is published: a build waits, or this does, and
-    // a signal ends the wait at once.
-    lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, {
-      seconds: flags.wait ?? 0,
-      stop: () => (signal.value === null ? null : new BuildInterrupted(signal.value, ' while waiting for the lock: nothing was published')),
-    });
-  } catch (error) {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    throw error;
-  }
-  try {
-    const basis = chooseBasis({ stateFile: request.stateFile, out: request.out, config: fingerprintOf(config, paths, request), verify: flags.verify ?? false, known: record.get(recordId) });
-    const manifestArgs = [
-      routes,
-      request.out,
-      decodeURIComponent(paths.basePath),
-      `vidfeeds ${VIDFEEDS_VERSION}`,
-      (format: Format) => cacheControlOf(config.cacheControl, format),
-      (match: RouteMatch) => websubLinkOfMatch(config.websub.hubs, paths, match),
-    ] as const;
-    let built: { manifest: Manifest; incremental?: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } } | null;
-    try {
-      built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : await buildManifestAsync(stop.signal, ...manifestArgs);
-    } finally {
-      basis.state?.close();
-    }
-    const owing = { record, recordId, listeners: listeners.map((l) => l.id), published: basis.published, incremental: built?.incremental };
-    report = built === null ? stoppedEarly(request, flags, signal.value, started) : await publish(built.manifest, routes, request, flags, { stop: stop.signal, signal, started, ...owing });
-    report.mode = basis.mode;
-    report.reason = basis.mode === 'full' ? basis.reason : `the builds after build ${basis.since}`;
+    report = await compareAndPublish(config, paths, routes, request, flags, { stop, started, record, recordId, listeners: listeners.map((l) => l.id) });
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stop.release();
     lock.release();
   }
   // After a stop, what is owed stays recorded for the next run: a signal is obeyed at once.
@@ -202,8 +182,35 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
           options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` },
         });
   const exitCode = exitCodeOfDeploy(report, deliveries);
-  printReport(report, deliveries, owedCount(record, recordId), exitCode, flags, io);
-  return exitCode;
+  const owed = owedCount(record, recordId);
+  printReport(report, deliveries, owed, exitCode, flags, io);
+  return { exitCode, report: () => deployJson(report, deliveries, owed, exitCode) };
+}
+
+/** Reads what changed in the tree since the store was last in step with it (or all of it), and publishes it. */
+async function compareAndPublish(config: SiteConfig, paths: SitePaths, routes: Routes, request: DeployRequest, flags: DeployFlags, run: DeployRun): Promise<DeployReport> {
+  const basis = chooseBasis({ stateFile: request.stateFile, out: request.out, config: fingerprintOf(config, paths, request), verify: flags.verify ?? false, known: run.record.get(run.recordId) });
+  const manifestArgs = [
+    routes,
+    request.out,
+    decodeURIComponent(paths.basePath),
+    `vidfeeds ${VIDFEEDS_VERSION}`,
+    (format: Format) => cacheControlOf(config.cacheControl, format),
+    (match: RouteMatch) => websubLinkOfMatch(config.websub.hubs, paths, match),
+  ] as const;
+  let built: { manifest: Manifest; incremental?: IncrementalFiles } | null;
+  try {
+    built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : await buildManifestAsync(run.stop.aborted, ...manifestArgs);
+  } finally {
+    basis.state?.close();
+  }
+  const report =
+    built === null
+      ? stoppedEarly(request, flags, run.stop.requested(), run.started)
+      : await publish(built.manifest, routes, request, flags, { ...run, published: basis.published, incremental: built.incremental });
+  report.mode = basis.mode;
+  report.reason = basis.mode === 'full' ? basis.reason : `the builds after build ${basis.since}`;
+  return report;
 }
 
 /** Documents not in the store as the tree has them yet (their writes failed or were not attempted): owed, not sent. */
@@ -222,22 +229,12 @@ async function publish(
   routes: Routes,
   request: DeployRequest,
   flags: DeployFlags,
-  run: {
-    stop: AbortSignal;
-    signal: { value: 'SIGINT' | 'SIGTERM' | null };
-    started: bigint;
-    record: DeployRecord;
-    recordId: string;
-    listeners: string[];
-    published: PublishedState | null;
-    incremental: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } | undefined;
-  },
+  run: DeployRun & { published: PublishedState | null; incremental: IncrementalFiles | undefined },
 ): Promise<DeployReport> {
-  // vidfeeds pins its SDK; the SDK's notice about its own future Node requirement is not the operator's to act on.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  quietAwsSdkNodeNotice();
   const { S3Store } = await import('../../deploy/s3-store.js');
   const { runDeploy } = await import('../../deploy/run-deploy.js');
-  const store = new S3Store({ target: request.target, endpoint: request.endpoint, policy: { tries: flags.tries, timeoutMs: flags.timeout * 1000, stop: run.stop } });
+  const store = new S3Store({ target: request.target, endpoint: request.endpoint, policy: { tries: flags.tries, timeoutMs: flags.timeout * 1000, stop: run.stop.aborted } });
   try {
     return await runDeploy({
       out: request.out,
@@ -250,7 +247,7 @@ async function publish(
       dryRun: flags.dryRun ?? false,
       record: run.record,
       recordId: run.recordId,
-      stopRequested: () => run.signal.value,
+      stopRequested: run.stop.requested,
       beforeWrites: (changed, removed) => run.record.owe(run.recordId, run.listeners, changed, removed),
       startedAt: run.started,
       published: run.published,
@@ -268,7 +265,7 @@ function changedSince(
   state: StateChanges,
   since: number,
   manifestArgs: readonly [Routes, string, string, string, (format: Format) => string, (match: RouteMatch) => string | undefined],
-): { manifest: Manifest; incremental: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } } {
+): { manifest: Manifest; incremental: IncrementalFiles } {
   const changed: string[] = [];
   const newFiles = new Set<string>();
   for (const { path, isNew } of state.changedAfter(since)) {
@@ -299,7 +296,7 @@ function recordIdOf(request: DeployRequest): string {
 }
 
 /** The report of a deploy stopped while it read the tree: nothing compared, nothing written. */
-function stoppedEarly(request: DeployRequest, flags: DeployFlags, by: 'SIGINT' | 'SIGTERM' | null, started: bigint): DeployReport {
+function stoppedEarly(request: DeployRequest, flags: DeployFlags, by: StopSignal | null, started: bigint): DeployReport {
   const report = emptyReport(showTarget(request.target), flags.dryRun ?? false, []);
   report.stoppedBy = by ?? 'SIGTERM';
   report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -308,12 +305,13 @@ function stoppedEarly(request: DeployRequest, flags: DeployFlags, by: 'SIGINT' |
 
 /** 128 + the signal's number when stopped; 75 when only the store's unavailability failed it; 1 for any other failure. */
 function exitCodeOfDeploy(report: DeployReport, deliveries: readonly Delivery[]): number {
-  if (report.stoppedBy !== null) return 128 + constants.signals[report.stoppedBy];
+  if (report.stoppedBy !== null) return exitCodeOfSignal(report.stoppedBy);
   if (report.failed.length > 0 && report.failed.every((f) => f.transient)) return EXIT.tempfail;
   if (report.failed.length > 0 || report.notAttempted.length > 0 || deliveries.some((d) => !d.ok)) return EXIT.failed;
   return EXIT.ok;
 }
 
+/** What a deploy did, on stderr: each failure, what was left, the notifications, the summary. */
 function printReport(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number, flags: DeployFlags, io: Console): void {
   for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
   if (report.notAttempted.length > 0) io.log.error(notAttemptedLine(report, flags.json === true));
@@ -328,39 +326,39 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], owed
   if (owed > 0 && !report.dryRun) io.log.warn(`${owed} changed or removed documents are still owed to hubs, IndexNow or --on-change: the next deploy sends them`);
   if (exitCode !== EXIT.ok) io.log.error(deploySummary(report));
   else if (!flags.quiet) io.log.info(deploySummary(report));
-  if (flags.json) {
-    io.out(
-      JSON.stringify({
-        ...reportHead('deploy', exitCode),
-        target: report.target,
-        dryRun: report.dryRun,
-        mode: report.mode,
-        reason: report.reason,
-        seconds: report.seconds,
-        counts: {
-          documents: report.documents,
-          objects: report.objects,
-          uploaded: report.uploadedKeys.length,
-          uploadedNew: report.uploaded.new,
-          uploadedChanged: report.uploaded.changed,
-          uploadedSite: report.uploaded.site,
-          bytesUploaded: report.bytesUploaded,
-          deleted: report.deleted,
-          unchanged: report.unchanged,
-          checked: report.checked,
-          failed: report.failed.length,
-          notAttempted: report.notAttempted.length,
-        },
-        uploaded: report.uploadedKeys,
-        deleted: report.deletedKeys,
-        failed: report.failed,
-        notAttempted: report.notAttempted,
-        unorderedListing: report.unorderedListing,
-        notifications: deliveries,
-        notificationsOwed: owed,
-      }),
-    );
-  }
+}
+
+/** The --json report of a deploy (docs/report.md). */
+function deployJson(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number): string {
+  return JSON.stringify({
+    ...reportHead('deploy', exitCode),
+    target: report.target,
+    dryRun: report.dryRun,
+    mode: report.mode,
+    reason: report.reason,
+    seconds: report.seconds,
+    counts: {
+      documents: report.documents,
+      objects: report.objects,
+      uploaded: report.uploadedKeys.length,
+      uploadedNew: report.uploaded.new,
+      uploadedChanged: report.uploaded.changed,
+      uploadedSite: report.uploaded.site,
+      bytesUploaded: report.bytesUploaded,
+      deleted: report.deleted,
+      unchanged: report.unchanged,
+      checked: report.checked,
+      failed: report.failed.length,
+      notAttempted: report.notAttempted.length,
+    },
+    uploaded: report.uploadedKeys,
+    deleted: report.deletedKeys,
+    failed: report.failed,
+    notAttempted: report.notAttempted,
+    unorderedListing: report.unorderedListing,
+    notifications: deliveries,
+    notificationsOwed: owed,
+  });
 }
 
 /** What was not attempted, in one line: how many, why, the first few keys. */
@@ -407,9 +405,4 @@ function positiveSeconds(flag: string): (value: string) => number {
     if (!/^\d+(\.\d+)?$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError(`${flag} needs a number of seconds above 0`);
     return Number(value);
   };
-}
-
-function nonNegative(value: string): number {
-  if (!/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError('--wait needs a number of seconds (0 or more)');
-  return Number(value);
 }

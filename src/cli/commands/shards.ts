@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import { readBuildRecords, type FoundRecord } from '../../pipeline/record/build-record.js';
 import { checkShards } from '../../pipeline/record/shard-check.js';
 import { EXIT, UsageError } from '../errors.js';
-import { reportHead, withJsonErrors } from '../json-report.js';
+import { reportHead } from '../json-report.js';
+import { runCommand } from '../command-runner.js';
 import type { Console } from '../output.js';
 import { exitCodesHelp } from './shared-options.js';
 
@@ -31,7 +32,7 @@ export function registerShards(program: Command, io: Console, setExit: (code: nu
       '\nEach build leaves .vidfeeds-build.json (a part: .vidfeeds-build.shard-K-of-N.json) in its output directory;\n' +
         'this compares them.',
     )
-    .action((dirs: string[], flags: { json?: boolean; quiet?: boolean }) => withJsonErrors('shards check', flags.json, io.out, () => {
+    .action((dirs: string[], flags: { json?: boolean; quiet?: boolean }) => runCommand({ name: 'shards check', json: flags.json, io, setExit }, () => {
       const started = process.hrtime.bigint();
       const records: FoundRecord[] = [];
       const withoutRecord: string[] = [];
@@ -65,6 +66,6 @@ export function registerShards(program: Command, io: Console, setExit: (code: nu
       if (exitCode === EXIT.ok) {
         if (!flags.quiet) io.log.info(result.summary);
       } else io.log.error(result.summary);
-      setExit(exitCode);
+      return { exitCode };
     }));
 }

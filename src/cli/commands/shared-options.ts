@@ -60,6 +60,14 @@ export function stateOf(flag: string | undefined, run: RunSettings): string | un
   return flag !== undefined ? resolve(flag) : (run.state ?? undefined);
 }
 
+/**
+ * The removal guard of a build or a sync: the configuration's share and minimum, unless
+ * `--allow-removals` lifts it.
+ */
+export function removalGuardOf(flags: { allowRemovals?: boolean }, run: RunSettings): { maxShare: number; minimum: number } | undefined {
+  return flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
+}
+
 /** The settings flags give, each with its flag, so that a bad value is blamed on the flag and not on the file. */
 export function configOverrides(flags: ConfigFlags): Record<string, ConfigOverride> {
   return {

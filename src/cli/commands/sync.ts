@@ -1,15 +1,16 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { SiteConfig } from '../../config/site-config.js';
 import { describeIssue, type ValueIssue } from '../../db/decode.js';
 import { runSync, type SyncHooks, type SyncRemovalGuard, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
 import { SkipSummary } from '../../sync/skip-summary.js';
 import type { SkippedSourceRow } from '../../sync/source-row.js';
-import { UsageError, exitCodeOf } from '../errors.js';
-import { reportHead, ReportedError, withJsonErrors } from '../json-report.js';
+import { EXIT, UsageError } from '../errors.js';
+import { reportHead } from '../json-report.js';
+import { runCommand, waitSeconds, type CommandRun, type Ending } from '../command-runner.js';
 import type { Console } from '../output.js';
 import { requireOption } from '../check-command-line.js';
-import { databaseOf, exitCodesHelp, readSettings } from './shared-options.js';
+import { databaseOf, exitCodesHelp, readSettings, removalGuardOf } from './shared-options.js';
 
 interface SyncFlags {
   db?: string;
@@ -45,48 +46,37 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
     .option('--from <url>', 'the source: mysql://, mariadb://, postgres://, postgresql:// or sqlite: URL (overrides sync.from)')
     .option('--dry-run', 'report the inserts, updates and deletes per table without writing them')
     .option('--changed-only', "for tables with a watermark column (sync.tables.<table>.watermark): read only the rows changed since the last syncs, and the keys (for deletions); a full compare stays the reference (docs/adopting.md)")
-    .option('--wait <seconds>', 'when another sync holds the database, wait up to this long for it (default 0: exit 75 at once)', seconds)
+    .option('--wait <seconds>', 'when another sync holds the database, wait up to this long for it (default 0: exit 75 at once)', waitSeconds)
     .option('--allow-removals', 'let the sync delete more than maxRemovalShare of a table (otherwise such a sync stops, exit 1, writing nothing)')
     .option('--json', 'print one JSON object on stdout: counts per table, rows skipped with reasons, values replaced, seconds')
     .option('--quiet', 'print only problems (skipped rows, replaced values, errors): no summary')
-    .action(async (flags: SyncFlags) => {
-      const skipped: SkippedSourceRow[] = [];
-      const issues: ValueIssue[] = [];
-      const problems = syncProblems(io, flags.json ? { skipped, issues } : undefined);
-      await withJsonErrors('sync', flags.json, io.out, async () => {
-        const { site: config, run } = readSettings(flags, io);
-        const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
-        const request = syncRequest(config, { db: databaseOf(flags.db, run), from: flags.from, dryRun: flags.dryRun, changedOnly: flags.changedOnly, wait: flags.wait, removalGuard }, process.env);
-        let stop: 'SIGINT' | 'SIGTERM' | null = null;
-        const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
-          stop = signal;
-          io.log.warn(`${signal}: stopping the sync; nothing is written`);
-        };
-        process.on('SIGINT', onSignal);
-        process.on('SIGTERM', onSignal);
-        let report: SyncReport;
-        try {
-          report = await runSync(request, {
-            ...problems.hooks,
-            stopRequested: () => stop,
-          });
-        } catch (error) {
-          problems.flush();
-          if (flags.json) {
-            io.out(JSON.stringify({ ...reportHead('sync', exitCodeOf(error)), error: (error as Error).message, skipped, issues }));
-            throw new ReportedError(error);
-          }
-          throw error;
-        } finally {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
-        }
-        problems.flush(report);
-        if (!flags.quiet) io.log.info(syncSummary(report));
-        if (flags.json) io.out(JSON.stringify({ ...reportHead('sync', 0), ...report, skipped, issues }));
-        setExit(0);
-      });
-    });
+    .action((flags: SyncFlags) => runCommand({ name: 'sync', json: flags.json, io, setExit }, (runner) => syncAction(flags, io, runner)));
+}
+
+/** `vidfeeds sync`, once its flags are parsed. */
+async function syncAction(flags: SyncFlags, io: Console, runner: CommandRun): Promise<Ending> {
+  const skipped: SkippedSourceRow[] = [];
+  const issues: ValueIssue[] = [];
+  const problems = syncProblems(io, flags.json ? { skipped, issues } : undefined);
+  const { site: config, run } = readSettings(flags, io);
+  const request = syncRequest(
+    config,
+    { db: databaseOf(flags.db, run), from: flags.from, dryRun: flags.dryRun, changedOnly: flags.changedOnly, wait: flags.wait, removalGuard: removalGuardOf(flags, run) },
+    runner.env.variables,
+  );
+  const stop = runner.stopOnSignal((signal) => io.log.warn(`${signal}: stopping the sync; nothing is written`));
+  // A sync that stops with an error names what it skipped up to then; a bad flag or mapping, only itself.
+  runner.reportErrorsAs((error, exitCode) => JSON.stringify({ ...reportHead('sync', exitCode), error: (error as Error).message, skipped, issues }));
+  let report: SyncReport;
+  try {
+    report = await runSync(request, { ...problems.hooks, stopRequested: stop.requested });
+  } catch (error) {
+    problems.flush();
+    throw error;
+  }
+  problems.flush(report);
+  if (!flags.quiet) io.log.info(syncSummary(report));
+  return { exitCode: EXIT.ok, report: () => JSON.stringify({ ...reportHead('sync', EXIT.ok), ...report, skipped, issues }) };
 }
 
 /**
@@ -178,9 +168,4 @@ export function syncSummary(report: SyncReport): string {
     `${perTable.length > 0 ? ` (${perTable.join(', ')})` : ''}${extra.length > 0 ? `, ${extra.join(', ')}` : ''} in ${report.seconds.toFixed(2)}s` +
     (report.removalGuard === undefined ? '' : `; a real sync would stop: ${report.removalGuard}`)
   );
-}
-
-function seconds(value: string): number {
-  if (!/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError('--wait needs a number of seconds (0 or more)');
-  return Number(value);
 }

@@ -11,8 +11,10 @@ import { shortName, watchInputs } from '../../watch/file-watcher.js';
 import { DEFAULT_POLL_MS, WatchSession } from '../../watch/watch-session.js';
 import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
-import { buildRequest, summaryFields, summaryText } from './build.js';
-import { configOptions, configOverrides, databaseOf, exitCodesHelp, nonNegativeInteger, outOf, positiveInteger, readSettings, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
+import { runCommand, type CommandRun, type Ending } from '../command-runner.js';
+import type { CommandEnvironment } from '../environment.js';
+import { buildRequest, summaryFields, summaryText, type BuildRequest } from './build.js';
+import { configOptions, configOverrides, databaseOf, exitCodesHelp, nonNegativeInteger, outOf, positiveInteger, readSettings, removalGuardOf, stateOf, strictOption, type ConfigFlags } from './shared-options.js';
 import { VIDFEEDS_VERSION } from '../../config/version.js';
 import { FORMATS } from '../../formats/registry.js';
 import { SitePaths } from '../../paths/site-paths.js';
@@ -69,11 +71,11 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
   )), {
     0: 'stopped by SIGINT or SIGTERM after the running build',
     2: 'bad flags, configuration, template or database at start: nothing was touched',
-  }).action((flags: WatchFlags) => watchAction(flags, io, setExit));
+  }).action((flags: WatchFlags) => runCommand({ name: 'watch', io, setExit }, (runner) => watchAction(flags, io, runner)));
 }
 
 /** The watch itself: a session of builds, the inputs' watcher, the notifications and the syncs, until a signal. */
-async function watchAction(flags: WatchFlags, io: Console, setExit: (code: number) => void): Promise<void> {
+async function watchAction(flags: WatchFlags, io: Console, runner: CommandRun): Promise<Ending> {
   io.log.withTimes();
   if (flags.syncChangedOnly && flags.syncEvery === undefined) throw new UsageError('--sync-changed-only goes with --sync-every');
   const { run } = readSettings(flags, io);
@@ -82,49 +84,13 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
   const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
   // The run settings (paths, logging) are read once, at start; the site's are read again on each change.
   const load = () => loadSettings({ configFile: flags.config, overrides: configOverrides(flags) }).site;
-
-  // The settings at start decide who hears of changes; the files of builds that failed part-way
-  // are live too, so they wait for the next build that finishes.
-  const startConfig = load();
-  const paths = new SitePaths(startConfig.baseUrl, startConfig.pages, FORMATS);
-  // With --deploy, the deploy tells the --on-change command, once the objects are in the store.
-  const deployArgs = watchDeployArgs(flags, request.out);
-  const notify = buildNotifySettings(startConfig, paths, deployArgs === null ? flags : { ...flags, onChange: undefined });
-  const deployer = deployArgs === null ? null : deployAfterBuilds(deployArgs, io);
-  const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
-  const files = { written: [] as string[], removed: [] as string[] };
+  const hearers = buildHearers(flags, request.out, load(), io);
   let watcher: ReturnType<typeof watchInputs> | undefined;
   // A bad configuration, template or database stops here, before a file is touched (exit 2).
-  const session = new WatchSession({
-    db: request.db,
-    out: request.out,
-    stateFile: request.stateFile,
-    loadConfig: load,
-    delayMs: flags.debounce,
-    removalGuard: flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum },
-    pollMs: flags.poll,
-    onWrote: batcher === null ? undefined : (path) => files.written.push(path),
-    onRemoved: batcher === null ? undefined : (path) => files.removed.push(path),
-    onBuild: (report: BuildReport, changes) => {
-      const line = `${describeChanges(changes)}: ${summaryText(report)}`;
-      if (report.failedCount > 0) io.log.error(line, { changes, ...summaryFields(report) });
-      else io.log.info(line, { changes, ...summaryFields(report) });
-      if (batcher !== null) {
-        batcher.add(changesOfFiles(files.written.splice(0), files.removed.splice(0), paths, routesOf(FORMATS)));
-      }
-      watcher?.setTemplateDirs(session.templateDirs());
-      deployer?.request();
-    },
-    onProblem: (message) => io.log.error(message),
-    // Every one, however many, as build names them: the operator must find each row left out.
-    onWarning: (message) => io.log.warn(message),
-  });
+  const session = watchSession(flags, request, run, load, io, hearers, () => watcher?.setTemplateDirs(session.templateDirs()));
   const warning = previewUrlWarning(load(), request.db);
   if (warning !== null) io.log.warn(warning);
-  // The sync's settings are checked at start (exit 2 when there is no source or no mapping),
-  // then read again before each sync, so an edited mapping applies to the next one.
-  if (flags.syncEvery !== undefined) syncRequest(load(), { db: request.db }, process.env);
-  const syncs = flags.syncEvery === undefined ? undefined : syncInterval(flags.syncEvery, () => syncRequestOf(load(), request.db, flags, run), io);
+  const syncs = flags.syncEvery === undefined ? undefined : syncsEvery(flags.syncEvery, () => syncRequestOf(load(), request.db, flags, run, runner.env.variables), io);
   try {
     watcher = watchInputs(
       { db: request.db, config: configFile, templateDirs: session.templateDirs() },
@@ -138,17 +104,67 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
     io.log.info(`watching ${request.db} (and its -wal), ${configFile} and templates in ${session.templateDirs().join(', ')}; Ctrl-C stops`);
     session.start();
     syncs?.start();
-    const signal = await nextSignal();
-    io.log.info(`${signal}: stopping${session.queue.busy ? ' after the running build' : ''}${deployer?.busy === true ? ', stopping the deploy under way' : ''}`);
+    const signal = await runner.stopOnSignal().heard;
+    io.log.info(`${signal}: stopping${session.queue.busy ? ' after the running build' : ''}${hearers.deployer?.busy === true ? ', stopping the deploy under way' : ''}`);
   } finally {
     await syncs?.stop();
     await session.stop();
-    await deployer?.stop();
+    await hearers.deployer?.stop();
     await watcher?.close();
-    await batcher?.flush();
+    await hearers.batcher?.flush();
   }
   io.log.info('stopped');
-  setExit(EXIT.ok);
+  return { exitCode: EXIT.ok };
+}
+
+/**
+ * Who hears of the watch's builds, as the settings at start decide: the hubs, IndexNow and the
+ * `--on-change` command through a batcher, and with --deploy the deploy after each build (which
+ * then tells the `--on-change` command itself, once the objects are in the store).
+ */
+function buildHearers(flags: WatchFlags, out: string, config: SiteConfig, io: Console) {
+  const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
+  const deployArgs = watchDeployArgs(flags, out);
+  const notify = buildNotifySettings(config, paths, deployArgs === null ? flags : { ...flags, onChange: undefined });
+  const deployer = deployArgs === null ? null : deployAfterBuilds(deployArgs, io);
+  const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
+  return { paths, deployer, batcher };
+}
+
+/** The session of builds: each build said on stderr, its files handed to whoever hears of them. */
+function watchSession(
+  flags: WatchFlags,
+  request: BuildRequest,
+  run: RunSettings,
+  load: () => SiteConfig,
+  io: Console,
+  { paths, deployer, batcher }: ReturnType<typeof buildHearers>,
+  built: () => void,
+): WatchSession {
+  // The files of builds that failed part-way are live too, so they wait for the next build that finishes.
+  const files = { written: [] as string[], removed: [] as string[] };
+  return new WatchSession({
+    db: request.db,
+    out: request.out,
+    stateFile: request.stateFile,
+    loadConfig: load,
+    delayMs: flags.debounce,
+    removalGuard: removalGuardOf(flags, run),
+    pollMs: flags.poll,
+    onWrote: batcher === null ? undefined : (path) => files.written.push(path),
+    onRemoved: batcher === null ? undefined : (path) => files.removed.push(path),
+    onBuild: (report: BuildReport, changes) => {
+      const line = `${describeChanges(changes)}: ${summaryText(report)}`;
+      if (report.failedCount > 0) io.log.error(line, { changes, ...summaryFields(report) });
+      else io.log.info(line, { changes, ...summaryFields(report) });
+      batcher?.add(changesOfFiles(files.written.splice(0), files.removed.splice(0), paths, routesOf(FORMATS)));
+      built();
+      deployer?.request();
+    },
+    onProblem: (message) => io.log.error(message),
+    // Every one, however many, as build names them: the operator must find each row left out.
+    onWarning: (message) => io.log.warn(message),
+  });
 }
 
 /** `--deploy`: a deploy after each build, one at a time; a failed one is said and tried again. */
@@ -161,14 +177,18 @@ function deployAfterBuilds(args: NonNullable<ReturnType<typeof watchDeployArgs>>
   });
 }
 
-/** The sync `--sync-every` runs, from the configuration as it is now (an edited mapping applies to the next one). */
-function syncRequestOf(config: SiteConfig, db: string, flags: WatchFlags, run: RunSettings) {
-  const removalGuard = flags.allowRemovals ? undefined : { maxShare: run.maxRemovalShare, minimum: run.removalGuardMinimum };
-  return syncRequest(config, { db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every', removalGuard }, process.env);
+/**
+ * The sync `--sync-every` runs, from the configuration as it is now (an edited mapping applies to
+ * the next one). Asked once at start too, so that a watch whose sync has no source or no mapping
+ * stops there (exit 2).
+ */
+function syncRequestOf(config: SiteConfig, db: string, flags: WatchFlags, run: RunSettings, env: CommandEnvironment['variables']) {
+  return syncRequest(config, { db, changedOnly: flags.syncChangedOnly, command: 'vidfeeds watch --sync-every', removalGuard: removalGuardOf(flags, run) }, env);
 }
 
-/** `--sync-every`: a sync every so often, its skipped rows summarised as `sync` does. */
-function syncInterval(seconds: number, request: () => ReturnType<typeof syncRequestOf>, io: Console): SyncInterval {
+/** `--sync-every`: a sync every so often, its skipped rows summarised as `sync` does; its settings are checked now. */
+function syncsEvery(seconds: number, request: () => ReturnType<typeof syncRequestOf>, io: Console): SyncInterval {
+  request();
   return new SyncInterval({
     everyMs: seconds * 1000,
     run: async (stopping) => {
@@ -183,19 +203,6 @@ function syncInterval(seconds: number, request: () => ReturnType<typeof syncRequ
     },
     onSynced: (report) => io.log.info(syncSummary(report)),
     onProblem: (error) => io.log.error(`sync failed, next in ${seconds} s: ${(error as Error).message ?? String(error)}`),
-  });
-}
-
-/** Resolves with the first SIGINT or SIGTERM; a second one gets the default (immediate exit). */
-function nextSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolveSignal) => {
-    const handler = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', handler);
-      process.off('SIGTERM', handler);
-      resolveSignal(signal);
-    };
-    process.on('SIGINT', handler);
-    process.on('SIGTERM', handler);
   });
 }
 
