@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { resolve } from 'node:path';
-import { loadConfig } from '../../config/load-config.js';
 import type { SiteConfig } from '../../config/site-config.js';
 import { openForUpdate } from '../../db/open-database.js';
 import { submitRecommendation, validateRecommendation, type RecommendationInput } from '../../db/submit-recommendation.js';
