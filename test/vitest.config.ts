@@ -11,7 +11,7 @@ export default defineConfig({
     pool: 'forks',
     // One worker more than the cores (vitest's default is one fewer: a single worker on CI's two):
     // most files wait on child processes, servers and the disk, and the extra worker fills those
-    // waits. On 2 cores the suite takes about 9.5 minutes so, 13.5 with the default.
+    // waits (docs/testing.md says how long the suite takes).
     maxWorkers: availableParallelism() + 1,
   },
 });
