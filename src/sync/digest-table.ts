@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { VIDFEEDS_VERSION } from '../config/version.js';
 import { SCHEMA_VERSION } from '../db/migrations.js';
-import { newDigestSeed, rowDigest, type DigestSeed } from './row-digest.js';
+import { newDigestSeed, ROW_DIGEST_METHOD, rowDigest, type DigestSeed } from './row-digest.js';
 import { DIGEST_COLUMN, type RowFilter, type ServerDigests, type SyncSource } from './sync-source.js';
 import type { TablePlan } from './table-plan.js';
 import { quote } from './table-writer.js';
@@ -28,15 +28,18 @@ import { logPrunedSince } from './watermark-state.js';
  * NULL). Reading 16 or 24 bytes a key out of a BLOB costs a small part of what a row of SQLite's
  * costs to hand to JavaScript, and that read is what a no-change sync does for every key.
  *
- * `site_meta` key `sync.digests.<table>` says what the digests were made with (how, vidfeeds's version,
- * the schema version, the mapping's query, columns and entity decoding: whatever shapes a stored
- * row from a source row, or orders the values a digest reads), their seed, and the change log's position after the sync that wrote them. When it
- * does not match, or the log was pruned past that position, the digests are not trusted: a full
- * sync compares every stored row and makes them again.
+ * `site_meta` key `sync.digests.<table>` says what the digests were made with (the digest method,
+ * vidfeeds's version, the schema version, the mapping's query, columns and entity decoding:
+ * whatever shapes a stored row from a source row, or orders the values a digest reads), their
+ * seed, and the change log's position after the sync that wrote them. When it does not match, or
+ * the log was pruned past that position, the digests are not trusted: a full sync compares every
+ * stored row and makes them again.
  */
 
 interface DigestState {
   plan: string;
+  /** How the digests were made (ROW_DIGEST_METHOD, or a server's); absent in states of vidfeeds before XXH64. */
+  method?: string;
   seed: DigestSeed;
   log: number;
 }
@@ -65,6 +68,7 @@ export class DigestTable {
   private readonly width: number;
   private readonly span: number;
   private readonly planId: string;
+  private readonly method: string;
   private readonly state: DigestState | null;
   private stream: ChunkStream | undefined;
   /** The chunk key-by-key edits last read, written when they move to another chunk or the digests are read or saved. */
@@ -80,12 +84,22 @@ export class DigestTable {
     this.name = `sync_digest_${plan.table}`;
     this.width = plan.keys.length + 1;
     this.span = CHUNK_SPAN[plan.keys.length as 1 | 2];
-    this.planId = digestPlanId(plan, server?.method ?? 'row-digest');
+    this.method = server?.method ?? ROW_DIGEST_METHOD;
+    this.planId = digestPlanId(plan, this.method);
     this.state = this.readState();
     this.seed = this.state?.seed ?? [0, 0];
     this.maintained = false;
-    this.trusted = this.state !== null && this.state.plan === this.planId && this.tableExists() && this.reconcile(this.state.log);
+    this.trusted = this.state !== null && this.state.plan === this.planId && this.sameMethod(this.state) && this.tableExists() && this.reconcile(this.state.log);
     this.maintained = this.trusted;
+  }
+
+  /**
+   * Why digests kept from an earlier sync are made again by this one, when they were made with
+   * another digest method (an earlier vidfeeds): a full compare then reads every stored row once.
+   */
+  get remade(): string | null {
+    if (this.trusted || this.state === null || this.sameMethod(this.state)) return null;
+    return `sync.tables.${this.plan.table}: the row digests kept from the last sync were made ${this.state.method === undefined ? "with vidfeeds's earlier 53-bit row hash" : `by ${this.state.method}`}; this sync compares every stored row once and makes them again (${this.method})`;
   }
 
   /**
@@ -163,9 +177,14 @@ export class DigestTable {
     this.flushCached();
     const key = `sync.digests.${this.plan.table}`;
     if (this.maintained) {
-      const state: DigestState = { plan: this.planId, seed: this.seed, log };
+      const state: DigestState = { plan: this.planId, method: this.method, seed: this.seed, log };
       this.target.prepare('INSERT INTO site_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, JSON.stringify(state));
     } else if (this.state !== null) this.target.prepare('DELETE FROM site_meta WHERE key = ?').run(key);
+  }
+
+  /** States without a method are of vidfeeds before XXH64, whose server digests were made as now. */
+  private sameMethod(state: DigestState): boolean {
+    return state.method === this.method || (state.method === undefined && this.server !== undefined);
   }
 
   private chunkOf(key: readonly number[]): number {

@@ -5,7 +5,7 @@ import Cursor from 'pg-cursor';
 import pgpass from 'pgpass';
 import { ReadDeadline } from './read-deadline.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import type { DigestSeed } from './row-digest.js';
+import { seedBits, type DigestSeed } from './row-digest.js';
 import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type ServerDigests, type SyncSource } from './sync-source.js';
 
 /**
@@ -226,7 +226,7 @@ function digestColumn(fields: ReadonlyArray<{ name: string; dataTypeID: number }
 
 /** The seed's two 32-bit halves as one int8, in text (pg sends it as is). */
 function seedParameter(seed: DigestSeed): string {
-  return BigInt.asIntN(64, (BigInt(seed[1]) << 32n) | BigInt(seed[0])).toString();
+  return BigInt.asIntN(64, seedBits(seed)).toString();
 }
 
 const DIALECT: Dialect = {

@@ -1,28 +1,41 @@
 import { randomBytes } from 'node:crypto';
+import xxhash from 'xxhash-wasm';
 
 /**
- * A 53-bit digest of a source row as its driver returned it, every column the mapping's query
- * returns in the query's order, for telling an unchanged row from a changed one without reading
- * vidfeeds's stored copy (src/sync/digest-table.ts).
+ * A digest of a source row as its driver returned it, every column the mapping's query returns in
+ * the query's order, for telling an unchanged row from a changed one without reading vidfeeds's
+ * stored copy (src/sync/digest-table.ts): XXH64, seeded, over an unambiguous encoding of the
+ * values (each with its type and, where it varies, its length), cut to 53 bits so that it is a
+ * safe integer and fits the digest store's doubles.
  *
- * Two 32-bit lanes take every column's type, length and content, each step a multiply-xor that
- * is a bijection of the lane's state, so two rows that differ somewhere never meet again in a
- * lane; a final avalanche mixes the lanes. The seed is random per vidfeeds database and table and
- * never leaves it: a site's user who writes a row's text cannot search offline for a text whose
- * digest stays the same when a moderator hides the row. Two different rows share a digest with a
- * chance of one in 2^53.
+ * XXH64 is not cryptographic: the seed, random per vidfeeds database and table and kept only in
+ * it, is what keeps a site's user from searching offline for a text whose digest stays the same
+ * when a moderator hides the row. Two different rows share a digest with a chance of one in 2^53.
  */
 
+/** The seed's two 32-bit halves (as kept in `site_meta`, and sent to a server that digests rows). */
 export type DigestSeed = readonly [number, number];
 
-const M1 = 0x9e3779b1;
-const M2 = 0x85ebca77;
-const F64 = new Float64Array(1);
-const U32 = new Uint32Array(F64.buffer);
+/** How vidfeeds digests a row: kept with the digests, so that digests made another way are made again. */
+export const ROW_DIGEST_METHOD = 'xxh64';
+
+const { h64Raw } = await xxhash();
+
+const TAG = { null: 0, text: 1, number: 2, date: 3, bigint: 4, true: 5, false: 6, bytes: 7 } as const;
+
+/** The encoding of the row being digested; grown, never shrunk, for the largest row seen. */
+let buffer = Buffer.allocUnsafe(1 << 16);
+let seedOf: DigestSeed | undefined;
+let seed64 = 0n;
 
 export function newDigestSeed(): DigestSeed {
   const bytes = randomBytes(8);
   return [bytes.readUInt32LE(0), bytes.readUInt32LE(4)];
+}
+
+/** The seed as one unsigned 64-bit integer. */
+export function seedBits(seed: DigestSeed): bigint {
+  return (BigInt(seed[1] >>> 0) << 32n) | BigInt(seed[0] >>> 0);
 }
 
 /**
@@ -30,60 +43,45 @@ export function newDigestSeed(): DigestSeed {
  * it does not read (the row is then always compared).
  */
 export function rowDigest(values: readonly unknown[], seed: DigestSeed): number | null {
-  let h1 = seed[0] ^ 0xdeadbeef;
-  let h2 = seed[1] ^ 0x41c6ce57;
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i];
-    let text: string;
-    let tag: number;
-    if (value === null || value === undefined) {
-      h1 = Math.imul(h1 ^ 1, M1);
-      h2 = Math.imul(h2 ^ 1, M2);
-      continue;
-    } else if (typeof value === 'string') {
-      text = value;
-      tag = 2;
-    } else if (typeof value === 'number' && (value | 0) === value && !Object.is(value, -0)) {
-      h1 = Math.imul(Math.imul(h1 ^ 3, M1) ^ value, M1);
-      h2 = Math.imul(Math.imul(h2 ^ 3, M2) ^ value, M2);
-      continue;
-    } else if (typeof value === 'number' || value instanceof Date) {
-      F64[0] = typeof value === 'number' ? value : value.getTime();
-      const kind = typeof value === 'number' ? 9 : 4;
-      h1 = Math.imul(Math.imul(Math.imul(h1 ^ kind, M1) ^ U32[0]!, M1) ^ U32[1]!, M1);
-      h2 = Math.imul(Math.imul(Math.imul(h2 ^ kind, M2) ^ U32[0]!, M2) ^ U32[1]!, M2);
-      continue;
-    } else if (typeof value === 'bigint') {
-      text = value.toString();
-      tag = 5;
-    } else if (typeof value === 'boolean') {
-      h1 = Math.imul(h1 ^ (value ? 6 : 7), M1);
-      h2 = Math.imul(h2 ^ (value ? 6 : 7), M2);
-      continue;
-    } else if (value instanceof Uint8Array) {
-      h1 = Math.imul(h1 ^ (8 + 16 * value.length), M1);
-      h2 = Math.imul(h2 ^ (8 + 16 * value.length), M2);
-      for (let j = 0; j < value.length; j++) {
-        h1 = Math.imul(h1 ^ value[j]!, M1);
-        h2 = Math.imul(h2 ^ value[j]!, M2);
-      }
-      continue;
+  let at = 0;
+  for (const value of values) {
+    // The most one value takes: a tag, a length and its content (text as UTF-16, two bytes a unit).
+    const most = 9 + (typeof value === 'string' ? 2 * value.length : value instanceof Uint8Array ? value.length : 24);
+    if (at + most > buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(2 * buffer.length, at + most));
+      buffer.copy(grown, 0, 0, at);
+      buffer = grown;
+    }
+    if (value === null || value === undefined) buffer[at++] = TAG.null;
+    else if (typeof value === 'string') at = writeText(TAG.text, value, at);
+    else if (typeof value === 'number') at = writeDouble(TAG.number, value, at);
+    else if (value instanceof Date) at = writeDouble(TAG.date, value.getTime(), at);
+    else if (typeof value === 'bigint') at = writeText(TAG.bigint, value.toString(), at);
+    else if (typeof value === 'boolean') buffer[at++] = value ? TAG.true : TAG.false;
+    else if (value instanceof Uint8Array) {
+      buffer[at] = TAG.bytes;
+      buffer.writeUInt32LE(value.length, at + 1);
+      buffer.set(value, at + 5);
+      at += 5 + value.length;
     } else return null;
-    h1 = Math.imul(h1 ^ (tag + 16 * text.length), M1);
-    h2 = Math.imul(h2 ^ (tag + 16 * text.length), M2);
-    // Two UTF-16 code units a step; the length, taken above, tells where the text ends.
-    const pairs = text.length & ~1;
-    for (let j = 0; j < pairs; j += 2) {
-      const c = text.charCodeAt(j) | (text.charCodeAt(j + 1) << 16);
-      h1 = Math.imul(h1 ^ c, M1);
-      h2 = Math.imul(h2 ^ c, M2);
-    }
-    if (pairs < text.length) {
-      h1 = Math.imul(h1 ^ text.charCodeAt(pairs), M1);
-      h2 = Math.imul(h2 ^ text.charCodeAt(pairs), M2);
-    }
   }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 0x85ebca6b) ^ Math.imul(h2 ^ (h2 >>> 13), 0xc2b2ae35);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 0x85ebca6b) ^ Math.imul(h1 ^ (h1 >>> 13), 0xc2b2ae35);
-  return 0x100000000 * (h2 & 0x1fffff) + (h1 >>> 0);
+  if (seedOf !== seed) {
+    seedOf = seed;
+    seed64 = seedBits(seed);
+  }
+  return Number(BigInt.asUintN(53, h64Raw(buffer.subarray(0, at), seed64)));
+}
+
+/** A tag, the text's length in UTF-16 units, and the units: exact for any string, lone surrogates too. */
+function writeText(tag: number, text: string, at: number): number {
+  buffer[at] = tag;
+  buffer.writeUInt32LE(text.length, at + 1);
+  return at + 5 + buffer.write(text, at + 5, 'utf16le');
+}
+
+/** A tag and the number's IEEE bytes, which tell -0 from 0. */
+function writeDouble(tag: number, value: number, at: number): number {
+  buffer[at] = tag;
+  buffer.writeDoubleLE(value, at + 1);
+  return at + 9;
 }

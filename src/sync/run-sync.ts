@@ -89,6 +89,8 @@ export interface SyncReport {
   removalGuard?: string;
   /** Text columns whose values look like UTF-8 read as latin1 (docs/adopting.md, character sets). */
   mojibake: MojibakeColumn[];
+  /** What the operator is told once at info level: row digests of an earlier vidfeeds made again. */
+  notes: string[];
 }
 
 /** The lock file of a database's syncs: `.vidfeeds/<db file>.sync.lock` beside it. */
@@ -106,7 +108,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     lock = await takeLock(request);
     source = await openSource(request.from, request.source);
     const plans = await planTables(target, source, request.tables);
-    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [] };
+    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [], notes: [] };
     const checkStop = () => {
       const signal = hooks.stopRequested?.() ?? null;
       if (signal !== null) throw new SyncInterrupted(signal);
@@ -138,6 +140,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
         checkStop();
         const digest = new DigestTable(target, plan, source.serverDigests);
         digests.push(digest);
+        if (digest.remade !== null) report.notes.push(digest.remade);
         const { counts, mode, mark, first } = await syncOne(target, source, plan, request, marks, new TableSync(plan, new TableWriter(target, plan), digest, diffHooks));
         firstMarks ||= first === true;
         report.tables[plan.table] = { ...counts, mode: mode.mode, ...(request.changedOnly && mode.mode === 'full' ? { reason: mode.reason } : {}) };

@@ -157,7 +157,7 @@ export function syncRequest(
   };
 }
 
-/** One line: what was (or would be) changed, per table, and what was skipped. */
+/** One line: what was (or would be) changed, per table, and what was skipped; after a line per note of the report. */
 export function syncSummary(report: SyncReport): string {
   const verb = report.dryRun ? 'would make' : 'made';
   const perTable = Object.entries(report.tables)
@@ -174,6 +174,7 @@ export function syncSummary(report: SyncReport): string {
     report.changedOnly ? `changed rows only in ${changed} of ${mapped} tables` : '',
   ].filter(Boolean);
   return (
+    report.notes.map((note) => `sync: ${note}\n`).join('') +
     `sync from ${report.source}${report.dryRun ? ' (dry run, nothing written)' : ''}: ${verb} ${report.changes} ${report.changes === 1 ? 'change' : 'changes'}` +
     `${perTable.length > 0 ? ` (${perTable.join(', ')})` : ''}${extra.length > 0 ? `, ${extra.join(', ')}` : ''} in ${report.seconds.toFixed(2)}s` +
     (report.removalGuard === undefined ? '' : `; a real sync would stop: ${report.removalGuard}`)
