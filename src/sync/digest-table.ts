@@ -6,7 +6,8 @@ import { newDigestSeed, ROW_DIGEST_METHOD, rowDigest, type DigestSeed } from './
 import { DIGEST_COLUMN, type RowFilter, type ServerDigests, type SyncSource } from './sync-source.js';
 import type { TablePlan } from './table-plan.js';
 import { quote } from './table-writer.js';
-import { logPrunedSince } from './watermark-state.js';
+import { deleteMeta, readMetaJson, writeMetaJson } from '../db/site-meta.js';
+import { keysLoggedSince, logPrunedSince } from '../db/sync-log.js';
 
 /**
  * What lets a full sync tell an unchanged source row without reading vidfeeds's copy of it. Per
@@ -178,8 +179,8 @@ export class DigestTable {
     const key = `sync.digests.${this.plan.table}`;
     if (this.maintained) {
       const state: DigestState = { plan: this.planId, method: this.method, seed: this.seed, log };
-      this.target.prepare('INSERT INTO site_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, JSON.stringify(state));
-    } else if (this.state !== null) this.target.prepare('DELETE FROM site_meta WHERE key = ?').run(key);
+      writeMetaJson(this.target, key, state);
+    } else if (this.state !== null) deleteMeta(this.target, key);
   }
 
   /** States without a method are of vidfeeds before XXH64, whose server digests were made as now. */
@@ -235,14 +236,8 @@ export class DigestTable {
   }
 
   private readState(): DigestState | null {
-    const row = this.target.prepare('SELECT value FROM site_meta WHERE key = ?').get(`sync.digests.${this.plan.table}`) as { value: string } | undefined;
-    if (row === undefined) return null;
-    try {
-      const state = JSON.parse(row.value) as DigestState;
-      return typeof state.plan === 'string' && Array.isArray(state.seed) && typeof state.log === 'number' ? state : null;
-    } catch {
-      return null;
-    }
+    const state = readMetaJson(this.target, `sync.digests.${this.plan.table}`) as DigestState | null;
+    return state !== null && typeof state.plan === 'string' && Array.isArray(state.seed) && typeof state.log === 'number' ? state : null;
   }
 
   private tableExists(): boolean {
@@ -256,14 +251,7 @@ export class DigestTable {
    */
   private reconcile(log: number): boolean {
     if (logPrunedSince(this.target, log)) return false;
-    const extract = (column: string) => this.plan.keys.map((k) => `json_extract(${column}, '$.${k}')`).join(', ');
-    const logged = this.target
-      .prepare(
-        `SELECT ${extract('old_keys')} FROM change_log WHERE seq > ? AND table_name = ? AND old_keys IS NOT NULL
-         UNION SELECT ${extract('new_keys')} FROM change_log WHERE seq > ? AND table_name = ? AND new_keys IS NOT NULL`,
-      )
-      .raw(true)
-      .all(log, this.plan.table, log, this.plan.table) as number[][];
+    const logged = keysLoggedSince(this.target, this.plan.table, this.plan.keys, log) as number[][];
     if (logged.some((key) => key.some((value) => !Number.isSafeInteger(value)))) return false;
     const exists = this.target.prepare(`SELECT 1 FROM ${quote(this.plan.table)} WHERE ${this.plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ')}`);
     for (const key of logged) this.edit(key, exists.get(...key) === undefined ? undefined : null);
