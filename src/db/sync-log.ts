@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { SITE_TABLES } from './columns.js';
+import { quoteIdentifier } from './quote-identifier.js';
 
 /**
  * What `vidfeeds sync` reads of vidfeeds's own bookkeeping while it writes, on its write
@@ -17,7 +18,7 @@ export function changeLogPosition(db: Database.Database): number {
 /** The rows a site table holds. */
 export function tableSize(db: Database.Database, table: string): number {
   if (SITE_TABLES[table] === undefined) throw new Error(`${table} is not a site table`);
-  return (db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n;
+  return (db.prepare(`SELECT count(*) AS n FROM ${quoteIdentifier(table)}`).get() as { n: number }).n;
 }
 
 /** Per table, the rows deleted since log position `after`. */

@@ -5,7 +5,7 @@ import { SCHEMA_VERSION } from '../db/migrations.js';
 import { newDigestSeed, ROW_DIGEST_METHOD, rowDigest, type DigestSeed } from './row-digest.js';
 import { DIGEST_COLUMN, type RowFilter, type ServerDigests, type SyncSource } from './sync-source.js';
 import type { TablePlan } from './table-plan.js';
-import { quote } from './table-writer.js';
+import { quoteIdentifier as quote } from '../db/quote-identifier.js';
 import { deleteMeta, readMetaJson, writeMetaJson } from '../db/site-meta.js';
 import { keysLoggedSince, logPrunedSince } from '../db/sync-log.js';
 

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import { quoteIdentifier } from '../db/quote-identifier.js';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
 import { keysQuery, maxQuery, orderedQuery, trimQuery, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
 
@@ -50,7 +51,7 @@ export async function openSqliteSource(file: string): Promise<SyncSource> {
 }
 
 const DIALECT: Dialect = {
-  quote: (name) => `"${name.replaceAll('"', '""')}"`,
+  quote: quoteIdentifier,
   param: () => '?',
 };
 

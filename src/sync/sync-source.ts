@@ -47,19 +47,13 @@ export const SOURCE_BATCH = 2000;
 export interface SourceOptions {
   /** A file whose first line is the password, used when the URL holds none. */
   passwordFile?: string | null;
+  /**
+   * PGPASSWORD of the environment vidfeeds runs in, which a PostgreSQL source uses as libpq does:
+   * after the URL's password and sync.passwordFile, before ~/.pgpass.
+   */
+  environmentPassword?: string;
   /** How long the source may stay silent while vidfeeds waits for it (src/sync/read-deadline.ts). */
   readTimeoutSeconds?: number;
-}
-
-/** Where a MySQL or MariaDB server is, from its URL. */
-export interface ServerUrl {
-  host: string;
-  port: number | undefined;
-  user: string;
-  password: string | undefined;
-  database: string;
-  /** A Unix socket (`?socket=/path`). */
-  socket: string | undefined;
 }
 
 /** A URL for messages: the password, if one was written in it, replaced by `***`. */

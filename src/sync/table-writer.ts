@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import type { ValueIssue } from '../db/decode.js';
+import { quoteIdentifier as quote } from '../db/quote-identifier.js';
 import { sameValue, type StoredValue } from './sync-values.js';
 import type { TablePlan } from './table-plan.js';
 
@@ -111,8 +112,4 @@ export class TableWriter {
     const who = holder === undefined ? 'another row' : `${this.plan.table} ${this.plan.keys.map((k, j) => `${k}=${holder[j]}`).join(', ')}`;
     return `${column} ${JSON.stringify(values[i])} is already taken by ${who} (${column} must be unique)`;
   }
-}
-
-export function quote(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
 }

@@ -86,6 +86,13 @@ describe.skipIf(missing !== null)('vidfeeds sync from MariaDB (docs/adopting.md,
     expect(closed.code).toBe(75);
     expect(closed.stderr).toMatch(/ECONNREFUSED/);
     expect(dumpTables(site.db)).toBe(before);
+    // The server's Unix socket (`?socket=`), in place of the URL's host and port.
+    const bySocket = site.sync(['--from', `mysql://site:secret@localhost/site?socket=${encodeURIComponent(server.socket)}`, '--dry-run']);
+    expect(bySocket.code, bySocket.stderr).toBe(0);
+    expect(bySocket.stderr + bySocket.stdout).toContain(`at ${server.socket}`);
+    const noSocket = site.sync(['--from', `mysql://site:secret@localhost/site?socket=${encodeURIComponent(`${server.socket}.missing`)}`]);
+    expect(noSocket.code).toBe(75);
+    expect(noSocket.stderr).toContain(`${server.socket}.missing`);
   });
 
   it('syncs the messy rows by the column rules: entities decoded, zero dates and orphans named, BIGINT ids as integers', () => {

@@ -147,7 +147,7 @@ export function syncRequest(
   return {
     db: resolve(flags.db),
     from,
-    source: { passwordFile: config.sync.passwordFile, readTimeoutSeconds: config.sync.readTimeoutSeconds },
+    source: { passwordFile: config.sync.passwordFile, readTimeoutSeconds: config.sync.readTimeoutSeconds, environmentPassword: process.env.PGPASSWORD },
     tables,
     dryRun: flags.dryRun ?? false,
     changedOnly: flags.changedOnly ?? false,
