@@ -6,7 +6,7 @@ import { keyProblem, rowName, shapeRow, type ShapedValues, type SkippedSourceRow
 import { MappingError } from './sync-errors.js';
 import { normaliseValue, sameValue, WRONG, type StoredValue } from './sync-values.js';
 import type { TablePlan } from './table-plan.js';
-import type { TableWriter } from './table-writer.js';
+import type { Refusal, TableWriter } from './table-writer.js';
 
 /**
  * What every way of syncing a table shares: the source's rows shaped into vidfeeds's values, in
@@ -44,7 +44,7 @@ interface PendingWrite {
   op: 'insert' | 'update';
   row: SourceRow;
   values: StoredValue[];
-  error: string;
+  refusal: Refusal;
 }
 
 /**
@@ -197,8 +197,8 @@ export class TableSync {
       this.keepDigest(row, issues.length === 0 && outcome.issues.length === 0, digest);
       return;
     }
-    if (outcome.unique) this.deferred.push({ op, row, values, error: outcome.reason });
-    else this.drop(op, row, outcome.reason);
+    if (outcome.refusal.kind === 'unique') this.deferred.push({ op, row, values, refusal: outcome.refusal });
+    else this.drop(op, row, outcome.refusal);
   }
 
   remove(key: readonly unknown[]): void {
@@ -222,11 +222,11 @@ export class TableSync {
     this.deferred.reverse();
     this.retryDeferred(1);
     if (this.deferred.some((pending) => pending.op === 'update')) {
-      for (const pending of this.deferred) if (pending.op === 'update') this.writer.moveAside(pending.values, pending.error);
+      for (const { op, values, refusal } of this.deferred) if (op === 'update' && refusal.kind === 'unique') this.writer.moveAside(values, refusal.column);
       this.retryDeferred();
     }
     // Named in key order.
-    for (const pending of this.deferred.reverse()) this.drop(pending.op, pending.row, pending.error);
+    for (const pending of this.deferred.reverse()) this.drop(pending.op, pending.row, pending.refusal);
     return this.counts;
   }
 
@@ -236,9 +236,25 @@ export class TableSync {
   }
 
   /** A row the source holds but that cannot be written is not left behind in its old form either. */
-  private drop(op: 'insert' | 'update', row: SourceRow, reason: string): void {
-    this.skip(row.name(), reason);
+  private drop(op: 'insert' | 'update', row: SourceRow, refusal: Refusal): void {
+    this.skip(row.name(), this.refusalReason(refusal));
     if (op === 'update') this.remove(row.key);
+  }
+
+  /** Why the schema refused a row, for the operator. */
+  private refusalReason(refusal: Refusal): string {
+    const { table, keys } = this.plan;
+    switch (refusal.kind) {
+      case 'unique': {
+        const { column, value, holder } = refusal;
+        const who = holder === null ? 'another row' : `${table} ${keys.map((k, j) => `${k}=${holder[j]}`).join(', ')}`;
+        return `${column} ${JSON.stringify(value)} is already taken by ${who} (${column} must be unique)`;
+      }
+      case 'reference':
+        return `${refusal.column} ${refusal.value}: no ${refusal.parent} row has that id (not in the source, or skipped)`;
+      case 'constraint':
+        return refusal.reference ? `a row it refers to is missing: ${refusal.message}` : `vidfeeds's schema refuses it: ${refusal.message}`;
+    }
   }
 
   private retryDeferred(passes = Infinity): void {
@@ -251,7 +267,7 @@ export class TableSync {
           this.counts[pending.op === 'insert' ? 'inserted' : 'updated']++;
           this.keepDigest(pending.row, outcome.issues.length === 0, this.digests.find(pending.row.key));
           progress = true;
-        } else this.deferred.push({ ...pending, error: outcome.reason });
+        } else this.deferred.push({ ...pending, refusal: outcome.refusal });
       }
     }
   }
