@@ -69,9 +69,9 @@ export class DigestTable {
     this.store = new ChunkedDigestStore(target, plan.table, plan.keys.length + 1);
     this.method = server?.method ?? ROW_DIGEST_METHOD;
     this.planId = digestPlanId(plan, this.method);
-    this.state = this.readState();
+    this.state = readState(target, plan.table);
     this.seed = this.state?.seed ?? [0, 0];
-    this.trusted = this.state !== null && this.state.plan === this.planId && this.sameMethod(this.state) && this.store.exists() && this.reconcile(this.state.log);
+    this.trusted = this.state !== null && this.state.plan === this.planId && this.sameMethod(this.state) && this.store.exists() && followChangeLog(target, plan, this.store, this.state.log);
     this.maintained = this.trusted;
   }
 
@@ -165,25 +165,25 @@ export class DigestTable {
   private sameMethod(state: DigestState): boolean {
     return state.method === this.method || (state.method === undefined && this.server !== undefined);
   }
+}
 
-  private readState(): DigestState | null {
-    const state = readMetaJson(this.target, `sync.digests.${this.plan.table}`) as DigestState | null;
-    return state !== null && typeof state.plan === 'string' && Array.isArray(state.seed) && typeof state.log === 'number' ? state : null;
-  }
+function readState(target: Database.Database, table: string): DigestState | null {
+  const state = readMetaJson(target, `sync.digests.${table}`) as DigestState | null;
+  return state !== null && typeof state.plan === 'string' && Array.isArray(state.seed) && typeof state.log === 'number' ? state : null;
+}
 
-  /**
-   * The rows of the table the change log says something else wrote since `log` get a NULL digest,
-   * and keys the table lost are removed; false when the log cannot say (pruned past `log`, or a
-   * logged key that is not an integer).
-   */
-  private reconcile(log: number): boolean {
-    if (logPrunedSince(this.target, log)) return false;
-    const logged = keysLoggedSince(this.target, this.plan.table, this.plan.keys, log) as number[][];
-    if (logged.some((key) => key.some((value) => !Number.isSafeInteger(value)))) return false;
-    const exists = this.target.prepare(`SELECT 1 FROM ${quote(this.plan.table)} WHERE ${this.plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ')}`);
-    for (const key of logged) this.store.set(key, exists.get(...key) === undefined ? undefined : null);
-    return true;
-  }
+/**
+ * The rows of the table the change log says something else wrote since `log` get a NULL digest,
+ * and keys the table lost are removed; false when the log cannot say (pruned past `log`, or a
+ * logged key that is not an integer).
+ */
+function followChangeLog(target: Database.Database, plan: TablePlan, store: DigestStore, log: number): boolean {
+  if (logPrunedSince(target, log)) return false;
+  const logged = keysLoggedSince(target, plan.table, plan.keys, log) as number[][];
+  if (logged.some((key) => key.some((value) => !Number.isSafeInteger(value)))) return false;
+  const exists = target.prepare(`SELECT 1 FROM ${quote(plan.table)} WHERE ${plan.keys.map((k) => `${quote(k)} = ?`).join(' AND ')}`);
+  for (const key of logged) store.set(key, exists.get(...key) === undefined ? undefined : null);
+  return true;
 }
 
 function digestPlanId(plan: TablePlan, method: string): string {

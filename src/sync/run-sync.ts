@@ -10,8 +10,7 @@ import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted, SyncRemovalGuardError } from './sync-errors.js';
 import { openSource } from './open-source.js';
 import type { SourceOptions, SyncSource } from './sync-source.js';
-import { MAX_MISSING_KEYS, syncChangedRows } from './changed-rows.js';
-import { syncTable } from './table-diff.js';
+import { syncRows } from './table-strategies.js';
 import { planTables, type TableMapping, type TablePlan } from './table-plan.js';
 import { DigestTable } from './digest-table.js';
 import { TableSync, type DiffHooks, type TableCounts } from './table-sync.js';
@@ -194,13 +193,8 @@ async function syncOne(
   const mapping = plan.watermark === null ? '' : mappingId(request.from, plan);
   // Read before the rows, in the same snapshot: rows changed after it are past it.
   const latest = plan.watermark === null ? null : encodeMark(await source.max(plan.query, plan.watermark));
-  let mode: Mode = request.changedOnly ? marks.mode(plan, mapping, latest) : { mode: 'full', reason: 'asked for' };
-  let done = false;
-  if (mode.mode === 'changed') {
-    done = await syncChangedRows(target, source, sync, mode.since);
-    if (!done) mode = { mode: 'full', reason: `more than ${MAX_MISSING_KEYS} of its source keys are to be read by key (missing from vidfeeds's table, or held by several rows)` };
-  }
-  if (!done) await syncTable(target, source, sync);
+  const asked: Mode = request.changedOnly ? marks.mode(plan, mapping, latest) : { mode: 'full', reason: 'asked for' };
+  const mode = await syncRows(target, source, sync, asked);
   const counts = sync.finish();
   if (plan.watermark === null) return { counts, mode };
   // The first sync of a mapping reads from its own greatest watermark next time; later ones keep

@@ -22,7 +22,7 @@ export interface SyncSource {
   max(query: string, column: string): Promise<unknown>;
   /**
    * Present where the server digests rows itself: a full sync then reads only each row's key and
-   * digest, and reads in full only the rows whose digest moved (src/sync/table-diff.ts).
+   * digest, and reads in full only the rows whose digest moved (src/sync/table-strategies.ts).
    */
   readonly serverDigests?: ServerDigests;
   close(): Promise<void>;
