@@ -103,7 +103,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
       return batches<Record<string, unknown>>({ sql, values: params }, query);
     },
     keys(query, keys) {
-      return batches<unknown[]>({ sql: keysQuery(query, keys, DIALECT), rowsAsArray: true }, query);
+      return batches<Record<string, unknown>>({ sql: keysQuery(query, keys, DIALECT) }, query);
     },
     async max(query, column) {
       try {

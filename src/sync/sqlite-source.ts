@@ -38,7 +38,7 @@ export async function openSqliteSource(file: string): Promise<SyncSource> {
       return iterate<Record<string, unknown>>(prepare(sql, query).safeIntegers(true), params);
     },
     keys(query, keys) {
-      return iterate<unknown[]>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true).raw(true), []);
+      return iterate<Record<string, unknown>>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true), []);
     },
     async max(query, column) {
       return (prepare(maxQuery(query, column, DIALECT), query).safeIntegers(true).get() as { vidfeeds_max: unknown } | undefined)?.vidfeeds_max ?? null;

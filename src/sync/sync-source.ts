@@ -16,8 +16,8 @@ export interface SyncSource {
    * iterating costs beside the driver's own parsing.
    */
   rows(query: string, keys: readonly string[], filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>>;
-  /** Only the keys of a query's rows, each as an array in the order of `keys`, in key order, in batches. */
-  keys(query: string, keys: readonly string[]): AsyncIterable<unknown[][]>;
+  /** Only the key columns of a query's rows, in key order, in batches. */
+  keys(query: string, keys: readonly string[]): AsyncIterable<Array<Record<string, unknown>>>;
   /** The greatest value of a column the query returns, as the driver gives it; null when there is none. */
   max(query: string, column: string): Promise<unknown>;
   /**

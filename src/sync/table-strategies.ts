@@ -1,9 +1,7 @@
 import type Database from 'better-sqlite3';
-import { compareKeys, keyGroups, type KeyGroup, type UnkeyedRow } from './key-groups.js';
+import { keyGroups, type KeyGroup, type UnkeyedRow } from './key-groups.js';
 import { lookedUp, mergedWith, reconcile } from './reconcile.js';
-import { MappingError } from './sync-errors.js';
 import type { RowFilter, SyncSource } from './sync-source.js';
-import { normaliseValue, WRONG } from './sync-values.js';
 import { passRest, passTo, TargetPages } from './target-pages.js';
 import type { TableSync } from './table-sync.js';
 import type { Mode } from './watermark-state.js';
@@ -78,7 +76,7 @@ async function movedRows(source: SyncSource, sync: TableSync): Promise<boolean> 
         const digest = head === undefined ? undefined : (head[keyCount] as number | null);
         // A key of several rows is read in full: the row kept is chosen among all of them.
         if (item.others.length === 0 && digest !== undefined && digest !== null && digest === digests.digestOf(item.kept.raw)) unchanged++;
-        else moved.push(plan.keys.map((column) => item.kept.raw[column]));
+        else moved.push(sourceKey(sync, item));
       }
       tooMany = over();
     }
@@ -106,43 +104,34 @@ async function movedRows(source: SyncSource, sync: TableSync): Promise<boolean> 
 async function changedRows(target: Database.Database, source: SyncSource, sync: TableSync, since: unknown): Promise<boolean> {
   const { plan } = sync;
   const keyCount = plan.keys.length;
-  const specs = plan.specs.slice(0, keyCount);
-  /** A key as the source gave it, as vidfeeds stores it; null when it is not one (not an integer). */
-  const storedKey = (values: readonly unknown[]): number[] | null => {
-    const key = values.map((value, i) => normaliseValue(specs[i]!, value));
-    return key.some((value) => value === WRONG || value === null) ? null : (key as number[]);
-  };
   const pages = new TargetPages(target, plan.table, plan.keys, plan.keys);
   /** Keys as the source gave them: read back by `1`, a key the source holds as '001' would not be found. */
   const missing: unknown[][] = [];
-  /** Keys the source holds several rows of, read in full: the row kept is chosen among all of them. */
+  /** Keys the source holds several rows of, read whole: the row kept is chosen among all of them. */
   const several: unknown[][] = [];
   const gone = (key: number[]) => sync.remove(key);
-  let previous: number[] | undefined;
-  let lastSeveral: number[] | undefined;
-  for await (const batch of source.keys(plan.query, plan.keys)) {
-    sync.checkStop();
-    for (const raw of batch) {
+  let tooMany = false;
+  for await (const batch of keyGroups(plan, source.keys(plan.query, plan.keys), { checkStop: () => sync.checkStop() })) {
+    // Read to the end even when too many are missing: a query left before its end drops the connection.
+    for (let i = 0; i < batch.length && !tooMany; i++) {
+      const item = batch[i]!;
       // A key that is not an integer is skipped, and named, when its row is read in full.
-      const numbers = storedKey(raw);
-      if (numbers === null) continue;
-      if (previous !== undefined) {
-        const order = compareKeys(numbers, previous, keyCount);
-        // Two rows of one key: which is kept is chosen, and the other named, when rows are read in full.
-        if (order === 0) {
-          if (lastSeveral !== previous && several.push(raw) + missing.length > MAX_MISSING_KEYS) return false;
-          lastSeveral = previous;
-          continue;
-        }
-        if (order < 0) throw new MappingError(`sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${numbers.join(', ')} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`);
-      }
-      previous = numbers;
-      if (passTo(pages, numbers, keyCount, gone) === undefined && missing.push(raw) + several.length > MAX_MISSING_KEYS) return false;
+      if (!('kept' in item)) continue;
+      const held = passTo(pages, item.key, keyCount, gone) !== undefined;
+      if (item.others.length > 0) several.push(sourceKey(sync, item));
+      else if (!held) missing.push(sourceKey(sync, item));
+      tooMany = missing.length + several.length > MAX_MISSING_KEYS;
     }
   }
+  if (tooMany) return false;
   passRest(pages, keyCount, gone);
   await readByKey(source, sync, missing, { column: plan.watermark!, value: since }, several);
   return true;
+}
+
+/** A key as the source gave it. */
+function sourceKey(sync: TableSync, group: KeyGroup): unknown[] {
+  return sync.plan.keys.map((column) => group.kept.raw[column]);
 }
 
 /**
