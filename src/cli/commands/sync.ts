@@ -122,7 +122,7 @@ export function syncProblems(io: Console, keep?: { skipped: SkippedSourceRow[]; 
   return { hooks, flush };
 }
 
-/** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`). */
+/** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`, and PGPASSWORD). */
 export function syncRequest(
   config: SiteConfig,
   flags: { db: string; from?: string; dryRun?: boolean; changedOnly?: boolean; wait?: number; command?: string; removalGuard?: SyncRemovalGuard },
@@ -147,7 +147,7 @@ export function syncRequest(
   return {
     db: resolve(flags.db),
     from,
-    source: { passwordFile: config.sync.passwordFile, readTimeoutSeconds: config.sync.readTimeoutSeconds, environmentPassword: process.env.PGPASSWORD },
+    source: { passwordFile: config.sync.passwordFile, readTimeoutSeconds: config.sync.readTimeoutSeconds, environmentPassword: env.PGPASSWORD },
     tables,
     dryRun: flags.dryRun ?? false,
     changedOnly: flags.changedOnly ?? false,
