@@ -19,14 +19,20 @@ export type DigestSeed = readonly [number, number];
 /** How vidfeeds digests a row: kept with the digests, so that digests made another way are made again. */
 export const ROW_DIGEST_METHOD = 'xxh64';
 
-const { h64Raw } = await xxhash();
+const { h64, h64Raw } = await xxhash();
 
-const TAG = { null: 0, text: 1, number: 2, date: 3, bigint: 4, true: 5, false: 6, bytes: 7 } as const;
+/**
+ * Each value becomes a tag character, then for a text, a big integer, bytes or a number its
+ * length in one or two characters and its text; the row is one string, hashed in one call (a
+ * call per value would cost most of what a no-change sync does per row).
+ */
+const TAG = { null: '\u0000', text: '\u0001', number: '\u0002', minusZero: '\u0003', date: '\u0004', bigint: '\u0005', true: '\u0006', false: '\u0007', bytes: '\u0008' } as const;
 
-/** The encoding of the row being digested; grown, never shrunk, for the largest row seen. */
-let buffer = Buffer.allocUnsafe(1 << 16);
+/** The seed's bits, for the last seed seen (a sync digests one table's rows with one seed). */
 let seedOf: DigestSeed | undefined;
 let seed64 = 0n;
+/** Rows whose text is not well-formed UTF-16 are hashed as UTF-16 bytes, under another seed: UTF-8 has no lone surrogates. */
+let seed64Utf16 = 0n;
 
 export function newDigestSeed(): DigestSeed {
   const bytes = randomBytes(8);
@@ -43,45 +49,34 @@ export function seedBits(seed: DigestSeed): bigint {
  * it does not read (the row is then always compared).
  */
 export function rowDigest(values: readonly unknown[], seed: DigestSeed): number | null {
-  let at = 0;
+  let row = '';
   for (const value of values) {
-    // The most one value takes: a tag, a length and its content (text as UTF-16, two bytes a unit).
-    const most = 9 + (typeof value === 'string' ? 2 * value.length : value instanceof Uint8Array ? value.length : 24);
-    if (at + most > buffer.length) {
-      const grown = Buffer.allocUnsafe(Math.max(2 * buffer.length, at + most));
-      buffer.copy(grown, 0, 0, at);
-      buffer = grown;
-    }
-    if (value === null || value === undefined) buffer[at++] = TAG.null;
-    else if (typeof value === 'string') at = writeText(TAG.text, value, at);
-    else if (typeof value === 'number') at = writeDouble(TAG.number, value, at);
-    else if (value instanceof Date) at = writeDouble(TAG.date, value.getTime(), at);
-    else if (typeof value === 'bigint') at = writeText(TAG.bigint, value.toString(), at);
-    else if (typeof value === 'boolean') buffer[at++] = value ? TAG.true : TAG.false;
-    else if (value instanceof Uint8Array) {
-      buffer[at] = TAG.bytes;
-      buffer.writeUInt32LE(value.length, at + 1);
-      buffer.set(value, at + 5);
-      at += 5 + value.length;
-    } else return null;
+    if (value === null || value === undefined) row += TAG.null;
+    else if (typeof value === 'string') row += TAG.text + sized(value);
+    else if (typeof value === 'number') row += Object.is(value, -0) ? TAG.minusZero : TAG.number + sized(String(value));
+    else if (value instanceof Date) row += TAG.date + sized(String(value.getTime()));
+    else if (typeof value === 'bigint') row += TAG.bigint + sized(value.toString());
+    else if (typeof value === 'boolean') row += value ? TAG.true : TAG.false;
+    else if (value instanceof Uint8Array) row += TAG.bytes + sized(Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1'));
+    else return null;
   }
   if (seedOf !== seed) {
     seedOf = seed;
     seed64 = seedBits(seed);
+    seed64Utf16 = seed64 ^ 0x9e3779b97f4a7c15n;
   }
-  return Number(BigInt.asUintN(53, h64Raw(buffer.subarray(0, at), seed64)));
+  // h64 hashes the text's UTF-8, which has no lone surrogate: a row holding one is hashed otherwise.
+  const hash = isWellFormed(row) ? h64(row, seed64) : h64Raw(Buffer.from(row, 'utf16le'), seed64Utf16);
+  return Number(BigInt.asUintN(53, hash));
 }
 
-/** A tag, the text's length in UTF-16 units, and the units: exact for any string, lone surrogates too. */
-function writeText(tag: number, text: string, at: number): number {
-  buffer[at] = tag;
-  buffer.writeUInt32LE(text.length, at + 1);
-  return at + 5 + buffer.write(text, at + 5, 'utf16le');
+/** A text preceded by its length in UTF-16 units, in two characters (one when it is under 0x8000). */
+function sized(text: string): string {
+  const length = text.length;
+  return (length < 0x8000 ? String.fromCharCode(length) : String.fromCharCode(0x8000 | (length & 0x7fff), length >>> 15)) + text;
 }
 
-/** A tag and the number's IEEE bytes, which tell -0 from 0. */
-function writeDouble(tag: number, value: number, at: number): number {
-  buffer[at] = tag;
-  buffer.writeDoubleLE(value, at + 1);
-  return at + 9;
+/** String.prototype.isWellFormed (ES2024, in every Node vidfeeds supports), which TypeScript's ES2022 library lacks. */
+function isWellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
 }
