@@ -1,8 +1,8 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
-import { connect } from 'node:net';
+import type { Socket } from 'node:net';
 import { ReadDeadline } from './read-deadline.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type ServerUrl, type SyncSource } from './sync-source.js';
+import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. A BIGINT comes as a number where it fits one exactly and as
@@ -27,22 +27,30 @@ const CONNECTION_CODES = new Set([
  */
 const REFUSED_CODES = new Set(['ENOTFOUND', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE']);
 
-export async function openMysqlSource(url: ServerUrl, passwordFromFile: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
-  const where = url.socket ?? `${url.host}:${url.port ?? 3306}`;
-  // vidfeeds makes the socket so that it can drop a connection to a frozen server: mysql2's
-  // `destroy` only half-closes it, and waits for a server that will not answer.
-  const socket = url.socket === undefined ? connect(url.port ?? 3306, url.host) : connect(url.socket);
-  socket.setNoDelay(true);
+/** A MySQL or MariaDB URL as mysql2 reads it (`uri`), and the Unix socket of its `?socket=/path`. */
+export interface MysqlUrl {
+  /** The URL without its parameters, which mysql2 would take for options of its own. */
+  uri: string;
+  socketPath: string | undefined;
+  /** The URL holds a password (which sync.passwordFile does not replace). */
+  hasPassword: boolean;
+}
+
+export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
   const connection = mysql.createConnection({
-    stream: socket,
-    user: url.user,
-    password: url.password ?? passwordFromFile,
-    database: url.database,
+    uri: url.uri,
+    socketPath: url.socketPath,
+    password: url.hasPassword ? undefined : passwordFromFile,
     charset: 'utf8mb4',
     supportBigNumbers: true,
     dateStrings: true,
     connectTimeout: Math.min(10, readTimeoutSeconds) * 1000,
   });
+  const { host, port, socketPath } = connection.config;
+  const where = socketPath ?? `${host}:${port}`;
+  // A connection to a frozen server is dropped by destroying its socket: mysql2's `destroy` only
+  // half-closes it, and waits for a server that will not answer.
+  const socket = (connection as unknown as { stream: Socket }).stream;
   /**
    * The connection's own failure (lost, reset, killed). mysql2 hands it to the connection, not to
    * a streamed query, so a stream waiting for rows hears of it through `onBroken`.
@@ -76,7 +84,7 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
   } catch (error) {
     socket.destroy();
     if (error instanceof SourceUnavailableError) throw error;
-    const message = `the source database (MySQL/MariaDB at ${where}, database ${url.database}) cannot be read: ${(error as Error).message}`;
+    const message = `the source database (MySQL/MariaDB at ${where}, database ${connection.config.database}) cannot be read: ${(error as Error).message}`;
     throw REFUSED_CODES.has((error as { code?: string }).code ?? '') ? new SourceRefusedError(message) : new SourceUnavailableError(message);
   }
   const describe = (error: unknown, query: string) => mysqlError(broken ?? error, where, query);
@@ -95,7 +103,7 @@ export async function openMysqlSource(url: ServerUrl, passwordFromFile: string |
       return batches<Record<string, unknown>>({ sql, values: params }, query);
     },
     keys(query, keys) {
-      return batches<unknown[]>({ sql: keysQuery(query, keys, DIALECT), rowsAsArray: true }, query);
+      return batches<Record<string, unknown>>({ sql: keysQuery(query, keys, DIALECT) }, query);
     },
     async max(query, column) {
       try {
@@ -188,7 +196,7 @@ async function* queryBatches<T>({ connection, streams, deadline, options, descri
 }
 
 const DIALECT: Dialect = {
-  quote: (name) => `\`${name.replaceAll('`', '``')}\``,
+  quote: (name) => mysql.escapeId(name, true),
   param: () => '?',
 };
 

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_READ_TIMEOUT_SECONDS } from './read-deadline.js';
 import { MappingError } from './sync-errors.js';
-import { redactUrl, type ServerUrl, type SourceOptions, type SyncSource } from './sync-source.js';
+import type { MysqlUrl } from './mysql-source.js';
+import { redactUrl, type SourceOptions, type SyncSource } from './sync-source.js';
 
 /** Which driver reads a source URL, and what the URL says: host, user, database, socket, file. */
 
@@ -16,10 +17,10 @@ export async function openSource(url: string, options: SourceOptions = {}): Prom
   switch (scheme) {
     case 'mysql:':
     case 'mariadb:':
-      return (await import('./mysql-source.js')).openMysqlSource(parseServerUrl(url), passwordOf(options), timeout);
+      return (await import('./mysql-source.js')).openMysqlSource(mysqlUrl(url), passwordOf(options), timeout);
     case 'postgres:':
     case 'postgresql:':
-      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(options), timeout);
+      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(options) ?? options.environmentPassword, timeout);
     case 'sqlite:':
       return (await import('./sqlite-source.js')).openSqliteSource(sqlitePath(url));
     default:
@@ -27,23 +28,21 @@ export async function openSource(url: string, options: SourceOptions = {}): Prom
   }
 }
 
-function parseServerUrl(text: string): ServerUrl {
+/**
+ * A MySQL URL checked for what mysql2 would take silently (not a URL, no database), for mysql2 to
+ * read; its `?socket=` goes to mysql2 as `socketPath`, and other parameters are not options.
+ */
+function mysqlUrl(text: string): MysqlUrl {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw new MappingError(`the source ${redactUrl(text)} is not a valid URL`);
+    throw new MappingError(`the source ${redactUrl(text)} is not a valid URL: write mysql://USER@HOST:PORT/DATABASE`);
   }
-  const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
-  if (database === '') throw new MappingError(`the source ${redactUrl(text)} names no database: add /DATABASE after the host`);
-  return {
-    host: url.hostname === '' ? 'localhost' : url.hostname,
-    port: url.port === '' ? undefined : Number(url.port),
-    user: decodeURIComponent(url.username),
-    password: url.password === '' ? undefined : decodeURIComponent(url.password),
-    database,
-    socket: url.searchParams.get('socket') ?? undefined,
-  };
+  if (url.pathname.replace(/^\//, '') === '') throw new MappingError(`the source ${redactUrl(text)} names no database: add /DATABASE after the host`);
+  const socketPath = url.searchParams.get('socket') ?? undefined;
+  url.search = '';
+  return { uri: url.href, socketPath, hasPassword: url.password !== '' };
 }
 
 function sqlitePath(url: string): string {

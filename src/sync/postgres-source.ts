@@ -5,7 +5,7 @@ import Cursor from 'pg-cursor';
 import pgpass from 'pgpass';
 import { ReadDeadline } from './read-deadline.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import type { DigestSeed } from './row-digest.js';
+import { seedBits, type DigestSeed } from './row-digest.js';
 import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type ServerDigests, type SyncSource } from './sync-source.js';
 
 /**
@@ -13,8 +13,8 @@ import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactU
  * does not, numeric as text (pg's default), and dates as their text (`timestamp`, `timestamptz`,
  * `date`): pg would otherwise read a `timestamp` without zone in this machine's zone. src/sync/sync-values.ts reads `timestamp` text as UTC. All queries run
  * in one REPEATABLE READ, READ ONLY transaction; rows are read through a cursor, 2,000 at a time.
- * Without a password in the URL or the configuration, pg reads PGPASSWORD and ~/.pgpass (or
- * PGPASSFILE) as libpq does.
+ * Without a password in the URL, sync.passwordFile or PGPASSWORD (which src/cli reads), the
+ * password file (~/.pgpass or PGPASSFILE) is read as libpq does.
  *
  * The server digests rows itself (src/sync/sync-source.ts, ServerDigests), with the sync's secret
  * seed, cut to 53 bits. From PostgreSQL 14, `hash_record_extended` over the row's columns, each
@@ -43,7 +43,7 @@ function int8(text: string): number | string {
  * A client of the source, not yet connected, and its socket: vidfeeds makes the socket (pg's
  * `stream`) so that it can drop a connection to a frozen server, which pg's own `end` waits on.
  */
-function newClient(url: string, passwordFromFile: string | undefined, connectSeconds: number): { client: pg.Client; socket: Socket } {
+function newClient(url: string, password: string | undefined, connectSeconds: number): { client: pg.Client; socket: Socket } {
   let config: pg.ClientConfig;
   try {
     config = parseIntoClientConfig(url);
@@ -58,7 +58,7 @@ function newClient(url: string, passwordFromFile: string | undefined, connectSec
     ...where,
     stream: () => socket,
     // None found: pg fails the login, and openPostgresSource says where one goes.
-    password: typeof inUrl === 'string' && inUrl !== '' ? inUrl : (passwordFromFile ?? ((): Promise<string> => libpqPassword(client) as Promise<string>)),
+    password: typeof inUrl === 'string' && inUrl !== '' ? inUrl : (password ?? ((): Promise<string> => passwordFileEntry(client) as Promise<string>)),
     types: TYPES,
     connectionTimeoutMillis: connectSeconds * 1000,
     application_name: 'vidfeeds sync',
@@ -67,13 +67,13 @@ function newClient(url: string, passwordFromFile: string | undefined, connectSec
 }
 
 /**
- * Where libpq finds a password the URL and sync.passwordFile lack: PGPASSWORD, then the password
- * file (PGPASSFILE, else ~/.pgpass), read here with pg's own reader: pg's reading of it warns
- * on every connection that it goes in pg 9.
+ * Where libpq finds a password the URL, sync.passwordFile and PGPASSWORD lack: the password file
+ * (PGPASSFILE, else ~/.pgpass), read here with pg's own reader: pg's reading of it warns on every
+ * connection that it goes in pg 9.
  */
-async function libpqPassword(client: pg.Client): Promise<string | undefined> {
+async function passwordFileEntry(client: pg.Client): Promise<string | undefined> {
   const { host, port, database, user } = client;
-  return process.env.PGPASSWORD ?? (await new Promise<string | undefined>((found) => pgpass({ host, port, database, user }, found)));
+  return new Promise<string | undefined>((found) => pgpass({ host, port, database, user }, found));
 }
 
 /** SQLSTATE classes of the connection, not the query: 08 connection, 53 resources, 57 operator intervention. */
@@ -81,8 +81,9 @@ const CONNECTION_STATES = /^(08|53|57)/;
 /** SQLSTATE classes of a login the server refuses: 28 authorisation, 3D no such database; and a host without an address. */
 const REFUSED_STATES = /^(28|3D|ENOTFOUND$)/;
 
-export async function openPostgresSource(url: string, passwordFromFile: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
-  const { client, socket } = newClient(url, passwordFromFile, Math.min(10, readTimeoutSeconds));
+/** `password`: from sync.passwordFile, else PGPASSWORD (src/cli passes it in); the URL's wins over it. */
+export async function openPostgresSource(url: string, password: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
+  const { client, socket } = newClient(url, password, Math.min(10, readTimeoutSeconds));
   let broken: Error | undefined;
   // A connection that breaks while idle must not end the process: the next query reports it.
   client.on('error', (error) => (broken ??= error));
@@ -158,7 +159,7 @@ export async function openPostgresSource(url: string, passwordFromFile: string |
       return read<Record<string, unknown>>(new Cursor(sql, params), query);
     },
     keys(query, keys) {
-      return read<unknown[]>(new Cursor(keysQuery(query, keys, DIALECT), [], { rowMode: 'array' }), query);
+      return read<Record<string, unknown>>(new Cursor(keysQuery(query, keys, DIALECT), []), query);
     },
     async max(text, column) {
       try {
@@ -226,11 +227,11 @@ function digestColumn(fields: ReadonlyArray<{ name: string; dataTypeID: number }
 
 /** The seed's two 32-bit halves as one int8, in text (pg sends it as is). */
 function seedParameter(seed: DigestSeed): string {
-  return BigInt.asIntN(64, (BigInt(seed[1]) << 32n) | BigInt(seed[0])).toString();
+  return BigInt.asIntN(64, seedBits(seed)).toString();
 }
 
 const DIALECT: Dialect = {
-  quote: (name) => `"${name.replaceAll('"', '""')}"`,
+  quote: pg.escapeIdentifier,
   param: (index) => `$${index}`,
 };
 

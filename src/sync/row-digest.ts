@@ -1,28 +1,47 @@
 import { randomBytes } from 'node:crypto';
+import xxhash from 'xxhash-wasm';
 
 /**
- * A 53-bit digest of a source row as its driver returned it, every column the mapping's query
- * returns in the query's order, for telling an unchanged row from a changed one without reading
- * vidfeeds's stored copy (src/sync/digest-table.ts).
+ * A digest of a source row as its driver returned it, every column the mapping's query returns in
+ * the query's order, for telling an unchanged row from a changed one without reading vidfeeds's
+ * stored copy (src/sync/digest-table.ts): XXH64, seeded, over an unambiguous encoding of the
+ * values (each with its type and, where it varies, its length), cut to 53 bits so that it is a
+ * safe integer and fits the digest store's doubles.
  *
- * Two 32-bit lanes take every column's type, length and content, each step a multiply-xor that
- * is a bijection of the lane's state, so two rows that differ somewhere never meet again in a
- * lane; a final avalanche mixes the lanes. The seed is random per vidfeeds database and table and
- * never leaves it: a site's user who writes a row's text cannot search offline for a text whose
- * digest stays the same when a moderator hides the row. Two different rows share a digest with a
- * chance of one in 2^53.
+ * XXH64 is not cryptographic: the seed, random per vidfeeds database and table and kept only in
+ * it, is what keeps a site's user from searching offline for a text whose digest stays the same
+ * when a moderator hides the row. Two different rows share a digest with a chance of one in 2^53.
  */
 
+/** The seed's two 32-bit halves (as kept in `site_meta`, and sent to a server that digests rows). */
 export type DigestSeed = readonly [number, number];
 
-const M1 = 0x9e3779b1;
-const M2 = 0x85ebca77;
-const F64 = new Float64Array(1);
-const U32 = new Uint32Array(F64.buffer);
+/** How vidfeeds digests a row: kept with the digests, so that digests made another way are made again. */
+export const ROW_DIGEST_METHOD = 'xxh64';
+
+const { h64, h64Raw } = await xxhash();
+
+/**
+ * Each value becomes a tag character, then for a text, a big integer, bytes or a number its
+ * length in one or two characters and its text; the row is one string, hashed in one call (a
+ * call per value would cost most of what a no-change sync does per row).
+ */
+const TAG = { null: '\u0000', text: '\u0001', number: '\u0002', minusZero: '\u0003', date: '\u0004', bigint: '\u0005', true: '\u0006', false: '\u0007', bytes: '\u0008' } as const;
+
+/** The seed's bits, for the last seed seen (a sync digests one table's rows with one seed). */
+let seedOf: DigestSeed | undefined;
+let seed64 = 0n;
+/** Rows whose text is not well-formed UTF-16 are hashed as UTF-16 bytes, under another seed: UTF-8 has no lone surrogates. */
+let seed64Utf16 = 0n;
 
 export function newDigestSeed(): DigestSeed {
   const bytes = randomBytes(8);
   return [bytes.readUInt32LE(0), bytes.readUInt32LE(4)];
+}
+
+/** The seed as one unsigned 64-bit integer. */
+export function seedBits(seed: DigestSeed): bigint {
+  return (BigInt(seed[1] >>> 0) << 32n) | BigInt(seed[0] >>> 0);
 }
 
 /**
@@ -30,60 +49,34 @@ export function newDigestSeed(): DigestSeed {
  * it does not read (the row is then always compared).
  */
 export function rowDigest(values: readonly unknown[], seed: DigestSeed): number | null {
-  let h1 = seed[0] ^ 0xdeadbeef;
-  let h2 = seed[1] ^ 0x41c6ce57;
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i];
-    let text: string;
-    let tag: number;
-    if (value === null || value === undefined) {
-      h1 = Math.imul(h1 ^ 1, M1);
-      h2 = Math.imul(h2 ^ 1, M2);
-      continue;
-    } else if (typeof value === 'string') {
-      text = value;
-      tag = 2;
-    } else if (typeof value === 'number' && (value | 0) === value && !Object.is(value, -0)) {
-      h1 = Math.imul(Math.imul(h1 ^ 3, M1) ^ value, M1);
-      h2 = Math.imul(Math.imul(h2 ^ 3, M2) ^ value, M2);
-      continue;
-    } else if (typeof value === 'number' || value instanceof Date) {
-      F64[0] = typeof value === 'number' ? value : value.getTime();
-      const kind = typeof value === 'number' ? 9 : 4;
-      h1 = Math.imul(Math.imul(Math.imul(h1 ^ kind, M1) ^ U32[0]!, M1) ^ U32[1]!, M1);
-      h2 = Math.imul(Math.imul(Math.imul(h2 ^ kind, M2) ^ U32[0]!, M2) ^ U32[1]!, M2);
-      continue;
-    } else if (typeof value === 'bigint') {
-      text = value.toString();
-      tag = 5;
-    } else if (typeof value === 'boolean') {
-      h1 = Math.imul(h1 ^ (value ? 6 : 7), M1);
-      h2 = Math.imul(h2 ^ (value ? 6 : 7), M2);
-      continue;
-    } else if (value instanceof Uint8Array) {
-      h1 = Math.imul(h1 ^ (8 + 16 * value.length), M1);
-      h2 = Math.imul(h2 ^ (8 + 16 * value.length), M2);
-      for (let j = 0; j < value.length; j++) {
-        h1 = Math.imul(h1 ^ value[j]!, M1);
-        h2 = Math.imul(h2 ^ value[j]!, M2);
-      }
-      continue;
-    } else return null;
-    h1 = Math.imul(h1 ^ (tag + 16 * text.length), M1);
-    h2 = Math.imul(h2 ^ (tag + 16 * text.length), M2);
-    // Two UTF-16 code units a step; the length, taken above, tells where the text ends.
-    const pairs = text.length & ~1;
-    for (let j = 0; j < pairs; j += 2) {
-      const c = text.charCodeAt(j) | (text.charCodeAt(j + 1) << 16);
-      h1 = Math.imul(h1 ^ c, M1);
-      h2 = Math.imul(h2 ^ c, M2);
-    }
-    if (pairs < text.length) {
-      h1 = Math.imul(h1 ^ text.charCodeAt(pairs), M1);
-      h2 = Math.imul(h2 ^ text.charCodeAt(pairs), M2);
-    }
+  let row = '';
+  for (const value of values) {
+    if (value === null || value === undefined) row += TAG.null;
+    else if (typeof value === 'string') row += TAG.text + sized(value);
+    else if (typeof value === 'number') row += Object.is(value, -0) ? TAG.minusZero : TAG.number + sized(String(value));
+    else if (value instanceof Date) row += TAG.date + sized(String(value.getTime()));
+    else if (typeof value === 'bigint') row += TAG.bigint + sized(value.toString());
+    else if (typeof value === 'boolean') row += value ? TAG.true : TAG.false;
+    else if (value instanceof Uint8Array) row += TAG.bytes + sized(Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1'));
+    else return null;
   }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 0x85ebca6b) ^ Math.imul(h2 ^ (h2 >>> 13), 0xc2b2ae35);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 0x85ebca6b) ^ Math.imul(h1 ^ (h1 >>> 13), 0xc2b2ae35);
-  return 0x100000000 * (h2 & 0x1fffff) + (h1 >>> 0);
+  if (seedOf !== seed) {
+    seedOf = seed;
+    seed64 = seedBits(seed);
+    seed64Utf16 = seed64 ^ 0x9e3779b97f4a7c15n;
+  }
+  // h64 hashes the text's UTF-8, which has no lone surrogate: a row holding one is hashed otherwise.
+  const hash = isWellFormed(row) ? h64(row, seed64) : h64Raw(Buffer.from(row, 'utf16le'), seed64Utf16);
+  return Number(BigInt.asUintN(53, hash));
+}
+
+/** A text preceded by its length in UTF-16 units, in two characters (one when it is under 0x8000). */
+function sized(text: string): string {
+  const length = text.length;
+  return (length < 0x8000 ? String.fromCharCode(length) : String.fromCharCode(0x8000 | (length & 0x7fff), length >>> 15)) + text;
+}
+
+/** String.prototype.isWellFormed (ES2024, in every Node vidfeeds supports), which TypeScript's ES2022 library lacks. */
+function isWellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
 }

@@ -10,8 +10,7 @@ import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted, SyncRemovalGuardError } from './sync-errors.js';
 import { openSource } from './open-source.js';
 import type { SourceOptions, SyncSource } from './sync-source.js';
-import { MAX_MISSING_KEYS, syncChangedRows } from './changed-rows.js';
-import { syncTable } from './table-diff.js';
+import { syncRows } from './table-strategies.js';
 import { planTables, type TableMapping, type TablePlan } from './table-plan.js';
 import { DigestTable } from './digest-table.js';
 import { TableSync, type DiffHooks, type TableCounts } from './table-sync.js';
@@ -89,6 +88,8 @@ export interface SyncReport {
   removalGuard?: string;
   /** Text columns whose values look like UTF-8 read as latin1 (docs/adopting.md, character sets). */
   mojibake: MojibakeColumn[];
+  /** What the operator is told once at info level: row digests of an earlier vidfeeds made again. */
+  notes: string[];
 }
 
 /** The lock file of a database's syncs: `.vidfeeds/<db file>.sync.lock` beside it. */
@@ -106,7 +107,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     lock = await takeLock(request);
     source = await openSource(request.from, request.source);
     const plans = await planTables(target, source, request.tables);
-    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [] };
+    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [], notes: [] };
     const checkStop = () => {
       const signal = hooks.stopRequested?.() ?? null;
       if (signal !== null) throw new SyncInterrupted(signal);
@@ -138,6 +139,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
         checkStop();
         const digest = new DigestTable(target, plan, source.serverDigests);
         digests.push(digest);
+        if (digest.remade !== null) report.notes.push(digest.remade);
         const { counts, mode, mark, first } = await syncOne(target, source, plan, request, marks, new TableSync(plan, new TableWriter(target, plan), digest, diffHooks));
         firstMarks ||= first === true;
         report.tables[plan.table] = { ...counts, mode: mode.mode, ...(request.changedOnly && mode.mode === 'full' ? { reason: mode.reason } : {}) };
@@ -191,13 +193,8 @@ async function syncOne(
   const mapping = plan.watermark === null ? '' : mappingId(request.from, plan);
   // Read before the rows, in the same snapshot: rows changed after it are past it.
   const latest = plan.watermark === null ? null : encodeMark(await source.max(plan.query, plan.watermark));
-  let mode: Mode = request.changedOnly ? marks.mode(plan, mapping, latest) : { mode: 'full', reason: 'asked for' };
-  let done = false;
-  if (mode.mode === 'changed') {
-    done = await syncChangedRows(target, source, sync, mode.since);
-    if (!done) mode = { mode: 'full', reason: `more than ${MAX_MISSING_KEYS} of its source keys are to be read by key (missing from vidfeeds's table, or held by several rows)` };
-  }
-  if (!done) await syncTable(target, source, sync);
+  const asked: Mode = request.changedOnly ? marks.mode(plan, mapping, latest) : { mode: 'full', reason: 'asked for' };
+  const mode = await syncRows(target, source, sync, asked);
   const counts = sync.finish();
   if (plan.watermark === null) return { counts, mode };
   // The first sync of a mapping reads from its own greatest watermark next time; later ones keep

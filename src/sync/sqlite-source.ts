@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
+import { quoteIdentifier } from '../db/quote-identifier.js';
 import { MappingError, SourceUnavailableError } from './sync-errors.js';
 import { keysQuery, maxQuery, orderedQuery, trimQuery, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
 
@@ -37,7 +38,7 @@ export async function openSqliteSource(file: string): Promise<SyncSource> {
       return iterate<Record<string, unknown>>(prepare(sql, query).safeIntegers(true), params);
     },
     keys(query, keys) {
-      return iterate<unknown[]>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true).raw(true), []);
+      return iterate<Record<string, unknown>>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true), []);
     },
     async max(query, column) {
       return (prepare(maxQuery(query, column, DIALECT), query).safeIntegers(true).get() as { vidfeeds_max: unknown } | undefined)?.vidfeeds_max ?? null;
@@ -50,7 +51,7 @@ export async function openSqliteSource(file: string): Promise<SyncSource> {
 }
 
 const DIALECT: Dialect = {
-  quote: (name) => `"${name.replaceAll('"', '""')}"`,
+  quote: quoteIdentifier,
   param: () => '?',
 };
 

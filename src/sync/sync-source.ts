@@ -16,13 +16,13 @@ export interface SyncSource {
    * iterating costs beside the driver's own parsing.
    */
   rows(query: string, keys: readonly string[], filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>>;
-  /** Only the keys of a query's rows, each as an array in the order of `keys`, in key order, in batches. */
-  keys(query: string, keys: readonly string[]): AsyncIterable<unknown[][]>;
+  /** Only the key columns of a query's rows, in key order, in batches. */
+  keys(query: string, keys: readonly string[]): AsyncIterable<Array<Record<string, unknown>>>;
   /** The greatest value of a column the query returns, as the driver gives it; null when there is none. */
   max(query: string, column: string): Promise<unknown>;
   /**
    * Present where the server digests rows itself: a full sync then reads only each row's key and
-   * digest, and reads in full only the rows whose digest moved (src/sync/table-diff.ts).
+   * digest, and reads in full only the rows whose digest moved (src/sync/table-strategies.ts).
    */
   readonly serverDigests?: ServerDigests;
   close(): Promise<void>;
@@ -47,19 +47,13 @@ export const SOURCE_BATCH = 2000;
 export interface SourceOptions {
   /** A file whose first line is the password, used when the URL holds none. */
   passwordFile?: string | null;
+  /**
+   * PGPASSWORD of the environment vidfeeds runs in, which a PostgreSQL source uses as libpq does:
+   * after the URL's password and sync.passwordFile, before ~/.pgpass.
+   */
+  environmentPassword?: string;
   /** How long the source may stay silent while vidfeeds waits for it (src/sync/read-deadline.ts). */
   readTimeoutSeconds?: number;
-}
-
-/** Where a MySQL or MariaDB server is, from its URL. */
-export interface ServerUrl {
-  host: string;
-  port: number | undefined;
-  user: string;
-  password: string | undefined;
-  database: string;
-  /** A Unix socket (`?socket=/path`). */
-  socket: string | undefined;
 }
 
 /** A URL for messages: the password, if one was written in it, replaced by `***`. */

@@ -1,15 +1,25 @@
 import Database from 'better-sqlite3';
 import type { ValueIssue } from '../db/decode.js';
+import { quoteIdentifier as quote } from '../db/quote-identifier.js';
 import { sameValue, type StoredValue } from './sync-values.js';
 import type { TablePlan } from './table-plan.js';
 
 /**
  * The prepared writes of one vidfeeds table during a sync, and what a write the schema refuses
- * means: a unique name another row holds, a reference to a row that is missing (cleared when
- * optional), any other constraint.
+ * means, as data (TableSync words it): a unique name another row holds, a reference to a row that
+ * is missing (cleared when optional), any other constraint.
  */
 
-export type WriteOutcome = { ok: true; unchanged: boolean; issues: ValueIssue[] } | { ok: false; unique: boolean; reason: string; issues: ValueIssue[] };
+/** Why vidfeeds's schema refuses a write. */
+export type Refusal =
+  /** `value` of unique `column` is held by the row of key `holder` (null: not found). */
+  | { kind: 'unique'; column: string; value: StoredValue; holder: readonly unknown[] | null }
+  /** `value` of `column` names no row of `parent`. */
+  | { kind: 'reference'; column: string; value: StoredValue; parent: string }
+  /** Another constraint, in SQLite's words (a reference that could not be told: `reference` true). */
+  | { kind: 'constraint'; message: string; reference: boolean };
+
+export type WriteOutcome = { ok: true; unchanged: boolean; issues: ValueIssue[] } | { ok: false; refusal: Refusal; issues: ValueIssue[] };
 
 export class TableWriter {
   private readonly insert: Database.Statement;
@@ -44,10 +54,8 @@ export class TableWriter {
     return this.delete.run(...key).changes > 0;
   }
 
-  /** Gives the stored row a name no other row holds in the unique column a write of `values` collided on (`reason` names it). */
-  moveAside(values: StoredValue[], reason: string): void {
-    const column = /^(\w+) /.exec(reason)?.[1];
-    if (column === undefined || !this.plan.columns.includes(column)) return;
+  /** Gives the stored row of `values` a name no other row holds in unique `column`, which a write of them collided on. */
+  moveAside(values: StoredValue[], column: string): void {
     const key = values.slice(0, this.keyCount);
     let move = this.moves.get(column);
     if (move === undefined) {
@@ -69,20 +77,20 @@ export class TableWriter {
         return { ok: true, unchanged: false, issues };
       } catch (error) {
         if (!(error instanceof Database.SqliteError)) throw error;
-        if (error.code === 'SQLITE_CONSTRAINT_UNIQUE') return { ok: false, unique: true, reason: this.uniqueHolder(error.message, values), issues };
+        if (error.code === 'SQLITE_CONSTRAINT_UNIQUE') return { ok: false, refusal: this.uniqueHolder(error.message, values), issues };
         if (error.code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') {
-          if (error.code.startsWith('SQLITE_CONSTRAINT')) return { ok: false, unique: false, reason: `vidfeeds's schema refuses it: ${error.message}`, issues };
+          if (error.code.startsWith('SQLITE_CONSTRAINT')) return { ok: false, refusal: { kind: 'constraint', message: error.message, reference: false }, issues };
           throw error;
         }
         const missing = this.missingReferences(values);
         const required = missing.find((i) => !this.plan.specs[i]!.nullable);
         if (required !== undefined || missing.length === 0) {
-          const i = required ?? -1;
-          const reason =
-            i < 0
-              ? `a row it refers to is missing: ${error.message}`
-              : `${this.plan.columns[i]} ${values[i]}: no ${this.plan.references.get(this.plan.columns[i]!)} row has that id (not in the source, or skipped)`;
-          return { ok: false, unique: false, reason, issues };
+          const column = required === undefined ? undefined : this.plan.columns[required]!;
+          const refusal: Refusal =
+            column === undefined
+              ? { kind: 'constraint', message: error.message, reference: true }
+              : { kind: 'reference', column, value: values[required!]!, parent: this.plan.references.get(column)! };
+          return { ok: false, refusal, issues };
         }
         // An optional reference to a row that is gone is cleared, as the schema's ON DELETE SET NULL would.
         for (const i of missing) {
@@ -103,16 +111,12 @@ export class TableWriter {
     return missing;
   }
 
-  private uniqueHolder(message: string, values: StoredValue[]): string {
+  /** Which row holds the value of the unique column SQLite names in `message`. */
+  private uniqueHolder(message: string, values: StoredValue[]): Refusal {
     const column = /UNIQUE constraint failed: \w+\.(\w+)/.exec(message)?.[1];
     const i = column === undefined ? -1 : this.plan.columns.indexOf(column);
-    if (i < 0) return `vidfeeds's schema refuses it: ${message}`;
+    if (i < 0) return { kind: 'constraint', message, reference: false };
     const holder = this.target.prepare(`SELECT ${this.plan.keys.map(quote).join(', ')} FROM ${quote(this.plan.table)} WHERE ${quote(column!)} = ?`).raw(true).get(values[i]) as unknown[] | undefined;
-    const who = holder === undefined ? 'another row' : `${this.plan.table} ${this.plan.keys.map((k, j) => `${k}=${holder[j]}`).join(', ')}`;
-    return `${column} ${JSON.stringify(values[i])} is already taken by ${who} (${column} must be unique)`;
+    return { kind: 'unique', column: column!, value: values[i]!, holder: holder ?? null };
   }
-}
-
-export function quote(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
 }

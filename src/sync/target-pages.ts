@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { compareKeys } from './table-sync.js';
-import { quote } from './table-writer.js';
+import { compareKeys } from './key-groups.js';
+import { quoteIdentifier as quote } from '../db/quote-identifier.js';
 
 /** Rows of vidfeeds's database read at a time. */
 const PAGE = 2000;

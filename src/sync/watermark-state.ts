@@ -1,5 +1,7 @@
 import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
+import { readMetaJson, writeMetaJson } from '../db/site-meta.js';
+import { logPrunedSince, tableLoggedSince } from '../db/sync-log.js';
 import { redactUrl } from './sync-source.js';
 import type { TablePlan } from './table-plan.js';
 
@@ -69,22 +71,12 @@ export class SyncMarks {
   constructor(private readonly target: Database.Database) {}
 
   read(table: string): TableMarks | null {
-    const row = this.target.prepare('SELECT value FROM site_meta WHERE key = ?').get(keyOf(table)) as { value: string } | undefined;
-    if (row === undefined) return null;
-    try {
-      return JSON.parse(row.value) as TableMarks;
-    } catch {
-      return null;
-    }
+    return readMetaJson(this.target, keyOf(table)) as TableMarks | null;
   }
 
   /** Writes the marks when they differ from those stored; true when it wrote. */
   write(table: string, marks: TableMarks): boolean {
-    const text = JSON.stringify(marks);
-    const stored = this.target.prepare('SELECT value FROM site_meta WHERE key = ?').get(keyOf(table)) as { value: string } | undefined;
-    if (stored?.value === text) return false;
-    this.target.prepare('INSERT INTO site_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(keyOf(table), text);
-    return true;
+    return writeMetaJson(this.target, keyOf(table), marks);
   }
 
   /** How to sync a table when only changed rows are asked for, given its marks and the source's greatest watermark now. */
@@ -104,19 +96,11 @@ export class SyncMarks {
   /** Why rows of `table` may have been written by something other than a sync since log position `log`; null when they were not. */
   private writtenOutsideSync(table: string, log: number): string | null {
     if (logPrunedSince(this.target, log)) return 'the change log was pruned past the last sync, so writes since cannot be ruled out';
-    if (this.target.prepare('SELECT 1 FROM change_log WHERE seq > ? AND table_name = ? LIMIT 1').get(log, table) !== undefined) {
+    if (tableLoggedSince(this.target, table, log)) {
       return 'rows of it were written by something other than a sync since the last one (the change log says)';
     }
     return null;
   }
-}
-
-/** Whether entries past position `log` are missing from the change log, so that what was written since cannot be told. */
-export function logPrunedSince(target: Database.Database, log: number): boolean {
-  const last = (target.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'change_log'`).get() as { seq: number } | undefined)?.seq ?? 0;
-  if (last === log) return false;
-  const kept = (target.prepare('SELECT count(*) AS n FROM change_log WHERE seq > ?').get(log) as { n: number }).n;
-  return kept < last - log;
 }
 
 function keyOf(table: string): string {

@@ -17,6 +17,8 @@ export interface RunningMariadb {
   port: number;
   /** The URL `vidfeeds sync` reads from, as the `site` user. */
   url: string;
+  /** The server's Unix socket. */
+  socket: string;
   /** A connection as root, to create and change the site's tables (a new one after `restart`). */
   admin: mysql.Connection;
   /** The server's process id, for a test that freezes it (SIGSTOP); undefined once it stopped. */
@@ -57,6 +59,7 @@ export async function startMariadb(): Promise<RunningMariadb> {
     const server: RunningMariadb = {
       port,
       url: `mysql://site:secret@127.0.0.1:${port}/site`,
+      socket: join(dir, 'mariadbd.sock'),
       admin,
       pid: () => pidFromFile(pidFile),
       async restart() {

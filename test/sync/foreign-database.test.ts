@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { MAX_ROWS_OF_ONE_KEY } from '../../src/sync/table-sync.js';
+import { MAX_ROWS_OF_ONE_KEY } from '../../src/sync/key-groups.js';
 import { dumpTables } from './sync-scenario.js';
 
 /**

@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_MISSING_KEYS } from '../../src/sync/table-strategies.js';
 import { cli } from '../helpers/cli.js';
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -86,6 +87,13 @@ describe.skipIf(missing !== null)('vidfeeds sync from MariaDB (docs/adopting.md,
     expect(closed.code).toBe(75);
     expect(closed.stderr).toMatch(/ECONNREFUSED/);
     expect(dumpTables(site.db)).toBe(before);
+    // The server's Unix socket (`?socket=`), in place of the URL's host and port.
+    const bySocket = site.sync(['--from', `mysql://site:secret@localhost/site?socket=${encodeURIComponent(server.socket)}`, '--dry-run']);
+    expect(bySocket.code, bySocket.stderr).toBe(0);
+    expect(bySocket.stderr + bySocket.stdout).toContain(`at ${server.socket}`);
+    const noSocket = site.sync(['--from', `mysql://site:secret@localhost/site?socket=${encodeURIComponent(`${server.socket}.missing`)}`]);
+    expect(noSocket.code).toBe(75);
+    expect(noSocket.stderr).toContain(`${server.socket}.missing`);
   });
 
   it('syncs the messy rows by the column rules: entities decoded, zero dates and orphans named, BIGINT ids as integers', () => {
@@ -188,6 +196,23 @@ describe.skipIf(missing !== null)('vidfeeds sync from MariaDB (docs/adopting.md,
         'DELETE FROM members WHERE member_id = 4',
     );
     expectChangedOnlyLikeFull(site, docBlock('mariadb-config'), server.url);
+  });
+
+  it('--changed-only compares in full, on the same connection, when too many keys are missing', async () => {
+    // Members the last syncs read, keyed after those below: the pass over the keys stops short of
+    // the end of its query.
+    await server.admin.query("INSERT INTO members (member_id, login, realname, signup_date) SELECT 200000 + seq, CONCAT('new', seq), 'New', '2009-01-01 00:00:00' FROM seq_1_to_5000");
+    expect(site.syncJson(['--changed-only']).report.tables.users).toMatchObject({ mode: 'changed', inserted: 5000 });
+    // Rows whose watermark is older than the last syncs': only the pass over the keys finds them.
+    await server.admin.query(
+      "INSERT INTO members (member_id, login, realname, signup_date, last_update) SELECT 100000 + seq, CONCAT('old', seq), 'Old', '2009-01-01 00:00:00', '2009-01-01 00:00:00' " +
+        `FROM seq_1_to_${MAX_MISSING_KEYS + 1}`,
+    );
+    const { result, report } = site.syncJson(['--changed-only']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.tables.users).toMatchObject({ mode: 'full', inserted: MAX_MISSING_KEYS + 1, reason: expect.stringMatching(/^more than 20000 of its source keys/) });
+    await server.admin.query('DELETE FROM members WHERE member_id > 100000');
+    expect(site.syncJson(['--allow-removals']).report.tables.users).toMatchObject({ deleted: MAX_MISSING_KEYS + 5001 });
   });
 
   it('leaves the database unchanged or complete when killed (-9) or stopped (SIGTERM) at any point of a sync', async () => {

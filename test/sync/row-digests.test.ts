@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import xxhash from 'xxhash-wasm';
 import { migrate } from '../../src/db/migrations.js';
 import { rowDigest } from '../../src/sync/row-digest.js';
 import { runSync, type SyncReport } from '../../src/sync/run-sync.js';
@@ -68,10 +69,10 @@ async function reference(dir: string, source: string, tables: Record<string, Tab
   return siteRows(file);
 }
 
-function digestState(file: string): { plan: string; seed: number[] } {
+function digestState(file: string): { plan: string; method?: string; seed: number[]; log: number } {
   const db = new Database(file, { readonly: true });
   try {
-    return JSON.parse((db.prepare(`SELECT value FROM site_meta WHERE key = 'sync.digests.videos'`).get() as { value: string }).value) as { plan: string; seed: number[] };
+    return JSON.parse((db.prepare(`SELECT value FROM site_meta WHERE key = 'sync.digests.videos'`).get() as { value: string }).value) as { plan: string; method?: string; seed: number[]; log: number };
   } finally {
     db.close();
   }
@@ -199,6 +200,49 @@ describe('sync by digests', () => {
   });
 });
 
+describe('row digests of an earlier vidfeeds', () => {
+  it('are made again once, with a note, and the sync still carries every change', async () => {
+    const dir = useTempDir('vidfeeds-digests-');
+    const sourceFile = join(dir, 'source.db');
+    const source = makeSource(sourceFile);
+    const target = fresh(dir, 'vidfeeds.sqlite');
+    await sync(target, sourceFile);
+    const made = digestState(target);
+    expect(made.method).toBe('xxh64');
+
+    // The state as vidfeeds kept it before XXH64: no method, and digests of its own 53-bit hash,
+    // which here are each video's id (any digest the new hash could meet by chance would do).
+    const db = new Database(target);
+    const old = { plan: made.plan, seed: made.seed, log: made.log };
+    db.prepare(`UPDATE site_meta SET value = ? WHERE key = 'sync.digests.videos'`).run(JSON.stringify(old));
+    const chunks = db.prepare('SELECT chunk, entries FROM sync_digest_videos').all() as Array<{ chunk: number; entries: Buffer }>;
+    for (const { chunk, entries } of chunks) {
+      for (let at = 0; at < entries.length; at += 16) entries.writeDoubleLE(entries.readDoubleLE(at), at + 8);
+      db.prepare('UPDATE sync_digest_videos SET entries = ? WHERE chunk = ?').run(entries, chunk);
+    }
+    db.close();
+    source.exec(`UPDATE media SET name = 'Renamed' WHERE mid = 7`);
+
+    const upgraded = await sync(target, sourceFile);
+    expect(upgraded.notes).toEqual([
+      "sync.tables.videos: the row digests kept from the last sync were made with vidfeeds's earlier 53-bit row hash; this sync compares every stored row once and makes them again (xxh64)",
+    ]);
+    expect(upgraded.tables.videos).toMatchObject({ updated: 1, unchanged: 39 });
+    expect(siteRows(target)).toBe(await reference(dir, sourceFile));
+    const remade = digestState(target);
+    expect(remade.method).toBe('xxh64');
+    expect(remade.seed).not.toEqual(made.seed);
+
+    // Once made again, they are trusted: nothing is written, nothing said.
+    const settled = dumpTables(target);
+    const next = await sync(target, sourceFile);
+    expect(next).toMatchObject({ changes: 0, notes: [] });
+    expect(dumpTables(target)).toBe(settled);
+    expect(digestState(target)).toEqual(remade);
+    source.close();
+  });
+});
+
 describe('rowDigest', () => {
   const seed = [12345, 67890] as const;
 
@@ -223,6 +267,14 @@ describe('rowDigest', () => {
       [Buffer.from('a'), 'a'],
       ['\u{1F600}', 'a'],
       ['\uD83D', '\uDE00a'],
+      ['\uD83D', 'a'],
+      ['\uFFFD', 'a'],
+      [Buffer.from('ab'), ''],
+      [Buffer.from('a'), 'b'],
+      [false, 'a'],
+      [undefined, 'b'],
+      ['x'.repeat(100_000), 'a'],
+      ['x'.repeat(100_001), 'a'],
     ];
     const digests = rows.map((row) => rowDigest(row, seed));
     expect(new Set(digests).size).toBe(rows.length);
@@ -233,5 +285,14 @@ describe('rowDigest', () => {
     expect(rowDigest([1, 'title', null], seed)).toBe(rowDigest([1, 'title', null], [12345, 67890]));
     expect(rowDigest([1, 'title', null], seed)).not.toBe(rowDigest([1, 'title', null], [12345, 67891]));
     expect(rowDigest([1, { json: true }], seed)).toBeNull();
+  });
+
+  it('is XXH64 with the seed over the UTF-8 of each value tagged and sized, cut to 53 bits', async () => {
+    const { h64, h64Raw } = await xxhash();
+    const seedBits = (67890n << 32n) | 12345n;
+    expect(rowDigest([7, 'hé', null], seed)).toBe(Number(h64('\u0002\u00017\u0001\u0002hé\u0000', seedBits) & ((1n << 53n) - 1n)));
+    // A lone surrogate has no UTF-8: such a row is hashed as UTF-16, under another seed.
+    const utf16 = Buffer.from('\u0001\u0001\uD83D', 'utf16le');
+    expect(rowDigest(['\uD83D'], seed)).toBe(Number(h64Raw(utf16, seedBits ^ 0x9e3779b97f4a7c15n) & ((1n << 53n) - 1n)));
   });
 });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrations.js';
 import { runSync, type SyncReport } from '../../src/sync/run-sync.js';
 import type { SkippedSourceRow } from '../../src/sync/source-row.js';
-import { MAX_DIGEST_MOVES } from '../../src/sync/table-diff.js';
+import { MAX_DIGEST_MOVES } from '../../src/sync/table-strategies.js';
 import type { TableMapping } from '../../src/sync/table-plan.js';
 import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/temp-dir.js';

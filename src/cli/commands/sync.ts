@@ -112,7 +112,7 @@ export function syncProblems(io: Console, keep?: { skipped: SkippedSourceRow[]; 
   return { hooks, flush };
 }
 
-/** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`). */
+/** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`, and PGPASSWORD). */
 export function syncRequest(
   config: SiteConfig,
   flags: { db: string; from?: string; dryRun?: boolean; changedOnly?: boolean; wait?: number; command?: string; removalGuard?: SyncRemovalGuard },
@@ -137,7 +137,7 @@ export function syncRequest(
   return {
     db: resolve(flags.db),
     from,
-    source: { passwordFile: config.sync.passwordFile, readTimeoutSeconds: config.sync.readTimeoutSeconds },
+    source: { passwordFile: config.sync.passwordFile, readTimeoutSeconds: config.sync.readTimeoutSeconds, environmentPassword: env.PGPASSWORD },
     tables,
     dryRun: flags.dryRun ?? false,
     changedOnly: flags.changedOnly ?? false,
@@ -147,7 +147,7 @@ export function syncRequest(
   };
 }
 
-/** One line: what was (or would be) changed, per table, and what was skipped. */
+/** One line: what was (or would be) changed, per table, and what was skipped; after a line per note of the report. */
 export function syncSummary(report: SyncReport): string {
   const verb = report.dryRun ? 'would make' : 'made';
   const perTable = Object.entries(report.tables)
@@ -164,6 +164,7 @@ export function syncSummary(report: SyncReport): string {
     report.changedOnly ? `changed rows only in ${changed} of ${mapped} tables` : '',
   ].filter(Boolean);
   return (
+    report.notes.map((note) => `sync: ${note}\n`).join('') +
     `sync from ${report.source}${report.dryRun ? ' (dry run, nothing written)' : ''}: ${verb} ${report.changes} ${report.changes === 1 ? 'change' : 'changes'}` +
     `${perTable.length > 0 ? ` (${perTable.join(', ')})` : ''}${extra.length > 0 ? `, ${extra.join(', ')}` : ''} in ${report.seconds.toFixed(2)}s` +
     (report.removalGuard === undefined ? '' : `; a real sync would stop: ${report.removalGuard}`)

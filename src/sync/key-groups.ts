@@ -1,0 +1,158 @@
+import { keyProblem, rowName } from './source-row.js';
+import { MappingError } from './sync-errors.js';
+import { normaliseValue, WRONG } from './sync-values.js';
+import type { TablePlan } from './table-plan.js';
+
+/**
+ * A source's rows grouped by key, once, for every way of syncing a table: each key with the row
+ * vidfeeds stores for it and the others the query returned with the same key. A source returns
+ * such rows in any order; the one kept must not change from one sync to the next, so the rows of
+ * a key are ordered by their values and the first that can be stored is kept.
+ */
+
+/** A source row as the driver gave it, with its key as vidfeeds stores it. */
+export interface SourceRow {
+  raw: Record<string, unknown>;
+  key: number[];
+  /** The row's name for messages, made when one needs it. */
+  name: () => string;
+}
+
+export interface KeyGroup {
+  key: number[];
+  /** The row stored for the key: the first by its values that can be stored, else the last (which the sync names). */
+  kept: SourceRow;
+  /** The key's rows after `kept`, in the order of their values: skipped for sharing its key. */
+  others: readonly SourceRow[];
+  /** The key's rows before `kept`, which cannot be stored, and why. */
+  unstorable: readonly UnkeyedRow[];
+}
+
+/** A row skipped without a group: its key cannot be stored; or, in a group, a row that cannot be. */
+export interface UnkeyedRow {
+  row: SourceRow;
+  reason: string;
+}
+
+export interface GroupHooks {
+  /** Throws when the sync must stop (a signal); called between batches. */
+  checkStop(): void;
+  /**
+   * Why a row cannot be stored, or null; asked only of keys with several rows. Without it (a
+   * stream of keys and digests alone), the first row of a key is kept.
+   */
+  problem?(row: SourceRow): string | null;
+}
+
+/**
+ * Rows of one key held to choose the one kept. More is not a duplicate but a key that is not the
+ * table's: the sync stops, rather than hold the table in memory.
+ */
+export const MAX_ROWS_OF_ONE_KEY = 10_000;
+
+/** The others of a key of one row: shared, since nearly every key has one. */
+const NONE: readonly never[] = [];
+
+/** Why a row is skipped when another row of its key is kept. */
+export function sameKeyReason(plan: TablePlan): string {
+  return `another row of the query has the same key (${plan.keys.join(', ')}); the one kept comes first by its values`;
+}
+
+/**
+ * The groups of `batches` in key order, a batch of groups for each batch of rows read (one await
+ * a batch, not a row), with the rows whose key cannot be stored where they were read. Keys out of
+ * numeric order stop the sync: the merges rely on them.
+ */
+export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<Array<Record<string, unknown>>>, hooks: GroupHooks): AsyncIterable<Array<KeyGroup | UnkeyedRow>> {
+  const keyCount = plan.keys.length;
+  /** The rows of the last key read, grouped once a row of another key (or the end) shows there are no more. */
+  let rows: SourceRow[] = [];
+  let groups: Array<KeyGroup | UnkeyedRow> = [];
+  const close = () => {
+    if (rows.length > 0) groups.push(rows.length === 1 ? { key: rows[0]!.key, kept: rows[0]!, others: NONE, unstorable: NONE } : choose(rows, hooks));
+    rows = [];
+  };
+  for await (const batch of batches) {
+    hooks.checkStop();
+    for (const raw of batch) {
+      // Most rows are unchanged and never named: the name is made when a message needs it.
+      let named: string | undefined;
+      const name = () => (named ??= rowName(plan, raw));
+      const key: number[] = new Array(keyCount);
+      for (let i = 0; i < keyCount; i++) key[i] = normaliseValue(plan.specs[i]!, raw[plan.keys[i]!]) as number;
+      const wrong = key.findIndex((value) => (value as unknown) === WRONG || value === null);
+      if (wrong >= 0) {
+        groups.push({ row: { raw, key, name }, reason: keyProblem(plan, wrong, raw) });
+        continue;
+      }
+      const order = rows.length === 0 ? 1 : compareKeys(key, rows[0]!.key, keyCount);
+      if (order < 0) {
+        throw new MappingError(
+          `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${rows[0]!.key.join(', ')}): return it as an integer (CAST it in the query)`,
+        );
+      }
+      if (order > 0) close();
+      if (rows.length >= MAX_ROWS_OF_ONE_KEY) {
+        throw new MappingError(
+          `sync.tables.${plan.table}: the source returns more than ${MAX_ROWS_OF_ONE_KEY} rows with the key (${plan.keys.join(', ')}) ${key.join(', ')}: the key must name one row (is it the table's key?)`,
+        );
+      }
+      rows.push({ raw, key, name });
+    }
+    if (groups.length > 0) {
+      yield groups;
+      groups = [];
+    }
+  }
+  close();
+  if (groups.length > 0) yield groups;
+}
+
+/** The group of several rows of one key. */
+function choose(rows: SourceRow[], hooks: GroupHooks): KeyGroup {
+  // Each row's text made once, not once per comparison (a group may hold thousands).
+  const texts = new Map(rows.map((row) => [row, rowText(row.raw)]));
+  rows.sort((a, b) => compareText(texts.get(a)!, texts.get(b)!));
+  const unstorable: UnkeyedRow[] = [];
+  let at = 0;
+  for (let reason = hooks.problem?.(rows[0]!) ?? null; reason !== null && at < rows.length - 1; reason = hooks.problem!(rows[at]!)) {
+    unstorable.push({ row: rows[at]!, reason });
+    at++;
+  }
+  return { key: rows[at]!.key, kept: rows[at]!, others: rows.slice(at + 1), unstorable };
+}
+
+/** Keys compare as numbers; a stored key of another type (from before the type checks) sorts after them, as SQLite sorts it. */
+export function compareKeys(a: readonly unknown[], b: readonly unknown[], count: number): number {
+  for (let i = 0; i < count; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x === y) continue;
+    const xn = typeof x === 'number';
+    const yn = typeof y === 'number';
+    if (xn && yn) return (x as number) < (y as number) ? -1 : 1;
+    if (xn !== yn) return xn ? -1 : 1;
+    return String(x) < String(y) ? -1 : 1;
+  }
+  return 0;
+}
+
+/**
+ * A row's values as one text that orders rows the same way on every sync: each value with its
+ * type, in the query's column order. Only rows of one key are compared, which is rare.
+ */
+function rowText(raw: Record<string, unknown>): string {
+  let text = '';
+  for (const value of Object.values(raw)) {
+    if (value === null || value === undefined) text += '\u0000null';
+    else if (value instanceof Uint8Array) text += `\u0000bytes ${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`;
+    else if (value instanceof Date) text += `\u0000date ${value.getTime()}`;
+    else if (typeof value === 'object') text += `\u0000json ${JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`;
+    else text += `\u0000${typeof value} ${String(value)}`;
+  }
+  return text;
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
