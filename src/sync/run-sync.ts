@@ -46,8 +46,10 @@ export interface SyncRequest {
 export interface SyncHooks {
   skipped?(row: SkippedSourceRow): void;
   issue?(issue: ValueIssue): void;
-  /** The signal that asks the sync to stop, or null; read between rows. */
+  /** The signal that asks the sync to stop, or null; read between rows, and while `--wait` waits. */
   stopRequested?(): 'SIGINT' | 'SIGTERM' | null;
+  /** Another sync holds the database: `--wait` waits for it (what holds it). */
+  waiting?(what: string): void;
 }
 
 /**
@@ -104,7 +106,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
   let lock: BuildLock | undefined;
   let source: SyncSource | undefined;
   try {
-    lock = await takeLock(request);
+    lock = await takeLock(request, hooks);
     source = await openSource(request.from, request.source);
     const plans = await planTables(target, source, request.tables);
     const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [], notes: [] };
@@ -204,11 +206,17 @@ async function syncOne(
   return { counts, mode, mark: { mapping, previous: first ? latest : earlier!.latest, latest, log: 0 }, first };
 }
 
-async function takeLock(request: SyncRequest): Promise<BuildLock> {
+/** The sync's lock; a signal while `--wait` waits for it ends the wait at once. */
+async function takeLock(request: SyncRequest, hooks: SyncHooks): Promise<BuildLock> {
   const file = syncLockFile(request.db);
   mkdirSync(dirname(file), { recursive: true });
+  const stop = () => {
+    const signal = hooks.stopRequested?.() ?? null;
+    return signal === null ? null : new SyncInterrupted(signal);
+  };
   try {
-    return await waitForBuildLock(request.db, { file, command: request.command ?? 'vidfeeds sync' }, { seconds: request.waitSeconds });
+    const waiting = (held: LockHeldError) => hooks.waiting?.(held.holder === null ? file : `database ${request.db}, synced by ${describeHolder(held.holder)}`);
+    return await waitForBuildLock(request.db, { file, command: request.command ?? 'vidfeeds sync' }, { seconds: request.waitSeconds, stop, waiting });
   } catch (error) {
     if (!(error instanceof LockHeldError)) throw error;
     throw new SyncBusyError(

@@ -3,7 +3,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli } from '../helpers/cli.js';
+import { cli, cliAsync } from '../helpers/cli.js';
+import { until } from '../helpers/until.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { MAX_ROWS_OF_ONE_KEY } from '../../src/sync/key-groups.js';
 import { dumpTables } from './sync-scenario.js';
@@ -185,7 +186,7 @@ describe('vidfeeds sync from an SQLite file', () => {
     expect(names()).toEqual([{ id: 1, display_name: 'Alice L.' }, { id: 2, display_name: 'Bob' }, { id: 3, display_name: 'Carol' }]);
   });
 
-  it('refuses a table vidfeeds does not have, a missing source and another sync holding the database', () => {
+  it('refuses a table vidfeeds does not have, a missing source and another sync holding the database, whose --wait hears Ctrl-C', async () => {
     const s = site();
     writeFileSync(s.config, JSON.stringify({ sync: { from: `sqlite:${s.source}`, tables: { members: 'SELECT 1' } } }));
     const unknown = s.sync();
@@ -210,5 +211,18 @@ describe('vidfeeds sync from an SQLite file', () => {
     expect(locked.code).toBe(75);
     expect(JSON.parse(locked.stdout)).toMatchObject({ command: 'sync', ok: false, exitCode: 75 });
     expect(locked.stderr).toMatch(new RegExp(`is being synced by another vidfeeds: "vidfeeds sync", pid ${process.pid} .*--wait SECONDS`));
+
+    // With --wait it waits, and hears Ctrl-C at once while it does: exit 130, nothing written.
+    const waiter = cliAsync(['sync', '--db', s.db, '--config', s.config, '--wait', '60']);
+    let stderr = '';
+    waiter.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((done) => waiter.on('close', (code) => done(code)));
+    expect(await until(() => stderr.includes('waiting up to 60 s for the lock: database'), 30_000), stderr).toBe(true);
+    waiter.kill('SIGINT');
+    // Bounded only so that a wait deaf to the signal fails here, not at the suite's timeout.
+    const code = await Promise.race([exited, new Promise<'still waiting'>((done) => setTimeout(() => done('still waiting'), 30_000))]);
+    if (code === 'still waiting') waiter.kill('SIGKILL');
+    expect(code, stderr).toBe(130);
+    expect(stderr).toContain("stopped by SIGINT: nothing was written, vidfeeds's database is as it was");
   });
 });

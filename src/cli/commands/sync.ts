@@ -69,7 +69,8 @@ async function syncAction(flags: SyncFlags, io: Console, runner: CommandRun): Pr
   runner.reportErrorsAs((error, exitCode) => JSON.stringify({ ...reportHead('sync', exitCode), error: (error as Error).message, skipped, issues }));
   let report: SyncReport;
   try {
-    report = await runSync(request, { ...problems.hooks, stopRequested: stop.requested });
+    const waiting = (what: string) => io.log.info(`waiting up to ${request.waitSeconds} s for the lock: ${what}`);
+    report = await runSync(request, { ...problems.hooks, stopRequested: stop.requested, waiting });
   } catch (error) {
     problems.flush();
     throw error;
