@@ -13,7 +13,7 @@ import { BuildInterrupted } from '../../pipeline/interrupt.js';
 import { waitForBuildLock, type BuildLock } from '../../pipeline/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../pipeline/plan/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
-import { buildManifestAsync, manifestOfFiles } from '../../hosting/manifest.js';
+import { manifestEntries, manifestOfFiles } from '../../hosting/manifest.js';
 import type { RouteMatch } from '../../hosting/routes.js';
 import type { Format } from '../../formats/format.js';
 import { isEncoding, type Encoding } from '../../paths/compression.js';
@@ -29,7 +29,7 @@ import { deliverOwed, listenersOf, owedCount } from '../../deploy/owed-notificat
 import { DeployRecord } from '../../deploy/deploy-record.js';
 import type { Delivery } from '../../deploy/notify.js';
 import { parseStoreTarget, showTarget, type StoreTarget } from '../../deploy/object-store.js';
-import { emptyReport, type DeployReport } from '../../deploy/run-deploy.js';
+import type { DeployReport, DeployRequest as StoreDeploy } from '../../deploy/run-deploy.js';
 import { describeStoreError, StoreRequestError } from '../../deploy/store-requests.js';
 import { EXIT, UsageError } from '../errors.js';
 import { VidfeedsError } from '../../config/vidfeeds-error.js';
@@ -37,6 +37,9 @@ import { reportHead, withJsonErrors } from '../json-report.js';
 import type { Console } from '../output.js';
 import { reportDeliveries } from '../notify-report.js';
 import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
+
+/** The tree's documents as the deploy reads them: all of them one at a time, or the changed ones. */
+type DeployManifest = StoreDeploy['manifest'];
 
 interface DeployFlags extends ConfigFlags {
   out: string;
@@ -172,14 +175,15 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
       (format: Format) => cacheControlOf(config.cacheControl, format),
       (match: RouteMatch) => websubLinkOfMatch(config.websub.hubs, paths, match),
     ] as const;
-    let built: { manifest: Manifest; incremental?: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } } | null;
+    let built: { manifest: DeployManifest; incremental?: { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] } };
     try {
-      built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : await buildManifestAsync(stop.signal, ...manifestArgs);
+      // A full compare reads the tree one file at a time while it plans (src/deploy/full-compare.ts).
+      built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : { manifest: { files: manifestEntries(stop.signal, ...manifestArgs) } };
     } finally {
       basis.state?.close();
     }
-    const owing = { record, recordId, listeners: listeners.map((l) => l.id), published: basis.published, incremental: built?.incremental };
-    report = built === null ? stoppedEarly(request, flags, signal.value, started) : await publish(built.manifest, routes, request, flags, { stop: stop.signal, signal, started, ...owing });
+    const owing = { record, recordId, listeners: listeners.map((l) => l.id), published: basis.published, incremental: built.incremental };
+    report = await publish(built.manifest, routes, request, flags, { stop: stop.signal, signal, started, ...owing });
     report.mode = basis.mode;
     report.reason = basis.mode === 'full' ? basis.reason : `the builds after build ${basis.since}`;
   } finally {
@@ -218,7 +222,7 @@ function pendingFiles(report: DeployReport, routes: Routes, request: DeployReque
 
 /** Publishes the manifest through the S3 store, under the stop signal. */
 async function publish(
-  manifest: Manifest,
+  manifest: DeployManifest,
   routes: Routes,
   request: DeployRequest,
   flags: DeployFlags,
@@ -296,14 +300,6 @@ function fingerprintOf(config: SiteConfig, paths: SitePaths, request: DeployRequ
 
 function recordIdOf(request: DeployRequest): string {
   return `${request.endpoint ?? 'aws'} ${showTarget(request.target)}${request.shard === undefined ? '' : ` part ${request.shard.index}/${request.shard.count}`}`;
-}
-
-/** The report of a deploy stopped while it read the tree: nothing compared, nothing written. */
-function stoppedEarly(request: DeployRequest, flags: DeployFlags, by: 'SIGINT' | 'SIGTERM' | null, started: bigint): DeployReport {
-  const report = emptyReport(showTarget(request.target), flags.dryRun ?? false, []);
-  report.stoppedBy = by ?? 'SIGTERM';
-  report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return report;
 }
 
 /** 128 + the signal's number when stopped; 75 when only the store's unavailability failed it; 1 for any other failure. */
