@@ -57,8 +57,8 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
       .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS)
       .option('--sync-every <seconds>', "also run `vidfeeds sync` (the configuration's sync section) at start and then every SECONDS; a sync that changed something is built", positiveInteger('--sync-every', 86_400))
-      .option('--deploy <s3://bucket/prefix>', 'after each build, publish the tree to this object store as `vidfeeds deploy` does (incremental; one at a time, later builds carried by the next)')
-      .option('--endpoint <url>', 'with --deploy: an S3-compatible endpoint other than AWS')
+      .option('--deploy <s3://bucket/prefix>', 'after each build, publish the tree to this object store as `vidfeeds deploy` does (incremental; one at a time, later builds carried by the next); wins over deploy.to in the configuration')
+      .option('--endpoint <url>', 'with --deploy: an S3-compatible endpoint other than AWS; wins over deploy.endpoint')
       .option('--concurrency <n>', 'with --deploy: requests at once', positiveInteger('--concurrency', 256))
       .option('--tries <n>', 'with --deploy: tries per request', positiveInteger('--tries', 20))
       .option('--timeout <seconds>', 'with --deploy: longest wait for the answer to one request', positiveInteger('--timeout', 3600))
@@ -87,8 +87,8 @@ async function watchAction(flags: WatchFlags, io: Console, setExit: (code: numbe
   // are live too, so they wait for the next build that finishes.
   const startConfig = load();
   const paths = new SitePaths(startConfig.baseUrl, startConfig.pages, FORMATS);
-  // With --deploy, the deploy tells the --on-change command, once the objects are in the store.
-  const deployArgs = watchDeployArgs(flags, request.out);
+  // With --deploy (or deploy.to), the deploy tells the --on-change command, once the objects are in the store.
+  const deployArgs = watchDeployArgs(flags, request.out, run.deploy);
   const notify = buildNotifySettings(startConfig, paths, deployArgs === null ? flags : { ...flags, onChange: undefined });
   const deployer = deployArgs === null ? null : deployAfterBuilds(deployArgs, io);
   const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
