@@ -1,11 +1,12 @@
-import { compareUtf8 } from '../paths/key-order.js';
+import { byCodePoint } from '../db/by-code-point.js';
+import type { ShardSpec } from '../pipeline/plan/shard.js';
 import type { ManifestEntry } from '../hosting/manifest.js';
+import type { Routes } from '../hosting/routes.js';
 import { ownedDocumentOf, planDocument, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
-import { addHeaderLines, fingerprintOfHeaderLines } from './deploy-record.js';
-import type { ObjectHead, StoredObject } from './object-store.js';
+import { addHeaderLines, fingerprintOfHeaderLines, type DeployRecord } from './deploy-record.js';
+import type { ObjectHead, ObjectStore, StoredObject, StoreTarget } from './object-store.js';
 import { PlanSpill, type CheckResult, type Verdict } from './plan-spill.js';
 import { runPool } from './pool.js';
-import type { DeployReport, DeployRequest } from './run-deploy.js';
 import { StopRequested } from './store-requests.js';
 import type { WritePlan } from './write-plan.js';
 
@@ -17,10 +18,28 @@ import type { WritePlan } from './write-plan.js';
  * headers (by the MD5 ETag and the SHA-256 kept in its metadata, never by times).
  */
 
+/** What a full compare needs of the deploy (src/deploy/run-deploy.ts's request). */
+export interface CompareRequest {
+  manifest: { files: Iterable<ManifestEntry> | AsyncIterable<ManifestEntry> };
+  routes: Routes;
+  target: StoreTarget;
+  store: ObjectStore;
+  shard?: ShardSpec;
+  concurrency: number;
+  record: DeployRecord;
+  recordId: string;
+  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
+}
+
+/** Where the compare notes the first two keys the store listed out of S3's order. */
+interface ListingNote {
+  unorderedListing: { before: string; after: string } | null;
+}
+
 /** Documents written to the spill at once, and listed objects matched at once. */
 const BATCH = 512;
 
-export async function fullCompare(request: DeployRequest, report: DeployReport): Promise<WritePlan> {
+export async function fullCompare(request: CompareRequest, report: ListingNote): Promise<WritePlan> {
   const spill = new PlanSpill();
   try {
     const headerLines = new Set<string>();
@@ -55,7 +74,7 @@ export async function fullCompare(request: DeployRequest, report: DeployReport):
 }
 
 /** Streams the store's listing through the plan: verdicts for what it lists, deletions for what the tree no longer has. */
-async function matchListing(request: DeployRequest, spill: PlanSpill, report: DeployReport, verdictOf: (planned: { size: number; md5: string }, stored: StoredObject) => Verdict): Promise<void> {
+async function matchListing(request: CompareRequest, spill: PlanSpill, report: ListingNote, verdictOf: (planned: { size: number; md5: string }, stored: StoredObject) => Verdict): Promise<void> {
   const { routes, target, shard } = request;
   let page: StoredObject[] = [];
   const flush = () => {
@@ -65,7 +84,7 @@ async function matchListing(request: DeployRequest, spill: PlanSpill, report: De
   };
   let previous: string | undefined;
   for await (const object of request.store.list(target.prefix)) {
-    if (previous !== undefined && report.unorderedListing === null && compareUtf8(previous, object.key) >= 0) {
+    if (previous !== undefined && report.unorderedListing === null && byCodePoint(previous, object.key) >= 0) {
       report.unorderedListing = { before: previous, after: object.key };
     }
     previous = object.key;
@@ -76,7 +95,7 @@ async function matchListing(request: DeployRequest, spill: PlanSpill, report: De
 }
 
 /** Asks the store for the headers of every object the listing could not decide; returns how many. */
-async function checkAll(request: DeployRequest, spill: PlanSpill): Promise<number> {
+async function checkAll(request: CompareRequest, spill: PlanSpill): Promise<number> {
   let checked = 0;
   for (let page = spill.toCheck(0); page.length > 0; page = spill.toCheck(page.at(-1)!.id)) {
     const results: CheckResult[] = [];

@@ -5,7 +5,7 @@ import type { ManifestEntry } from '../hosting/manifest.js';
 import type { Routes } from '../hosting/routes.js';
 import { keysOf, routeOfFile } from '../hosting/manifest.js';
 import { isCompressible, type Encoding } from '../paths/compression.js';
-import { compareUtf8 } from '../paths/key-order.js';
+import { byCodePoint } from '../db/by-code-point.js';
 import { ownedDocumentOf, ownsMatch, planDocument, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
 import { headersFingerprint, type DeployRecord, type PublishedState } from './deploy-record.js';
 import { fullCompare } from './full-compare.js';
@@ -61,6 +61,11 @@ export interface DeployRequest {
   startedAt?: bigint;
   /** Each object written or deleted, as it happens. */
   progress?: (event: { key: string; action: 'uploaded' | 'deleted' }) => void;
+  /**
+   * Whether the report lists every key written and deleted and every file changed and removed
+   * (the default), or only counts them: the lists grow with the site, the counts do not.
+   */
+  listKeys?: boolean;
 }
 
 export interface DeployReport {
@@ -84,10 +89,10 @@ export interface DeployReport {
    * left out stay in the store.
    */
   unorderedListing: { before: string; after: string } | null;
-  /** Keys written (or, in a dry run, to write), and deleted (or to delete). */
+  /** Keys written (or, in a dry run, to write), and deleted (or to delete); empty without `listKeys`. */
   uploadedKeys: string[];
   deletedKeys: string[];
-  /** Files of the documents written, and of the documents whose objects were deleted: what changed for readers. */
+  /** Files of the documents written, and of the documents whose objects were deleted: what changed for readers (with `listKeys`). */
   changedFiles: string[];
   removedFiles: string[];
   /** Objects that could not be written or deleted, with why. */
@@ -187,7 +192,7 @@ async function incrementalCompare(request: DeployRequest, changes: NonNullable<D
     }
   }
   const known = request.record.get(request.recordId);
-  return incrementalPlan(documents, changes.newFiles, [...deletions].sort(compareUtf8), {
+  return incrementalPlan(documents, changes.newFiles, [...deletions].sort(byCodePoint), {
     known,
     // The headers are the last deploy's: the basis's configuration fingerprint is unchanged.
     fingerprint: known?.headers ?? headersFingerprint(documents),
@@ -221,7 +226,7 @@ async function writeDocument(request: DeployRequest, document: PendingDocument, 
       }
       report.uploaded[kind]++;
       report.bytesUploaded += object.size;
-      report.uploadedKeys.push(object.key);
+      if (request.listKeys !== false) report.uploadedKeys.push(object.key);
     } catch (error) {
       if (error instanceof StopRequested) {
         // Aborted under way: the store may or may not hold it; the next deploy compares again.
@@ -235,7 +240,7 @@ async function writeDocument(request: DeployRequest, document: PendingDocument, 
     }
   }
   // A document whose bytes changed for readers: one of its own keys got other bytes.
-  if (writes.some((o) => o.contentEncoding === undefined && !o.headersOnly)) report.changedFiles.push(document.file);
+  if (request.listKeys !== false && writes.some((o) => o.contentEncoding === undefined && !o.headersOnly)) report.changedFiles.push(document.file);
 }
 
 async function deleteAll(request: DeployRequest, plan: WritePlan, report: DeployReport, state: WriteState): Promise<void> {
@@ -261,8 +266,9 @@ async function deleteAll(request: DeployRequest, plan: WritePlan, report: Deploy
       for (const key of batch) {
         if (failed.has(key)) continue;
         report.deleted++;
-        report.deletedKeys.push(key);
         if (!request.dryRun) request.progress?.({ key, action: 'deleted' });
+        if (request.listKeys === false) continue;
+        report.deletedKeys.push(key);
         // A document is gone when none of its objects is planned (not when only a form of it is).
         const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
         if (file !== null && !plan.isPlanned(file)) removed.add(file);

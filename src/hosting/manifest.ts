@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ALL_ENCODINGS, compressedFormOf, compressedPath, type Encoding } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
 import { keyedUrlPaths, matchFile } from '../paths/url-scheme.js';
-import { compareUtf8 } from '../paths/key-order.js';
+import { byCodePoint } from '../db/by-code-point.js';
 import type { RouteMatch, Routes } from './routes.js';
 
 /**
@@ -68,7 +68,7 @@ function* walk(root: string, relative = ''): Generator<{ file: string; siblings:
   const entries = readdirSync(join(root, relative), { withFileTypes: true })
     .filter((entry) => !entry.name.startsWith('.') && (entry.isDirectory() || entry.isFile()))
     .map((entry) => ({ name: entry.name, folder: entry.isDirectory(), sortKey: entry.isDirectory() ? `${entry.name}/` : entry.name }))
-    .sort((a, b) => compareUtf8(a.sortKey, b.sortKey));
+    .sort((a, b) => byCodePoint(a.sortKey, b.sortKey));
   const siblings = new Set(entries.filter((e) => !e.folder).map((e) => e.name));
   for (const entry of entries) {
     const path = relative === '' ? entry.name : `${relative}/${entry.name}`;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { FORMATS } from '../../src/formats/registry.js';
 import { buildManifest, manifestEntries, type ManifestEntry } from '../../src/hosting/manifest.js';
 import { routesOf } from '../../src/hosting/routes.js';
-import { compareUtf8 } from '../../src/paths/key-order.js';
+import { byCodePoint } from '../../src/db/by-code-point.js';
 import { DeployRecord } from '../../src/deploy/deploy-record.js';
 import { runDeploy, type DeployReport } from '../../src/deploy/run-deploy.js';
 import { MemoryStore } from '../helpers/memory-store.js';
@@ -116,7 +116,7 @@ describe('the full compare of a tree larger than a page of its plan', () => {
 describe('the tree in key order', () => {
   it('compares keys by their UTF-8 bytes, as S3 lists them', () => {
     const keys = ['a/b', 'a-b', 'a.b', 'a', 'a\uE000', 'a\uFFFF', 'a\u{1F600}', 'a\u00e9', 'ab', ''];
-    expect([...keys].sort(compareUtf8)).toEqual([...keys].sort(byBytes));
+    expect([...keys].sort(byCodePoint)).toEqual([...keys].sort(byBytes));
   });
 
   it("reads a folder after the names that extend it ('a-b', 'a.b' before 'a/'), with each document's compressed forms", async () => {

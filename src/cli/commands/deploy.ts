@@ -255,7 +255,9 @@ async function publish(
       record: run.record,
       recordId: run.recordId,
       stopRequested: () => run.signal.value,
-      beforeWrites: (changed, removed) => run.record.owe(run.recordId, run.listeners, changed, removed),
+      // Only listeners are owed the changed documents, and only --json lists the keys: both grow with the site.
+      ...(run.listeners.length === 0 ? {} : { beforeWrites: (changed: string[], removed: string[]) => run.record.owe(run.recordId, run.listeners, changed, removed) }),
+      listKeys: flags.json === true,
       startedAt: run.started,
       published: run.published,
       ...(run.incremental === undefined ? {} : { incremental: run.incremental }),
@@ -336,7 +338,7 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], owed
         counts: {
           documents: report.documents,
           objects: report.objects,
-          uploaded: report.uploadedKeys.length,
+          uploaded: report.uploaded.new + report.uploaded.changed + report.uploaded.site,
           uploadedNew: report.uploaded.new,
           uploadedChanged: report.uploaded.changed,
           uploadedSite: report.uploaded.site,
