@@ -44,7 +44,7 @@ export async function fullCompare(request: CompareRequest, report: ListingNote):
   try {
     const headerLines = new Set<string>();
     let batch: PlannedDocument[] = [];
-    for await (const entry of request.manifest.files as AsyncIterable<ManifestEntry>) {
+    for await (const entry of request.manifest.files) {
       const document = planDocument(entry, request.routes, request.target.prefix, request.shard);
       if (document === null) continue;
       addHeaderLines(headerLines, document);

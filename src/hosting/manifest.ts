@@ -65,16 +65,25 @@ export interface Manifest {
  * dot-named files and folders are never listed. Only the folders on the way are held.
  */
 function* walk(root: string, relative = ''): Generator<{ file: string; siblings: ReadonlySet<string> }> {
-  const entries = readdirSync(join(root, relative), { withFileTypes: true })
-    .filter((entry) => !entry.name.startsWith('.') && (entry.isDirectory() || entry.isFile()))
-    .map((entry) => ({ name: entry.name, folder: entry.isDirectory(), sortKey: entry.isDirectory() ? `${entry.name}/` : entry.name }))
-    .sort((a, b) => byCodePoint(a.sortKey, b.sortKey));
-  const siblings = new Set(entries.filter((e) => !e.folder).map((e) => e.name));
-  for (const entry of entries) {
-    const path = relative === '' ? entry.name : `${relative}/${entry.name}`;
-    if (entry.folder) yield* walk(root, path);
+  const names = sortedNames(join(root, relative));
+  const siblings = new Set(names.filter((name) => !name.endsWith('/')));
+  for (const name of names) {
+    const folder = name.endsWith('/');
+    const path = `${relative === '' ? '' : `${relative}/`}${folder ? name.slice(0, -1) : name}`;
+    if (folder) yield* walk(root, path);
     else yield { file: path, siblings };
   }
+}
+
+/** A folder's files and folders (with a final `/`) in key order: only names are kept, a large folder's entries are not. */
+function sortedNames(folder: string): string[] {
+  const names: string[] = [];
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    if (entry.name.startsWith('.')) continue;
+    if (entry.isDirectory()) names.push(`${entry.name}/`);
+    else if (entry.isFile()) names.push(entry.name);
+  }
+  return names.sort(byCodePoint);
 }
 
 /** Which format a file under the tree belongs to, or null when the table serves no URL from it. */
