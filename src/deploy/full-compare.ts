@@ -18,8 +18,12 @@ import type { WritePlan } from './write-plan.js';
  * headers (by the MD5 ETag and the SHA-256 kept in its metadata, never by times).
  */
 
-/** What a full compare needs of the deploy (src/deploy/run-deploy.ts's request). */
+/** What a full compare needs of the deploy (src/deploy/run-deploy.ts's request extends it). */
 export interface CompareRequest {
+  /**
+   * The tree's documents: for a full compare, read one at a time (src/hosting/manifest.ts's
+   * `manifestEntries`); for an incremental deploy, the changed documents only.
+   */
   manifest: { files: Iterable<ManifestEntry> | AsyncIterable<ManifestEntry> };
   routes: Routes;
   target: StoreTarget;
@@ -27,7 +31,9 @@ export interface CompareRequest {
   shard?: ShardSpec;
   concurrency: number;
   record: DeployRecord;
+  /** Names the target in the record: the endpoint and the location (and the part). */
   recordId: string;
+  /** The signal that asked the deploy to stop, if one did (the store's requests are aborted by it too). */
   stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
 }
 

@@ -1,15 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ShardSpec } from '../pipeline/plan/shard.js';
-import type { ManifestEntry } from '../hosting/manifest.js';
-import type { Routes } from '../hosting/routes.js';
 import { keysOf, routeOfFile } from '../hosting/manifest.js';
 import { isCompressible, type Encoding } from '../paths/compression.js';
 import { byCodePoint } from '../db/by-code-point.js';
 import { ownedDocumentOf, ownsMatch, planDocument, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
-import { headersFingerprint, type DeployRecord, type PublishedState } from './deploy-record.js';
-import { fullCompare } from './full-compare.js';
-import type { ObjectStore, StoreTarget } from './object-store.js';
+import { headersFingerprint, type PublishedState } from './deploy-record.js';
+import { fullCompare, type CompareRequest } from './full-compare.js';
 import { showTarget } from './object-store.js';
 import { runPoolFrom } from './pool.js';
 import { describeStoreError, StopRequested, StoreRequestError } from './store-requests.js';
@@ -25,25 +21,10 @@ import { drain, incrementalPlan, type PendingDocument, type StepKind, type Write
  * The next deploy compares again, so it resumes where this one stopped.
  */
 
-export interface DeployRequest {
+export interface DeployRequest extends CompareRequest {
   /** The tree (the `--out` of the build). */
   out: string;
-  /**
-   * The tree's documents: for a full compare, read one at a time (src/hosting/manifest.ts's
-   * `manifestEntries`); for an incremental deploy, the changed documents only.
-   */
-  manifest: { files: Iterable<ManifestEntry> | AsyncIterable<ManifestEntry> };
-  routes: Routes;
-  target: StoreTarget;
-  store: ObjectStore;
-  shard?: ShardSpec;
-  concurrency: number;
   dryRun: boolean;
-  record: DeployRecord;
-  /** Names the target in the record: the endpoint and the location (and the part). */
-  recordId: string;
-  /** The signal that asked the deploy to stop, if one did (the store's requests are aborted by it too). */
-  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
   /**
    * Called once the comparison is done, before the first write, with the documents about to
    * change for readers (written, removed): what the listeners will be owed.
