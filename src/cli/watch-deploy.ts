@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { RunSettings } from '../config/run-settings.js';
 import { parseStoreTarget } from '../deploy/object-store.js';
 import { UsageError } from './errors.js';
 
 /**
- * `vidfeeds watch --deploy s3://…`: after each build, `vidfeeds deploy` of the tree, in a process
+ * `vidfeeds watch --deploy s3://…` (or `deploy.to` in the configuration): after each build, `vidfeeds deploy` of the tree, in a process
  * of its own (a deploy that is stopped or killed never takes the watch with it). One deploy at a
  * time: builds that finish while one runs are carried by the next, which starts as soon as it
  * ends. The deploy is incremental (src/deploy/deploy-basis.ts), so each sends what every build
@@ -41,15 +42,21 @@ const DEFAULT_MAX_RETRY_MS = 300_000;
 /** How long a deploy waits for a build of the tree to release the lock. */
 const LOCK_WAIT_SECONDS = 3600;
 
-/** The deploy's arguments for a watch's flags; a bad target stops the watch before anything is touched. */
-export function watchDeployArgs(flags: WatchDeployFlags, out: string): string[] | null {
-  if (flags.deploy === undefined) return null;
-  const target = parseStoreTarget(flags.deploy);
-  if ('problem' in target) throw new UsageError(`--deploy: ${target.problem}`);
+/**
+ * The deploy's arguments for a watch's flags and its configuration's `deploy` setting (each flag
+ * wins over its setting, which the configuration's checks have passed); a bad target stops the
+ * watch before anything is touched. Null when neither names a target.
+ */
+export function watchDeployArgs(flags: WatchDeployFlags, out: string, setting: RunSettings['deploy'] = { to: null, endpoint: null }): string[] | null {
+  const to = flags.deploy ?? setting.to ?? undefined;
+  if (to === undefined) return null;
+  const endpoint = flags.endpoint ?? setting.endpoint ?? undefined;
+  const target = parseStoreTarget(to);
+  if ('problem' in target) throw new UsageError(`${flags.deploy === undefined ? 'deploy.to' : '--deploy'}: ${target.problem}`);
   if (flags.endpoint !== undefined && !/^https?:\/\/[^/]/.test(flags.endpoint)) throw new UsageError(`--endpoint must be an http(s) URL, not ${JSON.stringify(flags.endpoint)}`);
-  const args = ['--out', out, '--to', flags.deploy, '--wait', String(LOCK_WAIT_SECONDS)];
+  const args = ['--out', out, '--to', to, '--wait', String(LOCK_WAIT_SECONDS)];
   const optional: Array<[string, string | number | undefined]> = [
-    ['--endpoint', flags.endpoint],
+    ['--endpoint', endpoint],
     ['--config', flags.config],
     ['--concurrency', flags.concurrency],
     ['--tries', flags.tries],

@@ -56,10 +56,18 @@ export function schemaProblem(error: ErrorObject): string {
     case 'required':
       return `must set ${(error.params as { missingProperty: string }).missingProperty}`;
     case 'anyOf':
-      return `must be ${(schema.anyOf ?? []).map((branch) => (branch.const !== undefined ? `${JSON.stringify(branch.const)}` : branch.format === 'uri' ? 'an absolute http(s) URL' : 'of another form')).join(' or ')}, not ${found}`;
+      return `must be ${(schema.anyOf ?? []).map(branchWords).join(' or ')}, not ${found}`;
     default:
       return `${error.message ?? 'is not valid'}, not ${found}`;
   }
+}
+
+/** One branch of an anyOf in words: its constant, a URL, what its `title` says its pattern wants, or its type. */
+function branchWords(branch: JsonSchema): string {
+  if (branch.const !== undefined) return JSON.stringify(branch.const);
+  if (branch.format === 'uri') return 'an absolute http(s) URL';
+  if (typeof branch.title === 'string') return branch.title;
+  return typeWords(branch.type);
 }
 
 function typeWords(type: string | string[] | undefined): string {

@@ -20,9 +20,11 @@ export interface RunSettings {
   maxRemovalShare: number;
   /** Removals fewer than this never stop a build. */
   removalGuardMinimum: number;
+  /** Where `vidfeeds watch` deploys after each build (`--deploy`, `--endpoint` win); `to` null: it does not. */
+  deploy: { to: string | null; endpoint: string | null };
 }
 
-export const RUN_SETTING_KEYS = ['db', 'out', 'state', 'logLevel', 'logFormat', 'accessLog', 'maxRemovalShare', 'removalGuardMinimum'] as const satisfies ReadonlyArray<keyof RunSettings>;
+export const RUN_SETTING_KEYS = ['db', 'out', 'state', 'logLevel', 'logFormat', 'accessLog', 'maxRemovalShare', 'removalGuardMinimum', 'deploy'] as const satisfies ReadonlyArray<keyof RunSettings>;
 
 const PATH_KEYS = ['db', 'out', 'state'] as const;
 

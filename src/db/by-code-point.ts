@@ -1,5 +1,6 @@
 /**
- * Compares strings by code point, as SQLite compares UTF-8 text. UTF-16 units order the same way
+ * Compares strings by code point, as SQLite compares UTF-8 text and S3 lists keys (ascending
+ * UTF-8 bytes). UTF-16 units order the same way
  * except a surrogate (half of a code point above U+FFFF) against a unit from U+E000 to U+FFFF.
  */
 export function byCodePoint(a: string, b: string): number {

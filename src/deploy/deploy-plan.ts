@@ -63,18 +63,19 @@ export function ownsMatch(shard: ShardSpec | undefined, match: PlaceMatch): bool
 
 /** The documents of a manifest this deploy publishes, each with its objects below `prefix`. */
 export function planDocuments(manifest: Manifest, routes: Routes, prefix: string, shard: ShardSpec | undefined): PlannedDocument[] {
-  const documents: PlannedDocument[] = [];
-  for (const entry of manifest.files) {
-    const match = routeOfFile(routes, entry.file);
-    if (match === null || !ownsMatch(shard, match)) continue;
-    documents.push({
-      file: entry.file,
-      format: match.format.name,
-      rank: match.kind === 'site' ? siteRank(match) : 0,
-      objects: objectsOf(entry, prefix),
-    });
-  }
-  return documents;
+  return manifest.files.flatMap((entry) => planDocument(entry, routes, prefix, shard) ?? []);
+}
+
+/** A manifest entry as the document this deploy publishes, or null when it is not this deploy's to publish. */
+export function planDocument(entry: ManifestEntry, routes: Routes, prefix: string, shard: ShardSpec | undefined): PlannedDocument | null {
+  const match = routeOfFile(routes, entry.file);
+  if (match === null || !ownsMatch(shard, match)) return null;
+  return {
+    file: entry.file,
+    format: match.format.name,
+    rank: match.kind === 'site' ? siteRank(match) : 0,
+    objects: objectsOf(entry, prefix),
+  };
 }
 
 function objectsOf(entry: ManifestEntry, prefix: string): PlannedObject[] {

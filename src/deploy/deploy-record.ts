@@ -124,10 +124,17 @@ export class DeployRecord {
  */
 export function headersFingerprint(documents: readonly PlannedDocument[]): string {
   const seen = new Set<string>();
-  for (const document of documents) {
-    for (const o of document.objects) {
-      seen.add([document.format, o.contentType, o.cacheControl, o.contentEncoding ?? '', (o.link ?? '').replace(/, <[^>]*>; rel="self"$/, '')].join('\t'));
-    }
+  for (const document of documents) addHeaderLines(seen, document);
+  return fingerprintOfHeaderLines(seen);
+}
+
+/** Adds a document's header lines to the set a fingerprint is made of (a handful per format, whatever the site's size). */
+export function addHeaderLines(seen: Set<string>, document: PlannedDocument): void {
+  for (const o of document.objects) {
+    seen.add([document.format, o.contentType, o.cacheControl, o.contentEncoding ?? '', (o.link ?? '').replace(/, <[^>]*>; rel="self"$/, '')].join('\t'));
   }
+}
+
+export function fingerprintOfHeaderLines(seen: ReadonlySet<string>): string {
   return createHash('sha256').update([...seen].sort().join('\n')).digest('hex');
 }

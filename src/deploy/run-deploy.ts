@@ -1,16 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ShardSpec } from '../shard/shard.js';
-import type { Manifest } from '../hosting/manifest.js';
-import type { Routes } from '../hosting/routes.js';
 import { keysOf, routeOfFile } from '../hosting/manifest.js';
 import { isCompressible, type Encoding } from '../paths/compression.js';
-import { ownedDocumentOf, ownsMatch, planDocuments, SITE_RANKS, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
-import { headersFingerprint, type DeployRecord, type PublishedState } from './deploy-record.js';
-import type { ObjectStore, StoredObject, StoreTarget } from './object-store.js';
+import { byCodePoint } from '../db/by-code-point.js';
+import { ownedDocumentOf, ownsMatch, planDocument, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
+import { headersFingerprint, type PublishedState } from './deploy-record.js';
+import { fullCompare, type CompareRequest } from './full-compare.js';
 import { showTarget } from './object-store.js';
-import { runPool } from './pool.js';
+import { runPoolFrom } from './pool.js';
 import { describeStoreError, StopRequested, StoreRequestError } from './store-requests.js';
+import { drain, incrementalPlan, type PendingDocument, type StepKind, type WritePlan } from './write-plan.js';
 
 /**
  * One deploy of a built tree to an object store: compare, then write in the safe order of
@@ -22,21 +21,10 @@ import { describeStoreError, StopRequested, StoreRequestError } from './store-re
  * The next deploy compares again, so it resumes where this one stopped.
  */
 
-export interface DeployRequest {
+export interface DeployRequest extends CompareRequest {
   /** The tree (the `--out` of the build). */
   out: string;
-  manifest: Manifest;
-  routes: Routes;
-  target: StoreTarget;
-  store: ObjectStore;
-  shard?: ShardSpec;
-  concurrency: number;
   dryRun: boolean;
-  record: DeployRecord;
-  /** Names the target in the record: the endpoint and the location (and the part). */
-  recordId: string;
-  /** The signal that asked the deploy to stop, if one did (the store's requests are aborted by it too). */
-  stopRequested?: () => 'SIGINT' | 'SIGTERM' | null;
   /**
    * Called once the comparison is done, before the first write, with the documents about to
    * change for readers (written, removed): what the listeners will be owed.
@@ -54,6 +42,11 @@ export interface DeployRequest {
   startedAt?: bigint;
   /** Each object written or deleted, as it happens. */
   progress?: (event: { key: string; action: 'uploaded' | 'deleted' }) => void;
+  /**
+   * Whether the report lists every key written and deleted and every file changed and removed
+   * (the default), or only counts them: the lists grow with the site, the counts do not.
+   */
+  listKeys?: boolean;
 }
 
 export interface DeployReport {
@@ -77,10 +70,10 @@ export interface DeployReport {
    * left out stay in the store.
    */
   unorderedListing: { before: string; after: string } | null;
-  /** Keys written (or, in a dry run, to write), and deleted (or to delete). */
+  /** Keys written (or, in a dry run, to write), and deleted (or to delete); empty without `listKeys`. */
   uploadedKeys: string[];
   deletedKeys: string[];
-  /** Files of the documents written, and of the documents whose objects were deleted: what changed for readers. */
+  /** Files of the documents written, and of the documents whose objects were deleted: what changed for readers (with `listKeys`). */
   changedFiles: string[];
   removedFiles: string[];
   /** Objects that could not be written or deleted, with why. */
@@ -98,138 +91,75 @@ export interface DeployFailure {
   transient: boolean;
 }
 
-type Verdict = 'same' | 'write' | 'check';
-
 const DELETE_BATCH = 1000;
 
 export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
   const started = request.startedAt ?? process.hrtime.bigint();
-  const { target, routes, shard } = request;
-  const documents = planDocuments(request.manifest, routes, target.prefix, shard);
-  const report = emptyReport(showTarget(target), request.dryRun, documents);
+  const report = emptyReport(showTarget(request.target), request.dryRun);
   const finish = () => {
     report.stoppedBy = request.stopRequested?.() ?? null;
     report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
     return report;
   };
-  let compared: Compared;
+  let plan: WritePlan;
   try {
-    compared = request.incremental === undefined ? await compare(request, documents, report) : incrementalCompare(request, documents, request.incremental);
+    plan = request.incremental === undefined ? await fullCompare(request, report) : await incrementalCompare(request, request.incremental);
   } catch (error) {
     // A stop during the comparison: nothing was written, and what would have been is not known yet.
     if (error instanceof StopRequested) return finish();
     throw error;
   }
-  const { verdicts, deletions, steps, headersOnly, known, fingerprint } = compared;
-  report.unchanged = [...verdicts.values()].filter((v) => v === 'same').length;
-
-  const plannedFiles = new Set(documents.map((d) => d.file));
-  if (!request.dryRun) request.beforeWrites?.(...readerChanges(request, compared, plannedFiles));
-
-  const state = { etagsAreMd5: known?.etagsAreMd5 ?? true, halted: false };
-  for (const step of steps) {
-    const writes = (d: PlannedDocument) => d.objects.filter((o) => verdicts.get(o.key) === 'write').map((o) => o.key);
-    if (state.halted || request.stopRequested?.() != null) {
-      report.notAttempted.push(...step.documents.flatMap(writes));
-      continue;
-    }
-    const notStarted = await runPool(step.documents, request.concurrency, (document) => writeDocument(request, document, step.kind, verdicts, headersOnly, report, state), () => halted(request, state));
-    report.notAttempted.push(...notStarted.flatMap(writes));
-  }
-
-  if (state.halted || request.stopRequested?.() != null) {
-    report.notAttempted.push(...deletions);
-  } else {
-    await deleteAll(request, deletions, report, state, plannedFiles);
-  }
-  if (!request.dryRun && report.failed.length === 0 && report.notAttempted.length === 0 && request.stopRequested?.() == null) {
-    const published = request.published ?? undefined;
-    request.record.set(request.recordId, { headers: fingerprint, etagsAreMd5: state.etagsAreMd5, ...(published === undefined ? {} : { published }) });
+  try {
+    await publishPlan(request, plan, report);
+  } finally {
+    plan.close();
   }
   return finish();
 }
 
-interface Compared {
-  verdicts: Map<string, Verdict>;
-  deletions: string[];
-  steps: Step[];
-  headersOnly: Set<string>;
-  known: ReturnType<DeployRecord['get']>;
-  fingerprint: string;
+/** Writes in the safe order, then deletes; records the target once everything planned was done. */
+async function publishPlan(request: DeployRequest, plan: WritePlan, report: DeployReport): Promise<void> {
+  Object.assign(report, { documents: plan.documents, objects: plan.objects, unchanged: plan.unchanged, checked: plan.checked });
+  if (!request.dryRun) request.beforeWrites?.(plan.changedForReaders(), removedFiles(request, plan));
+
+  const state = { etagsAreMd5: plan.known?.etagsAreMd5 ?? true, halted: false };
+  const keysOf = (documents: PendingDocument[]) => documents.flatMap((d) => d.writes.map((o) => o.key));
+  for (const step of plan.steps()) {
+    if (!halted(request, state)) await runPoolFrom(step.documents, request.concurrency, (document) => writeDocument(request, document, step.kind, report, state), () => halted(request, state));
+    // What the step did not start (all of it after a failure or a stop).
+    report.notAttempted.push(...keysOf(drain(step.documents)));
+  }
+
+  if (halted(request, state)) {
+    report.notAttempted.push(...drain(plan.deletions(DELETE_BATCH)).flat());
+  } else {
+    await deleteAll(request, plan, report, state);
+  }
+  if (!request.dryRun && report.failed.length === 0 && report.notAttempted.length === 0 && request.stopRequested?.() == null) {
+    const published = request.published ?? undefined;
+    request.record.set(request.recordId, { headers: plan.fingerprint, etagsAreMd5: state.etagsAreMd5, ...(published === undefined ? {} : { published }) });
+  }
 }
 
-/** The store's listing against the plan: what is the same, what to write in which step, what to delete. */
-async function compare(request: DeployRequest, documents: readonly PlannedDocument[], report: DeployReport): Promise<Compared> {
-  const { target, store, routes, shard } = request;
-  const remote = new Map<string, StoredObject>();
-  let previous: string | undefined;
-  for await (const object of store.list(target.prefix)) {
-    if (previous !== undefined && report.unorderedListing === null && !inKeyOrder(previous, object.key)) {
-      report.unorderedListing = { before: previous, after: object.key };
-    }
-    previous = object.key;
-    remote.set(object.key, object);
-  }
-  // A listing out of key order was paged by a store that does not keep S3's order, and such a
-  // store can leave keys out at a page's edge: what it did not list is asked for one by one.
-  const listingComplete = report.unorderedListing === null;
-
-  const fingerprint = headersFingerprint(documents);
-  const known = request.record.get(request.recordId);
-  const trustEtags = known !== undefined && known.headers === fingerprint && known.etagsAreMd5;
-  const verdicts = new Map<string, Verdict>();
-  for (const document of documents) {
-    for (const object of document.objects) verdicts.set(object.key, firstVerdict(object, remote.get(object.key), trustEtags, listingComplete));
-  }
-  const toCheck = documents.flatMap((d) => d.objects.filter((o) => verdicts.get(o.key) === 'check'));
-  // Objects rewritten only for their headers: their readers' content did not change.
-  const headersOnly = new Set<string>();
-  // Objects the store holds that its listing left out.
-  const unlisted = new Set<string>();
-  const unchecked = await runPool(
-    toCheck,
-    request.concurrency,
-    async (object) => {
-      const head = await store.head(object.key);
-      verdicts.set(object.key, head !== null && headMatches(object, head) ? 'same' : 'write');
-      if (head !== null && !remote.has(object.key)) unlisted.add(object.key);
-      if (head !== null && head.metadata['vidfeeds-sha256'] === object.sha256 && verdicts.get(object.key) === 'write') headersOnly.add(object.key);
-    },
-    () => request.stopRequested?.() != null,
-  );
-  if (unchecked.length > 0) throw new StopRequested();
-  report.checked = toCheck.length;
-
-  const planned = new Set(documents.flatMap((d) => d.objects.map((o) => o.key)));
-  const deletions = [...remote.keys()].filter((key) => !planned.has(key) && ownedDocumentOf(routes, target.prefix, key, shard) !== null).sort();
-  const steps = orderSteps(documents, (key) => remote.has(key) || unlisted.has(key), verdicts);
-  return { verdicts, deletions, steps, headersOnly, known, fingerprint };
-}
-
-/** The documents this deploy is about to change for readers: those whose bytes it writes, and those it removes. */
-function readerChanges(request: DeployRequest, compared: Compared, plannedFiles: ReadonlySet<string>): [string[], string[]] {
-  const { verdicts, headersOnly, steps, deletions } = compared;
-  const changed = steps
-    .flatMap((step) => step.documents)
-    .filter((d) => d.objects.some((o) => verdicts.get(o.key) === 'write' && o.contentEncoding === undefined && !headersOnly.has(o.key)))
-    .map((d) => d.file);
+/** The documents this deploy removes for readers: those a deleted key publishes that the tree no longer has. */
+function removedFiles(request: DeployRequest, plan: WritePlan): string[] {
   const removed = new Set<string>();
-  for (const key of deletions) {
-    const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
-    if (file !== null && !plannedFiles.has(file)) removed.add(file);
+  const batches = plan.deletions(DELETE_BATCH);
+  for (let batch = batches(); batch !== undefined; batch = batches()) {
+    for (const key of batch) {
+      const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
+      if (file !== null && !plan.isPlanned(file)) removed.add(file);
+    }
   }
-  return [changed, [...removed]];
+  return [...removed];
 }
 
 /** An incremental deploy's plan: every object of the changed documents to write, the removed documents' keys to delete. */
-function incrementalCompare(request: DeployRequest, documents: readonly PlannedDocument[], changes: NonNullable<DeployRequest['incremental']>): Compared {
-  const verdicts = new Map<string, Verdict>();
-  const newKeys = new Set<string>();
-  for (const document of documents) {
-    for (const object of document.objects) {
-      verdicts.set(object.key, 'write');
-      if (changes.newFiles.has(document.file)) newKeys.add(object.key);
-    }
+async function incrementalCompare(request: DeployRequest, changes: NonNullable<DeployRequest['incremental']>): Promise<WritePlan> {
+  const documents: PlannedDocument[] = [];
+  for await (const entry of request.manifest.files) {
+    const document = planDocument(entry, request.routes, request.target.prefix, request.shard);
+    if (document !== null) documents.push(document);
   }
   const deletions = new Set<string>();
   for (const file of changes.removedFiles) {
@@ -243,15 +173,11 @@ function incrementalCompare(request: DeployRequest, documents: readonly PlannedD
     }
   }
   const known = request.record.get(request.recordId);
-  return {
-    verdicts,
-    deletions: [...deletions].sort(),
-    steps: orderSteps(documents, (key) => !newKeys.has(key), verdicts),
-    headersOnly: new Set(),
+  return incrementalPlan(documents, changes.newFiles, [...deletions].sort(byCodePoint), {
     known,
     // The headers are the last deploy's: the basis's configuration fingerprint is unchanged.
     fingerprint: known?.headers ?? headersFingerprint(documents),
-  };
+  });
 }
 
 interface WriteState {
@@ -265,16 +191,8 @@ function halted(request: DeployRequest, state: WriteState): boolean {
 }
 
 /** Writes a document's objects that differ, its compressed forms first; a failure halts the deploy. */
-async function writeDocument(
-  request: DeployRequest,
-  document: PlannedDocument,
-  kind: Step['kind'],
-  verdicts: ReadonlyMap<string, Verdict>,
-  headersOnly: ReadonlySet<string>,
-  report: DeployReport,
-  state: WriteState,
-): Promise<void> {
-  const writes = document.objects.filter((o) => verdicts.get(o.key) === 'write');
+async function writeDocument(request: DeployRequest, document: PendingDocument, kind: StepKind, report: DeployReport, state: WriteState): Promise<void> {
+  const writes = document.writes;
   for (const [i, object] of writes.entries()) {
     // The document's plain keys must not go up after a form that did not.
     if (halted(request, state)) {
@@ -289,7 +207,7 @@ async function writeDocument(
       }
       report.uploaded[kind]++;
       report.bytesUploaded += object.size;
-      report.uploadedKeys.push(object.key);
+      if (request.listKeys !== false) report.uploadedKeys.push(object.key);
     } catch (error) {
       if (error instanceof StopRequested) {
         // Aborted under way: the store may or may not hold it; the next deploy compares again.
@@ -303,51 +221,13 @@ async function writeDocument(
     }
   }
   // A document whose bytes changed for readers: one of its own keys got other bytes.
-  if (writes.some((o) => o.contentEncoding === undefined && !headersOnly.has(o.key))) report.changedFiles.push(document.file);
+  if (request.listKeys !== false && writes.some((o) => o.contentEncoding === undefined && !o.headersOnly)) report.changedFiles.push(document.file);
 }
 
-/** What the listing alone says of an object: the same bytes and headers, to write, or to ask the store. */
-function firstVerdict(object: PlannedObject, stored: StoredObject | undefined, trustEtags: boolean, listingComplete: boolean): Verdict {
-  if (stored === undefined) return listingComplete ? 'write' : 'check';
-  if (stored.size !== object.size) return 'write';
-  if (trustEtags) return stored.etag === object.md5 ? 'same' : 'write';
-  return 'check';
-}
-
-function headMatches(object: PlannedObject, head: { contentType?: string; cacheControl?: string; contentEncoding?: string; metadata: Record<string, string> }): boolean {
-  return (
-    head.metadata['vidfeeds-sha256'] === object.sha256 &&
-    head.contentType === object.contentType &&
-    head.cacheControl === object.cacheControl &&
-    (head.contentEncoding ?? '') === (object.contentEncoding ?? '') &&
-    (head.metadata.link ?? '') === (object.link ?? '')
-  );
-}
-
-interface Step {
-  kind: 'new' | 'changed' | 'site';
-  documents: PlannedDocument[];
-}
-
-/** The steps in the safe order, each with the documents that have something to write. */
-function orderSteps(documents: readonly PlannedDocument[], isStored: (key: string) => boolean, verdicts: ReadonlyMap<string, Verdict>): Step[] {
-  const pending = documents.filter((d) => d.objects.some((o) => verdicts.get(o.key) === 'write'));
-  const isNew = (d: PlannedDocument) => d.objects.every((o) => !isStored(o.key));
-  const steps: Step[] = [
-    { kind: 'new', documents: pending.filter((d) => d.rank === 0 && isNew(d)) },
-    { kind: 'changed', documents: pending.filter((d) => d.rank === 0 && !isNew(d)) },
-  ];
-  for (const rank of [SITE_RANKS.plain, SITE_RANKS.parts, SITE_RANKS.index, SITE_RANKS.last]) {
-    steps.push({ kind: 'site', documents: pending.filter((d) => d.rank === rank) });
-  }
-  return steps;
-}
-
-async function deleteAll(request: DeployRequest, keys: readonly string[], report: DeployReport, state: WriteState, plannedFiles: ReadonlySet<string>): Promise<void> {
-  const batches: string[][] = [];
-  for (let i = 0; i < keys.length; i += DELETE_BATCH) batches.push(keys.slice(i, i + DELETE_BATCH));
+async function deleteAll(request: DeployRequest, plan: WritePlan, report: DeployReport, state: WriteState): Promise<void> {
+  const batches = plan.deletions(DELETE_BATCH);
   const removed = new Set<string>();
-  const notStarted = await runPool(
+  await runPoolFrom(
     batches,
     Math.min(request.concurrency, 4),
     async (batch) => {
@@ -367,16 +247,17 @@ async function deleteAll(request: DeployRequest, keys: readonly string[], report
       for (const key of batch) {
         if (failed.has(key)) continue;
         report.deleted++;
-        report.deletedKeys.push(key);
         if (!request.dryRun) request.progress?.({ key, action: 'deleted' });
+        if (request.listKeys === false) continue;
+        report.deletedKeys.push(key);
         // A document is gone when none of its objects is planned (not when only a form of it is).
         const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
-        if (file !== null && !plannedFiles.has(file)) removed.add(file);
+        if (file !== null && !plan.isPlanned(file)) removed.add(file);
       }
     },
     () => halted(request, state),
   );
-  report.notAttempted.push(...notStarted.flat());
+  report.notAttempted.push(...drain(batches).flat());
   report.removedFiles.push(...removed);
 }
 
@@ -394,14 +275,14 @@ function putOf(out: string, object: PlannedObject) {
 }
 
 /** A report of nothing done yet (also a deploy stopped before its plan was made). */
-export function emptyReport(target: string, dryRun: boolean, documents: readonly PlannedDocument[]): DeployReport {
+function emptyReport(target: string, dryRun: boolean): DeployReport {
   return {
     target,
     dryRun,
     mode: 'full',
     reason: null,
-    documents: documents.length,
-    objects: documents.reduce((n, d) => n + d.objects.length, 0),
+    documents: 0,
+    objects: 0,
     uploaded: { new: 0, changed: 0, site: 0 },
     bytesUploaded: 0,
     deleted: 0,
@@ -417,12 +298,6 @@ export function emptyReport(target: string, dryRun: boolean, documents: readonly
     stoppedBy: null,
     seconds: 0,
   };
-}
-
-/** Whether `after` may follow `before` in an S3 listing: ascending by UTF-8 bytes. */
-function inKeyOrder(before: string, after: string): boolean {
-  // UTF-16 order is UTF-8 order but for surrogates against U+E000 to U+FFFF: the bytes decide then.
-  return before < after || Buffer.compare(Buffer.from(before), Buffer.from(after)) < 0;
 }
 
 function failureOf(key: string, error: unknown): DeployFailure {

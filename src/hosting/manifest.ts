@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compressedFormOf, compressedPath, type Encoding } from '../paths/compression.js';
+import { ALL_ENCODINGS, compressedFormOf, compressedPath, type Encoding } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
 import { keyedUrlPaths, matchFile } from '../paths/url-scheme.js';
+import { byCodePoint } from '../db/by-code-point.js';
 import type { RouteMatch, Routes } from './routes.js';
 
 /**
@@ -58,15 +59,31 @@ export interface Manifest {
   files: ManifestEntry[];
 }
 
-/** Files of the tree, depth first in name order; dot-named files and folders are never listed. */
-function* walk(root: string, relative = ''): Generator<string> {
-  const entries = readdirSync(join(root, relative), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const entry of entries) {
-    if (entry.name.startsWith('.')) continue;
-    const path = relative === '' ? entry.name : `${relative}/${entry.name}`;
-    if (entry.isDirectory()) yield* walk(root, path);
-    else if (entry.isFile()) yield path;
+/**
+ * Files of the tree in the order an object store lists keys (ascending UTF-8 bytes of the path: a
+ * folder `a` sorts as `a/`, after `a-b` and `a.b`), each with the names of the files beside it;
+ * dot-named files and folders are never listed. Only the folders on the way are held.
+ */
+function* walk(root: string, relative = ''): Generator<{ file: string; siblings: ReadonlySet<string> }> {
+  const names = sortedNames(join(root, relative));
+  const siblings = new Set(names.filter((name) => !name.endsWith('/')));
+  for (const name of names) {
+    const folder = name.endsWith('/');
+    const path = `${relative === '' ? '' : `${relative}/`}${folder ? name.slice(0, -1) : name}`;
+    if (folder) yield* walk(root, path);
+    else yield { file: path, siblings };
   }
+}
+
+/** A folder's files and folders (with a final `/`) in key order: only names are kept, a large folder's entries are not. */
+function sortedNames(folder: string): string[] {
+  const names: string[] = [];
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    if (entry.name.startsWith('.')) continue;
+    if (entry.isDirectory()) names.push(`${entry.name}/`);
+    else if (entry.isFile()) names.push(entry.name);
+  }
+  return names.sort(byCodePoint);
 }
 
 /** Which format a file under the tree belongs to, or null when the table serves no URL from it. */
@@ -108,27 +125,13 @@ export function buildManifest(...args: ManifestArgs): { manifest: Manifest; igno
   }
 }
 
-/**
- * The manifest built a few files at a time, the event loop free between them, so that a signal
- * is heard while a large tree is read and hashed; null when `stop` is aborted first.
- */
-export async function buildManifestAsync(stop: AbortSignal, ...args: ManifestArgs): Promise<{ manifest: Manifest; ignored: string[] } | null> {
-  const steps = manifestSteps(...args);
-  for (let n = 1; ; n++) {
-    const step = steps.next();
-    if (step.done === true) return step.value;
-    if (n % 32 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    if (stop.aborted) return null;
-  }
-}
-
 /** Builds the manifest, yielding after each file it reads. */
 function* manifestSteps(...[routes, root, basePath, generator, cacheControl, linkOf = () => undefined]: ManifestArgs): Generator<void, { manifest: Manifest; ignored: string[] }> {
   const files: ManifestEntry[] = [];
   const byFile = new Map<string, ManifestEntry>();
   const forms: Array<{ file: string; document: string; encoding: Encoding }> = [];
   const ignored: string[] = [];
-  for (const file of walk(root)) {
+  for (const { file } of walk(root)) {
     const match = routeOfFile(routes, file);
     if (match === null) {
       const form = compressedFormOf(file);
@@ -149,6 +152,29 @@ function* manifestSteps(...[routes, root, basePath, generator, cacheControl, lin
     yield;
   }
   return { manifest: { generator, basePath, files }, ignored };
+}
+
+/**
+ * The manifest's entries one at a time, in the tree's key order (see `walk`), each with the
+ * compressed forms found beside it, the event loop free every few files so that a signal is heard
+ * while a large tree is read and hashed; it ends early once `stop` is aborted. Only the entry being
+ * made is held, whatever the size of the tree.
+ */
+export async function* manifestEntries(stop: AbortSignal, ...[routes, root, , , cacheControl, linkOf = () => undefined]: ManifestArgs): AsyncGenerator<ManifestEntry> {
+  let n = 0;
+  for (const { file, siblings } of walk(root)) {
+    if (++n % 32 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (stop.aborted) return;
+    const match = routeOfFile(routes, file);
+    if (match === null) continue;
+    const entry = entryOf(root, file, match, cacheControl, linkOf);
+    const name = file.slice(file.lastIndexOf('/') + 1);
+    // Its forms in name order (`.br` before `.gz`), as the whole manifest lists them.
+    for (const encoding of ALL_ENCODINGS) {
+      if (siblings.has(compressedPath(name, encoding))) entry.compressed.push({ file: compressedPath(file, encoding), contentEncoding: encoding, ...fingerprint(root, compressedPath(file, encoding)) });
+    }
+    yield entry;
+  }
 }
 
 function entryOf(root: string, file: string, match: RouteMatch, cacheControl: (format: Format) => string, linkOf: (match: RouteMatch) => string | undefined): ManifestEntry {

@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { FORMATS } from '../../src/formats/registry.js';
 import { buildManifest, type Manifest } from '../../src/hosting/manifest.js';
 import { routesOf } from '../../src/hosting/routes.js';
 import { DeployRecord } from '../../src/deploy/deploy-record.js';
-import type { ObjectHead, ObjectStore, PutRequest, StoredObject } from '../../src/deploy/object-store.js';
 import { runDeploy, type DeployReport } from '../../src/deploy/run-deploy.js';
 import { cli } from '../helpers/cli.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { MemoryStore } from '../helpers/memory-store.js';
 
 /**
  * A store whose listing is not in S3's key order (s3rver pages by walking its folders; Ceph's
@@ -17,47 +16,6 @@ import { tempDir } from '../helpers/temp-dir.js';
  * asks for what the listing left out before writing it again; with a listing in order it trusts
  * the listing, as S3's guarantee allows.
  */
-
-/** An object store in memory whose listing can come out of order and leave keys out. */
-class MemoryStore implements ObjectStore {
-  readonly objects = new Map<string, { etag: string; size: number; head: ObjectHead }>();
-  puts: string[] = [];
-  heads: string[] = [];
-  listing: { order: 'sorted' | 'reversed'; omit: ReadonlySet<string> } = { order: 'sorted', omit: new Set() };
-
-  async *list(prefix: string): AsyncIterable<StoredObject> {
-    const keys = [...this.objects.keys()].filter((k) => k.startsWith(prefix) && !this.listing.omit.has(k)).sort();
-    if (this.listing.order === 'reversed') keys.reverse();
-    for (const key of keys) {
-      const { etag, size } = this.objects.get(key)!;
-      yield { key, etag, size };
-    }
-  }
-
-  async head(key: string): Promise<ObjectHead | null> {
-    this.heads.push(key);
-    return this.objects.get(key)?.head ?? null;
-  }
-
-  async put(request: PutRequest): Promise<string> {
-    this.puts.push(request.key);
-    const etag = createHash('md5').update(request.body).digest('hex');
-    const head: ObjectHead = {
-      etag,
-      contentType: request.contentType,
-      cacheControl: request.cacheControl,
-      ...(request.contentEncoding === undefined ? {} : { contentEncoding: request.contentEncoding }),
-      metadata: request.metadata,
-    };
-    this.objects.set(request.key, { etag, size: request.body.length, head });
-    return etag;
-  }
-
-  async remove(keys: readonly string[]): Promise<Array<{ key: string; message: string }>> {
-    for (const key of keys) this.objects.delete(key);
-    return [];
-  }
-}
 
 const routes = routesOf(FORMATS);
 let work: { dir: string; cleanup: () => void };

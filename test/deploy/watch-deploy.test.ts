@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from '../helpers/cli.js';
+import { BIN, cli } from '../helpers/cli.js';
 import { BUCKET, CREDENTIALS, runCli, startLocalS3, type LocalS3 } from '../helpers/s3.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
@@ -79,5 +79,49 @@ describe('vidfeeds watch --deploy', () => {
     const verify = await runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/live`, '--endpoint', s3.endpoint, '--config', config, '--verify', '--dry-run', '--json'], { cwd: work.dir });
     expect(verify.code, verify.stderr).toBe(0);
     expect(JSON.parse(verify.stdout).counts).toMatchObject({ uploaded: 0, deleted: 0 });
+  });
+});
+
+describe('the deploy setting of the configuration', () => {
+  /** Runs watch until `key` is in the store; returns whether it was. */
+  async function watchPublishes(configFile: string, flags: string[], key: string): Promise<boolean> {
+    const out = join(work.dir, `out-${key.split('/')[0]}`);
+    const args = ['watch', '--db', site.file, '--out', out, '--config', configFile, '--timeout', '5', '--poll', '200', ...flags];
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: work.dir, env: { ...process.env, ...CREDENTIALS } });
+    cleanUpAfterTest(() => child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const shown = await storeShows(key, 'Sitemap');
+    child.kill('SIGTERM');
+    expect(await exited, stderr).toBe(0);
+    return shown;
+  }
+
+  it('deploys where deploy.to and deploy.endpoint say, and --deploy wins over deploy.to', async () => {
+    const configFile = join(work.dir, 'deploying.config.json');
+    writeFileSync(configFile, JSON.stringify({ baseUrl: 'https://videos.example.org', deploy: { to: `s3://${BUCKET}/from-config`, endpoint: s3.endpoint } }));
+    expect(await watchPublishes(configFile, [], 'from-config/robots.txt')).toBe(true);
+    // The flag's target, with the configuration's endpoint.
+    expect(await watchPublishes(configFile, ['--deploy', `s3://${BUCKET}/from-flag`], 'from-flag/robots.txt')).toBe(true);
+  });
+
+  it('stops watch before any file is written when deploy.to or deploy.endpoint is not one', () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ to: `s3://${BUCKET}/a//b` }, /deploy\.to.*s3:\/\/BUCKET or s3:\/\/BUCKET\/PREFIX/],
+      [{ to: 'https://bucket/site' }, /deploy\.to/],
+      [{ to: `s3://${BUCKET}/site`, endpoint: 'ftp://127.0.0.1/' }, /deploy\.endpoint/],
+      [{ bucket: BUCKET }, /deploy\.bucket|deploy: .*bucket/],
+    ];
+    for (const [setting, message] of cases) {
+      const configFile = join(work.dir, 'bad-deploy.config.json');
+      writeFileSync(configFile, JSON.stringify({ deploy: setting }));
+      const out = join(work.dir, 'out-refused');
+      const result = cli(['watch', '--db', site.file, '--out', out, '--config', configFile]);
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).toContain(configFile);
+      expect(existsSync(out)).toBe(false);
+    }
   });
 });

@@ -12,7 +12,7 @@ import { BuildInterrupted } from '../../pipeline/interrupt.js';
 import { waitForBuildLock } from '../../lock/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../shard/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
-import { buildManifestAsync, manifestOfFiles } from '../../hosting/manifest.js';
+import { manifestEntries, manifestOfFiles } from '../../hosting/manifest.js';
 import type { RouteMatch } from '../../hosting/routes.js';
 import type { Format } from '../../formats/format.js';
 import { isEncoding, type Encoding } from '../../paths/compression.js';
@@ -28,7 +28,7 @@ import { deliverOwed, listenersOf, owedCount } from '../../deploy/owed-notificat
 import { DeployRecord } from '../../deploy/deploy-record.js';
 import type { Delivery } from '../../deploy/notify.js';
 import { parseStoreTarget, showTarget, type StoreTarget } from '../../deploy/object-store.js';
-import { emptyReport, type DeployReport } from '../../deploy/run-deploy.js';
+import type { DeployReport, DeployRequest as StoreDeploy } from '../../deploy/run-deploy.js';
 import { describeStoreError, StoreRequestError } from '../../deploy/store-requests.js';
 import { EXIT, UsageError } from '../errors.js';
 import { VidfeedsError } from '../../config/vidfeeds-error.js';
@@ -59,6 +59,9 @@ interface DeployFlags extends ConfigFlags {
 
 /** The documents an incremental deploy reads: those the builds since changed, added and removed. */
 type IncrementalFiles = { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] };
+
+/** The tree's documents as the deploy reads them: all of them one at a time, or the changed ones. */
+type DeployManifest = StoreDeploy['manifest'];
 
 interface DeployRequest {
   out: string;
@@ -198,16 +201,14 @@ async function compareAndPublish(config: SiteConfig, paths: SitePaths, routes: R
     (format: Format) => cacheControlOf(config.cacheControl, format),
     (match: RouteMatch) => websubLinkOfMatch(config.websub.hubs, paths, match),
   ] as const;
-  let built: { manifest: Manifest; incremental?: IncrementalFiles } | null;
+  let built: { manifest: DeployManifest; incremental?: IncrementalFiles };
   try {
-    built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : await buildManifestAsync(run.stop.aborted, ...manifestArgs);
+    // A full compare reads the tree one file at a time while it plans (src/deploy/full-compare.ts).
+    built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : { manifest: { files: manifestEntries(run.stop.aborted, ...manifestArgs) } };
   } finally {
     basis.state?.close();
   }
-  const report =
-    built === null
-      ? stoppedEarly(request, flags, run.stop.requested(), run.started)
-      : await publish(built.manifest, routes, request, flags, { ...run, published: basis.published, incremental: built.incremental });
+  const report = await publish(built.manifest, routes, request, flags, { ...run, published: basis.published, incremental: built.incremental });
   report.mode = basis.mode;
   report.reason = basis.mode === 'full' ? basis.reason : `the builds after build ${basis.since}`;
   return report;
@@ -225,7 +226,7 @@ function pendingFiles(report: DeployReport, routes: Routes, request: DeployReque
 
 /** Publishes the manifest through the S3 store, under the stop signal. */
 async function publish(
-  manifest: Manifest,
+  manifest: DeployManifest,
   routes: Routes,
   request: DeployRequest,
   flags: DeployFlags,
@@ -248,7 +249,9 @@ async function publish(
       record: run.record,
       recordId: run.recordId,
       stopRequested: run.stop.requested,
-      beforeWrites: (changed, removed) => run.record.owe(run.recordId, run.listeners, changed, removed),
+      // Only listeners are owed the changed documents, and only --json lists the keys: both grow with the site.
+      ...(run.listeners.length === 0 ? {} : { beforeWrites: (changed: string[], removed: string[]) => run.record.owe(run.recordId, run.listeners, changed, removed) }),
+      listKeys: flags.json === true,
       startedAt: run.started,
       published: run.published,
       ...(run.incremental === undefined ? {} : { incremental: run.incremental }),
@@ -295,14 +298,6 @@ function recordIdOf(request: DeployRequest): string {
   return `${request.endpoint ?? 'aws'} ${showTarget(request.target)}${request.shard === undefined ? '' : ` part ${request.shard.index}/${request.shard.count}`}`;
 }
 
-/** The report of a deploy stopped while it read the tree: nothing compared, nothing written. */
-function stoppedEarly(request: DeployRequest, flags: DeployFlags, by: StopSignal | null, started: bigint): DeployReport {
-  const report = emptyReport(showTarget(request.target), flags.dryRun ?? false, []);
-  report.stoppedBy = by ?? 'SIGTERM';
-  report.seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return report;
-}
-
 /** 128 + the signal's number when stopped; 75 when only the store's unavailability failed it; 1 for any other failure. */
 function exitCodeOfDeploy(report: DeployReport, deliveries: readonly Delivery[]): number {
   if (report.stoppedBy !== null) return exitCodeOfSignal(report.stoppedBy);
@@ -340,7 +335,7 @@ function deployJson(report: DeployReport, deliveries: readonly Delivery[], owed:
     counts: {
       documents: report.documents,
       objects: report.objects,
-      uploaded: report.uploadedKeys.length,
+      uploaded: report.uploaded.new + report.uploaded.changed + report.uploaded.site,
       uploadedNew: report.uploaded.new,
       uploadedChanged: report.uploaded.changed,
       uploadedSite: report.uploaded.site,

@@ -59,8 +59,8 @@ export function registerWatch(program: Command, io: Console, setExit: (code: num
       .option('--debounce <ms>', 'wait this long after the first change before building (later changes do not extend it)', nonNegativeInteger('--debounce', 60_000), 0)
       .option('--poll <ms>', 'also look at the database this often, for file systems that send no events (0: never)', nonNegativeInteger('--poll', 3_600_000), DEFAULT_POLL_MS)
       .option('--sync-every <seconds>', "also run `vidfeeds sync` (the configuration's sync section) at start and then every SECONDS; a sync that changed something is built", positiveInteger('--sync-every', 86_400))
-      .option('--deploy <s3://bucket/prefix>', 'after each build, publish the tree to this object store as `vidfeeds deploy` does (incremental; one at a time, later builds carried by the next)')
-      .option('--endpoint <url>', 'with --deploy: an S3-compatible endpoint other than AWS')
+      .option('--deploy <s3://bucket/prefix>', 'after each build, publish the tree to this object store as `vidfeeds deploy` does (incremental; one at a time, later builds carried by the next); wins over deploy.to in the configuration')
+      .option('--endpoint <url>', 'with --deploy: an S3-compatible endpoint other than AWS; wins over deploy.endpoint')
       .option('--concurrency <n>', 'with --deploy: requests at once', positiveInteger('--concurrency', 256))
       .option('--tries <n>', 'with --deploy: tries per request', positiveInteger('--tries', 20))
       .option('--timeout <seconds>', 'with --deploy: longest wait for the answer to one request', positiveInteger('--timeout', 3600))
@@ -84,7 +84,7 @@ async function watchAction(flags: WatchFlags, io: Console, runner: CommandRun): 
   const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
   // The run settings (paths, logging) are read once, at start; the site's are read again on each change.
   const load = () => loadSettings({ configFile: flags.config, overrides: configOverrides(flags) }).site;
-  const hearers = buildHearers(flags, request.out, load(), io);
+  const hearers = buildHearers(flags, request.out, run.deploy, load(), io);
   let watcher: ReturnType<typeof watchInputs> | undefined;
   // A bad configuration, template or database stops here, before a file is touched (exit 2).
   const session = watchSession(flags, request, run, load, io, hearers, () => watcher?.setTemplateDirs(session.templateDirs()));
@@ -122,9 +122,10 @@ async function watchAction(flags: WatchFlags, io: Console, runner: CommandRun): 
  * `--on-change` command through a batcher, and with --deploy the deploy after each build (which
  * then tells the `--on-change` command itself, once the objects are in the store).
  */
-function buildHearers(flags: WatchFlags, out: string, config: SiteConfig, io: Console) {
+function buildHearers(flags: WatchFlags, out: string, deploy: RunSettings['deploy'], config: SiteConfig, io: Console) {
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
-  const deployArgs = watchDeployArgs(flags, out);
+  // With --deploy (or deploy.to), the deploy tells the --on-change command, once the objects are in the store.
+  const deployArgs = watchDeployArgs(flags, out, deploy);
   const notify = buildNotifySettings(config, paths, deployArgs === null ? flags : { ...flags, onChange: undefined });
   const deployer = deployArgs === null ? null : deployAfterBuilds(deployArgs, io);
   const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
