@@ -35,7 +35,7 @@ const BROKEN = `<?xml version="1.0" encoding="UTF-8"?>
 <enclosure url="https://example.org/a.flv" length="-1" type="video"/><guid isPermaLink="yes">tag:example.org,2024:a</guid>
 <media:content url="https://example.org/a.flv" fileSize="0" medium="film"/><media:thumbnail url="https://example.org/a.jpg" width="0"/>
 <itunes:duration>1:75</itunes:duration><itunes:episodeType>clip</itunes:episodeType><itunes:explicit> true </itunes:explicit></item>
-<item><description>B</description><guid isPermaLink="false">tag:example.org,2024:a</guid><guid isPermaLink="false">tag:example.org,2024:a</guid></item>
+<item><description><![CDATA[<p onclick="x()"><a href="/b">B</a><script>x()</script></p>]]></description><guid isPermaLink="false">tag:example.org,2024:a</guid><guid isPermaLink="false">tag:example.org,2024:a</guid></item>
 <item><title>C</title></item>
 </channel></rss>`;
 
@@ -83,6 +83,9 @@ describe("the W3C feed validator's rules (test/helpers/feed-validator-rules.ts)"
     expect(rulesOf(findings, 'warning')).toEqual(
       [
         'atom:link rel not registered',
+        'description holds a relative URL',
+        'description holds a risky attribute',
+        'description holds a risky element',
         'enclosure of a format Apple Podcasts does not play',
         'image url is not jpg, gif or png',
         "image link is not the channel's",
@@ -106,6 +109,7 @@ describe("the W3C feed validator's rules (test/helpers/feed-validator-rules.ts)"
       .replace('Tue, 30 Feb 2024', 'Thu, 29 Feb 2024')
       .replace('rel="not a rel"', 'rel="related"')
       .replace('A &lt;/i&gt;', 'A')
+      .replace('<p onclick="x()"><a href="/b">B</a><script>x()</script></p>', '<p><a href="https://example.org/b">B</a></p>')
       .replace('a.flv" length="-1" type="video"', 'a.m4v" length="0" type="video/x-m4v"')
       .replace('isPermaLink="yes">tag:example.org,2024:a', 'isPermaLink="true">https://example.org/a')
       .replace('a.flv" fileSize="0" medium="film"', 'a.m4v" fileSize="1" medium="video"')

@@ -1,4 +1,5 @@
 import { XmlDocument, type XmlElement, type XmlNode } from 'libxml2-wasm';
+import { parseFragment } from 'parse5';
 import { APPLE_PODCAST_CATEGORIES, W3C_VALIDATOR_LACKS } from './apple-podcast-categories.js';
 
 /**
@@ -9,9 +10,9 @@ import { APPLE_PODCAST_CATEGORIES, W3C_VALIDATOR_LACKS } from './apple-podcast-c
  * anything of vidfeeds's renderer.
  *
  * `error` is what the validator counts as an error (the feed is "not valid"), `warning` what it
- * recommends. Left out: the validator's checks of the item description's HTML, and its warning on
- * every feed declaring the Podcasting 2.0 namespace (it names the namespace as one it does not
- * check), which no feed with `podcast:` tags avoids.
+ * recommends. Left out: its warning on every feed declaring the Podcasting 2.0 namespace (it
+ * names the namespace as one it does not check), which no feed with `podcast:` tags avoids, and
+ * its check of CSS in `style` attributes (any `style` is reported here).
  */
 
 export interface RuleFinding {
@@ -45,6 +46,9 @@ const DURATION = /^\d+(?::[0-5]\d(?::[0-5]\d)?)?$/;
 const EMAIL = /^[a-z0-9_\-+.']+@(?:(?:\d{1,3}\.){3}|(?:[a-z0-9-]+\.)+)[a-z0-9][-a-z0-9]*$/i;
 /** Markup a text-only element should not hold: an HTML end tag or a character reference. */
 const LOOKS_LIKE_HTML = /<\/[a-z][a-z0-9]*>|&#?\w+;/i;
+
+/** HTML elements the validator names as risky in a description (scripts, frames, plug-ins, document parts). */
+const RISKY_HTML = ['applet', 'base', 'basefont', 'body', 'comment', 'embed', 'frame', 'frameset', 'head', 'html', 'iframe', 'isindex', 'link', 'listing', 'meta', 'noframes', 'object', 'param', 'plaintext', 'script', 'slot', 'style', 'title', 'xmp'];
 
 /** The atom:link relations the validator knows (IANA's, RFC 5005's, WebSub's hub); others must be URIs. */
 const REGISTERED_RELS = ['alternate', 'current', 'describedby', 'edit', 'edit-media', 'enclosure', 'first', 'hub', 'last', 'license', 'next', 'next-archive', 'payment', 'prev-archive', 'previous', 'related', 'replies', 'search', 'self', 'service', 'up', 'via'];
@@ -270,6 +274,27 @@ function checkGuid(item: XmlElement, where: string, seen: Set<string>, out: Find
   }
 }
 
+interface HtmlNode {
+  nodeName: string;
+  attrs?: Array<{ name: string; value: string }>;
+  childNodes?: HtmlNode[];
+}
+
+/** The description's HTML, as an HTML parser reads it: no risky element, no script or style attribute, no relative link. */
+function checkDescriptionHtml(item: XmlElement, where: string, out: Findings): void {
+  const html = text(item, 'description');
+  if (html === null) return;
+  const walk = (node: HtmlNode): void => {
+    if (RISKY_HTML.includes(node.nodeName)) out.warning('description holds a risky element', where, node.nodeName);
+    for (const { name, value } of node.attrs ?? []) {
+      if (name.startsWith('on') || name === 'style') out.warning('description holds a risky attribute', where, name);
+      if ((name === 'href' || name === 'src') && !/^\w+:/.test(value.trim())) out.warning('description holds a relative URL', where, value);
+    }
+    for (const child of node.childNodes ?? []) walk(child);
+  };
+  walk(parseFragment(html) as unknown as HtmlNode);
+}
+
 /** One item: RSS elements, enclosure, guid, Media RSS and iTunes tags. */
 function checkItem(item: XmlElement, where: string, seenGuids: Set<string>, itunes: boolean, out: Findings, now: number): void {
   const title = text(item, 'title');
@@ -283,6 +308,7 @@ function checkItem(item: XmlElement, where: string, seenGuids: Set<string>, itun
   const pubDate = text(item, 'pubDate');
   if (pubDate !== null) checkDate(pubDate.trim(), `${where} pubDate`, out, now);
   for (const category of children(item, 'category')) if (category.content.trim() === '') out.error('category is blank', where);
+  checkDescriptionHtml(item, where, out);
   checkEnclosures(item, where, itunes, out);
   checkGuid(item, where, seenGuids, out);
   checkMedia(item, where, out);
