@@ -71,20 +71,32 @@ export function podcastLanguage(podcast: PodcastConfig | null, siteLanguage: str
   return podcast?.language ?? siteLanguage;
 }
 
-/** The channel's podcast tags, for the feed at `feedUrl` of `user`; `image` is the artwork ('' for none). */
-export function podcastChannel(podcast: PodcastConfig, user: Pick<UserView, 'username' | 'displayName'>, feedUrl: string, image: string): string {
+/**
+ * The channel's iTunes tags that come from the configuration alone: the owner, the artwork
+ * (`image`, '' for none), the category, explicit and the type. An archive page carries these and
+ * no more, so that a validator reading its items' iTunes tags finds the channel an iTunes feed
+ * must have, while the page still changes only with its items or the site's settings.
+ */
+export function itunesSiteTags(podcast: PodcastConfig, image: string): string {
   const [category, subcategory] = podcast.category.split(' > ');
-  let out =
-    xmlLeaf('itunes:author', user.displayName || user.username) +
-    `<itunes:owner>${xmlLeaf('itunes:name', podcast.owner.name)}${xmlLeaf('itunes:email', podcast.owner.email)}</itunes:owner>`;
+  let out = `<itunes:owner>${xmlLeaf('itunes:name', podcast.owner.name)}${xmlLeaf('itunes:email', podcast.owner.email)}</itunes:owner>`;
   if (image !== '') out += `<itunes:image href="${xmlAttr(image)}"/>`;
-  out +=
+  return (
+    out +
     (subcategory === undefined
       ? `<itunes:category text="${xmlAttr(category!)}"/>`
       : `<itunes:category text="${xmlAttr(category!)}"><itunes:category text="${xmlAttr(subcategory)}"/></itunes:category>`) +
     `<itunes:explicit>${podcast.explicit ? 'true' : 'false'}</itunes:explicit>` +
     // Each upload stands alone; apps show the newest first.
-    '<itunes:type>episodic</itunes:type>' +
+    '<itunes:type>episodic</itunes:type>'
+  );
+}
+
+/** The channel's podcast tags, for the feed at `feedUrl` of `user`; `image` is the artwork ('' for none). */
+export function podcastChannel(podcast: PodcastConfig, user: Pick<UserView, 'username' | 'displayName'>, feedUrl: string, image: string): string {
+  let out =
+    xmlLeaf('itunes:author', user.displayName || user.username) +
+    itunesSiteTags(podcast, image) +
     `<podcast:guid>${podcastGuid(feedUrl)}</podcast:guid>` +
     '<podcast:medium>video</podcast:medium>';
   if (podcast.locked) out += xmlLeaf('podcast:locked', 'yes', ` owner="${xmlAttr(podcast.owner.email)}"`);

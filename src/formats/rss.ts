@@ -5,7 +5,7 @@ import { handlebars } from '../render/templates.js';
 import { NS } from '../render/xml.js';
 import { flat, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 import { FH_NS, newestArchivePage, RSS_ARCHIVE_PLACE } from './archive-places.js';
-import { PODCAST_NS, podcastChannel, podcastItem, podcastLanguage } from './podcast-tags.js';
+import { itunesSiteTags, PODCAST_NS, podcastChannel, podcastItem, podcastLanguage } from './podcast-tags.js';
 
 /**
  * RSS 2.0 feed of a user's latest public uploads (seed 2.8), newest first, at most 20, with Media
@@ -203,7 +203,10 @@ export function rssDocument(user: UserView, uploads: readonly VideoView[], site:
   out += page.links;
   if (page.archive) out += '<fh:archive/>';
   if (site.config.logoUrl !== '') out += `<image>${xmlLeaf('url', site.config.logoUrl)}${xmlLeaf('title', title)}${xmlLeaf('link', link)}</image>`;
-  if (podcast !== null && !page.archive) out += podcastChannel(podcast, user, page.self, podcast.image ?? site.config.logoUrl);
+  if (podcast !== null) {
+    const image = podcast.image ?? site.config.logoUrl;
+    out += page.archive ? itunesSiteTags(podcast, image) : podcastChannel(podcast, user, page.self, image);
+  }
   let uploader: UploaderMarkup | null = null;
   for (const video of uploads) {
     if (uploader?.person !== video.uploader) uploader = uploaderMarkup(video.uploader, site);
