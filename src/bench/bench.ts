@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateDemo, type DemoShape } from '../db/demo-data.js';
 import { openForWriting } from '../db/open-database.js';
@@ -397,10 +397,11 @@ async function benchMain(): Promise<void> {
     for (const dir of new Set([...stale, ...probes, ...(keep ? [] : mine)])) {
       if (existsSync(dir) && statSync(dir).isDirectory()) {
         rmSync(dir, { recursive: true, force: true });
-        removed = true;
+        // A probe's few files leave nothing for file creation to walk past; a tree does.
+        if (!basename(dir).startsWith(PROBE_FOLDER_PREFIX)) removed = true;
       }
     }
-    // The next run warns about a recent delete only when there was one.
+    // The next run waits after a recent delete of a tree only.
     if (removed) writeFileSync(lastCleanup, `${new Date().toISOString()}\n`);
   }
 }

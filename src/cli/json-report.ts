@@ -2,7 +2,7 @@ import type { BuildReport, Failure } from '../pipeline/build-report.js';
 import type { SitePaths } from '../paths/site-paths.js';
 
 /**
- * The one JSON object `--json` prints on stdout for `build`, `check` and `shards check`. Its
+ * The one JSON object `--json` prints on stdout for `build`, `check`, `shards check` and `sync`. Its
  * JSON Schema is docs/schemas/report.schema.json (described in docs/report.md); `report` is the
  * version of that layout, raised when a field changes meaning or goes away.
  */

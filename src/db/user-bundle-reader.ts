@@ -55,8 +55,8 @@ export class UserBundleReader {
       readingList: [],
       archived: { uploads: [], groups: [] },
     };
-    // Rows the feeds' statements returned (publishable or not), for `archived`.
-    const rowsRead = { uploads: -1, groups: -1 };
+    // What the feeds' statements returned (publishable or not), for `archived`.
+    const rowsRead: { uploads: FeedRead | null; groups: FeedRead | null } = { uploads: null, groups: null };
     if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw, rowsRead);
     if (parts.has('groups')) bundle.groups = this.groupsOf(id, rowsRead);
     if (parts.has('friends')) bundle.friends = this.stmt.friends.all(id).map((r) => person(this.ctx, r));
@@ -66,14 +66,12 @@ export class UserBundleReader {
     if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
-    if (parts.has('archived')) {
-      // As the feeds read: the rows beyond their newest, publishable or not (archives.ts). A feed
-      // whose statement came back short has nothing beyond it: nothing more to read.
-      const beyond = (read: number, limit: number, ids: () => number[]) => (read >= 0 && read < limit ? [] : ids().slice(0, -limit || undefined));
-      bundle.archived = {
-        uploads: beyond(rowsRead.uploads, this.limits.uploads, () => this.stmt.uploadIds.all(id)),
-        groups: beyond(rowsRead.groups, this.limits.groups, () => this.stmt.groupIds.all(id)),
-      };
+    const { uploadIds, uploadIdsBefore, groupIds, groupIdsBefore } = this.stmt;
+    if (parts.has('archivedUploads')) {
+      bundle.archived.uploads = beyondFeed(rowsRead.uploads, this.limits.uploads, () => uploadIds.all(id), (createdAt, last) => uploadIdsBefore.all(id, createdAt, last));
+    }
+    if (parts.has('archivedGroups')) {
+      bundle.archived.groups = beyondFeed(rowsRead.groups, this.limits.groups, () => groupIds.all(id), (createdAt, last) => groupIdsBefore.all(id, createdAt, last));
     }
     return bundle;
   }
@@ -95,11 +93,12 @@ export class UserBundleReader {
   }
 
   /** The user's newest published uploads; the user's row is read already (`raw`). */
-  private uploadsOf(id: number, raw: RawUser, rowsRead: { uploads: number }): VideoView[] {
+  private uploadsOf(id: number, raw: RawUser, rowsRead: { uploads: FeedRead | null }): VideoView[] {
     const own = this.ownVideos(id, raw);
     const uploads: VideoView[] = [];
     const rows = this.stmt.uploads.all(id);
-    rowsRead.uploads = rows.length;
+    // created_at is the 17th column of a row (OWN_VIDEO_COLUMNS), the id the first.
+    rowsRead.uploads = { rows: rows.length, last: rows.length === 0 ? null : [rows.at(-1)![16], rows.at(-1)![0]] };
     for (const row of rows) {
       const view = own(row);
       if (view !== null) uploads.push(view);
@@ -130,10 +129,10 @@ export class UserBundleReader {
     return views;
   }
 
-  private groupsOf(userId: number, rowsRead: { groups: number }): GroupView[] {
+  private groupsOf(userId: number, rowsRead: { groups: FeedRead | null }): GroupView[] {
     const groups: GroupView[] = [];
     const rows = this.stmt.groups.all(userId);
-    rowsRead.groups = rows.length;
+    rowsRead.groups = { rows: rows.length, last: rows.length === 0 ? null : [rows.at(-1)![5], rows.at(-1)![0]] };
     for (const row of rows) {
       const group = this.group(row);
       if (group !== null) groups.push(group);
@@ -291,4 +290,22 @@ function* pagesOf<Row, View>(
     yield page;
     after = keyOf(rows[rows.length - 1]!);
   }
+}
+
+/** What a feed's statement returned: how many rows, and the sort key (created_at, id) of its last. */
+interface FeedRead {
+  rows: number;
+  last: [createdAt: unknown, id: number] | null;
+}
+
+/**
+ * The ids of the rows beyond a feed's newest `limit`, publishable or not, oldest first (archives.ts).
+ * After the feed's own statement only the rows older than its last are read: a feed that came back
+ * short has nothing beyond it. Without it (an archive built alone), every row is read and the
+ * newest `limit` left out.
+ */
+function beyondFeed(read: FeedRead | null, limit: number, all: () => number[], before: (createdAt: unknown, id: number) => number[]): number[] {
+  if (read === null || limit === 0) return all().slice(0, -limit || undefined);
+  if (read.rows < limit || read.last === null) return [];
+  return before(read.last[0], read.last[1]);
 }

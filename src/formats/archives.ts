@@ -38,7 +38,7 @@ export const rssArchive: ArchiveFormat = {
   // The newest page takes the feed's oldest item at each upload: kept no longer than the feed.
   cacheClass: 'feeds',
   list: 'uploads',
-  needs: [],
+  needs: ['archivedUploads'],
 
   renderPage({ user }, page, site) {
     const links = pageLinks(rssArchive, rss, user.username, page, site).map(({ rel, href }) => archiveLink(rel, href)).join('');
@@ -57,7 +57,7 @@ export const atomArchive: ArchiveFormat = {
   // The newest page takes the feed's oldest item at each upload: kept no longer than the feed.
   cacheClass: 'feeds',
   list: 'groups',
-  needs: [],
+  needs: ['archivedGroups'],
 
   renderPage({ user }, page, site) {
     const links = pageLinks(atomArchive, atom, user.username, page, site);

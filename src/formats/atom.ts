@@ -103,7 +103,7 @@ export const atom: UserFormat = {
   summary: 'Atom 1.0 feed of the groups the user belongs to',
   cacheClass: 'feeds',
   websubTopic: true,
-  needs: ['groups', 'archived'],
+  needs: ['groups', 'archivedGroups'],
 
   render({ user, groups, archived }: UserBundle, site: SiteContext): string {
     const newest = newestArchivePage(archived.groups);

@@ -226,7 +226,7 @@ export const rss: UserFormat = {
   summary: "RSS 2.0 feed of the user's latest public uploads",
   cacheClass: 'feeds',
   websubTopic: true,
-  needs: ['uploads', 'archived'],
+  needs: ['uploads', 'archivedUploads'],
 
   render({ user, uploads, archived }: UserBundle, site: SiteContext): string {
     const newest = newestArchivePage(archived.uploads);

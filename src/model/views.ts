@@ -151,8 +151,10 @@ export type UserPart =
   | 'recommendations'
   | 'attention'
   | 'readingList'
-  /** Which of the user's uploads and groups lie beyond the feeds' newest (`archived`). */
-  | 'archived';
+  /** Which of the user's uploads lie beyond the RSS feed's newest (`archived.uploads`). */
+  | 'archivedUploads'
+  /** Which of the groups lie beyond the Atom feed's newest (`archived.groups`). */
+  | 'archivedGroups';
 
 /**
  * A user's uploads or groups beyond the ones their feed shows, oldest first, in pages of the

@@ -201,6 +201,22 @@ describe('RFC 5005 archives', () => {
     expect(rewritten.filter((path) => path.startsWith('hist/atom/'))).toEqual([]);
   });
 
+  it('built alone (--only rss-archive, --only atom-archive) are the pages of a whole build', () => {
+    const { file } = historySite();
+    const whole = build(file, tempDir('vidfeeds-archive-').dir);
+    for (const name of ['rss-archive', 'atom-archive']) {
+      const work = tempDir('vidfeeds-archive-').dir;
+      const report = buildSite({ db: file, out: join(work, 'out'), stateFile: join(work, 'state.sqlite'), config: testConfig(), site: createSiteContext(testConfig(), FORMATS, new Date(Date.UTC(2026, 0, 1))), formats: FORMATS, only: new Set([name]) });
+      expect(report.failed).toEqual([]);
+      const alone = readTree(join(work, 'out'));
+      const folder = name === 'rss-archive' ? 'hist/rss/archive/' : 'hist/atom/archive/';
+      const pages = [...whole.keys()].filter((path) => path.startsWith(folder));
+      expect(pages.length, name).toBeGreaterThan(1);
+      expect([...alone.keys()].filter((path) => path.startsWith('hist/')).sort(), name).toEqual(pages.sort());
+      for (const path of pages) expect(alone.get(path)!.body.equals(whole.get(path)!.body), path).toBe(true);
+    }
+  });
+
   it('are removed with their user', () => {
     const { file } = historySite();
     const work = tempDir('vidfeeds-archive-').dir;

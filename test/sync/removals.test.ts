@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { dumpTables, sqliteSyncSite, type SyncJson } from './sync-scenario.js';
 import { databaseBytes } from './fault-scenario.js';
+import { validateReport } from '../helpers/report-schema.js';
 
 /**
  * What a sync removes: every row that leaves a table is counted in that table, the rows a foreign
@@ -23,7 +24,12 @@ function syncedSite(config: Record<string, unknown> = {}) {
     INSERT INTO accounts VALUES ${accounts}; INSERT INTO media VALUES ${media};`, MAPPING, config);
   const first = sync();
   expect(first.code, first.stderr).toBe(0);
-  return { site, db, sync, json: (extra: string[] = []) => JSON.parse(sync(['--json', ...extra]).stdout) as SyncJson & { tables: Record<string, { cascaded?: number }> } };
+  const json = (extra: string[] = []) => {
+    const report = JSON.parse(sync(['--json', ...extra]).stdout) as SyncJson & { tables: Record<string, { cascaded?: number }> };
+    expect(validateReport(report)).toEqual([]);
+    return report;
+  };
+  return { site, db, sync, json };
 }
 
 describe('vidfeeds sync: removals', () => {
@@ -56,6 +62,7 @@ describe('vidfeeds sync: removals', () => {
     const dry = sync(['--dry-run']);
     expect(dry.code).toBe(0);
     expect(dry.stderr).toMatch(/would make 14 changes \(videos -14\).*; a real sync would stop: the sync would delete videos 14 of 24 rows/);
+    expect(json(['--dry-run'])).toMatchObject({ ok: true, dryRun: true, removalGuard: expect.stringMatching(/videos 14 of 24 rows/) });
     expect(dumpTables(db)).toBe(rows);
     const allowed = sync(['--allow-removals']);
     expect(allowed.code, allowed.stderr).toBe(0);

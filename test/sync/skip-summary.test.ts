@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { sqliteSyncSite, type SyncJson } from './sync-scenario.js';
+import { validateReport } from '../helpers/report-schema.js';
 
 /**
  * A site's known bad rows come back on every sync: they are summarised, a line per kind with the
@@ -29,6 +30,7 @@ describe('vidfeeds sync: skipped rows', () => {
     const each = sync(['--log-level', 'debug']);
     expect(each.stderr.match(/sync: skipped friendships/g)).toHaveLength(42);
     const json = JSON.parse(sync(['--json']).stdout) as SyncJson;
+    expect(validateReport(json)).toEqual([]);
     expect(json.skipped).toHaveLength(42);
   });
 });

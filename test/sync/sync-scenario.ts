@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { BIN, cli, readTree, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { undated } from '../helpers/tree.js';
+import { validateReport } from '../helpers/report-schema.js';
 import { SYNC_ORDER } from '../../src/sync/table-plan.js';
 
 /**
@@ -65,7 +66,9 @@ export function syncSite(dir: string, configBlock: string, from: string | null):
     sync,
     syncJson(extra = []) {
       const result = sync(['--json', ...extra]);
-      return { result, report: JSON.parse(result.stdout) as SyncJson };
+      const report = JSON.parse(result.stdout) as SyncJson;
+      expect(validateReport(report)).toEqual([]);
+      return { result, report };
     },
     build: (extra: string[] = []) => cli(['build', '--db', db, '--config', config, '--out', out, ...extra]),
   };
