@@ -106,20 +106,55 @@ export async function withTries<T>(what: string, policy: RequestPolicy, attempt:
   const maxWait = policy.maxBackoffMs ?? 20_000;
   for (let n = 1; ; n++) {
     if (policy.stop.aborted) throw new StopRequested();
-    const deadline = AbortSignal.timeout(policy.timeoutMs);
+    const attemptSignal = new TryDeadline(policy.stop, policy.timeoutMs);
     try {
-      return await attempt(AbortSignal.any([policy.stop, deadline]));
+      return await attempt(attemptSignal.signal);
     } catch (error) {
       if (policy.stop.aborted) throw new StopRequested();
-      if (deadline.aborted) throw new StoreUnresponsive(what, policy.timeoutMs);
+      if (attemptSignal.expired) throw new StoreUnresponsive(what, policy.timeoutMs);
       const transient = isTransient(error);
       if (!transient || n >= policy.tries) {
         const { text, status, code } = describeStoreError(error);
         throw new StoreRequestError(`${text}${n > 1 ? `, after ${n} tries` : ''}`, transient, status, code);
       }
+    } finally {
+      attemptSignal.release();
     }
     await pause(Math.random() * Math.min(wait, maxWait), policy.stop);
     wait *= 2;
+  }
+}
+
+/**
+ * One try's signal: aborted by the stop or once the deadline passes. Its timer and its listener on
+ * the stop go as soon as the try ends, so a finished request leaves nothing behind: a deadline
+ * from AbortSignal.timeout outlives its request by the whole timeout, and at a thousand requests
+ * a second the signals, timers and the SDK's listeners they hold fill the heap.
+ */
+class TryDeadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onStop = () => this.controller.abort(this.stop.reason);
+  expired = false;
+
+  constructor(
+    private readonly stop: AbortSignal,
+    timeoutMs: number,
+  ) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.controller.abort(new DOMException('the try took longer than its deadline', 'TimeoutError'));
+    }, timeoutMs);
+    stop.addEventListener('abort', this.onStop, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  release(): void {
+    clearTimeout(this.timer);
+    this.stop.removeEventListener('abort', this.onStop);
   }
 }
 

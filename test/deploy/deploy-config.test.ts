@@ -46,6 +46,9 @@ describe('vidfeeds deploy and the configuration', () => {
     expect(first.report.target).toBe(`s3://${BUCKET}/from-config/`);
     expect(await keysUnder('from-config')).toContain('from-config/robots.txt');
     expect(first.report.counts.uploaded).toBe(first.report.counts.objects);
+    // The report, written in pieces, is one line of JSON listing every key.
+    expect(first.stdout.trim().split('\n')).toHaveLength(1);
+    expect([...first.report.uploaded].sort()).toEqual((await keysUnder('from-config')).sort());
 
     // The build state the configuration names says nothing changed: no listing, no write.
     const again = await deployWith(config);

@@ -177,7 +177,7 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
           target: recordId,
           listeners,
           isForgotten: (id) => toListeners && !id.startsWith('on-change'),
-          pending: pendingFiles(report, routes, request),
+          pending: listeners.length === 0 ? new Set<string>() : pendingFiles(report, routes, request),
           paths,
           routes,
           options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` },
@@ -215,10 +215,12 @@ async function compareAndPublish(config: SiteConfig, paths: SitePaths, routes: R
 /** Documents not in the store as the tree has them yet (their writes failed or were not attempted): owed, not sent. */
 function pendingFiles(report: DeployReport, routes: Routes, request: DeployRequest): Set<string> {
   const files = new Set<string>();
-  for (const key of [...report.notAttempted, ...report.failed.map((f) => f.key)]) {
+  const add = (key: string) => {
     const file = ownedDocumentOf(routes, request.target.prefix, key, request.shard);
     if (file !== null) files.add(file);
-  }
+  };
+  for (const key of report.notAttempted) add(key);
+  for (const failure of report.failed) add(failure.key);
   return files;
 }
 
@@ -321,9 +323,13 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], owed
   else if (!flags.quiet) io.log.info(deploySummary(report));
 }
 
-/** The --json report of a deploy (docs/report.md). */
-function deployJson(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number): string {
-  return JSON.stringify({
+/**
+ * The --json report of a deploy (docs/report.md), in pieces: its key lists are read back from
+ * where the deploy kept them (src/deploy/key-list.ts) as they are printed, never held whole.
+ */
+function* deployJson(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number): Iterable<string> {
+  const fields = (value: object) => JSON.stringify(value).slice(1, -1);
+  yield `{${fields({
     ...reportHead('deploy', exitCode),
     target: report.target,
     dryRun: report.dryRun,
@@ -344,20 +350,19 @@ function deployJson(report: DeployReport, deliveries: readonly Delivery[], owed:
       failed: report.failed.length,
       notAttempted: report.notAttempted.length,
     },
-    uploaded: report.uploadedKeys,
-    deleted: report.deletedKeys,
-    failed: report.failed,
-    notAttempted: report.notAttempted,
-    unorderedListing: report.unorderedListing,
-    notifications: deliveries,
-    notificationsOwed: owed,
-  });
+  })},"uploaded":`;
+  yield* report.uploadedKeys.jsonPieces();
+  yield ',"deleted":';
+  yield* report.deletedKeys.jsonPieces();
+  yield `,${fields({ failed: report.failed })},"notAttempted":`;
+  yield* report.notAttempted.jsonPieces();
+  yield `,${fields({ unorderedListing: report.unorderedListing, notifications: deliveries, notificationsOwed: owed })}}`;
 }
 
 /** What was not attempted, in one line: how many, why, the first few keys. */
 function notAttemptedLine(report: DeployReport, json: boolean): string {
   const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'a request failed, and what follows would link to what is missing';
-  const shown = report.notAttempted.slice(0, 3).join(', ');
+  const shown = report.notAttempted.first(3).join(', ');
   const more = report.notAttempted.length > 3 ? `, … (${json ? '`notAttempted` in the report' : '--json'} lists them all)` : '';
   return `not attempted: ${report.notAttempted.length} ${report.notAttempted.length === 1 ? 'object' : 'objects'} (${why}): ${shown}${more}`;
 }
