@@ -27,8 +27,8 @@ export interface DeployBenchInput {
   lines: (line: string) => void;
 }
 
-const BUCKET = 'site';
-const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
+export const BUCKET = 'site';
+export const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
 /** Requests at once, of the deploy and of boto3 beside it (the deploy's default). */
 const CONCURRENCY = 16;
 /** The most the plain upload's rate may exceed the first deploy's. */
@@ -125,7 +125,7 @@ async function besideFirstDeploy(input: { out: string; runDir: string; endpoint:
   }
 }
 
-function startStore(script: string, directory: string): Promise<{ child: ChildProcess; port: number }> {
+export function startStore(script: string, directory: string): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--openssl-legacy-provider', script, directory, BUCKET], { stdio: ['ignore', 'pipe', 'inherit'] });
     let text = '';
