@@ -46,11 +46,12 @@ const LOCK_WAIT_SECONDS = 3600;
  * wins over its setting, which the configuration's checks have passed); a bad target stops the
  * watch before anything is touched. Null when neither names a target.
  */
-export function watchDeployArgs(flags: WatchDeployFlags, out: string, setting: RunSettings['deploy'] = { to: null, endpoint: null }): string[] | null {
+export function watchDeployArgs(flags: WatchDeployFlags, tree: { out: string; stateFile: string }, setting: RunSettings['deploy'] = { to: null, endpoint: null }): string[] | null {
   const chosen = deployTargetOf({ to: flags.deploy, endpoint: flags.endpoint }, setting, '--deploy');
   if (chosen === null) return null;
   const { to, endpoint } = chosen;
-  const args = ['--out', out, '--to', to, '--wait', String(LOCK_WAIT_SECONDS)];
+  // The build state the watch's builds keep, wherever it is: the deploy sends what they changed.
+  const args = ['--out', tree.out, '--state', tree.stateFile, '--to', to, '--wait', String(LOCK_WAIT_SECONDS)];
   const optional: Array<[string, string | number | undefined]> = [
     ['--endpoint', endpoint],
     ['--config', flags.config],

@@ -126,26 +126,25 @@ export async function withTries<T>(what: string, policy: RequestPolicy, attempt:
 }
 
 /**
- * One try's signal: aborted by the stop or once the deadline passes. Its timer and its listener on
- * the stop go as soon as the try ends, so a finished request leaves nothing behind: a deadline
- * from AbortSignal.timeout outlives its request by the whole timeout, and at a thousand requests
- * a second the signals, timers and the SDK's listeners they hold fill the heap.
+ * One try's signal: aborted by the stop or once the deadline passes. Its timer goes, and it leaves
+ * the stop's list of tries under way, as soon as the try ends, so a finished request leaves nothing
+ * behind: a deadline from AbortSignal.timeout outlives its request by the whole timeout, and at a
+ * thousand requests a second the signals, timers and the SDK's listeners they hold fill the heap.
+ * The stop has one listener for all the tries under way (one each would pass Node's warning limit).
  */
 class TryDeadline {
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
-  private readonly onStop = () => this.controller.abort(this.stop.reason);
+  private readonly underWay: Set<AbortController>;
   expired = false;
 
-  constructor(
-    private readonly stop: AbortSignal,
-    timeoutMs: number,
-  ) {
+  constructor(stop: AbortSignal, timeoutMs: number) {
     this.timer = setTimeout(() => {
       this.expired = true;
       this.controller.abort(new DOMException('the try took longer than its deadline', 'TimeoutError'));
     }, timeoutMs);
-    stop.addEventListener('abort', this.onStop, { once: true });
+    this.underWay = triesUnder(stop);
+    this.underWay.add(this.controller);
   }
 
   get signal(): AbortSignal {
@@ -154,8 +153,22 @@ class TryDeadline {
 
   release(): void {
     clearTimeout(this.timer);
-    this.stop.removeEventListener('abort', this.onStop);
+    this.underWay.delete(this.controller);
   }
+}
+
+const TRIES_UNDER_WAY = new WeakMap<AbortSignal, Set<AbortController>>();
+
+/** The tries under way under a stop signal, which it aborts when it is aborted. */
+function triesUnder(stop: AbortSignal): Set<AbortController> {
+  let tries = TRIES_UNDER_WAY.get(stop);
+  if (tries === undefined) {
+    const set = new Set<AbortController>();
+    stop.addEventListener('abort', () => set.forEach((controller) => controller.abort(stop.reason)), { once: true });
+    TRIES_UNDER_WAY.set(stop, set);
+    tries = set;
+  }
+  return tries;
 }
 
 /** Waits `ms`, or less when the stop comes first. */

@@ -38,10 +38,11 @@ import { exitCodeOfSignal, runCommand, waitSeconds, type CommandRun, type Ending
 import { quietAwsSdkNodeNotice } from '../environment.js';
 import type { Console } from '../output.js';
 import { reportDeliveries } from '../notify-report.js';
-import { configOptions, outOf, positiveInteger, readSettings, type ConfigFlags } from './shared-options.js';
+import { configOptions, outOf, positiveInteger, readSettings, stateOf, type ConfigFlags } from './shared-options.js';
 
 interface DeployFlags extends ConfigFlags {
   out?: string;
+  state?: string;
   to?: string;
   endpoint?: string;
   shard?: string;
@@ -84,6 +85,7 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
       .command('deploy')
       .description('publish the built tree to an S3-compatible object store: only what changed, in an order no reader can catch half-done')
       .option('--out <dir>', 'the built tree (default: out in the configuration, else out)')
+      .option('--state <file>', 'the build state of the tree, which says what the builds changed (default: state in the configuration, else the one build keeps beside the tree)')
       .option('--to <s3://bucket/prefix>', 'the bucket, and the prefix the tree goes under (default: deploy.to in the configuration)')
       .option('--endpoint <url>', 'an S3-compatible endpoint other than AWS (R2, MinIO, Garage, Ceph): path-style requests (default: deploy.endpoint in the configuration)')
       .option('--shard <K/N>', 'deploy only part K of N (site-wide files from part 1); see docs/scale.md')
@@ -109,6 +111,7 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
 /**
  * Where the deploy reads and publishes, each flag winning over its setting in the configuration
  * (`out`, `state`, `deploy.to`, `deploy.endpoint`), as `build` and `watch --deploy` read them.
+ * The build state must be the one the builds of the tree keep, or every deploy is a full compare.
  */
 function deployRequest(flags: DeployFlags, run: RunSettings): DeployRequest {
   const chosen = deployTargetOf({ to: flags.to, endpoint: flags.endpoint }, run.deploy, '--to');
@@ -123,7 +126,7 @@ function deployRequest(flags: DeployFlags, run: RunSettings): DeployRequest {
   }
   // The build's record of what it wrote, where build keeps it; the deploy record beside the default one.
   const besideTree = shardStateFile(defaultStateFile(out), shard);
-  const stateFile = run.state ?? besideTree;
+  const stateFile = stateOf(flags.state, run) ?? besideTree;
   const recordFile = resolve(flags.record ?? besideTree.replace(/\.state\.sqlite$/, '.deploy.json'));
   return { out, target: chosen.target, endpoint: chosen.endpoint, shard, recordFile, stateFile };
 }
