@@ -13,6 +13,7 @@ import { parseArgs, type BenchOptions } from './bench-options.js';
 import { PROBE_FOLDER_PREFIX } from './disk-probe.js';
 import { benchDeploy } from './deploy-bench.js';
 import { benchFreshness } from './freshness.js';
+import { benchLiveDeploy } from './live-deploy.js';
 import { packTree } from './pack.js';
 
 /**
@@ -42,6 +43,9 @@ import { packTree } from './pack.js';
  *                                      (every kind of change, or title edits alone) shape the writer;
  *                                      --sync-every <s>: the writer commits to a site database of
  *                                      its own, which watch syncs from every s seconds
+ *   npm run bench -- --freshness --deploy   instead: the time from a commit to its objects in a
+ *                                      local store and its feeds' hub pings while `vidfeeds watch
+ *                                      --deploy` runs (live-deploy.ts), with the writer above
  *
  * Every build runs as its own process (child.ts) so its peak RSS is its own. Demo databases are
  * cached in bench-cache/ (gitignored; VIDFEEDS_BENCH_CACHE names another folder), keyed by the
@@ -308,6 +312,27 @@ async function freshnessSize(users: number, runDir: string, options: BenchOption
   });
 }
 
+/** The freshness of `watch --deploy` (live-deploy.ts) on a copy of the demo database of `users` users. */
+async function liveDeploySize(users: number, runDir: string, options: BenchOptions, env: Record<string, string>, lines: (line: string) => void): Promise<void> {
+  const demo = demoDatabase(users, 'demo');
+  const db = join(runDir, 'site.sqlite');
+  copyFileSync(demo.file, db);
+  lines(`== watch --deploy, ${n(users)} users (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'})`);
+  await benchLiveDeploy({
+    db,
+    runDir,
+    cliChild: CLI_CHILD,
+    writerScript: WRITER,
+    storeScript: STORE_CHILD,
+    rate: options.freshness!.rate,
+    seconds: options.freshness!.seconds,
+    mix: options.freshness!.mix,
+    env,
+    runCli: (args, extra) => runChild(CLI_CHILD, args, { ...env, ...extra }),
+    lines,
+  });
+}
+
 /** Edits one video in the run's copy of the database and builds again into the same tree with the same state. */
 async function oneVideoEdit(db: string, out: string, env: Record<string, string>): Promise<string> {
   const site = new Database(db);
@@ -356,6 +381,13 @@ async function benchMain(): Promise<void> {
   const mine: string[] = [];
   try {
     for (const count of users) {
+      if (options.deploy && options.freshness !== null) {
+        const runDir = join(RUNS, `live-deploy-${count}-${started.getTime()}`);
+        mkdirSync(runDir, { recursive: true });
+        mine.push(runDir);
+        await liveDeploySize(count, runDir, options, env, (line) => console.log(line));
+        continue;
+      }
       if (options.deploy) {
         const runDir = join(RUNS, `deploy-${count}-${started.getTime()}`);
         mkdirSync(runDir, { recursive: true });

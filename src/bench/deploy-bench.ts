@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { boto3Missing, uploadWithBoto3, writeUploadList } from './boto3-witness.js';
 
 /**
  * `npm run bench -- --deploy [--users N]`: a built tree of N demo users deployed to a local
@@ -9,8 +10,10 @@ import Database from 'better-sqlite3';
  * S3 is reached (endpoint override, path-style): the first deploy (objects per second, a full
  * compare), a build and deploy with nothing changed (incremental: 0 uploads, no listing), a
  * one-video edit built and deployed (uploads = the objects of the files whose bytes changed),
- * and a `--verify` deploy (the full compare of tree and listing). s3rver stores each object as
- * files of its own, so the rates measure it as much as vidfeeds; the counts are what the bench checks.
+ * and a `--verify` deploy (the full compare of tree and listing). Beside the first deploy, boto3
+ * uploads the same objects at the same concurrency (boto3-witness.ts), when python3-boto3 is
+ * installed, for the ratio of the two rates. s3rver stores each object as files of its own, so
+ * the rates measure it as much as vidfeeds; the counts are what the bench checks.
  */
 
 export interface DeployBenchInput {
@@ -24,8 +27,12 @@ export interface DeployBenchInput {
   lines: (line: string) => void;
 }
 
-const BUCKET = 'site';
-const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
+export const BUCKET = 'site';
+export const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
+/** Requests at once, of the deploy and of boto3 beside it (the deploy's default). */
+const CONCURRENCY = 16;
+/** The most the plain upload's rate may exceed the first deploy's. */
+const PLAIN_OVER_DEPLOY = 1.2;
 
 export async function benchDeploy(input: DeployBenchInput): Promise<void> {
   const { runDir, lines } = input;
@@ -39,7 +46,7 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
   const { child, port } = await startStore(input.storeScript, storeDir);
   try {
     const deploy = async (what: string, extra: string[] = []) => {
-      const result = await input.runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', `http://127.0.0.1:${port}`, '--json', '--no-notify', ...extra], CREDENTIALS);
+      const result = await input.runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', `http://127.0.0.1:${port}`, '--json', '--no-notify', '--concurrency', String(CONCURRENCY), ...extra], CREDENTIALS);
       const report = JSON.parse(result.stdout.split('\n').find((l) => l.startsWith('{'))!) as {
         mode: string;
         counts: { objects: number; uploaded: number; uploadedNew: number; uploadedChanged: number; uploadedSite: number; deleted: number; unchanged: number; checked: number };
@@ -57,9 +64,10 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
           // out at a page's edge: the deploy then asks for each object the listing lacks.
           (report.counts.checked > 0 ? `   ${report.counts.checked} asked (HEAD)${report.unorderedListing === null ? '' : ': listing out of key order'}` : ''),
       );
-      return { ...report.counts, keys: report.uploaded };
+      return { ...report.counts, keys: report.uploaded, seconds: result.seconds };
     };
-    await deploy('first deploy');
+    const first = await deploy('first deploy');
+    await besideFirstDeploy({ out, runDir, endpoint: `http://127.0.0.1:${port}`, deployRate: first.uploaded / first.seconds, lines });
     const rebuilt = await input.runCli(['build', '--db', db, '--out', out, '--json', '--no-notify'], {});
     lines(`  build, nothing changed: ${rebuilt.seconds.toFixed(1)} s`);
     const unchanged = await deploy('no-change deploy');
@@ -92,7 +100,32 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
   }
 }
 
-function startStore(script: string, directory: string): Promise<{ child: ChildProcess; port: number }> {
+/** boto3 uploads the first deploy's objects under `boto3/`, and the two rates are compared; said and skipped without boto3. */
+async function besideFirstDeploy(input: { out: string; runDir: string; endpoint: string; deployRate: number; lines: (line: string) => void }): Promise<void> {
+  const { lines } = input;
+  const missing = boto3Missing();
+  if (missing !== null) {
+    lines(`  boto3 beside it:       not run: ${missing}; no ratio to a plain upload`);
+    return;
+  }
+  const listFile = join(input.runDir, 'boto3-objects.jsonl');
+  const listed = await writeUploadList(input.out, 'boto3/', listFile);
+  try {
+    const run = await uploadWithBoto3({ out: input.out, listFile, endpoint: input.endpoint, bucket: BUCKET, concurrency: CONCURRENCY, credentials: CREDENTIALS });
+    const plainRate = run.objects / run.seconds;
+    const ratio = plainRate / input.deployRate;
+    lines(
+      `  boto3, same objects    plain       ${run.seconds.toFixed(1).padStart(7)} s   ${String(listed).padStart(8)} objects   ${String(run.objects).padStart(8)} uploaded` +
+        `   ${plainRate.toFixed(0)} objects/s, ${CONCURRENCY} at once: ${ratio.toFixed(2)}× the first deploy's rate (target ≤ ${PLAIN_OVER_DEPLOY}: ${ratio <= PLAIN_OVER_DEPLOY ? 'yes' : 'NO'})`,
+    );
+  } catch (error) {
+    lines(`  !! boto3 beside it: ${(error as Error).message}`);
+  } finally {
+    rmSync(listFile, { force: true });
+  }
+}
+
+export function startStore(script: string, directory: string): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--openssl-legacy-provider', script, directory, BUCKET], { stdio: ['ignore', 'pipe', 'inherit'] });
     let text = '';

@@ -48,7 +48,7 @@ export interface FreshnessContext {
   lines: (line: string) => void;
 }
 
-interface Outcome {
+export interface Outcome {
   change: ChangeLine;
   /** Milliseconds from the commit to the moment every file held its new bytes; null if never seen. */
   ms: number | null;
@@ -92,7 +92,10 @@ export async function benchFreshness(ctx: FreshnessContext): Promise<void> {
     const ready = await until(() => /start: (full|incremental) build/.test(watchErr) || watch.exitCode !== null, 600_000);
     if (!ready || watch.exitCode !== null) throw new Error(`watch did not make its first build:\n${watchErr}`);
 
-    const outcomes = await runWriter(ctx, source ?? db, out);
+    const outcomes = await runWriter(ctx, source ?? db, (entry) => {
+      entry.left = entry.left.filter((e) => !inPlace(out, e));
+      return entry.left.length === 0;
+    });
     // The last changes' sitemap dates are owed for up to a second (docs/incremental.md): stop watch
     // once its pass has run, so the sitemap read below is the one a crawler meets after the run.
     await until(() => !lastBuildOwesLastmods(watchErr) || watch.exitCode !== null, 30_000);
@@ -131,14 +134,28 @@ export async function benchFreshness(ctx: FreshnessContext): Promise<void> {
   }
 }
 
-/** Runs the writer and times each of its changes until its files are in place. */
-async function runWriter(ctx: FreshnessContext, db: string, out: string): Promise<Outcome[]> {
+/** A change the writer made that is not yet where the bench looks: what of it is left. */
+export interface PendingChange {
+  change: ChangeLine;
+  left: ChangeLine['expect'];
+}
+
+/**
+ * Runs the writer and times each of its changes until `arrived` says it is where the bench looks
+ * (it may narrow `left` as parts of the change arrive); a poll waits for the last one's answers.
+ */
+export async function runWriter(
+  ctx: Pick<FreshnessContext, 'writerScript' | 'runDir' | 'rate' | 'seconds' | 'mix'>,
+  db: string,
+  arrived: (entry: PendingChange) => boolean | Promise<boolean>,
+  pollMs = POLL_MS,
+): Promise<Outcome[]> {
   const writer = spawn(process.execPath, [ctx.writerScript, db, join(ctx.runDir, 'vidfeeds.config.json'), String(ctx.rate), String(ctx.seconds), '1', ctx.mix], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let writerErr = '';
   writer.stderr.setEncoding('utf8').on('data', (d: string) => (writerErr += d));
-  const pending: Array<{ change: ChangeLine; left: ChangeLine['expect'] }> = [];
+  const pending: PendingChange[] = [];
   const outcomes: Outcome[] = [];
   let done = false;
   let doneAt = 0;
@@ -161,18 +178,18 @@ async function runWriter(ctx: FreshnessContext, db: string, out: string): Promis
   const writerExit = new Promise<number | null>((resolve) => writer.on('close', (code) => resolve(code)));
 
   for (;;) {
+    const polled = [...pending];
+    const answers = await Promise.all(polled.map(arrived));
+    // When the answers are in: a change is counted as late as the bench could have seen it.
     const at = now();
-    for (let i = pending.length - 1; i >= 0; i--) {
-      const entry = pending[i]!;
-      entry.left = entry.left.filter((e) => !inPlace(out, e));
-      if (entry.left.length === 0) {
-        outcomes.push({ change: entry.change, ms: at - entry.change.committedAt });
-        pending.splice(i, 1);
-      }
+    for (const [i, entry] of polled.entries()) {
+      if (!answers[i]) continue;
+      outcomes.push({ change: entry.change, ms: at - entry.change.committedAt });
+      pending.splice(pending.indexOf(entry), 1);
     }
     if (writer.exitCode !== null && writer.exitCode !== 0) throw new Error(`the writer failed:\n${writerErr}`);
     if (done && (pending.length === 0 || at - doneAt > GRACE_MS)) break;
-    await sleep(POLL_MS);
+    await sleep(pollMs);
   }
   await writerExit;
   for (const entry of pending) outcomes.push({ change: entry.change, ms: null });
@@ -284,7 +301,7 @@ function listFiles(root: string): string[] {
   return files;
 }
 
-function percentile(sorted: readonly number[], q: number): number {
+export function percentile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 }
@@ -296,7 +313,7 @@ function lastBuildOwesLastmods(log: string): boolean {
   return builds.at(-1)?.includes('sitemap dates owed') ?? false;
 }
 
-async function until(condition: () => boolean, maxMs: number): Promise<boolean> {
+export async function until(condition: () => boolean, maxMs: number): Promise<boolean> {
   const deadline = Date.now() + maxMs;
   while (!condition()) {
     if (Date.now() > deadline) return false;

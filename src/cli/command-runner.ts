@@ -18,8 +18,11 @@ export type StopSignal = 'SIGINT' | 'SIGTERM';
 /** How an action ended: its exit code, and the report `--json` prints on stdout. */
 export interface Ending {
   exitCode: number;
-  /** Printed on stdout with --json, after everything the action said on stderr. */
-  report?: () => string;
+  /**
+   * Printed on stdout with --json, after everything the action said on stderr: one line, given
+   * whole or in pieces (a report too large to hold as one string is written as it is made).
+   */
+  report?: () => string | Iterable<string>;
 }
 
 /** What the runner gives an action. */
@@ -79,8 +82,15 @@ export async function runCommand(command: CommandContext, action: (run: CommandR
   } finally {
     for (const listener of listeners) listener.release();
   }
-  if (command.json && ending.report !== undefined) command.io.out(ending.report());
+  if (command.json && ending.report !== undefined) printReport(command.io, ending.report());
   command.setExit(ending.exitCode);
+}
+
+function printReport(io: Console, report: string | Iterable<string>): void {
+  if (typeof report === 'string') return io.out(report);
+  if (io.write === undefined) return io.out([...report].join(''));
+  for (const piece of report) io.write(piece);
+  io.write('\n');
 }
 
 function listenForStop(stopping?: (signal: StopSignal) => void): StopListener {

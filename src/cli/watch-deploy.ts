@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { RunSettings } from '../config/run-settings.js';
-import { parseStoreTarget } from '../deploy/object-store.js';
-import { UsageError } from './errors.js';
+import { deployTargetOf } from './deploy-target.js';
 
 /**
  * `vidfeeds watch --deploy s3://…` (or `deploy.to` in the configuration): after each build, `vidfeeds deploy` of the tree, in a process
@@ -47,14 +46,12 @@ const LOCK_WAIT_SECONDS = 3600;
  * wins over its setting, which the configuration's checks have passed); a bad target stops the
  * watch before anything is touched. Null when neither names a target.
  */
-export function watchDeployArgs(flags: WatchDeployFlags, out: string, setting: RunSettings['deploy'] = { to: null, endpoint: null }): string[] | null {
-  const to = flags.deploy ?? setting.to ?? undefined;
-  if (to === undefined) return null;
-  const endpoint = flags.endpoint ?? setting.endpoint ?? undefined;
-  const target = parseStoreTarget(to);
-  if ('problem' in target) throw new UsageError(`${flags.deploy === undefined ? 'deploy.to' : '--deploy'}: ${target.problem}`);
-  if (flags.endpoint !== undefined && !/^https?:\/\/[^/]/.test(flags.endpoint)) throw new UsageError(`--endpoint must be an http(s) URL, not ${JSON.stringify(flags.endpoint)}`);
-  const args = ['--out', out, '--to', to, '--wait', String(LOCK_WAIT_SECONDS)];
+export function watchDeployArgs(flags: WatchDeployFlags, tree: { out: string; stateFile: string }, setting: RunSettings['deploy'] = { to: null, endpoint: null }): string[] | null {
+  const chosen = deployTargetOf({ to: flags.deploy, endpoint: flags.endpoint }, setting, '--deploy');
+  if (chosen === null) return null;
+  const { to, endpoint } = chosen;
+  // The build state the watch's builds keep, wherever it is: the deploy sends what they changed.
+  const args = ['--out', tree.out, '--state', tree.stateFile, '--to', to, '--wait', String(LOCK_WAIT_SECONDS)];
   const optional: Array<[string, string | number | undefined]> = [
     ['--endpoint', endpoint],
     ['--config', flags.config],

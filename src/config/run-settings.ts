@@ -20,7 +20,7 @@ export interface RunSettings {
   maxRemovalShare: number;
   /** Removals fewer than this never stop a build. */
   removalGuardMinimum: number;
-  /** Where `vidfeeds watch` deploys after each build (`--deploy`, `--endpoint` win); `to` null: it does not. */
+  /** Where `vidfeeds deploy` publishes, and `vidfeeds watch` after each build (their flags win); `to` null: watch does not deploy. */
   deploy: { to: string | null; endpoint: string | null };
 }
 

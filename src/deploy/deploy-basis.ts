@@ -26,7 +26,16 @@ export interface BasisRequest {
   config: string;
   verify: boolean;
   known: TargetRecord | undefined;
+  /** The most documents an incremental deploy holds (changed and removed); more are compared in bounded memory. */
+  incrementalMost?: number;
 }
+
+/**
+ * An incremental deploy holds the documents it sends in memory (about 1 KB each); a change of
+ * more (a template of every page edited, a large import) goes through the full compare, which
+ * holds a page of them whatever their number.
+ */
+export const INCREMENTAL_MOST = 20_000;
 
 export function chooseBasis(request: BasisRequest): DeployBasis {
   const opened = readStateChanges(request.stateFile);
@@ -44,6 +53,8 @@ export function chooseBasis(request: BasisRequest): DeployBasis {
   if (last.stateId !== state.stateId) return full('the build state is not the one the last deploy published (set aside, replaced or made anew)');
   if (last.build > state.lastBuild) return full(`the last deploy published build ${last.build}, which this build state does not know`);
   if (last.config !== request.config || last.compression !== state.compression) return full('the configuration, the headers or the compressed forms changed since the last deploy');
+  const most = request.incrementalMost ?? INCREMENTAL_MOST;
+  if (state.countAfter(last.build, most + 1) > most) return full(`the builds after build ${last.build} changed or removed more than ${most} documents: compared a page at a time, not held`);
   return { mode: 'incremental', state, since: last.build, published: published! };
 }
 

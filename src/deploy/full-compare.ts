@@ -12,7 +12,7 @@ import type { WritePlan } from './write-plan.js';
 
 /**
  * The full compare of the tree with the store, in bounded memory: the tree is read and hashed one
- * file at a time (in key order) into a temporary database (src/deploy/plan-spill.ts), the store's
+ * file at a time (in the order the file system gives) into a temporary database (src/deploy/plan-spill.ts), the store's
  * listing is matched against it a page at a time, and the objects the listing cannot decide are
  * asked for (HEAD) a page at a time. An object is the same when the store holds its bytes with its
  * headers (by the MD5 ETag and the SHA-256 kept in its metadata, never by times).

@@ -9,7 +9,8 @@ import { fullCompare, type CompareRequest } from './full-compare.js';
 import { showTarget } from './object-store.js';
 import { runPoolFrom } from './pool.js';
 import { describeStoreError, StopRequested, StoreRequestError } from './store-requests.js';
-import { drain, incrementalPlan, type PendingDocument, type StepKind, type WritePlan } from './write-plan.js';
+import { KeyList } from './key-list.js';
+import { incrementalPlan, type PendingDocument, type Source, type StepKind, type WritePlan } from './write-plan.js';
 
 /**
  * One deploy of a built tree to an object store: compare, then write in the safe order of
@@ -42,10 +43,7 @@ export interface DeployRequest extends CompareRequest {
   startedAt?: bigint;
   /** Each object written or deleted, as it happens. */
   progress?: (event: { key: string; action: 'uploaded' | 'deleted' }) => void;
-  /**
-   * Whether the report lists every key written and deleted and every file changed and removed
-   * (the default), or only counts them: the lists grow with the site, the counts do not.
-   */
+  /** Whether the report lists every key written and deleted (the default), or only counts them. */
   listKeys?: boolean;
 }
 
@@ -70,16 +68,16 @@ export interface DeployReport {
    * left out stay in the store.
    */
   unorderedListing: { before: string; after: string } | null;
-  /** Keys written (or, in a dry run, to write), and deleted (or to delete); empty without `listKeys`. */
-  uploadedKeys: string[];
-  deletedKeys: string[];
-  /** Files of the documents written, and of the documents whose objects were deleted: what changed for readers (with `listKeys`). */
-  changedFiles: string[];
-  removedFiles: string[];
+  /**
+   * Keys written (or, in a dry run, to write), and deleted (or to delete); empty without
+   * `listKeys`. Kept in bounded memory (src/deploy/key-list.ts): a first deploy lists every key.
+   */
+  uploadedKeys: KeyList;
+  deletedKeys: KeyList;
   /** Objects that could not be written or deleted, with why. */
   failed: DeployFailure[];
-  /** Objects not attempted, because an earlier step failed or the deploy was stopped. */
-  notAttempted: string[];
+  /** Objects not attempted, because an earlier step failed or the deploy was stopped: all of them, when that was early in a first deploy. */
+  notAttempted: KeyList;
   stoppedBy: 'SIGINT' | 'SIGTERM' | null;
   seconds: number;
 }
@@ -123,15 +121,19 @@ async function publishPlan(request: DeployRequest, plan: WritePlan, report: Depl
   if (!request.dryRun) request.beforeWrites?.(plan.changedForReaders(), removedFiles(request, plan));
 
   const state = { etagsAreMd5: plan.known?.etagsAreMd5 ?? true, halted: false };
-  const keysOf = (documents: PendingDocument[]) => documents.flatMap((d) => d.writes.map((o) => o.key));
+  // The keys of what a step has left, read from the plan a page at a time.
+  const keysOf = function* (documents: Source<PendingDocument>) {
+    for (let document = documents(); document !== undefined; document = documents()) for (const object of document.writes) yield object.key;
+  };
   for (const step of plan.steps()) {
     if (!halted(request, state)) await runPoolFrom(step.documents, request.concurrency, (document) => writeDocument(request, document, step.kind, report, state), () => halted(request, state));
     // What the step did not start (all of it after a failure or a stop).
-    report.notAttempted.push(...keysOf(drain(step.documents)));
+    report.notAttempted.pushAll(keysOf(step.documents));
   }
 
   if (halted(request, state)) {
-    report.notAttempted.push(...drain(plan.deletions(DELETE_BATCH)).flat());
+    const batches = plan.deletions(DELETE_BATCH);
+    for (let batch = batches(); batch !== undefined; batch = batches()) report.notAttempted.push(...batch);
   } else {
     await deleteAll(request, plan, report, state);
   }
@@ -220,13 +222,10 @@ async function writeDocument(request: DeployRequest, document: PendingDocument, 
       return;
     }
   }
-  // A document whose bytes changed for readers: one of its own keys got other bytes.
-  if (request.listKeys !== false && writes.some((o) => o.contentEncoding === undefined && !o.headersOnly)) report.changedFiles.push(document.file);
 }
 
 async function deleteAll(request: DeployRequest, plan: WritePlan, report: DeployReport, state: WriteState): Promise<void> {
   const batches = plan.deletions(DELETE_BATCH);
-  const removed = new Set<string>();
   await runPoolFrom(
     batches,
     Math.min(request.concurrency, 4),
@@ -248,17 +247,12 @@ async function deleteAll(request: DeployRequest, plan: WritePlan, report: Deploy
         if (failed.has(key)) continue;
         report.deleted++;
         if (!request.dryRun) request.progress?.({ key, action: 'deleted' });
-        if (request.listKeys === false) continue;
-        report.deletedKeys.push(key);
-        // A document is gone when none of its objects is planned (not when only a form of it is).
-        const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
-        if (file !== null && !plan.isPlanned(file)) removed.add(file);
+        if (request.listKeys !== false) report.deletedKeys.push(key);
       }
     },
     () => halted(request, state),
   );
-  report.notAttempted.push(...drain(batches).flat());
-  report.removedFiles.push(...removed);
+  for (let batch = batches(); batch !== undefined; batch = batches()) report.notAttempted.push(...batch);
 }
 
 function putOf(out: string, object: PlannedObject) {
@@ -289,12 +283,10 @@ function emptyReport(target: string, dryRun: boolean): DeployReport {
     unchanged: 0,
     checked: 0,
     unorderedListing: null,
-    uploadedKeys: [],
-    deletedKeys: [],
-    changedFiles: [],
-    removedFiles: [],
+    uploadedKeys: new KeyList(),
+    deletedKeys: new KeyList(),
     failed: [],
-    notAttempted: [],
+    notAttempted: new KeyList(),
     stoppedBy: null,
     seconds: 0,
   };

@@ -106,21 +106,69 @@ export async function withTries<T>(what: string, policy: RequestPolicy, attempt:
   const maxWait = policy.maxBackoffMs ?? 20_000;
   for (let n = 1; ; n++) {
     if (policy.stop.aborted) throw new StopRequested();
-    const deadline = AbortSignal.timeout(policy.timeoutMs);
+    const attemptSignal = new TryDeadline(policy.stop, policy.timeoutMs);
     try {
-      return await attempt(AbortSignal.any([policy.stop, deadline]));
+      return await attempt(attemptSignal.signal);
     } catch (error) {
       if (policy.stop.aborted) throw new StopRequested();
-      if (deadline.aborted) throw new StoreUnresponsive(what, policy.timeoutMs);
+      if (attemptSignal.expired) throw new StoreUnresponsive(what, policy.timeoutMs);
       const transient = isTransient(error);
       if (!transient || n >= policy.tries) {
         const { text, status, code } = describeStoreError(error);
         throw new StoreRequestError(`${text}${n > 1 ? `, after ${n} tries` : ''}`, transient, status, code);
       }
+    } finally {
+      attemptSignal.release();
     }
     await pause(Math.random() * Math.min(wait, maxWait), policy.stop);
     wait *= 2;
   }
+}
+
+/**
+ * One try's signal: aborted by the stop or once the deadline passes. Its timer goes, and it leaves
+ * the stop's list of tries under way, as soon as the try ends, so a finished request leaves nothing
+ * behind: a deadline from AbortSignal.timeout outlives its request by the whole timeout, and at a
+ * thousand requests a second the signals, timers and the SDK's listeners they hold fill the heap.
+ * The stop has one listener for all the tries under way (one each would pass Node's warning limit).
+ */
+class TryDeadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly underWay: Set<AbortController>;
+  expired = false;
+
+  constructor(stop: AbortSignal, timeoutMs: number) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.controller.abort(new DOMException('the try took longer than its deadline', 'TimeoutError'));
+    }, timeoutMs);
+    this.underWay = triesUnder(stop);
+    this.underWay.add(this.controller);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  release(): void {
+    clearTimeout(this.timer);
+    this.underWay.delete(this.controller);
+  }
+}
+
+const TRIES_UNDER_WAY = new WeakMap<AbortSignal, Set<AbortController>>();
+
+/** The tries under way under a stop signal, which it aborts when it is aborted. */
+function triesUnder(stop: AbortSignal): Set<AbortController> {
+  let tries = TRIES_UNDER_WAY.get(stop);
+  if (tries === undefined) {
+    const set = new Set<AbortController>();
+    stop.addEventListener('abort', () => set.forEach((controller) => controller.abort(stop.reason)), { once: true });
+    TRIES_UNDER_WAY.set(stop, set);
+    tries = set;
+  }
+  return tries;
 }
 
 /** Waits `ms`, or less when the stop comes first. */

@@ -48,13 +48,6 @@ export interface WritePlan {
 /** The site files' ranks in the order their steps are taken. */
 export const SITE_STEP_RANKS: readonly number[] = [SITE_RANKS.plain, SITE_RANKS.parts, SITE_RANKS.index, SITE_RANKS.last];
 
-/** Every item a source has left. */
-export function drain<T>(source: Source<T>): T[] {
-  const items: T[] = [];
-  for (let item = source(); item !== undefined; item = source()) items.push(item);
-  return items;
-}
-
 export function fromArray<T>(items: readonly T[]): Source<T> {
   let next = 0;
   return () => items[next++];

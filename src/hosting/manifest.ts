@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, opendirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ALL_ENCODINGS, compressedFormOf, compressedPath, type Encoding } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
@@ -61,18 +61,40 @@ export interface Manifest {
 
 /**
  * Files of the tree in the order an object store lists keys (ascending UTF-8 bytes of the path: a
- * folder `a` sorts as `a/`, after `a-b` and `a.b`), each with the names of the files beside it;
- * dot-named files and folders are never listed. Only the folders on the way are held.
+ * folder `a` sorts as `a/`, after `a-b` and `a.b`); dot-named files and folders are never listed.
+ * Only the folders on the way are held.
  */
-function* walk(root: string, relative = ''): Generator<{ file: string; siblings: ReadonlySet<string> }> {
-  const names = sortedNames(join(root, relative));
-  const siblings = new Set(names.filter((name) => !name.endsWith('/')));
-  for (const name of names) {
+function* walk(root: string, relative = ''): Generator<string> {
+  for (const name of sortedNames(join(root, relative))) {
     const folder = name.endsWith('/');
     const path = `${relative === '' ? '' : `${relative}/`}${folder ? name.slice(0, -1) : name}`;
     if (folder) yield* walk(root, path);
-    else yield { file: path, siblings };
+    else yield path;
   }
+}
+
+/**
+ * Files of the tree in the order the file system gives them, each with the names of the files
+ * beside it: a folder's subfolders are read as they come, and only the names of its files are
+ * held (the top folder, which holds a folder per user and video, has a handful). Dot-named files
+ * and folders are never listed. For a reader that needs no order: the full compare of a deploy,
+ * which matches the store's listing by key.
+ */
+function* walkAsStored(root: string, relative = ''): Generator<{ file: string; siblings: ReadonlySet<string> }> {
+  const files: string[] = [];
+  const dir = opendirSync(join(root, relative));
+  try {
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+      if (entry.name.startsWith('.')) continue;
+      const path = `${relative === '' ? '' : `${relative}/`}${entry.name}`;
+      if (entry.isDirectory()) yield* walkAsStored(root, path);
+      else if (entry.isFile()) files.push(entry.name);
+    }
+  } finally {
+    dir.closeSync();
+  }
+  const siblings = new Set(files);
+  for (const name of files) yield { file: `${relative === '' ? '' : `${relative}/`}${name}`, siblings };
 }
 
 /** A folder's files and folders (with a final `/`) in key order: only names are kept, a large folder's entries are not. */
@@ -131,7 +153,7 @@ function* manifestSteps(...[routes, root, basePath, generator, cacheControl, lin
   const byFile = new Map<string, ManifestEntry>();
   const forms: Array<{ file: string; document: string; encoding: Encoding }> = [];
   const ignored: string[] = [];
-  for (const { file } of walk(root)) {
+  for (const file of walk(root)) {
     const match = routeOfFile(routes, file);
     if (match === null) {
       const form = compressedFormOf(file);
@@ -155,14 +177,14 @@ function* manifestSteps(...[routes, root, basePath, generator, cacheControl, lin
 }
 
 /**
- * The manifest's entries one at a time, in the tree's key order (see `walk`), each with the
- * compressed forms found beside it, the event loop free every few files so that a signal is heard
+ * The manifest's entries one at a time, in the order the file system gives them (see
+ * `walkAsStored`), each with the compressed forms found beside it, the event loop free every few files so that a signal is heard
  * while a large tree is read and hashed; it ends early once `stop` is aborted. Only the entry being
  * made is held, whatever the size of the tree.
  */
 export async function* manifestEntries(stop: AbortSignal, ...[routes, root, , , cacheControl, linkOf = () => undefined]: ManifestArgs): AsyncGenerator<ManifestEntry> {
   let n = 0;
-  for (const { file, siblings } of walk(root)) {
+  for (const { file, siblings } of walkAsStored(root)) {
     if (++n % 32 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     if (stop.aborted) return;
     const match = routeOfFile(routes, file);

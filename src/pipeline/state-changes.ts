@@ -19,6 +19,8 @@ export interface StateChanges {
   changedAfter(after: number): Iterable<{ path: string; isNew: boolean }>;
   /** Paths removed after build `after` and not recorded again. */
   removedAfter(after: number): Iterable<string>;
+  /** How many paths changed or were removed after build `after`, counted up to `atMost` (an index reads no more). */
+  countAfter(after: number, atMost: number): number;
   close(): void;
 }
 
@@ -45,6 +47,11 @@ export function readStateChanges(file: string): StateChanges | { problem: string
       'SELECT path, (added IS NOT NULL AND added > ?) AS isNew FROM outputs WHERE seq > ? ORDER BY path',
     );
     const removed = db.prepare<[number], string>('SELECT path FROM removed WHERE seq > ? ORDER BY path').pluck();
+    const counted = db
+      .prepare<[number, number, number, number], number>(
+        'SELECT (SELECT count(*) FROM (SELECT 1 FROM outputs WHERE seq > ? LIMIT ?)) + (SELECT count(*) FROM (SELECT 1 FROM removed WHERE seq > ? LIMIT ?))',
+      )
+      .pluck();
     return {
       stateId,
       lastBuild: Number(meta('last_build') ?? '0'),
@@ -54,6 +61,7 @@ export function readStateChanges(file: string): StateChanges | { problem: string
         for (const row of changed.iterate(after, after)) yield { path: row.path, isNew: row.isNew === 1 };
       },
       removedAfter: (after) => removed.iterate(after),
+      countAfter: (after, atMost) => Math.min(counted.get(after, atMost, after, atMost)!, atMost),
       close: () => db.close(),
     };
   } catch (error) {

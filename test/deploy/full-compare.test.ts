@@ -73,12 +73,12 @@ describe('the full compare of a tree larger than a page of its plan', () => {
     expect(store.removes.map((batch) => batch.length).sort((a, b) => a - b)).toEqual([100, 1000]);
     for (const batch of store.removes) expect(batch).toEqual([...batch].sort(byBytes));
     expect(store.removes.flat().sort(byBytes)).toEqual([...stale].sort(byBytes));
-    expect(report.deletedKeys.sort(byBytes)).toEqual([...stale].sort(byBytes));
+    expect([...report.deletedKeys].sort(byBytes)).toEqual([...stale].sort(byBytes));
     expect(store.objects.has('p/README.operator')).toBe(true);
     expect(owed.changed).toHaveLength(USERS + 1);
     expect(owed.changed.at(-1)).toBe('robots.txt');
     expect(owed.removed).toHaveLength(1100);
-    expect(report.notAttempted).toEqual([]);
+    expect([...report.notAttempted]).toEqual([]);
   });
 
   it('after an edit of more documents than a page, writes exactly them; a failed write leaves the rest, deletions included, to the next deploy', async () => {
@@ -95,16 +95,16 @@ describe('the full compare of a tree larger than a page of its plan', () => {
     const failed = await deploy(store, record);
     expect(failed.failed.map((f) => f.key)).toEqual([store.puts[800]]);
     const attempted = [...failed.uploadedKeys, ...failed.failed.map((f) => f.key)];
-    expect([...attempted, ...failed.notAttempted.filter((key) => key !== 'p/zz/rss/')].sort(byBytes)).toEqual([...changed].sort(byBytes));
-    expect(failed.notAttempted).toContain('p/zz/rss/');
+    expect([...attempted, ...[...failed.notAttempted].filter((key) => key !== 'p/zz/rss/')].sort(byBytes)).toEqual([...changed].sort(byBytes));
+    expect([...failed.notAttempted]).toContain('p/zz/rss/');
     expect(failed.uploaded.changed).toBe(failed.uploadedKeys.length);
     expect(store.removes).toEqual([]);
 
     store.puts = [];
     store.failingPut = null;
     const resumed = await deploy(store, record);
-    expect(store.puts.sort(byBytes)).toEqual(failed.notAttempted.concat(failed.failed.map((f) => f.key)).filter((key) => key !== 'p/zz/rss/').sort(byBytes));
-    expect(resumed.deletedKeys).toEqual(['p/zz/rss/']);
+    expect(store.puts.sort(byBytes)).toEqual([...failed.notAttempted].concat(failed.failed.map((f) => f.key)).filter((key) => key !== 'p/zz/rss/').sort(byBytes));
+    expect([...resumed.deletedKeys]).toEqual(['p/zz/rss/']);
     expect(resumed.unchanged).toBe(USERS * 2 + 1 - store.puts.length);
 
     store.puts = [];
@@ -121,7 +121,7 @@ describe('the full compare of a tree larger than a page of its plan', () => {
     expect(store.puts).toHaveLength(USERS * 2 + 1);
     expect(report.uploaded).toEqual({ new: USERS * 2, changed: 0, site: 1 });
     expect(report.deleted).toBe(1);
-    expect([report.uploadedKeys, report.deletedKeys, report.changedFiles, report.removedFiles]).toEqual([[], [], [], []]);
+    expect([[...report.uploadedKeys], [...report.deletedKeys]]).toEqual([[], []]);
   });
 });
 
@@ -131,15 +131,18 @@ describe('the tree in key order', () => {
     expect([...keys].sort(byCodePoint)).toEqual([...keys].sort(byBytes));
   });
 
-  it("reads a folder after the names that extend it ('a-b', 'a.b' before 'a/'), with each document's compressed forms", async () => {
+  it('reads every document of the tree with its compressed forms, as the whole manifest lists them', async () => {
     const root = join(tempDir('vidfeeds-key-order-').dir, 'out');
     for (const user of ['a', 'a-b', 'a.b']) {
       mkdirSync(join(root, user, 'rss'), { recursive: true });
       writeFileSync(join(root, user, 'rss', 'index.rss'), `<rss>${user}</rss>`);
     }
     writeFileSync(join(root, 'a', 'rss', 'index.rss.gz'), 'not really gzip');
+    writeFileSync(join(root, '.hidden'), 'not served');
     const read: ManifestEntry[] = [];
     for await (const entry of manifestEntries(new AbortController().signal, routes, root, '', 'vidfeeds test', () => 'no-cache')) read.push(entry);
+    // In the order the file system gives: the compare matches the store's listing by key.
+    read.sort((x, y) => byCodePoint(x.file, y.file));
     expect(read.map((e) => e.file)).toEqual(['a-b/rss/index.rss', 'a.b/rss/index.rss', 'a/rss/index.rss']);
     expect(read[2]!.compressed.map((c) => [c.file, c.contentEncoding])).toEqual([['a/rss/index.rss.gz', 'gzip']]);
     const whole = buildManifest(routes, root, '', 'vidfeeds test', () => 'no-cache').manifest.files;

@@ -75,7 +75,7 @@ describe('a deploy against a store whose listing leaves keys out', () => {
     const report = await deploy(store, record);
     expect(report.unorderedListing).not.toBeNull();
     expect(store.puts).toEqual([gone]);
-    expect(report.uploadedKeys).toEqual([gone]);
+    expect([...report.uploadedKeys]).toEqual([gone]);
     expect(report.checked).toBe(1);
   });
 

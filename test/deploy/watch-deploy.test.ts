@@ -82,6 +82,29 @@ describe('vidfeeds watch --deploy', () => {
   });
 });
 
+describe('watch --deploy with the build state kept elsewhere', () => {
+  it('deploys incrementally from the state its builds keep (--state), not only by full compares', async () => {
+    const out = join(work.dir, 'out-state');
+    const state = join(work.dir, 'elsewhere', 'site.state.sqlite');
+    const args = ['watch', '--db', site.file, '--out', out, '--state', state, '--config', config, '--deploy', `s3://${BUCKET}/stated`, '--endpoint', s3.endpoint, '--timeout', '5', '--poll', '200'];
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: work.dir, env: { ...process.env, ...CREDENTIALS } });
+    cleanUpAfterTest(() => child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    expect(await storeShows('stated/robots.txt', 'Sitemap'), stderr).toBe(true);
+
+    const video = site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 1`).get() as { public_id: string };
+    site.db.prepare('UPDATE videos SET title = ? WHERE public_id = ?').run('Sent from the kept state', video.public_id);
+    expect(await storeShows(`stated/${video.public_id}/oembed/json`, 'Sent from the kept state'), stderr).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    // The first deploy to the target compares everything; the one after the edit reads the state.
+    expect(stderr).not.toMatch(/MaxListenersExceededWarning/);
+    expect(stderr).toMatch(/deploy to s3:\/\/[^\n]*\/stated\/, incremental \(the builds after build \d+\)/);
+  });
+});
+
 describe('the deploy setting of the configuration', () => {
   /** Runs watch until `key` is in the store; returns whether it was. */
   async function watchPublishes(configFile: string, flags: string[], key: string): Promise<boolean> {

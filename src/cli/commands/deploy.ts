@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadConfig } from '../../config/load-config.js';
+import type { RunSettings } from '../../config/run-settings.js';
 import type { SiteConfig } from '../../config/site-config.js';
 import { VIDFEEDS_VERSION } from '../../config/version.js';
 import { FORMATS } from '../../formats/registry.js';
@@ -27,7 +27,8 @@ import { ownedDocumentOf } from '../../deploy/deploy-plan.js';
 import { deliverOwed, listenersOf, owedCount } from '../../deploy/owed-notifications.js';
 import { DeployRecord } from '../../deploy/deploy-record.js';
 import type { Delivery } from '../../deploy/notify.js';
-import { parseStoreTarget, showTarget, type StoreTarget } from '../../deploy/object-store.js';
+import { showTarget, type StoreTarget } from '../../deploy/object-store.js';
+import { deployTargetOf } from '../deploy-target.js';
 import type { DeployReport, DeployRequest as StoreDeploy } from '../../deploy/run-deploy.js';
 import { describeStoreError, StoreRequestError } from '../../deploy/store-requests.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -37,11 +38,12 @@ import { exitCodeOfSignal, runCommand, waitSeconds, type CommandRun, type Ending
 import { quietAwsSdkNodeNotice } from '../environment.js';
 import type { Console } from '../output.js';
 import { reportDeliveries } from '../notify-report.js';
-import { configOptions, configOverrides, positiveInteger, type ConfigFlags } from './shared-options.js';
+import { configOptions, outOf, positiveInteger, readSettings, stateOf, type ConfigFlags } from './shared-options.js';
 
 interface DeployFlags extends ConfigFlags {
-  out: string;
-  to: string;
+  out?: string;
+  state?: string;
+  to?: string;
   endpoint?: string;
   shard?: string;
   dryRun?: boolean;
@@ -82,9 +84,10 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
     program
       .command('deploy')
       .description('publish the built tree to an S3-compatible object store: only what changed, in an order no reader can catch half-done')
-      .option('--out <dir>', 'the built tree', 'out')
-      .requiredOption('--to <s3://bucket/prefix>', 'the bucket, and the prefix the tree goes under')
-      .option('--endpoint <url>', 'an S3-compatible endpoint other than AWS (R2, MinIO, Garage, Ceph): path-style requests')
+      .option('--out <dir>', 'the built tree (default: out in the configuration, else out)')
+      .option('--state <file>', 'the build state of the tree, which says what the builds changed (default: state in the configuration, else the one build keeps beside the tree)')
+      .option('--to <s3://bucket/prefix>', 'the bucket, and the prefix the tree goes under (default: deploy.to in the configuration)')
+      .option('--endpoint <url>', 'an S3-compatible endpoint other than AWS (R2, MinIO, Garage, Ceph): path-style requests (default: deploy.endpoint in the configuration)')
       .option('--shard <K/N>', 'deploy only part K of N (site-wide files from part 1); see docs/scale.md')
       .option('--dry-run', 'compare and print what would be written and deleted; write nothing')
       .option('--verify', "compare the whole tree with the store's listing, whatever the last deploy recorded")
@@ -99,35 +102,33 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
       .option('--quiet', 'print only problems'),
   ).action((flags: DeployFlags) =>
     runCommand({ name: 'deploy', json: flags.json, io, setExit }, async (runner) => {
-      const config = loadConfig({ configFile: flags.config, overrides: configOverrides(flags) });
-      return deploy(config, deployRequest(flags), flags, io, runner);
+      const { site, run } = readSettings(flags, io);
+      return deploy(site, deployRequest(flags, run), flags, io, runner);
     }),
   );
 }
 
-function deployRequest(flags: DeployFlags): DeployRequest {
-  const out = resolve(flags.out);
+/**
+ * Where the deploy reads and publishes, each flag winning over its setting in the configuration
+ * (`out`, `state`, `deploy.to`, `deploy.endpoint`), as `build` and `watch --deploy` read them.
+ * The build state must be the one the builds of the tree keep, or every deploy is a full compare.
+ */
+function deployRequest(flags: DeployFlags, run: RunSettings): DeployRequest {
+  const chosen = deployTargetOf({ to: flags.to, endpoint: flags.endpoint }, run.deploy, '--to');
+  if (chosen === null) throw new UsageError('--to is required (or set deploy.to in the configuration): the bucket, and the prefix the tree goes under, as s3://BUCKET or s3://BUCKET/PREFIX');
+  const out = outOf(flags.out, run);
   if (!existsSync(out) || !statSync(out).isDirectory()) throw new UsageError(`--out ${out} is not a directory: build the tree first`);
-  const target = parseStoreTarget(flags.to);
-  if ('problem' in target) throw new UsageError(`--to: ${target.problem}`);
-  if (flags.endpoint !== undefined) {
-    let url: URL | undefined;
-    try {
-      url = new URL(flags.endpoint);
-    } catch {
-      url = undefined;
-    }
-    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new UsageError(`--endpoint must be an http(s) URL, not ${JSON.stringify(flags.endpoint)}`);
-  }
   let shard: ShardSpec | undefined;
   if (flags.shard !== undefined) {
     const parsed = parseShard(flags.shard);
     if ('problem' in parsed) throw new UsageError(`--shard: ${parsed.problem}`);
     shard = parsed;
   }
-  const stateFile = shardStateFile(defaultStateFile(flags.out), shard);
-  const recordFile = resolve(flags.record ?? stateFile.replace(/\.state\.sqlite$/, '.deploy.json'));
-  return { out, target, endpoint: flags.endpoint, shard, recordFile, stateFile };
+  // The build's record of what it wrote, where build keeps it; the deploy record beside the default one.
+  const besideTree = shardStateFile(defaultStateFile(out), shard);
+  const stateFile = stateOf(flags.state, run) ?? besideTree;
+  const recordFile = resolve(flags.record ?? besideTree.replace(/\.state\.sqlite$/, '.deploy.json'));
+  return { out, target: chosen.target, endpoint: chosen.endpoint, shard, recordFile, stateFile };
 }
 
 /** What one deploy run carries from phase to phase. */
@@ -179,7 +180,7 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
           target: recordId,
           listeners,
           isForgotten: (id) => toListeners && !id.startsWith('on-change'),
-          pending: pendingFiles(report, routes, request),
+          pending: listeners.length === 0 ? new Set<string>() : pendingFiles(report, routes, request),
           paths,
           routes,
           options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` },
@@ -217,10 +218,12 @@ async function compareAndPublish(config: SiteConfig, paths: SitePaths, routes: R
 /** Documents not in the store as the tree has them yet (their writes failed or were not attempted): owed, not sent. */
 function pendingFiles(report: DeployReport, routes: Routes, request: DeployRequest): Set<string> {
   const files = new Set<string>();
-  for (const key of [...report.notAttempted, ...report.failed.map((f) => f.key)]) {
+  const add = (key: string) => {
     const file = ownedDocumentOf(routes, request.target.prefix, key, request.shard);
     if (file !== null) files.add(file);
-  }
+  };
+  for (const key of report.notAttempted) add(key);
+  for (const failure of report.failed) add(failure.key);
   return files;
 }
 
@@ -323,9 +326,13 @@ function printReport(report: DeployReport, deliveries: readonly Delivery[], owed
   else if (!flags.quiet) io.log.info(deploySummary(report));
 }
 
-/** The --json report of a deploy (docs/report.md). */
-function deployJson(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number): string {
-  return JSON.stringify({
+/**
+ * The --json report of a deploy (docs/report.md), in pieces: its key lists are read back from
+ * where the deploy kept them (src/deploy/key-list.ts) as they are printed, never held whole.
+ */
+function* deployJson(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number): Iterable<string> {
+  const fields = (value: object) => JSON.stringify(value).slice(1, -1);
+  yield `{${fields({
     ...reportHead('deploy', exitCode),
     target: report.target,
     dryRun: report.dryRun,
@@ -346,20 +353,19 @@ function deployJson(report: DeployReport, deliveries: readonly Delivery[], owed:
       failed: report.failed.length,
       notAttempted: report.notAttempted.length,
     },
-    uploaded: report.uploadedKeys,
-    deleted: report.deletedKeys,
-    failed: report.failed,
-    notAttempted: report.notAttempted,
-    unorderedListing: report.unorderedListing,
-    notifications: deliveries,
-    notificationsOwed: owed,
-  });
+  })},"uploaded":`;
+  yield* report.uploadedKeys.jsonPieces();
+  yield ',"deleted":';
+  yield* report.deletedKeys.jsonPieces();
+  yield `,${fields({ failed: report.failed })},"notAttempted":`;
+  yield* report.notAttempted.jsonPieces();
+  yield `,${fields({ unorderedListing: report.unorderedListing, notifications: deliveries, notificationsOwed: owed })}}`;
 }
 
 /** What was not attempted, in one line: how many, why, the first few keys. */
 function notAttemptedLine(report: DeployReport, json: boolean): string {
   const why = report.stoppedBy !== null ? `the deploy was stopped by ${report.stoppedBy}` : 'a request failed, and what follows would link to what is missing';
-  const shown = report.notAttempted.slice(0, 3).join(', ');
+  const shown = report.notAttempted.first(3).join(', ');
   const more = report.notAttempted.length > 3 ? `, … (${json ? '`notAttempted` in the report' : '--json'} lists them all)` : '';
   return `not attempted: ${report.notAttempted.length} ${report.notAttempted.length === 1 ? 'object' : 'objects'} (${why}): ${shown}${more}`;
 }

@@ -84,7 +84,7 @@ async function watchAction(flags: WatchFlags, io: Console, runner: CommandRun): 
   const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
   // The run settings (paths, logging) are read once, at start; the site's are read again on each change.
   const load = () => loadSettings({ configFile: flags.config, overrides: configOverrides(flags) }).site;
-  const hearers = buildHearers(flags, request.out, run.deploy, load(), io);
+  const hearers = buildHearers(flags, request, run.deploy, load(), io);
   let watcher: ReturnType<typeof watchInputs> | undefined;
   // A bad configuration, template or database stops here, before a file is touched (exit 2).
   const session = watchSession(flags, request, run, load, io, hearers, () => watcher?.setTemplateDirs(session.templateDirs()));
@@ -122,10 +122,10 @@ async function watchAction(flags: WatchFlags, io: Console, runner: CommandRun): 
  * `--on-change` command through a batcher, and with --deploy the deploy after each build (which
  * then tells the `--on-change` command itself, once the objects are in the store).
  */
-function buildHearers(flags: WatchFlags, out: string, deploy: RunSettings['deploy'], config: SiteConfig, io: Console) {
+function buildHearers(flags: WatchFlags, request: { out: string; stateFile: string }, deploy: RunSettings['deploy'], config: SiteConfig, io: Console) {
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   // With --deploy (or deploy.to), the deploy tells the --on-change command, once the objects are in the store.
-  const deployArgs = watchDeployArgs(flags, out, deploy);
+  const deployArgs = watchDeployArgs(flags, request, deploy);
   const notify = buildNotifySettings(config, paths, deployArgs === null ? flags : { ...flags, onChange: undefined });
   const deployer = deployArgs === null ? null : deployAfterBuilds(deployArgs, io);
   const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });

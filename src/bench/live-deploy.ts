@@ -1,0 +1,187 @@
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { loadConfig } from '../config/load-config.js';
+import { FORMATS } from '../formats/registry.js';
+import { keysOf, routeOfFile } from '../hosting/manifest.js';
+import { routesOf } from '../hosting/routes.js';
+import { isWebSubTopic } from '../hosting/websub-links.js';
+import { SitePaths } from '../paths/site-paths.js';
+import { BUCKET, CREDENTIALS, startStore } from './deploy-bench.js';
+import { percentile, runWriter, until, type Outcome, type PendingChange } from './freshness.js';
+import type { Expectation, WriterMix } from './writer.js';
+
+/**
+ * `npm run bench -- --freshness --deploy`: how long a change waits to be published to an object
+ * store. `vidfeeds watch --deploy` runs on a copy of the demo database, publishing to s3rver, with
+ * a WebSub hub stand-in (an HTTP server of the bench's own) as the site's hub, while the freshness
+ * writer (writer.ts) commits changes at a steady rate. For each change the bench reads the
+ * store, through the AWS SDK, not watch's log, until every object the change should alter holds
+ * its new bytes (or is gone), and the hub has had a publish ping for each of its feeds sent after
+ * the commit; it takes the time from the commit. At the end, a `--verify --dry-run` deploy
+ * compares the whole store with the tree: nothing lost means nothing to write or delete.
+ */
+
+export const LIVE_DEPLOY_TARGETS = { p50Ms: 1000, p99Ms: 5000 };
+
+/** How often the bench reads the store for the changes not yet there, and how many reads at once. */
+const POLL_MS = 50;
+const READS_AT_ONCE = 16;
+const PREFIX = 'live/';
+
+export interface LiveDeployContext {
+  db: string;
+  runDir: string;
+  cliChild: string;
+  writerScript: string;
+  storeScript: string;
+  rate: number;
+  seconds: number;
+  mix: WriterMix;
+  env: Record<string, string>;
+  runCli: (args: string[], env: Record<string, string>) => Promise<{ seconds: number; stdout: string; stderr: string }>;
+  lines: (line: string) => void;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+export async function benchLiveDeploy(ctx: LiveDeployContext): Promise<void> {
+  const { db, runDir, lines } = ctx;
+  const out = join(runDir, 'watched');
+  const hub = await startHub();
+  const config = join(runDir, 'vidfeeds.config.json');
+  writeFileSync(config, `${JSON.stringify({ baseUrl: 'https://videos.example.org', notifyAfter: 'deploy', websub: { hubs: [hub.url] } })}\n`);
+  const site = new Database(db);
+  site.pragma('journal_mode = WAL');
+  site.close();
+  const storeDir = join(runDir, 'store');
+  mkdirSync(storeDir, { recursive: true });
+  const store = await startStore(ctx.storeScript, storeDir);
+  const endpoint = `http://127.0.0.1:${store.port}`;
+  const cli = ['--db', db, '--out', out, '--state', `${out}.state.sqlite`, '--config', config];
+  const target = ['--to', `s3://${BUCKET}/${PREFIX.slice(0, -1)}`, '--endpoint', endpoint, '--config', config, '--out', out];
+  try {
+    const first = await ctx.runCli(['build', ...cli], {});
+    const published = await ctx.runCli(['deploy', ...target, '--no-notify'], CREDENTIALS);
+    lines(`first build and deploy  ${first.seconds.toFixed(1)} s + ${published.seconds.toFixed(1)} s (untimed: what watch starts from)`);
+
+    const watch = spawn(process.execPath, [ctx.cliChild, 'watch', ...cli, '--deploy', `s3://${BUCKET}/${PREFIX.slice(0, -1)}`, '--endpoint', endpoint], {
+      env: { ...process.env, ...ctx.env, ...CREDENTIALS },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let watchErr = '';
+    watch.stderr.setEncoding('utf8').on('data', (d: string) => (watchErr += d));
+    const watchExit = new Promise<number | null>((resolve) => watch.on('close', (code) => resolve(code)));
+    try {
+      const ready = await until(() => /start: (full|incremental) build/.test(watchErr) || watch.exitCode !== null, 600_000);
+      if (!ready || watch.exitCode !== null) throw new Error(`watch did not make its first build:\n${watchErr}`);
+      const poller = storePoller(endpoint, config, hub.pings);
+      const outcomes = await runWriter(ctx, db, (entry) => poller.arrived(entry), POLL_MS);
+      watch.kill('SIGINT');
+      if ((await watchExit) !== 0) throw new Error(`watch exited with an error:\n${watchErr.slice(-4000)}`);
+      writeFileSync(join(runDir, 'watch.log'), watchErr); // kept with --keep
+      report(ctx, outcomes, watchErr);
+    } finally {
+      if (watch.exitCode === null) watch.kill('SIGKILL');
+    }
+    // Nothing lost: the store holds the tree, object for object.
+    const verify = await ctx.runCli(['deploy', ...target, '--verify', '--dry-run', '--json', '--no-notify'], CREDENTIALS);
+    const counts = (JSON.parse(verify.stdout.split('\n').find((l) => l.startsWith('{'))!) as { counts: { objects: number; uploaded: number; deleted: number } }).counts;
+    lines(
+      counts.uploaded === 0 && counts.deleted === 0
+        ? `after the run           the store equals the watched tree: ${counts.objects} objects (nothing lost: ok)`
+        : `after the run           the store differs from the watched tree: ${counts.uploaded} objects to write, ${counts.deleted} to delete (MISSED)`,
+    );
+  } finally {
+    store.child.kill('SIGTERM');
+    hub.server.close();
+  }
+}
+
+/** The site's WebSub hub: answers every publish ping, noting when each feed's came. */
+function startHub(): Promise<{ url: string; server: Server; pings: Map<string, number[]> }> {
+  const pings = new Map<string, number[]>();
+  const server = createServer((request, response) => {
+    let body = '';
+    request.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+    request.on('end', () => {
+      const at = now();
+      for (const url of new URLSearchParams(body).getAll('hub.url')) pings.set(url, [...(pings.get(url) ?? []), at]);
+      response.writeHead(204).end();
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server, pings })));
+}
+
+/** Reads the store for a change's objects, a few reads at once, and the hub's pings for its feeds. */
+function storePoller(endpoint: string, configFile: string, pings: ReadonlyMap<string, number[]>) {
+  const client = new S3Client({ endpoint, forcePathStyle: true, region: CREDENTIALS.AWS_REGION, credentials: { accessKeyId: CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: CREDENTIALS.AWS_SECRET_ACCESS_KEY } });
+  const config = loadConfig({ configFile });
+  const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
+  const routes = routesOf(FORMATS);
+  let reading = 0;
+  const waiting: Array<() => void> = [];
+  const slot = async () => {
+    while (reading >= READS_AT_ONCE) await new Promise<void>((resolve) => waiting.push(resolve));
+    reading++;
+  };
+  const release = () => {
+    reading--;
+    waiting.shift()?.();
+  };
+  const keyOf = (path: string) => {
+    const match = routeOfFile(routes, path);
+    return `${PREFIX}${match === null ? path : keysOf(match)[0]!}`;
+  };
+  const inStore = async (expectation: Expectation): Promise<boolean> => {
+    await slot();
+    try {
+      const answer = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: keyOf(expectation.path) }));
+      // Read to the end, which frees the connection.
+      const text = Buffer.from(await answer.Body!.transformToByteArray()).toString('latin1');
+      if ('absent' in expectation) return false;
+      return 'lacks' in expectation ? !text.includes(expectation.lacks) : text.includes(expectation.contains);
+    } catch (error) {
+      return 'absent' in expectation && (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404;
+    } finally {
+      release();
+    }
+  };
+  // The feeds a change rewrote, by URL: each must be pinged after the commit (a removed one is not).
+  const feedsOf = (expectations: readonly Expectation[]) =>
+    expectations.flatMap((e) => {
+      const match = 'absent' in e ? null : routeOfFile(routes, e.path);
+      return match !== null && match.kind === 'keyed' && isWebSubTopic(match.format) ? [paths.urlOfFile(e.path)] : [];
+    });
+  const feeds = new Map<number, string[]>();
+  return {
+    async arrived(entry: PendingChange): Promise<boolean> {
+      if (!feeds.has(entry.change.id)) feeds.set(entry.change.id, feedsOf(entry.change.expect));
+      const answers = await Promise.all(entry.left.map(inStore));
+      entry.left = entry.left.filter((_, i) => !answers[i]);
+      return entry.left.length === 0 && feeds.get(entry.change.id)!.every((url) => (pings.get(url) ?? []).some((at) => at >= entry.change.committedAt));
+    },
+  };
+}
+
+function report(ctx: LiveDeployContext, outcomes: readonly Outcome[], watchErr: string): void {
+  const seen = outcomes.flatMap((o) => (o.ms === null ? [] : [o.ms])).sort((a, b) => a - b);
+  const late = outcomes.length - seen.length;
+  const p50 = percentile(seen, 0.5);
+  const p99 = percentile(seen, 0.99);
+  const deploys = (watchErr.match(/deploy to s3:\/\//g) ?? []).length;
+  const failed = (watchErr.match(/deploy failed \(exit code/g) ?? []).length;
+  const ms = (value: number) => `${Number.isNaN(value) ? '-' : value.toFixed(0)} ms`.padStart(8);
+  const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+  ctx.lines(`writer                  ${outcomes.length} changes (${ctx.mix} mix) at ${ctx.rate}/s for ${ctx.seconds} s`);
+  ctx.lines(
+    `commit → store + ping   p50 ${ms(p50)}   p95 ${ms(percentile(seen, 0.95))}   p99 ${ms(p99)}   max ${ms(seen.at(-1) ?? NaN)}` +
+      `   (targets p50 < ${LIVE_DEPLOY_TARGETS.p50Ms} ms: ${mark(p50 < LIVE_DEPLOY_TARGETS.p50Ms)}, p99 < ${LIVE_DEPLOY_TARGETS.p99Ms} ms: ${mark(p99 < LIVE_DEPLOY_TARGETS.p99Ms)})` +
+      (late > 0 ? `   ${late} changes NOT in the store or not pinged 60 s after the last commit (MISSED)` : '   nothing late'),
+  );
+  ctx.lines(`watch                   ${deploys} deploys (${(outcomes.length / Math.max(deploys, 1)).toFixed(1)} changes each), ${failed} failed`);
+}
