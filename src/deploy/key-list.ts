@@ -5,11 +5,14 @@ import { join } from 'node:path';
 /**
  * A list of object keys a deploy reports (written, deleted, not attempted), in bounded memory:
  * the first few thousand are held, the rest go to a temporary file, one JSON string a line, and
- * are read back in order a chunk at a time. The file is unlinked as soon as it is opened, so it
- * goes with the process (a deploy runs in one) and nothing is left behind whatever ends it. A
+ * are read back in order a chunk at a time. The file is unlinked as soon as it is opened, so
+ * nothing is left behind whatever ends the process, and closed when the list is collected. A
  * first deploy of a large site reports millions of keys; held as strings they would be most of
  * its memory.
  */
+/** Closes a list's file once the list is gone: a long `watch --deploy` makes one per deploy. */
+const closeWhenCollected = new FinalizationRegistry<number>((fd) => closeSync(fd));
+
 export class KeyList implements Iterable<string> {
   private held: string[] = [];
   private readonly head: string[] = [];
@@ -70,6 +73,7 @@ export class KeyList implements Iterable<string> {
       const file = join(folder, 'keys');
       this.fd = openSync(file, 'w+', 0o600);
       rmSync(folder, { recursive: true });
+      closeWhenCollected.register(this, this.fd);
     }
     const text = Buffer.from(`${this.held.map((key) => JSON.stringify(key)).join('\n')}\n`);
     writeSync(this.fd, text, 0, text.length, this.spilledBytes);

@@ -171,12 +171,19 @@ export class WatchSession {
     return this.queue.idle();
   }
 
-  /** Finishes a running build, starts no other, and closes the database and the state. */
+  /**
+   * Finishes a running build and starts no other but the sitemap dates still owed (a pass of
+   * under a second: the tree it leaves is whole), then closes the database and the state.
+   */
   async stop(): Promise<void> {
     this.clearTimer('pollTimer');
     this.clearTimer('retryTimer');
     this.clearTimer('lastmodTimer');
     await this.queue.stop();
+    if (this.lastmodsOwed && this.connection !== null) {
+      this.owed = true;
+      this.rebuild(['lastmods']);
+    }
     this.connection?.db.close();
     this.connection = null;
     this.state.close();

@@ -6,6 +6,7 @@ import { basename, dirname, join } from 'node:path';
 import { cli } from '../helpers/cli.js';
 import { BUCKET, killWhenHeld, runCli, whenReady, type LoggedRequest } from '../helpers/s3.js';
 import { useDeployFixture } from '../helpers/deploy-fixture.js';
+import { schemaChecked } from '../helpers/report-schema.js';
 
 /**
  * `vidfeeds deploy` meeting the faults of a production store: one that never answers, one that
@@ -22,7 +23,7 @@ function deploy(prefix: string, extra: string[] = [], options: { endpoint?: stri
   return runCli(['deploy', '--out', options.out ?? fx.out, '--to', `s3://${BUCKET}/${prefix}`, '--endpoint', options.endpoint ?? fx.s3.endpoint, '--config', fx.config, '--no-notify', '--json', ...extra], {
     cwd: fx.dir,
     onStart: options.onStart,
-  });
+  }).then(schemaChecked);
 }
 
 function lockOf(tree: string): string {

@@ -6,6 +6,7 @@ import { expectedObjects, manifest as treeManifest, productCacheControl, product
 import { BUCKET, runCli, whenReady, type LoggedRequest } from '../helpers/s3.js';
 import { insertVideo } from '../helpers/site-fixture.js';
 import { useDeployFixture } from '../helpers/deploy-fixture.js';
+import { schemaChecked } from '../helpers/report-schema.js';
 
 /**
  * `vidfeeds deploy` against a local S3-compatible store (s3rver), through the AWS SDK as a user's
@@ -19,7 +20,7 @@ const HUB = 'https://hub.example.net/';
 const fx = useDeployFixture('vidfeeds-deploy-', { users: 6, seed: 11 }, { baseUrl: BASE, compress: ['gzip'], websub: { hubs: [HUB] }, notifyAfter: 'deploy' });
 
 function deploy(prefix: string, extra: string[] = [], onStart?: (child: ChildProcess) => void) {
-  return runCli(['deploy', '--out', fx.out, '--to', `s3://${BUCKET}/${prefix}`, '--endpoint', fx.s3.endpoint, '--config', fx.config, '--no-notify', '--json', ...extra], { cwd: fx.dir, onStart });
+  return runCli(['deploy', '--out', fx.out, '--to', `s3://${BUCKET}/${prefix}`, '--endpoint', fx.s3.endpoint, '--config', fx.config, '--no-notify', '--json', ...extra], { cwd: fx.dir, onStart }).then(schemaChecked);
 }
 
 function manifest(): ManifestFile[] {

@@ -7,6 +7,7 @@ import { indexNowUrls, startReceiver, websubFeeds, type Receiver } from '../help
 import { BUCKET, killWhenHeld, runCli, startLocalS3, type LocalS3 } from '../helpers/s3.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { schemaChecked } from '../helpers/report-schema.js';
 
 /**
  * What a deploy owes hubs, IndexNow and the `--on-change` command is recorded before its first
@@ -51,7 +52,7 @@ function deploy(prefix: string, onStart?: (child: ChildProcess) => void) {
   return runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/${prefix}`, '--endpoint', s3.endpoint, '--config', config, '--json', '--concurrency', '2', '--on-change', `cat >> ${hookFile}`], {
     cwd: work.dir,
     onStart,
-  });
+  }).then(schemaChecked);
 }
 
 /** Every document of the tree by the manifest: its feeds (RSS and Atom) and the URLs of its documents. */

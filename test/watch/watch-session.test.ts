@@ -322,9 +322,9 @@ describe('watch session', () => {
     expect(builds).toHaveLength(4);
   });
 
-  it('leaves owed sitemap dates in the state, for the next build after it stops', async () => {
+  it('runs the owed sitemap dates when it stops', async () => {
     let now = new Date('2026-03-01T10:00:00Z');
-    const { site, session, run, builds, out, file, stateFile } = setup({ now: () => now });
+    const { site, session, run, builds, out } = setup({ now: () => now });
     session.start();
     await run();
     now = new Date('2026-03-01T10:01:00Z');
@@ -334,12 +334,31 @@ describe('watch session', () => {
     expect(builds[1]!.report.owners).toMatchObject({ lastmodsDeferred: true });
     await session.stop();
 
-    // A cron build with nothing new to read still renders what watch owed.
+    expect(builds.map((b) => b.changes)).toEqual([['start'], ['database:site.sqlite-wal'], ['lastmods']]);
+    const sitemap = readTree(out).get('sitemap.xml')!.body.toString();
+    expect(sitemap).toContain('<loc>https://videos.example.org/clip/oembed/</loc><lastmod>2026-03-01T10:01:00Z</lastmod>');
+    expect(sitemap).toContain('<loc>https://videos.example.org/alice/rss/</loc><lastmod>2026-03-01T10:01:00Z</lastmod>');
+  });
+
+  it('leaves owed sitemap dates in the state when it is killed before the pass, for the next build', async () => {
+    let now = new Date('2026-03-01T10:00:00Z');
+    const { site, session, run, builds, out, file, stateFile } = setup({ now: () => now });
+    session.start();
+    await run();
+    now = new Date('2026-03-01T10:01:00Z');
+    site.prepare(`UPDATE videos SET title = 'Edited' WHERE public_id = 'clip'`).run();
+    session.changed('database', 'site.sqlite-wal');
+    await run();
+    expect(builds[1]!.report.owners).toMatchObject({ lastmodsDeferred: true });
+
+    // The watch is gone before its pass (killed): a cron build with nothing new to read still
+    // renders what it owed.
     const report = buildSite({ db: file, out, stateFile, config: session.currentConfig, site: { ...createSiteContext(session.currentConfig, FORMATS), now: new Date('2026-03-01T11:00:00Z') } });
     expect(report).toMatchObject({ mode: 'incremental', changes: 0, owners: { siteFiles: true } });
     const sitemap = readTree(out).get('sitemap.xml')!.body.toString();
     expect(sitemap).toContain('<loc>https://videos.example.org/clip/oembed/</loc><lastmod>2026-03-01T10:01:00Z</lastmod>');
     // The alice documents the edit changed (her feed lists the clip) are dated likewise.
     expect(sitemap).toContain('<loc>https://videos.example.org/alice/rss/</loc><lastmod>2026-03-01T10:01:00Z</lastmod>');
+    await session.stop();
   });
 });
