@@ -76,6 +76,21 @@ function setup(extra: Partial<WatchSessionOptions> = {}) {
   return { ...fixture, site, session, clock, run, builds, stateFile, problems, hooks, out, configFile, template, expected, lockFile, lockHeld, lockWhileWriting };
 }
 
+/** A watch that built at 10:00, then wrote a title edited at 10:01 and left its sitemap dates owed. */
+async function editedWithDatesOwed() {
+  let now = new Date('2026-03-01T10:00:00Z');
+  const fixture = setup({ now: () => now });
+  const { site, session, run, builds } = fixture;
+  session.start();
+  await run();
+  now = new Date('2026-03-01T10:01:00Z');
+  site.prepare(`UPDATE videos SET title = 'Edited' WHERE public_id = 'clip'`).run();
+  session.changed('database', 'site.sqlite-wal');
+  await run();
+  expect(builds[1]!.report.owners).toMatchObject({ lastmodsDeferred: true });
+  return fixture;
+}
+
 describe('watch session', () => {
   it('builds at start, and at once for a change that arrives while idle', async () => {
     const { site, session, run, builds, out, expected } = setup();
@@ -323,15 +338,7 @@ describe('watch session', () => {
   });
 
   it('runs the owed sitemap dates when it stops', async () => {
-    let now = new Date('2026-03-01T10:00:00Z');
-    const { site, session, run, builds, out } = setup({ now: () => now });
-    session.start();
-    await run();
-    now = new Date('2026-03-01T10:01:00Z');
-    site.prepare(`UPDATE videos SET title = 'Edited' WHERE public_id = 'clip'`).run();
-    session.changed('database', 'site.sqlite-wal');
-    await run();
-    expect(builds[1]!.report.owners).toMatchObject({ lastmodsDeferred: true });
+    const { session, builds, out } = await editedWithDatesOwed();
     await session.stop();
 
     expect(builds.map((b) => b.changes)).toEqual([['start'], ['database:site.sqlite-wal'], ['lastmods']]);
@@ -341,15 +348,7 @@ describe('watch session', () => {
   });
 
   it('leaves owed sitemap dates in the state when it is killed before the pass, for the next build', async () => {
-    let now = new Date('2026-03-01T10:00:00Z');
-    const { site, session, run, builds, out, file, stateFile } = setup({ now: () => now });
-    session.start();
-    await run();
-    now = new Date('2026-03-01T10:01:00Z');
-    site.prepare(`UPDATE videos SET title = 'Edited' WHERE public_id = 'clip'`).run();
-    session.changed('database', 'site.sqlite-wal');
-    await run();
-    expect(builds[1]!.report.owners).toMatchObject({ lastmodsDeferred: true });
+    const { session, builds, out, file, stateFile } = await editedWithDatesOwed();
 
     // The watch is gone before its pass (killed): a cron build with nothing new to read still
     // renders what it owed.
