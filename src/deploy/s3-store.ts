@@ -7,6 +7,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import type { ObjectHead, ObjectStore, PutRequest, StoredObject, StoreTarget } from './object-store.js';
+import { DirectPut, unquote } from './s3-put.js';
 import { withTries, type RequestPolicy } from './store-requests.js';
 
 /**
@@ -15,7 +16,9 @@ import { withTries, type RequestPolicy } from './store-requests.js';
  * shared config and credentials files, SSO, instance or container roles), never from vidfeeds's
  * configuration. The SDK client makes one try per call: the tries, deadlines and back-off are
  * src/deploy/store-requests.ts's, so that the SDK's retry quota (one allowance shared by every
- * request of a client, spent in an outage) never cuts `--tries` short.
+ * request of a client, spent in an outage) never cuts `--tries` short. The uploads, one request
+ * per object, are signed and sent by src/deploy/s3-put.ts without the SDK's per-command stack,
+ * with the client's endpoint, credentials and region.
  */
 export interface S3StoreOptions {
   target: StoreTarget;
@@ -23,16 +26,21 @@ export interface S3StoreOptions {
   endpoint?: string;
   /** Tries per request, deadline of each, and the stop signal. */
   policy: RequestPolicy;
+  /** Requests at once (the deploy's --concurrency): the most connections the uploads keep open. */
+  concurrency?: number;
 }
 
 export class S3Store implements ObjectStore {
   private readonly client: S3Client;
   private readonly bucket: string;
   private readonly policy: RequestPolicy;
+  private readonly maxSockets: number;
+  private direct: Promise<DirectPut | null> | undefined;
 
   constructor(options: S3StoreOptions) {
     this.bucket = options.target.bucket;
     this.policy = options.policy;
+    this.maxSockets = options.concurrency ?? 64;
     this.client = new S3Client({
       ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint, forcePathStyle: true }),
       // No region in the environment or profile: buckets on other endpoints ignore it, and AWS
@@ -81,6 +89,22 @@ export class S3Store implements ObjectStore {
   }
 
   async put(request: PutRequest): Promise<string> {
+    return withTries(`PUT ${request.key}`, this.policy, async (abortSignal) => {
+      const direct = await this.directPut();
+      return direct === null ? this.putThroughSdk(request, abortSignal) : direct.put(request, abortSignal);
+    });
+  }
+
+  /** The uploads' sender, made once: null when the bucket's requests are not plain SigV4 ones (then the SDK sends them). */
+  private directPut(): Promise<DirectPut | null> {
+    this.direct ??= DirectPut.open(this.client, this.bucket, this.maxSockets).catch((error: unknown) => {
+      this.direct = undefined;
+      throw error;
+    });
+    return this.direct;
+  }
+
+  private async putThroughSdk(request: PutRequest, abortSignal: AbortSignal): Promise<string> {
     const command = new PutObjectCommand({
       Bucket: this.bucket,
       Key: request.key,
@@ -91,7 +115,7 @@ export class S3Store implements ObjectStore {
       ContentMD5: Buffer.from(request.md5, 'hex').toString('base64'),
       Metadata: request.metadata,
     });
-    const result = await withTries(`PUT ${request.key}`, this.policy, (abortSignal) => this.client.send(command, { abortSignal }));
+    const result = await this.client.send(command, { abortSignal });
     return unquote(result.ETag);
   }
 
@@ -104,6 +128,7 @@ export class S3Store implements ObjectStore {
 
   close(): void {
     this.client.destroy();
+    void this.direct?.then((direct) => direct?.close(), () => undefined);
   }
 }
 
@@ -123,10 +148,6 @@ async function defaultRegion(): Promise<string | undefined> {
   } catch {
     return undefined;
   }
-}
-
-function unquote(etag: string | undefined): string {
-  return (etag ?? '').replace(/^W\//, '').replace(/^"|"$/g, '');
 }
 
 function lowerKeys(record: Record<string, string>): Record<string, string> {

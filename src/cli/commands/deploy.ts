@@ -238,7 +238,7 @@ async function publish(
   quietAwsSdkNodeNotice();
   const { S3Store } = await import('../../deploy/s3-store.js');
   const { runDeploy } = await import('../../deploy/run-deploy.js');
-  const store = new S3Store({ target: request.target, endpoint: request.endpoint, policy: { tries: flags.tries, timeoutMs: flags.timeout * 1000, stop: run.stop.aborted } });
+  const store = new S3Store({ target: request.target, endpoint: request.endpoint, policy: { tries: flags.tries, timeoutMs: flags.timeout * 1000, stop: run.stop.aborted }, concurrency: flags.concurrency });
   try {
     return await runDeploy({
       out: request.out,
