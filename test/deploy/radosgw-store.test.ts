@@ -4,15 +4,20 @@ import { join } from 'node:path';
 import { createBucket, readObjects } from '../helpers/boto3.js';
 import { cli, readTree } from '../helpers/cli.js';
 import { editDemoSite, expectedObjects, manifest, productCacheControl, productType } from '../helpers/deploy-objects.js';
+import { AWKWARD_KEYS, putRequest, withEnvironment } from '../helpers/put-requests.js';
 import { radosgwMissing, startRadosgw, type RunningRadosgw } from '../helpers/radosgw.js';
 import { runCli } from '../helpers/s3.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { S3Store } from '../../src/deploy/s3-store.js';
+import type { PutRequest } from '../../src/deploy/object-store.js';
 
 /**
  * `vidfeeds deploy` against a production object store: Ceph's RADOS Gateway on a single-node
  * cluster the test starts (test/helpers/radosgw.ts), the store read back by boto3, a client that
- * shares no code with the deploy's AWS SDK.
+ * shares no code with the deploy's AWS SDK. The gateway checks each PUT's SigV4 signature and
+ * Content-MD5 (s3rver checks neither), so the deploy's own PUTs (src/deploy/s3-put.ts) meet a
+ * store's check of their signing here.
  */
 
 const BASE = 'https://videos.example.org';
@@ -44,6 +49,20 @@ describe.skipIf(missing !== null)('vidfeeds deploy to Ceph RADOS Gateway', () =>
     site?.cleanup();
     work?.cleanup();
   });
+
+  const environment = () => ({ AWS_ACCESS_KEY_ID: store.accessKeyId, AWS_SECRET_ACCESS_KEY: store.secretAccessKey, AWS_REGION: store.region });
+
+  /** PUTs through the deploy's store, in this process, with `environment` as the SDK chain's; each result or error. */
+  function putAll(requests: PutRequest[], env: Record<string, string> = environment()): Promise<unknown[]> {
+    return withEnvironment(env, async () => {
+      const s3 = new S3Store({ target: { bucket: BUCKET, prefix: '' }, endpoint: store.endpoint, policy: { tries: 2, timeoutMs: 30_000, stop: new AbortController().signal }, concurrency: 4 });
+      try {
+        return await Promise.all(requests.map((request) => s3.put(request).catch((error: unknown) => error)));
+      } finally {
+        s3.close();
+      }
+    });
+  }
 
   function deploy() {
     const env = { AWS_ACCESS_KEY_ID: store.accessKeyId, AWS_SECRET_ACCESS_KEY: store.secretAccessKey, AWS_REGION: store.region };
@@ -95,5 +114,23 @@ describe.skipIf(missing !== null)('vidfeeds deploy to Ceph RADOS Gateway', () =>
     expectStoreEqualsTree();
     expect(readObjects(store, BUCKET, 'videos/brandnew1/').size).toBeGreaterThan(0);
     expect(readObjects(store, BUCKET, `videos/${hidden}/`).size).toBe(0);
+  });
+
+  it('takes PUTs of keys a path must escape, each signed and its Content-MD5 checked, and boto3 reads back their bytes and headers', async () => {
+    const requests = AWKWARD_KEYS.map((key, i) => putRequest(`awkward/${key}`, i % 2 === 0 ? { contentEncoding: 'gzip' } : {}));
+    expect(await putAll(requests)).toEqual(requests.map((request) => request.md5));
+    const stored = readObjects(store, BUCKET, 'awkward/');
+    expect([...stored.keys()].sort()).toEqual(requests.map((request) => request.key).sort());
+    for (const request of requests) {
+      const got = stored.get(request.key)!;
+      expect(got.body.equals(Buffer.from(request.body)), request.key).toBe(true);
+      expect(got, request.key).toMatchObject({ contentType: request.contentType, cacheControl: request.cacheControl, contentEncoding: request.contentEncoding, metadata: request.metadata });
+    }
+
+    const [wrongSecret] = await putAll([putRequest('refused/signature')], { ...environment(), AWS_SECRET_ACCESS_KEY: `${store.secretAccessKey}x` });
+    expect(wrongSecret).toMatchObject({ status: 403, code: 'SignatureDoesNotMatch', transient: false });
+    const [damaged] = await putAll([putRequest('refused/digest', { md5: 'ff'.repeat(16) })]);
+    expect(damaged).toMatchObject({ status: 400, code: 'BadDigest', transient: false });
+    expect(readObjects(store, BUCKET, 'refused/').size).toBe(0);
   });
 });
