@@ -1,5 +1,7 @@
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { opendir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { boto3Missing, uploadWithBoto3, writeUploadList } from './boto3-witness.js';
@@ -10,7 +12,8 @@ import { boto3Missing, uploadWithBoto3, writeUploadList } from './boto3-witness.
  * S3 is reached (endpoint override, path-style): the first deploy (objects per second, a full
  * compare), a build and deploy with nothing changed (incremental: 0 uploads, no listing), a
  * one-video edit built and deployed (uploads = the objects of the files whose bytes changed),
- * and a `--verify` deploy (the full compare of tree and listing). Beside the first deploy, boto3
+ * and a `--verify` deploy (the full compare of tree and listing) beside what its two halves cost
+ * alone: the store's listing of the prefix and a read of every file of the tree. Beside the first deploy, boto3
  * uploads the same objects at the same concurrency (boto3-witness.ts), when python3-boto3 is
  * installed, for the ratio of the two rates. s3rver stores each object as files of its own, so
  * the rates measure it as much as vidfeeds; the counts are what the bench checks.
@@ -33,6 +36,8 @@ export const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY:
 const CONCURRENCY = 16;
 /** The most the plain upload's rate may exceed the first deploy's. */
 const PLAIN_OVER_DEPLOY = 1.2;
+/** The most a `--verify` deploy with nothing to do may take over listing the store and reading the tree. */
+const VERIFY_OVER_FLOOR = 1.5;
 
 export async function benchDeploy(input: DeployBenchInput): Promise<void> {
   const { runDir, lines } = input;
@@ -95,6 +100,13 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
     );
     const verified = await deploy('--verify deploy', ['--verify']);
     if (verified.uploaded !== 0 || verified.deleted !== 0) lines(`  !! --verify after the incremental deploys wrote ${verified.uploaded} and deleted ${verified.deleted} objects: the store differed from the tree`);
+    const floor = await listingAndReading(out, `http://127.0.0.1:${port}`);
+    const total = floor.listSeconds + floor.readSeconds;
+    const ratio = verified.seconds / total;
+    lines(
+      `  listing + reading      floor       ${total.toFixed(1).padStart(7)} s   ${String(floor.listed).padStart(8)} listed    ${String(floor.files).padStart(8)} files read (${(floor.bytes / 2 ** 20).toFixed(0)} MiB)` +
+        `   listing ${floor.listSeconds.toFixed(1)} s, reading ${floor.readSeconds.toFixed(1)} s: --verify ${ratio.toFixed(2)}× (target ≤ ${VERIFY_OVER_FLOOR}: ${ratio <= VERIFY_OVER_FLOOR ? 'yes' : 'NO'})`,
+    );
   } finally {
     child.kill('SIGTERM');
   }
@@ -122,6 +134,51 @@ async function besideFirstDeploy(input: { out: string; runDir: string; endpoint:
     lines(`  !! boto3 beside it: ${(error as Error).message}`);
   } finally {
     rmSync(listFile, { force: true });
+  }
+}
+
+/**
+ * What a full compare cannot do without: the store's listing of the deployed prefix (the SDK's
+ * ListObjectsV2, page after page, as the deploy lists) and every file of the tree read once (16
+ * reads at once, the deploy's concurrency), one after the other, nothing hashed or compared.
+ */
+async function listingAndReading(out: string, endpoint: string): Promise<{ listed: number; listSeconds: number; files: number; bytes: number; readSeconds: number }> {
+  const client = new S3Client({ endpoint, forcePathStyle: true, region: CREDENTIALS.AWS_REGION, credentials: { accessKeyId: CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: CREDENTIALS.AWS_SECRET_ACCESS_KEY } });
+  let started = performance.now();
+  let listed = 0;
+  let token: string | undefined;
+  try {
+    do {
+      const page = await client.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'site/', ContinuationToken: token }));
+      listed += page.KeyCount ?? page.Contents?.length ?? 0;
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
+  } finally {
+    client.destroy();
+  }
+  const listSeconds = (performance.now() - started) / 1000;
+  started = performance.now();
+  let files = 0;
+  let bytes = 0;
+  const reading = new Set<Promise<void>>();
+  for await (const file of filesUnder(out)) {
+    const read: Promise<void> = readFile(file).then((body) => {
+      files++;
+      bytes += body.length;
+      reading.delete(read);
+    });
+    reading.add(read);
+    if (reading.size >= CONCURRENCY) await Promise.race(reading);
+  }
+  await Promise.all(reading);
+  return { listed, listSeconds, files, bytes, readSeconds: (performance.now() - started) / 1000 };
+}
+
+async function* filesUnder(directory: string): AsyncIterable<string> {
+  for await (const entry of await opendir(directory)) {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) yield* filesUnder(path);
+    else if (entry.isFile()) yield path;
   }
 }
 
