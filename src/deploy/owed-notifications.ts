@@ -103,5 +103,6 @@ export async function deliverOwed(run: OwedDelivery): Promise<Delivery[]> {
       run.store.settle(run.target, listener.id, page.map((f) => f.file));
     }
   }
+  run.store.compact();
   return deliveries;
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FORMATS } from '../../src/formats/registry.js';
 import { manifestEntries } from '../../src/hosting/manifest.js';
@@ -129,6 +129,7 @@ describe('what a deploy owes, a page at a time', () => {
     expect(owed.get(`indexnow ${receiver.url}/indexnow`)).toEqual(indexable);
     expect(owed.get('on-change')).toEqual(files);
     expect(record.owed.count(TARGET)).toBe(files.length);
+    const owedBytes = statSync(join(dir, 'out.deploy.owed.sqlite')).size;
 
     const deliveries = await deliver(record, listeners);
     expect(deliveries.filter((d) => !d.ok)).toEqual([]);
@@ -145,6 +146,8 @@ describe('what a deploy owes, a page at a time', () => {
     for (const run of runs) expect(run).toEqual([...run].sort());
     expect(runs.flat().sort()).toEqual(files.map((f) => paths.urlOfFile(f)).sort());
     expect(record.owed.count(TARGET)).toBe(0);
+    // Nothing owed: the pages the rows took are given back.
+    expect(statSync(join(dir, 'out.deploy.owed.sqlite')).size).toBeLessThan(owedBytes / 10);
     record.close();
   });
 
