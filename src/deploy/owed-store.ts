@@ -123,7 +123,11 @@ export class OwedStore {
   compact(): void {
     const db = this.open(false);
     if (db === null || db.prepare('SELECT EXISTS (SELECT 1 FROM owed)').pluck().get() === 1) return;
-    if ((db.pragma('freelist_count', { simple: true }) as number) > 0) db.exec('VACUUM');
+    try {
+      if ((db.pragma('freelist_count', { simple: true }) as number) > 0) db.exec('VACUUM');
+    } catch {
+      // Another deploy sharing the record reads or writes it: the next one that finds nothing owed compacts.
+    }
   }
 
   close(): void {
@@ -153,7 +157,8 @@ export class OwedStore {
 }
 
 function prepare(db: Database.Database): void {
-  db.pragma('busy_timeout = 10000');
+  // Deploys of other trees or targets may share a record: one waits while another's first deploy owes its whole site.
+  db.pragma('busy_timeout = 120000');
   db.pragma('journal_mode = DELETE');
   db.pragma('synchronous = EXTRA');
   db.pragma('foreign_keys = ON');

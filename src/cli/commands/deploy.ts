@@ -96,7 +96,7 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
       .option('--timeout <seconds>', 'longest wait for the answer to one request: a store that does not answer in time ends the deploy (exit 75)', positiveSeconds('--timeout'), 30)
       .option('--on-change <command>', 'run COMMAND (through sh) with every changed or removed URL on its standard input, one per line')
       .option('--no-notify', 'do not notify WebSub hubs or IndexNow (configured with notifyAfter: "deploy")')
-      .option('--record <file>', 'what the last deploy published, per target (default: .vidfeeds/<out>.deploy.json beside the tree); what it owes listeners goes beside it, in <file>.owed.sqlite less any .json')
+      .option('--record <file>', 'what the last deploy published, per target (default: .vidfeeds/<out>.deploy.json beside the tree); what is owed to listeners is kept beside it, in the same name less .json plus .owed.sqlite')
       .option('--wait <seconds>', 'when a build of the tree holds its lock, wait up to this long', waitSeconds, 0)
       .option('--json', 'print one JSON report on stdout')
       .option('--quiet', 'print only problems'),
