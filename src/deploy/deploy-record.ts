@@ -46,7 +46,7 @@ interface RecordFile {
 
 export class DeployRecord {
   private data: RecordFile = { version: 1, targets: {} };
-  /** What each listener of each target is owed, beside this file (`<record>.owed.sqlite`). */
+  /** What each listener of each target is owed, beside this file (its name less `.json`, plus `.owed.sqlite`). */
   readonly owed: OwedStore;
 
   constructor(private readonly file: string) {
