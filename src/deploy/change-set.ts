@@ -9,6 +9,19 @@ import type { Changes, NotifySettings } from './notify.js';
 /** The file, at the top of the tree, that proves the site holds its IndexNow key. */
 export const INDEXNOW_KEY_FILE = indexNowKey.file;
 
+/** What a document is to the listeners: indexable (a user or video document), and a WebSub topic (a feed). */
+export interface ReaderKind {
+  indexable: boolean;
+  feed: boolean;
+}
+
+/** A file's kind for the listeners; null for a file no URL serves. */
+export function readerKindOf(routes: Routes, file: string): ReaderKind | null {
+  const match = routeOfFile(routes, file);
+  if (match === null) return null;
+  return match.kind === 'keyed' ? { indexable: true, feed: isWebSubTopic(match.format) } : { indexable: false, feed: false };
+}
+
 /**
  * What changed for readers, from the files a build wrote and removed (its report) or a deploy
  * uploaded and deleted: their public URLs, which of them are feeds, which are indexable.
@@ -19,13 +32,12 @@ export function changesOfFiles(written: Iterable<string>, removed: Iterable<stri
   const feeds = new Set<string>();
   const indexable = new Set<string>();
   const visit = (file: string, into: Set<string>, isRemoved: boolean) => {
-    const match = routeOfFile(routes, file);
-    if (match === null) return;
+    const kind = readerKindOf(routes, file);
+    if (kind === null) return;
     const url = paths.urlOfFile(file);
     into.add(url);
-    if (match.kind !== 'keyed') return;
-    indexable.add(url);
-    if (!isRemoved && isWebSubTopic(match.format)) feeds.add(url);
+    if (kind.indexable) indexable.add(url);
+    if (!isRemoved && kind.feed) feeds.add(url);
   };
   for (const file of written) visit(file, changed, false);
   for (const file of removed) visit(file, gone, true);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { PlannedDocument } from './deploy-plan.js';
+import { OwedStore, owedStoreFileOf } from './owed-store.js';
 
 /**
  * What a deploy remembers between runs, per target, beside the build state (never in the served
@@ -27,32 +28,36 @@ export interface PublishedState {
   compression: string | null;
 }
 
-/** Documents a listener has not yet heard of, by file under the tree. */
-export interface OwedFiles {
-  changed: string[];
-  removed: string[];
+/** Documents a listener had not yet heard of, by file under the tree, as an earlier vidfeeds kept them in the record: read as found. */
+interface OwedFiles {
+  changed?: unknown;
+  removed?: unknown;
 }
 
 interface RecordFile {
   version: 1;
   targets: Record<string, TargetRecord>;
   /**
-   * Per target, per listener (a hub, IndexNow, the `--on-change` command): the documents written
-   * or removed that it has not heard of. Recorded before the first write, cleared once delivered.
+   * Per target, per listener: what an earlier vidfeeds owed, kept in this file. It moves to the
+   * owed store (src/deploy/owed-store.ts) when the record is opened, and the file is written without it.
    */
   owed?: Record<string, Record<string, OwedFiles>>;
 }
 
 export class DeployRecord {
   private data: RecordFile = { version: 1, targets: {} };
+  /** What each listener of each target is owed, beside this file (its name less `.json`, plus `.owed.sqlite`). */
+  readonly owed: OwedStore;
 
   constructor(private readonly file: string) {
+    this.owed = new OwedStore(owedStoreFileOf(file));
     try {
       const parsed = JSON.parse(readFileSync(file, 'utf8')) as RecordFile;
       if (parsed.version === 1 && typeof parsed.targets === 'object' && parsed.targets !== null) this.data = parsed;
     } catch {
       // Missing or unreadable: the next deploy checks headers with the store.
     }
+    if (this.data.owed !== undefined) this.moveOwed(this.data.owed);
   }
 
   get(target: string): TargetRecord | undefined {
@@ -65,48 +70,30 @@ export class DeployRecord {
     this.save();
   }
 
-  /** What each listener of a target is owed. */
-  owed(target: string): Readonly<Record<string, OwedFiles>> {
-    return this.data.owed?.[target] ?? {};
+  close(): void {
+    this.owed.close();
   }
 
   /**
-   * Adds documents to what each of `listeners` is owed, and saves before returning: a deploy
-   * killed after its first write leaves them recorded. A document changed after it was removed
-   * (or removed after it changed) is owed once, as it is now.
+   * Moves what an earlier vidfeeds owed into the owed store, then writes the record without it.
+   * Killed in between, the next open moves the same again: owing a document twice is owing it once.
    */
-  owe(target: string, listeners: readonly string[], changed: readonly string[], removed: readonly string[]): void {
-    if (listeners.length === 0 || (changed.length === 0 && removed.length === 0)) return;
-    const byListener = ((this.data.owed ??= {})[target] ??= {});
-    for (const listener of listeners) {
-      const entry = byListener[listener] ?? { changed: [], removed: [] };
-      const gone = new Set(removed);
-      const now = new Set(changed);
-      byListener[listener] = {
-        changed: [...new Set([...entry.changed.filter((f) => !gone.has(f)), ...changed])].sort(),
-        removed: [...new Set([...entry.removed.filter((f) => !now.has(f)), ...removed])].sort(),
-      };
+  private moveOwed(owed: NonNullable<RecordFile['owed']>): void {
+    for (const [target, byListener] of Object.entries(owed)) {
+      for (const [listener, files] of Object.entries(byListener)) {
+        const heardBy = [listener];
+        const entries = (list: unknown, removed: boolean) => (Array.isArray(list) ? list : []).filter((file) => typeof file === 'string').map((file: string) => ({ file, removed, heardBy }));
+        this.owed.owe(target, heardBy, [...entries(files?.changed, false), ...entries(files?.removed, true)]);
+      }
     }
-    this.save();
-  }
-
-  /** Clears what a listener heard of (or a listener no longer configured, with `delivered` null), and saves. */
-  settle(target: string, listener: string, delivered: OwedFiles | null): void {
-    const byListener = this.data.owed?.[target];
-    const entry = byListener?.[listener];
-    if (byListener === undefined || entry === undefined) return;
-    const changed = new Set(delivered?.changed ?? entry.changed);
-    const removed = new Set(delivered?.removed ?? entry.removed);
-    const left = { changed: entry.changed.filter((f) => !changed.has(f)), removed: entry.removed.filter((f) => !removed.has(f)) };
-    if (left.changed.length === 0 && left.removed.length === 0) delete byListener[listener];
-    else byListener[listener] = left;
+    delete this.data.owed;
     this.save();
   }
 
   private save(): void {
     mkdirSync(dirname(this.file), { recursive: true });
     const temporary = `${this.file}.${process.pid}.tmp`;
-    // Flushed to the disk before it replaces the last one: what is owed outlives a power cut too.
+    // Flushed to the disk before it replaces the last one.
     const fd = openSync(temporary, 'w');
     try {
       writeSync(fd, `${JSON.stringify(this.data, null, 2)}\n`);

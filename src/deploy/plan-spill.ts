@@ -153,14 +153,15 @@ export class PlanSpill {
     };
   }
 
-  private changedForReaders(): string[] {
+  /** Read straight from the plan: no other statement of it runs until the iteration ends. */
+  private changedForReaders(): Iterable<string> {
     return this.db
-      .prepare<[], { file: string }>(
+      .prepare<[], string>(
         `SELECT file FROM docs WHERE writes = 1 AND EXISTS (SELECT 1 FROM objects o WHERE o.doc = docs.id AND o.verdict = 'write' AND o.encoding IS NULL AND o.headers_only = 0)
          ORDER BY rank, CASE WHEN rank = 0 THEN stored ELSE 0 END, id`,
       )
       .pluck()
-      .all() as unknown as string[];
+      .iterate();
   }
 
   /** The documents of one step with something to write, a page at a time; `stored` 0 for new documents, 1 for changed ones. */

@@ -28,9 +28,10 @@ export interface DeployRequest extends CompareRequest {
   dryRun: boolean;
   /**
    * Called once the comparison is done, before the first write, with the documents about to
-   * change for readers (written, removed): what the listeners will be owed.
+   * change for readers (written, removed): what the listeners will be owed. Both are read from
+   * the plan as they are iterated, `changed` to its end before `removed`, and only during the call.
    */
-  beforeWrites?: (changed: string[], removed: string[]) => void;
+  beforeWrites?: (changed: Iterable<string>, removed: Iterable<string>) => void;
   /**
    * An incremental deploy (src/deploy/deploy-basis.ts): the manifest holds only the documents the
    * builds since the last deploy changed, every object of which is written, without listing the
@@ -143,17 +144,22 @@ async function publishPlan(request: DeployRequest, plan: WritePlan, report: Depl
   }
 }
 
-/** The documents this deploy removes for readers: those a deleted key publishes that the tree no longer has. */
-function removedFiles(request: DeployRequest, plan: WritePlan): string[] {
-  const removed = new Set<string>();
+/**
+ * The documents this deploy removes for readers: those a deleted key publishes that the tree no
+ * longer has, read from the plan a batch at a time. A document's keys mostly follow one another
+ * in key order, so it mostly comes once; a repeat is owed once all the same.
+ */
+function* removedFiles(request: DeployRequest, plan: WritePlan): Iterable<string> {
   const batches = plan.deletions(DELETE_BATCH);
+  let last: string | null = null;
   for (let batch = batches(); batch !== undefined; batch = batches()) {
     for (const key of batch) {
       const file = ownedDocumentOf(request.routes, request.target.prefix, key, request.shard);
-      if (file !== null && !plan.isPlanned(file)) removed.add(file);
+      if (file === null || file === last) continue;
+      last = file;
+      if (!plan.isPlanned(file)) yield file;
     }
   }
-  return [...removed];
 }
 
 /** An incremental deploy's plan: every object of the changed documents to write, the removed documents' keys to delete. */

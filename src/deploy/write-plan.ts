@@ -34,8 +34,8 @@ export interface WritePlan {
   /** The target's record as the deploy began, and the fingerprint of the headers it publishes now. */
   known: TargetRecord | undefined;
   fingerprint: string;
-  /** The documents whose bytes for readers are about to change, in the steps' order. */
-  changedForReaders(): string[];
+  /** The documents whose bytes for readers are about to change, in the steps' order, read as they are iterated. */
+  changedForReaders(): Iterable<string>;
   /** The steps in the safe order, each giving its documents with something to write. */
   steps(): Array<{ kind: StepKind; documents: Source<PendingDocument> }>;
   /** The keys to delete, in key order, in batches of at most `size`. */

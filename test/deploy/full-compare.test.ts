@@ -47,7 +47,8 @@ function deploy(store: MemoryStore, record: DeployRecord, owed?: { changed: stri
     dryRun: false,
     record,
     recordId: 'memory',
-    beforeWrites: (changed, removed) => Object.assign(owed ?? {}, { changed, removed }),
+    // Read during the call, as the plan hands them out.
+    beforeWrites: (changed, removed) => Object.assign(owed ?? {}, { changed: [...changed], removed: [...removed] }),
   });
 }
 

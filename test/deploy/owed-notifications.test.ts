@@ -8,6 +8,8 @@ import { BUCKET, killWhenHeld, runCli, startLocalS3, type LocalS3 } from '../hel
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { schemaChecked } from '../helpers/report-schema.js';
+import { owedIn } from '../helpers/owed-store.js';
+import { byCodePoint } from '../../src/db/by-code-point.js';
 
 /**
  * What a deploy owes hubs, IndexNow and the `--on-change` command is recorded before its first
@@ -55,17 +57,26 @@ function deploy(prefix: string, onStart?: (child: ChildProcess) => void) {
   }).then(schemaChecked);
 }
 
-/** Every document of the tree by the manifest: its feeds (RSS and Atom) and the URLs of its documents. */
+/** Every document of the tree by the manifest, in code-point order. */
+function treeFiles(): string[] {
+  return (JSON.parse(cli(['hosting', 'manifest', '--root', out, '--config', config]).stdout) as { files: Array<{ file: string }> }).files.map((f) => f.file).sort(byCodePoint);
+}
+
+/** The public URL of a file of the tree, as the URL table gives it (a directory index by its folder). */
+function urlOf(file: string): string {
+  const parts = file.split('/');
+  if (parts.length === 1) return `${BASE}/${file}`;
+  // An archive page: <user>/<feed>/archive/<N>/page.<ext>.
+  if (parts.length === 5) return `${BASE}/${encodeURIComponent(parts[0]!)}/${parts.slice(1, 4).join('/')}/`;
+  return `${BASE}/${encodeURIComponent(parts[0]!)}/${parts[1]}/${parts[2]!.startsWith('index.') ? '' : parts[2]!}`;
+}
+
+const isFeed = (file: string) => /\/(rss|atom)\/index\.(rss|atom)$/.test(file);
+
+/** Every document of the tree: its feeds (RSS and Atom) and the URLs of its documents. */
 function treeUrls(): { feeds: string[]; documents: string[] } {
-  const files = (JSON.parse(cli(['hosting', 'manifest', '--root', out, '--config', config]).stdout) as { files: Array<{ file: string }> }).files.map((f) => f.file);
-  const urlOf = (file: string) => {
-    const parts = file.split('/');
-    if (parts.length === 1) return `${BASE}/${file}`;
-    // An archive page: <user>/<feed>/archive/<N>/page.<ext>.
-    if (parts.length === 5) return `${BASE}/${encodeURIComponent(parts[0]!)}/${parts.slice(1, 4).join('/')}/`;
-    return `${BASE}/${encodeURIComponent(parts[0]!)}/${parts[1]}/${parts[2]!.startsWith('index.') ? '' : parts[2]!}`;
-  };
-  return { feeds: files.filter((f) => /\/(rss|atom)\/index\.(rss|atom)$/.test(f)).map(urlOf).sort(), documents: files.filter((f) => f.includes('/')).map(urlOf).sort() };
+  const files = treeFiles();
+  return { feeds: files.filter(isFeed).map(urlOf).sort(), documents: files.filter((f) => f.includes('/')).map(urlOf).sort() };
 }
 
 const heard = () => ({
@@ -82,9 +93,12 @@ describe('notifications owed until delivered', () => {
     s3.discardHeld();
     expect(killed.code).not.toBe(0);
     expect(receiver.received).toEqual([]);
-    const record = JSON.parse(readFileSync(join(work.dir, '.vidfeeds', 'out.deploy.json'), 'utf8'));
-    const owed = Object.values(record.owed as Record<string, Record<string, { changed: string[] }>>)[0]!;
-    expect(Object.keys(owed).sort()).toEqual([`indexnow ${receiver.url}/indexnow`, 'on-change', `websub ${receiver.url}/hub`]);
+    // Recorded beside the deploy record, each listener owed what it hears of.
+    const owed = owedIn(join(work.dir, '.vidfeeds', 'out.deploy.owed.sqlite'));
+    expect([...owed.keys()].sort()).toEqual([`indexnow ${receiver.url}/indexnow`, 'on-change', `websub ${receiver.url}/hub`]);
+    const tree = treeFiles();
+    expect(owed.get(`websub ${receiver.url}/hub`)).toEqual(tree.filter(isFeed));
+    expect(owed.get('on-change')).toEqual(tree);
 
     const again = await deploy('killed');
     expect(again.code, again.stderr).toBe(0);
@@ -92,11 +106,11 @@ describe('notifications owed until delivered', () => {
     // The second run found the first run's 40 objects in the store, and wrote only the rest…
     expect(report.counts.unchanged).toBeGreaterThanOrEqual(40);
     // …and yet every feed and document of the tree was announced: what the killed run wrote too.
-    const tree = treeUrls();
-    expect(heard().feeds).toEqual(tree.feeds);
-    expect(heard().indexed).toEqual(tree.documents);
+    const urls = treeUrls();
+    expect(heard().feeds).toEqual(urls.feeds);
+    expect(heard().indexed).toEqual(urls.documents);
     const purged = new Set(readFileSync(hookFile, 'utf8').split('\n').filter((l) => l !== ''));
-    for (const url of tree.documents) expect(purged.has(url), url).toBe(true);
+    for (const url of urls.documents) expect(purged.has(url), url).toBe(true);
     expect(report.notificationsOwed).toBe(0);
   });
 
@@ -125,5 +139,32 @@ describe('notifications owed until delivered', () => {
     const third = await deploy('hub-down');
     expect(third.code, third.stderr).toBe(0);
     expect(receiver.received).toEqual([]);
+  });
+
+  it('a record of an earlier vidfeeds, which kept what it owed in its JSON, loses none of it: the next deploy sends it', async () => {
+    const first = await deploy('upgraded');
+    expect(first.code, first.stderr).toBe(0);
+    const recordFile = join(work.dir, '.vidfeeds', 'out.deploy.json');
+    const record = JSON.parse(readFileSync(recordFile, 'utf8'));
+    const target = Object.keys(record.targets).find((t) => t.endsWith('/upgraded/'))!;
+    const feeds = treeFiles().filter(isFeed).slice(0, 3);
+    // As an earlier vidfeeds wrote it: per target, per listener, the files changed and removed.
+    record.owed = {
+      [target]: {
+        [`websub ${receiver.url}/hub`]: { changed: feeds, removed: [] },
+        [`indexnow ${receiver.url}/indexnow`]: { changed: [], removed: ['zz-gone/rss/index.rss'] },
+      },
+    };
+    writeFileSync(recordFile, JSON.stringify(record, null, 2));
+
+    receiver.received.length = 0;
+    const next = await deploy('upgraded');
+    expect(next.code, next.stderr).toBe(0);
+    const report = JSON.parse(next.stdout);
+    expect(report.counts.uploaded).toBe(0);
+    expect(heard().feeds).toEqual(feeds.map(urlOf).sort());
+    expect(heard().indexed).toEqual([`${BASE}/zz-gone/rss/`]);
+    expect(report.notificationsOwed).toBe(0);
+    expect(JSON.parse(readFileSync(recordFile, 'utf8'))).toEqual({ version: 1, targets: record.targets });
   });
 });

@@ -24,7 +24,7 @@ import type { Manifest } from '../../hosting/manifest.js';
 import { websubLinkOfMatch } from '../../hosting/websub-links.js';
 import { notifySettingsOf } from '../../deploy/change-set.js';
 import { ownedDocumentOf } from '../../deploy/deploy-plan.js';
-import { deliverOwed, listenersOf, owedCount } from '../../deploy/owed-notifications.js';
+import { deliverOwed, listenersOf, oweChanges, type Listener } from '../../deploy/owed-notifications.js';
 import { DeployRecord } from '../../deploy/deploy-record.js';
 import type { Delivery } from '../../deploy/notify.js';
 import { showTarget, type StoreTarget } from '../../deploy/object-store.js';
@@ -96,7 +96,7 @@ export function registerDeploy(program: Command, io: Console, setExit: (code: nu
       .option('--timeout <seconds>', 'longest wait for the answer to one request: a store that does not answer in time ends the deploy (exit 75)', positiveSeconds('--timeout'), 30)
       .option('--on-change <command>', 'run COMMAND (through sh) with every changed or removed URL on its standard input, one per line')
       .option('--no-notify', 'do not notify WebSub hubs or IndexNow (configured with notifyAfter: "deploy")')
-      .option('--record <file>', 'what the last deploy published, per target (default: .vidfeeds/<out>.deploy.json beside the tree)')
+      .option('--record <file>', 'what the last deploy published, per target (default: .vidfeeds/<out>.deploy.json beside the tree); what is owed to listeners is kept beside it, in the same name less .json plus .owed.sqlite')
       .option('--wait <seconds>', 'when a build of the tree holds its lock, wait up to this long', waitSeconds, 0)
       .option('--json', 'print one JSON report on stdout')
       .option('--quiet', 'print only problems'),
@@ -137,7 +137,7 @@ interface DeployRun {
   started: bigint;
   record: DeployRecord;
   recordId: string;
-  listeners: string[];
+  listeners: Listener[];
 }
 
 async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployFlags, io: Console, runner: CommandRun): Promise<Ending> {
@@ -146,49 +146,54 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
   const record = new DeployRecord(request.recordFile);
-  const recordId = recordIdOf(request);
-  // Hubs and IndexNow hear of a deploy's changes when they are to (notifyAfter: "deploy", no --no-notify).
-  const toListeners = flags.notify && config.notifyAfter === 'deploy';
-  const settings = notifySettingsOf(config, paths, flags.onChange);
-  if (!toListeners) Object.assign(settings, { hubs: [], indexNow: null });
-  const listeners = listenersOf(settings);
-  // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
-  const stop = runner.stopOnSignal((name) => io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`));
-  // The tree stays as one build left it while it is published: a build waits, or this does, and
-  // a signal ends the wait at once.
-  const lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, {
-    seconds: flags.wait ?? 0,
-    waiting: (held) => io.log.debug(`waiting up to ${flags.wait} s for the lock: ${held.what}`),
-    stop: () => {
-      const signal = stop.requested();
-      return signal === null ? null : new BuildInterrupted(signal, ' while waiting for the lock: nothing was published');
-    },
-  });
-  let report: DeployReport;
+  // Closed however the deploy ends: what is owed is on the disk after each of its commits.
   try {
-    report = await compareAndPublish(config, paths, routes, request, flags, { stop, started, record, recordId, listeners: listeners.map((l) => l.id) });
+    const recordId = recordIdOf(request);
+    // Hubs and IndexNow hear of a deploy's changes when they are to (notifyAfter: "deploy", no --no-notify).
+    const toListeners = flags.notify && config.notifyAfter === 'deploy';
+    const settings = notifySettingsOf(config, paths, flags.onChange);
+    if (!toListeners) Object.assign(settings, { hubs: [], indexNow: null });
+    const listeners = listenersOf(settings);
+    // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
+    const stop = runner.stopOnSignal((name) => io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`));
+    // The tree stays as one build left it while it is published: a build waits, or this does, and
+    // a signal ends the wait at once.
+    const lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, {
+      seconds: flags.wait ?? 0,
+      waiting: (held) => io.log.debug(`waiting up to ${flags.wait} s for the lock: ${held.what}`),
+      stop: () => {
+        const signal = stop.requested();
+        return signal === null ? null : new BuildInterrupted(signal, ' while waiting for the lock: nothing was published');
+      },
+    });
+    let report: DeployReport;
+    try {
+      report = await compareAndPublish(config, paths, routes, request, flags, { stop, started, record, recordId, listeners });
+    } finally {
+      stop.release();
+      lock.release();
+    }
+    // After a stop, what is owed stays recorded for the next run: a signal is obeyed at once.
+    const deliveries =
+      report.dryRun || report.stoppedBy !== null
+        ? []
+        : await deliverOwed({
+            store: record.owed,
+            target: recordId,
+            listeners,
+            isForgotten: (id) => toListeners && !id.startsWith('on-change'),
+            pending: pendingFiles(report, routes, request),
+            paths,
+            routes,
+            options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` },
+          });
+    const exitCode = exitCodeOfDeploy(report, deliveries);
+    const owed = record.owed.count(recordId);
+    printReport(report, deliveries, owed, exitCode, flags, io);
+    return { exitCode, report: () => deployJson(report, deliveries, owed, exitCode) };
   } finally {
-    stop.release();
-    lock.release();
+    record.close();
   }
-  // After a stop, what is owed stays recorded for the next run: a signal is obeyed at once.
-  const deliveries =
-    report.dryRun || report.stoppedBy !== null
-      ? []
-      : await deliverOwed({
-          record,
-          target: recordId,
-          listeners,
-          isForgotten: (id) => toListeners && !id.startsWith('on-change'),
-          pending: listeners.length === 0 ? new Set<string>() : pendingFiles(report, routes, request),
-          paths,
-          routes,
-          options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` },
-        });
-  const exitCode = exitCodeOfDeploy(report, deliveries);
-  const owed = owedCount(record, recordId);
-  printReport(report, deliveries, owed, exitCode, flags, io);
-  return { exitCode, report: () => deployJson(report, deliveries, owed, exitCode) };
 }
 
 /** Reads what changed in the tree since the store was last in step with it (or all of it), and publishes it. */
@@ -216,15 +221,15 @@ async function compareAndPublish(config: SiteConfig, paths: SitePaths, routes: R
 }
 
 /** Documents not in the store as the tree has them yet (their writes failed or were not attempted): owed, not sent. */
-function pendingFiles(report: DeployReport, routes: Routes, request: DeployRequest): Set<string> {
-  const files = new Set<string>();
-  const add = (key: string) => {
-    const file = ownedDocumentOf(routes, request.target.prefix, key, request.shard);
-    if (file !== null) files.add(file);
+function* pendingFiles(report: DeployReport, routes: Routes, request: DeployRequest): Iterable<string> {
+  const keys = function* () {
+    yield* report.notAttempted;
+    for (const failure of report.failed) yield failure.key;
   };
-  for (const key of report.notAttempted) add(key);
-  for (const failure of report.failed) add(failure.key);
-  return files;
+  for (const key of keys()) {
+    const file = ownedDocumentOf(routes, request.target.prefix, key, request.shard);
+    if (file !== null) yield file;
+  }
 }
 
 /** Publishes the manifest through the S3 store, under the stop signal. */
@@ -253,7 +258,7 @@ async function publish(
       recordId: run.recordId,
       stopRequested: run.stop.requested,
       // Only listeners are owed the changed documents, and only --json lists the keys: both grow with the site.
-      ...(run.listeners.length === 0 ? {} : { beforeWrites: (changed: string[], removed: string[]) => run.record.owe(run.recordId, run.listeners, changed, removed) }),
+      ...(run.listeners.length === 0 ? {} : { beforeWrites: (changed: Iterable<string>, removed: Iterable<string>) => oweChanges(run.record.owed, run.recordId, run.listeners, routes, changed, removed) }),
       listKeys: flags.json === true,
       startedAt: run.started,
       published: run.published,
