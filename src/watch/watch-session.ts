@@ -85,6 +85,8 @@ export const DEFAULT_POLL_MS = 2000;
 export const SITEMAP_LASTMOD_INTERVAL_MS = 1000;
 const DEFAULT_RETRY_MS = 1000;
 const DEFAULT_MAX_RETRY_MS = 60_000;
+/** How a build waiting for another vidfeeds's lock is reported. */
+const LOCK_WAIT = 'waiting: ';
 
 /** The open database and what is prepared on it. */
 interface Connection {
@@ -164,6 +166,16 @@ export class WatchSession {
   changed(kind: ChangeKind, path: string): void {
     if (kind === 'database' && !this.databaseMoved()) return;
     this.queue.notify(`${kind}:${path}`);
+  }
+
+  /**
+   * Another vidfeeds released the output directory's lock (the watch's own deploy ended): a build
+   * that waits for it goes now, not when its back-off ends, which may be a minute away.
+   */
+  lockReleased(): void {
+    if (this.retryTimer === null || this.problem?.startsWith(LOCK_WAIT) !== true) return;
+    this.clearTimer('retryTimer');
+    this.queue.notify('retry');
   }
 
   /** Resolves when no build runs or waits (a retry waiting on its back-off does not count). */
@@ -350,7 +362,7 @@ export class WatchSession {
   /** Reports a failure once (until it changes or a build succeeds) and retries with back-off. */
   private failed(error: unknown): void {
     const message =
-      error instanceof LockHeldError ? `waiting: ${error.message}` : `build failed: ${(error as Error).message ?? String(error)}`;
+      error instanceof LockHeldError ? `${LOCK_WAIT}${error.message}` : `build failed: ${(error as Error).message ?? String(error)}`;
     // Anything but a held lock may be the database breaking: the next try opens and checks it anew.
     if (!(error instanceof LockHeldError)) this.dropConnection();
     const delay = Math.min((this.options.retryMs ?? DEFAULT_RETRY_MS) * 2 ** this.failures, this.options.maxRetryMs ?? DEFAULT_MAX_RETRY_MS);

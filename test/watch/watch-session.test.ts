@@ -191,6 +191,32 @@ describe('watch session', () => {
     expect(existsSync(lockFile)).toBe(false);
   });
 
+  it('builds at once when the lock it waits for is released by the watch’s own deploy, not when its back-off ends', async () => {
+    const { site, session, run, builds, problems, out } = setup({ maxRetryMs: 60_000 });
+    session.start();
+    await run();
+    const deploy = acquireBuildLock(out, { command: 'vidfeeds deploy' });
+    site.prepare(`UPDATE users SET display_name = 'After the deploy' WHERE username = 'alice'`).run();
+    session.changed('database', 'site.sqlite');
+    await run();
+    // The back-off has grown to 8 s while the deploy held the lock.
+    await run(1000);
+    await run(2000);
+    await run(4000);
+    expect(builds).toHaveLength(1);
+    expect(problems[0]).toMatch(/^waiting: .*"vidfeeds deploy"/);
+    deploy.release();
+    session.lockReleased();
+    await run(); // no time passes
+    expect(builds).toHaveLength(2);
+    expect(builds[1]!.changes).toEqual(['retry']);
+    expect(builds[1]!.report).toMatchObject({ mode: 'incremental', changes: 1 });
+    // Nothing waits: a release with no build waiting starts none.
+    session.lockReleased();
+    await run();
+    expect(builds).toHaveLength(2);
+  });
+
   it('reports a database that breaks once, retries with back-off, and builds again when it is back', async () => {
     const { file, site, session, run, builds, problems, out, expected } = setup();
     session.start();

@@ -84,7 +84,8 @@ async function watchAction(flags: WatchFlags, io: Console, runner: CommandRun): 
   const configFile = resolve(flags.config ?? DEFAULT_CONFIG_FILE);
   // The run settings (paths, logging) are read once, at start; the site's are read again on each change.
   const load = () => loadSettings({ configFile: flags.config, overrides: configOverrides(flags) }).site;
-  const hearers = buildHearers(flags, request, run.deploy, load(), io);
+  // Each deploy's end releases the lock a build may be waiting for.
+  const hearers = buildHearers(flags, request, run.deploy, load(), io, () => session.lockReleased());
   let watcher: ReturnType<typeof watchInputs> | undefined;
   // A bad configuration, template or database stops here, before a file is touched (exit 2).
   const session = watchSession(flags, request, run, load, io, hearers, () => watcher?.setTemplateDirs(session.templateDirs()));
@@ -122,12 +123,12 @@ async function watchAction(flags: WatchFlags, io: Console, runner: CommandRun): 
  * `--on-change` command through a batcher, and with --deploy the deploy after each build (which
  * then tells the `--on-change` command itself, once the objects are in the store).
  */
-function buildHearers(flags: WatchFlags, request: { out: string; stateFile: string }, deploy: RunSettings['deploy'], config: SiteConfig, io: Console) {
+function buildHearers(flags: WatchFlags, request: { out: string; stateFile: string }, deploy: RunSettings['deploy'], config: SiteConfig, io: Console, deployEnded: () => void) {
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   // With --deploy (or deploy.to), the deploy tells the --on-change command, once the objects are in the store.
   const deployArgs = watchDeployArgs(flags, request, deploy);
   const notify = buildNotifySettings(config, paths, deployArgs === null ? flags : { ...flags, onChange: undefined });
-  const deployer = deployArgs === null ? null : deployAfterBuilds(deployArgs, io);
+  const deployer = deployArgs === null ? null : deployAfterBuilds(deployArgs, io, deployEnded);
   const batcher = notify === null ? null : new NotifyBatcher(notify, flags.notifyDelay, (deliveries) => reportDeliveries(deliveries, io), { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` });
   return { paths, deployer, batcher };
 }
@@ -169,11 +170,12 @@ function watchSession(
 }
 
 /** `--deploy`: a deploy after each build, one at a time; a failed one is said and tried again. */
-function deployAfterBuilds(args: NonNullable<ReturnType<typeof watchDeployArgs>>, io: Console): DeployAfterBuilds {
+function deployAfterBuilds(args: NonNullable<ReturnType<typeof watchDeployArgs>>, io: Console, ended: () => void): DeployAfterBuilds {
   return new DeployAfterBuilds({
     args,
     onEnd: (code, retryInMs) => {
       if (retryInMs !== null) io.log.error(`deploy failed (exit code ${code}): the store is behind the tree; trying again in ${Math.round(retryInMs / 1000)} s, or after the next build`);
+      ended();
     },
   });
 }
