@@ -91,6 +91,22 @@ async function editedWithDatesOwed() {
   return fixture;
 }
 
+/** Another vidfeeds takes the lock, the site edits a user, and the watch tries to build through three back-offs (1, 2, 4 s). */
+async function editWhileLocked(
+  { site, session, run, out }: Pick<ReturnType<typeof setup>, 'site' | 'session' | 'run' | 'out'>,
+  command: string,
+  displayName: string,
+) {
+  const lock = acquireBuildLock(out, { command });
+  site.prepare(`UPDATE users SET display_name = ? WHERE username = 'alice'`).run(displayName);
+  session.changed('database', 'site.sqlite');
+  await run();
+  await run(1000);
+  await run(2000);
+  await run(4000);
+  return lock;
+}
+
 describe('watch session', () => {
   it('builds at start, and at once for a change that arrives while idle', async () => {
     const { site, session, run, builds, out, expected } = setup();
@@ -173,13 +189,7 @@ describe('watch session', () => {
     expect(lockHeld).toEqual([false]);
     expect(existsSync(lockFile)).toBe(false);
 
-    const other = acquireBuildLock(out, { command: 'vidfeeds build' });
-    site.prepare(`UPDATE users SET display_name = 'Waited' WHERE username = 'alice'`).run();
-    session.changed('database', 'site.sqlite');
-    await run();
-    await run(1000);
-    await run(2000);
-    await run(4000);
+    const other = await editWhileLocked({ site, session, run, out }, 'vidfeeds build', 'Waited');
     expect(builds).toHaveLength(1);
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatch(/^waiting: output directory .* is being built by another vidfeeds: "vidfeeds build", pid \d+/);
@@ -195,14 +205,8 @@ describe('watch session', () => {
     const { site, session, run, builds, problems, out } = setup({ maxRetryMs: 60_000 });
     session.start();
     await run();
-    const deploy = acquireBuildLock(out, { command: 'vidfeeds deploy' });
-    site.prepare(`UPDATE users SET display_name = 'After the deploy' WHERE username = 'alice'`).run();
-    session.changed('database', 'site.sqlite');
-    await run();
     // The back-off has grown to 8 s while the deploy held the lock.
-    await run(1000);
-    await run(2000);
-    await run(4000);
+    const deploy = await editWhileLocked({ site, session, run, out }, 'vidfeeds deploy', 'After the deploy');
     expect(builds).toHaveLength(1);
     expect(problems[0]).toMatch(/^waiting: .*"vidfeeds deploy"/);
     deploy.release();
