@@ -18,25 +18,26 @@ export function serverDir(prefix: string): string {
   return dir;
 }
 
-/** The command line that runs `program` as the server's user. */
-function asServerUser(program: string, args: string[]): [string, string[]] {
-  return ROOT ? ['runuser', ['-u', 'nobody', '--', program, ...args]] : [program, args];
-}
+/**
+ * Runs as `nobody` (uid and gid 65534) when the tests run as root. Node sets the ids itself, so the
+ * server is the test's own child: `runuser` would stand between them, stop itself when a test
+ * freezes the server (SIGSTOP) and, still stopped, never reap it, so a server that exits later
+ * would stay a zombie that looks alive.
+ */
+const SERVER_USER = ROOT ? { uid: 65534, gid: 65534 } : {};
 
 /** Runs a setup program to its end; throws with its output when it fails. */
 export function runAsServerUser(program: string, args: string[]): void {
-  const [command, argv] = asServerUser(program, args);
-  const result = spawnSync(command, argv, { encoding: 'utf8', cwd: tmpdir() });
+  const result = spawnSync(program, args, { encoding: 'utf8', cwd: tmpdir(), ...SERVER_USER });
   if (result.status !== 0) throw new Error(`${program} failed (${result.status}): ${result.stdout}${result.stderr}${result.error?.message ?? ''}`);
 }
 
 /** Starts the server in the foreground; its output goes to `log`. */
 export function spawnAsServerUser(program: string, args: string[]): ChildProcess {
-  const [command, argv] = asServerUser(program, args);
-  return spawn(command, argv, { stdio: 'ignore', cwd: tmpdir() });
+  return spawn(program, args, { stdio: 'ignore', cwd: tmpdir(), ...SERVER_USER });
 }
 
-/** The server's own pid from its pid file (runuser stands between us and it). */
+/** The server's own pid, from its pid file. */
 export function pidFromFile(file: string): number | undefined {
   try {
     const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
