@@ -1,8 +1,10 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import type { Socket } from 'node:net';
+import { MYSQL_ROW_DIGEST_METHOD, packetDigests } from './mysql-row-digest.js';
 import { ReadDeadline } from './read-deadline.js';
+import type { DigestSeed } from './row-digest.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
+import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. A BIGINT comes as a number where it fits one exactly and as
@@ -10,7 +12,8 @@ import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dia
  * so nothing is rounded or moved to the machine's time zone on the way: src/sync/sync-values.ts
  * reads them. The session's time zone is UTC, so TIMESTAMP columns come in UTC; DATETIME columns
  * hold no zone and are read as UTC. The rows of a query arrive in batches, the connection paused
- * while the sync works through one.
+ * while the sync works through one. Rows are digested from the bytes the server sent
+ * (src/sync/mysql-row-digest.ts).
  */
 
 /**
@@ -73,8 +76,8 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
         connection.query(sql, (error, rows, fields) => (error ? reject(broken ?? error) : resolve({ rows, fields: fields as FieldPacket[] }))),
       ),
     );
-  const batches = <T>(options: QueryOptions, query: string) =>
-    queryBatches<T>({ connection, streams, deadline, options, describe: (error) => describe(error, query), left: () => deadline.drop() });
+  const batches = <T>(options: QueryOptions, query: string, seed?: DigestSeed) =>
+    queryBatches<T>({ connection, streams, deadline, options, seed, describe: (error) => describe(error, query), left: () => deadline.drop() });
   let version: string;
   try {
     await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
@@ -105,6 +108,13 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
     keys(query, keys) {
       return batches<Record<string, unknown>>({ sql: keysQuery(query, keys, DIALECT) }, query);
     },
+    digests: {
+      method: MYSQL_ROW_DIGEST_METHOD,
+      rows(query, keys, seed, filter) {
+        const { sql, params } = orderedQuery(query, keys, DIALECT, filter);
+        return batches<Record<string, unknown>>({ sql, values: params }, query, seed);
+      },
+    },
     async max(query, column) {
       try {
         return ((await run(maxQuery(query, column, DIALECT))).rows as Array<{ vidfeeds_max: unknown }>)[0]?.vidfeeds_max ?? null;
@@ -131,6 +141,8 @@ interface BatchRead {
   streams: Set<(error: Error) => void>;
   deadline: ReadDeadline;
   options: QueryOptions;
+  /** Given: each row comes with its digest under DIGEST_COLUMN, made with this seed. */
+  seed: DigestSeed | undefined;
   describe(error: unknown): Error;
   /** Drops the connection: the query was left before its end, and cannot be asked to finish. */
   left(): void;
@@ -141,7 +153,7 @@ interface BatchRead {
  * one. It ends with the query's error, the connection's, or the deadline's when the server stays
  * silent. A query left before its end cannot be asked to finish: the connection is dropped.
  */
-async function* queryBatches<T>({ connection, streams, deadline, options, describe, left }: BatchRead): AsyncIterable<T[]> {
+async function* queryBatches<T>({ connection, streams, deadline, options, seed, describe, left }: BatchRead): AsyncIterable<T[]> {
   let batch: T[] = [];
   let ended = false;
   let failure: unknown;
@@ -156,9 +168,12 @@ async function* queryBatches<T>({ connection, streams, deadline, options, descri
     notify();
   };
   streams.add(onBroken);
-  connection
-    .query(options)
+  const query = connection.query(options);
+  let digest: (() => number | null) | undefined;
+  if (seed !== undefined) query.on('fields', (fields: FieldPacket[]) => (digest = packetDigests(seed, query, fields)));
+  query
     .on('result', (row) => {
+      if (digest !== undefined) (row as Record<string, unknown>)[DIGEST_COLUMN] = digest();
       if (batch.push(row as T) >= SOURCE_BATCH) {
         connection.pause();
         notify();
