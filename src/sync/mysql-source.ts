@@ -4,7 +4,7 @@ import { MYSQL_ROW_DIGEST_METHOD, packetDigests } from './mysql-row-digest.js';
 import { ReadDeadline } from './read-deadline.js';
 import type { DigestSeed } from './row-digest.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
+import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. A BIGINT comes as a number where it fits one exactly and as
@@ -149,7 +149,16 @@ interface BatchRead {
 }
 
 /**
- * A query's rows in batches of SOURCE_BATCH, the connection paused while the caller works through
+ * Rows a MariaDB or MySQL query hands over at a time. Fewer than other sources' (SOURCE_BATCH): a
+ * paused stream costs no round trip to resume, and a batch worked through while the next one's
+ * rows are parsed stays small enough to die young. With 2,000 rows, a full sync's batches outlived
+ * V8's young-generation collections, which then copied and promoted them: half again the time of
+ * a no-change sync, and 60 MB more memory.
+ */
+const ROWS_PER_BATCH = 256;
+
+/**
+ * A query's rows in batches of ROWS_PER_BATCH, the connection paused while the caller works through
  * one. It ends with the query's error, the connection's, or the deadline's when the server stays
  * silent. A query left before its end cannot be asked to finish: the connection is dropped.
  */
@@ -174,7 +183,7 @@ async function* queryBatches<T>({ connection, streams, deadline, options, seed, 
   query
     .on('result', (row) => {
       if (digest !== undefined) (row as Record<string, unknown>)[DIGEST_COLUMN] = digest();
-      if (batch.push(row as T) >= SOURCE_BATCH) {
+      if (batch.push(row as T) >= ROWS_PER_BATCH) {
         connection.pause();
         notify();
       }
@@ -189,7 +198,7 @@ async function* queryBatches<T>({ connection, streams, deadline, options, seed, 
     });
   try {
     for (;;) {
-      if (batch.length < SOURCE_BATCH && !ended && failure === undefined) {
+      if (batch.length < ROWS_PER_BATCH && !ended && failure === undefined) {
         try {
           await deadline.within(new Promise<void>((resolve) => (wake = resolve)));
         } catch (error) {

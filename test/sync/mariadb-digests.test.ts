@@ -7,7 +7,7 @@ import { MYSQL_ROW_DIGEST_METHOD } from '../../src/sync/mysql-row-digest.js';
 import { openSource } from '../../src/sync/open-source.js';
 import type { DigestSeed } from '../../src/sync/row-digest.js';
 import { runSync } from '../../src/sync/run-sync.js';
-import { DIGEST_COLUMN, SOURCE_BATCH, type RowFilter } from '../../src/sync/sync-source.js';
+import { DIGEST_COLUMN, type RowFilter } from '../../src/sync/sync-source.js';
 import type { TableMapping } from '../../src/sync/table-plan.js';
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -73,14 +73,14 @@ describe.skipIf(missing !== null)('row digests from MariaDB', () => {
   });
 
   it('digests the rows read while the connection was paused between batches as those read at once', async () => {
-    // More rows than a batch (SOURCE_BATCH): mysql2 queues the packets that come while paused and parses them later.
-    const count = SOURCE_BATCH + 500;
+    // Rows of several batches: mysql2 queues the packets that come while paused and parses them later.
+    const count = 2_500;
     await server.admin.query(`CREATE TABLE many (id INT PRIMARY KEY, word VARCHAR(20)); INSERT INTO many SELECT seq, CONCAT('word', seq) FROM seq_1_to_${count}`);
     const all = await digests('SELECT id, word FROM many');
     expect(all.size).toBe(count);
     for (const digest of all.values()) expect(Number.isSafeInteger(digest)).toBe(true);
     expect(new Set(all.values()).size).toBe(count);
-    const picked = [[1], [SOURCE_BATCH], [SOURCE_BATCH + 1], [count]];
+    const picked = [[1], [256], [257], [2_000], [count]];
     const byKey = await digests('SELECT id, word FROM many', SEED, { keys: picked });
     expect(byKey).toEqual(new Map(picked.map(([id]) => [id!, all.get(id!)])));
   });
