@@ -8,14 +8,14 @@ import { keysLoggedSince, logPrunedSince } from '../db/sync-log.js';
 import type { DigestPages } from './digest-chunks.js';
 import { ChunkedDigestStore, type DigestStore } from './digest-store.js';
 import { newDigestSeed, ROW_DIGEST_METHOD, rowDigest, type DigestSeed } from './row-digest.js';
-import { DIGEST_COLUMN, type RowFilter, type ServerDigests, type SyncSource } from './sync-source.js';
+import { DIGEST_COLUMN, type RowFilter, type SourceDigests, type SyncSource } from './sync-source.js';
 import type { TablePlan } from './table-plan.js';
 
 /**
  * What lets a full sync tell an unchanged source row without reading vidfeeds's copy of it. Per
  * synced table, `sync_digest_<table>` holds every key of vidfeeds's table with the digest of the
- * source row (src/sync/row-digest.ts, or the server's own where the source makes them: see
- * ServerDigests in src/sync/sync-source.ts) that the stored row was last made from, or none (NULL)
+ * source row (src/sync/row-digest.ts, or the source's own where it makes them: see SourceDigests
+ * in src/sync/sync-source.ts) that the stored row was last made from, or none (NULL)
  * where the row must be compared in full: stored with a value issue, a driver value the digest
  * does not read, written by something other than a sync. So a source row whose digest equals its
  * key's is unchanged, and only the others are read back and compared.
@@ -39,7 +39,7 @@ import type { TablePlan } from './table-plan.js';
 
 interface DigestState {
   plan: string;
-  /** How the digests were made (ROW_DIGEST_METHOD, or a server's); absent in states of vidfeeds before XXH64. */
+  /** How the digests were made (ROW_DIGEST_METHOD, or a source's); absent in states of vidfeeds before XXH64. */
   method?: string;
   seed: DigestSeed;
   log: number;
@@ -60,19 +60,24 @@ export class DigestTable {
   private readonly state: DigestState | null;
   private rewrite: ReturnType<DigestStore['rewrite']> | undefined;
 
-  /** `server`: the source's own digests, where it makes them (src/sync/sync-source.ts); else they are made here. */
+  /** `source`: the source's own digests, where it makes them (src/sync/sync-source.ts); else they are made here. */
   constructor(
     private readonly target: Database.Database,
     private readonly plan: TablePlan,
-    readonly server?: ServerDigests,
+    private readonly source?: SourceDigests,
   ) {
     this.store = new ChunkedDigestStore(target, plan.table, plan.keys.length + 1);
-    this.method = server?.method ?? ROW_DIGEST_METHOD;
+    this.method = source?.method ?? ROW_DIGEST_METHOD;
     this.planId = digestPlanId(plan, this.method);
     this.state = readState(target, plan.table);
     this.seed = this.state?.seed ?? [0, 0];
     this.trusted = this.state !== null && this.state.plan === this.planId && this.sameMethod(this.state) && this.store.exists() && followChangeLog(target, plan, this.store, this.state.log);
     this.maintained = this.trusted;
+  }
+
+  /** The source gives keys and digests without the rest of the rows (the server makes the digests). */
+  get keyed(): boolean {
+    return this.source?.keys !== undefined;
   }
 
   /** Digests were written: the transaction must commit even if no row changed. */
@@ -92,22 +97,22 @@ export class DigestTable {
   /**
    * The digest of a source row as it is kept here: of every value the query returns, the
    * watermark too (a row whose watermark moved is compared once), in the query's order; or the
-   * one the server sent with it.
+   * one the source sent with it.
    */
   digestOf(raw: Record<string, unknown>): number | null {
-    if (this.server !== undefined) return (raw[DIGEST_COLUMN] as number | undefined) ?? null;
+    if (this.source !== undefined) return (raw[DIGEST_COLUMN] as number | null | undefined) ?? null;
     return rowDigest(Object.values(raw), this.seed);
   }
 
-  /** The rows of the table's query (those `filter` picks), with their digests where the server makes them. */
+  /** The rows of the table's query (those `filter` picks), with their digests where the source makes them. */
   rows(source: SyncSource, filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>> {
     const { query, keys } = this.plan;
-    return this.server === undefined ? source.rows(query, keys, filter) : this.server.rows(query, keys, this.seed, filter);
+    return this.source === undefined ? source.rows(query, keys, filter) : this.source.rows(query, keys, this.seed, filter);
   }
 
-  /** The keys of the table's query and the server's digest of each row (`server` only). */
+  /** The keys of the table's query and the server's digest of each row (`keyed` only). */
   keysAndDigests(): AsyncIterable<Array<Record<string, unknown>>> {
-    return this.server!.keys(this.plan.query, this.plan.keys, this.seed);
+    return this.source!.keys!(this.plan.query, this.plan.keys, this.seed);
   }
 
   /**
@@ -161,9 +166,9 @@ export class DigestTable {
     else if (this.state !== null) deleteMeta(this.target, key);
   }
 
-  /** States without a method are of vidfeeds before XXH64, whose server digests were made as now. */
+  /** States without a method are of vidfeeds before XXH64, whose server digests (PostgreSQL's, `keyed`) were made as now. */
   private sameMethod(state: DigestState): boolean {
-    return state.method === this.method || (state.method === undefined && this.server !== undefined);
+    return state.method === this.method || (state.method === undefined && this.keyed);
   }
 }
 

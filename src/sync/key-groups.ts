@@ -75,20 +75,22 @@ export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<Array<R
   for await (const batch of batches) {
     hooks.checkStop();
     for (const raw of batch) {
-      // Most rows are unchanged and never named: the name is made when a message needs it.
-      let named: string | undefined;
-      const name = () => (named ??= rowName(plan, raw));
       const key: number[] = new Array(keyCount);
-      for (let i = 0; i < keyCount; i++) key[i] = normaliseValue(plan.specs[i]!, raw[plan.keys[i]!]) as number;
-      const wrong = key.findIndex((value) => (value as unknown) === WRONG || value === null);
+      let wrong = -1;
+      for (let i = 0; i < keyCount; i++) {
+        const value = normaliseValue(plan.specs[i]!, raw[plan.keys[i]!]);
+        if (wrong < 0 && (value === WRONG || value === null)) wrong = i;
+        key[i] = value as number;
+      }
+      const row = new KeyedRow(plan, raw, key);
       if (wrong >= 0) {
-        groups.push({ row: { raw, key, name }, reason: keyProblem(plan, wrong, raw) });
+        groups.push({ row, reason: keyProblem(plan, wrong, raw) });
         continue;
       }
       const order = rows.length === 0 ? 1 : compareKeys(key, rows[0]!.key, keyCount);
       if (order < 0) {
         throw new MappingError(
-          `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${name()} after ${rows[0]!.key.join(', ')}): return it as an integer (CAST it in the query)`,
+          `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${row.name()} after ${rows[0]!.key.join(', ')}): return it as an integer (CAST it in the query)`,
         );
       }
       if (order > 0) close();
@@ -97,7 +99,7 @@ export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<Array<R
           `sync.tables.${plan.table}: the source returns more than ${MAX_ROWS_OF_ONE_KEY} rows with the key (${plan.keys.join(', ')}) ${key.join(', ')}: the key must name one row (is it the table's key?)`,
         );
       }
-      rows.push({ raw, key, name });
+      rows.push(row);
     }
     if (groups.length > 0) {
       yield groups;
@@ -106,6 +108,21 @@ export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<Array<R
   }
   close();
   if (groups.length > 0) yield groups;
+}
+
+/** A source row with its key; most rows are unchanged and never named, so the name is made when a message needs it. */
+class KeyedRow implements SourceRow {
+  private named: string | undefined;
+
+  constructor(
+    private readonly plan: TablePlan,
+    readonly raw: Record<string, unknown>,
+    readonly key: number[],
+  ) {}
+
+  name(): string {
+    return (this.named ??= rowName(this.plan, this.raw));
+  }
 }
 
 /** The group of several rows of one key. */

@@ -1,8 +1,10 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import type { Socket } from 'node:net';
+import { MYSQL_ROW_DIGEST_METHOD, packetDigests } from './mysql-row-digest.js';
 import { ReadDeadline } from './read-deadline.js';
+import type { DigestSeed } from './row-digest.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dialect, type SyncSource } from './sync-source.js';
+import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. A BIGINT comes as a number where it fits one exactly and as
@@ -10,7 +12,8 @@ import { columnsQuery, keysQuery, maxQuery, orderedQuery, SOURCE_BATCH, type Dia
  * so nothing is rounded or moved to the machine's time zone on the way: src/sync/sync-values.ts
  * reads them. The session's time zone is UTC, so TIMESTAMP columns come in UTC; DATETIME columns
  * hold no zone and are read as UTC. The rows of a query arrive in batches, the connection paused
- * while the sync works through one.
+ * while the sync works through one. Rows are digested from the bytes the server sent
+ * (src/sync/mysql-row-digest.ts).
  */
 
 /**
@@ -73,8 +76,8 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
         connection.query(sql, (error, rows, fields) => (error ? reject(broken ?? error) : resolve({ rows, fields: fields as FieldPacket[] }))),
       ),
     );
-  const batches = <T>(options: QueryOptions, query: string) =>
-    queryBatches<T>({ connection, streams, deadline, options, describe: (error) => describe(error, query), left: () => deadline.drop() });
+  const batches = <T>(options: QueryOptions, query: string, seed?: DigestSeed) =>
+    queryBatches<T>({ connection, streams, deadline, options, seed, describe: (error) => describe(error, query), left: () => deadline.drop() });
   let version: string;
   try {
     await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
@@ -105,6 +108,13 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
     keys(query, keys) {
       return batches<Record<string, unknown>>({ sql: keysQuery(query, keys, DIALECT) }, query);
     },
+    digests: {
+      method: MYSQL_ROW_DIGEST_METHOD,
+      rows(query, keys, seed, filter) {
+        const { sql, params } = orderedQuery(query, keys, DIALECT, filter);
+        return batches<Record<string, unknown>>({ sql, values: params }, query, seed);
+      },
+    },
     async max(query, column) {
       try {
         return ((await run(maxQuery(query, column, DIALECT))).rows as Array<{ vidfeeds_max: unknown }>)[0]?.vidfeeds_max ?? null;
@@ -131,17 +141,28 @@ interface BatchRead {
   streams: Set<(error: Error) => void>;
   deadline: ReadDeadline;
   options: QueryOptions;
+  /** Given: each row comes with its digest under DIGEST_COLUMN, made with this seed. */
+  seed: DigestSeed | undefined;
   describe(error: unknown): Error;
   /** Drops the connection: the query was left before its end, and cannot be asked to finish. */
   left(): void;
 }
 
 /**
- * A query's rows in batches of SOURCE_BATCH, the connection paused while the caller works through
+ * Rows a MariaDB or MySQL query hands over at a time. Fewer than other sources' (SOURCE_BATCH): a
+ * paused stream costs no round trip to resume, and a batch worked through while the next one's
+ * rows are parsed stays small enough to die young. With 2,000 rows, a full sync's batches outlived
+ * V8's young-generation collections, which then copied and promoted them: half again the time of
+ * a no-change sync, and 60 MB more memory.
+ */
+const ROWS_PER_BATCH = 256;
+
+/**
+ * A query's rows in batches of ROWS_PER_BATCH, the connection paused while the caller works through
  * one. It ends with the query's error, the connection's, or the deadline's when the server stays
  * silent. A query left before its end cannot be asked to finish: the connection is dropped.
  */
-async function* queryBatches<T>({ connection, streams, deadline, options, describe, left }: BatchRead): AsyncIterable<T[]> {
+async function* queryBatches<T>({ connection, streams, deadline, options, seed, describe, left }: BatchRead): AsyncIterable<T[]> {
   let batch: T[] = [];
   let ended = false;
   let failure: unknown;
@@ -156,10 +177,13 @@ async function* queryBatches<T>({ connection, streams, deadline, options, descri
     notify();
   };
   streams.add(onBroken);
-  connection
-    .query(options)
+  const query = connection.query(options);
+  let digest: (() => number | null) | undefined;
+  if (seed !== undefined) query.on('fields', (fields: FieldPacket[]) => (digest = packetDigests(seed, query, fields)));
+  query
     .on('result', (row) => {
-      if (batch.push(row as T) >= SOURCE_BATCH) {
+      if (digest !== undefined) (row as Record<string, unknown>)[DIGEST_COLUMN] = digest();
+      if (batch.push(row as T) >= ROWS_PER_BATCH) {
         connection.pause();
         notify();
       }
@@ -174,7 +198,7 @@ async function* queryBatches<T>({ connection, streams, deadline, options, descri
     });
   try {
     for (;;) {
-      if (batch.length < SOURCE_BATCH && !ended && failure === undefined) {
+      if (batch.length < ROWS_PER_BATCH && !ended && failure === undefined) {
         try {
           await deadline.within(new Promise<void>((resolve) => (wake = resolve)));
         } catch (error) {

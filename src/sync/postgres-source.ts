@@ -6,7 +6,7 @@ import pgpass from 'pgpass';
 import { ReadDeadline } from './read-deadline.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import { seedBits, type DigestSeed } from './row-digest.js';
-import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type ServerDigests, type SyncSource } from './sync-source.js';
+import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type SourceDigests, type SyncSource } from './sync-source.js';
 
 /**
  * PostgreSQL through pg. int8 comes as a number where it fits one exactly and as text where it
@@ -16,7 +16,7 @@ import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactU
  * Without a password in the URL, sync.passwordFile or PGPASSWORD (which src/cli reads), the
  * password file (~/.pgpass or PGPASSFILE) is read as libpq does.
  *
- * The server digests rows itself (src/sync/sync-source.ts, ServerDigests), with the sync's secret
+ * The server digests rows itself (src/sync/sync-source.ts, SourceDigests), with the sync's secret
  * seed, cut to 53 bits. From PostgreSQL 14, `hash_record_extended` over the row's columns, each
  * hashed by a rule that sees every change of its text: integers, booleans, dates, times and bytes
  * by their own hash; text as bytes (`COLLATE "C"`, not a case-blind collation's); every other
@@ -91,13 +91,13 @@ export async function openPostgresSource(url: string, password: string | undefin
   const query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string) => deadline.within(client.query<R>(sql));
   const { version, versionNumber } = await begin(client, socket, query, url);
   /** Each query's digest column, made from the types of the columns it returns. */
-  const digests = new Map<string, string>();
+  const digestColumns = new Map<string, string>();
   const digestOf = async (query: string): Promise<string> => {
-    let column = digests.get(query);
+    let column = digestColumns.get(query);
     if (column === undefined) {
       const fields = versionNumber >= 140000 ? await describeColumns(query) : [];
       column = digestColumn(fields, '$1');
-      digests.set(query, column);
+      digestColumns.set(query, column);
     }
     return column;
   };
@@ -124,7 +124,7 @@ export async function openPostgresSource(url: string, password: string | undefin
       if (!socket.destroyed) await deadline.within(cursor.close()).catch(() => undefined);
     }
   }
-  const serverDigests: ServerDigests = {
+  const digests: SourceDigests = {
     method: versionNumber >= 140000 ? 'postgresql hash_record_extended' : 'postgresql hashtextextended(row text)',
     async *keys(query, keys, seed) {
       const sql = keysQuery(query, keys, DIALECT, await digestOf(query));
@@ -138,7 +138,7 @@ export async function openPostgresSource(url: string, password: string | undefin
   };
   return {
     description: `PostgreSQL ${version} at ${redactUrl(url)}`,
-    ...(versionNumber >= 110000 ? { serverDigests } : {}),
+    ...(versionNumber >= 110000 ? { digests } : {}),
     async columnsOf(text) {
       // In a savepoint: a query that fails would otherwise abort the transaction, and the
       // mapping's other queries could not be checked in the same run.

@@ -70,6 +70,23 @@ export function rowDigest(values: readonly unknown[], seed: DigestSeed): number 
   return Number(BigInt.asUintN(53, hash));
 }
 
+/**
+ * The seed of the digests of one result's rows made from their bytes (`bytesDigest`): XXH64 of
+ * `columns`, a text that names the result's columns in order with whatever tells the driver how to
+ * read each (its type, character set, flags), under the sync's seed. So a column whose type
+ * changes moves every row's digest, though the bytes of its values do not.
+ */
+export function resultSeed(seed: DigestSeed, columns: string): bigint {
+  return h64(columns, seedBits(seed));
+}
+
+/** XXH64 of a row's bytes under a result's seed, cut to 53 bits. */
+export function bytesDigest(bytes: Uint8Array, seed: bigint): number {
+  return Number(h64Raw(bytes, seed) & LOW_53_BITS);
+}
+
+const LOW_53_BITS = (1n << 53n) - 1n;
+
 /** A text preceded by its length in UTF-16 units, in two characters (one when it is under 0x8000). */
 function sized(text: string): string {
   const length = text.length;

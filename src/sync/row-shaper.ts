@@ -26,13 +26,13 @@ export class RowShaper {
 
   /** Why a row cannot be stored, or null; it names nothing (src/sync/key-groups.ts chooses the row of a key by it). */
   problem(row: SourceRow): string | null {
-    const shaped = shapeRow(this.plan, row.raw, row.name);
+    const shaped = shapeRow(this.plan, row.raw, () => row.name());
     return 'skipped' in shaped ? shaped.skipped : this.unpublishableName(shaped.values);
   }
 
   /** The row's values, or why it cannot be stored; text that looks like mojibake is named. */
   shape(row: SourceRow): ShapedRow {
-    const shaped = shapeRow(this.plan, row.raw, row.name);
+    const shaped = shapeRow(this.plan, row.raw, () => row.name());
     if ('skipped' in shaped) return shaped;
     if (this.mojibake !== undefined) this.checkText(row, shaped.values);
     const unpublishable = this.unpublishableName(shaped.values);

@@ -139,7 +139,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
       let firstMarks = false;
       for (const plan of plans) {
         checkStop();
-        const digest = new DigestTable(target, plan, source.serverDigests);
+        const digest = new DigestTable(target, plan, source.digests);
         digests.push(digest);
         if (digest.remade !== null) report.notes.push(digest.remade);
         const { counts, mode, mark, first } = await syncOne(target, source, plan, request, marks, new TableSync(plan, new TableWriter(target, plan), digest, diffHooks));

@@ -21,24 +21,25 @@ export interface SyncSource {
   /** The greatest value of a column the query returns, as the driver gives it; null when there is none. */
   max(query: string, column: string): Promise<unknown>;
   /**
-   * Present where the server digests rows itself: a full sync then reads only each row's key and
-   * digest, and reads in full only the rows whose digest moved (src/sync/table-strategies.ts).
+   * Present where the source digests rows itself: the server (a full sync then reads only each
+   * row's key and digest, and reads in full only the rows whose digest moved:
+   * src/sync/table-strategies.ts), or the driver from the bytes the server sent.
    */
-  readonly serverDigests?: ServerDigests;
+  readonly digests?: SourceDigests;
   close(): Promise<void>;
 }
 
-/** A digest of each row the server makes, under DIGEST_COLUMN, 53 bits (a safe integer), with a secret seed. */
-export interface ServerDigests {
-  /** How the server digests a row: digests made another way are never compared with these. */
+/** A digest of each row the source makes, under DIGEST_COLUMN, 53 bits (a safe integer), with a secret seed. */
+export interface SourceDigests {
+  /** How the source digests a row: digests made another way are never compared with these. */
   readonly method: string;
-  /** The key columns of a query's rows and each row's digest, in key order, in batches. */
-  keys(query: string, keys: readonly string[], seed: DigestSeed): AsyncIterable<Array<Record<string, unknown>>>;
-  /** As `SyncSource.rows`, each row with its digest. */
+  /** As `SyncSource.rows`, each row with its digest (null where the source has none for it). */
   rows(query: string, keys: readonly string[], seed: DigestSeed, filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>>;
+  /** The key columns of a query's rows and each row's digest, in key order, in batches: present where the server makes the digests. */
+  keys?(query: string, keys: readonly string[], seed: DigestSeed): AsyncIterable<Array<Record<string, unknown>>>;
 }
 
-/** The column a server's row digest comes in; no vidfeeds table has a column of this name, so no mapping returns one. */
+/** The column a source's row digest comes in; no vidfeeds table has a column of this name, so no mapping returns one. */
 export const DIGEST_COLUMN = 'vidfeeds_row_digest';
 
 /** Rows a source hands over at a time. */

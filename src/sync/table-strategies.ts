@@ -37,7 +37,7 @@ export async function syncRows(target: Database.Database, source: SyncSource, sy
     if (await changedRows(target, source, sync, mode.since)) return mode;
     mode = { mode: 'full', reason: `more than ${MAX_MISSING_KEYS} of its source keys are to be read by key (missing from vidfeeds's table, or held by several rows)` };
   }
-  if (sync.digests.trusted && sync.digests.server !== undefined && (await movedRows(source, sync))) return mode;
+  if (sync.digests.trusted && sync.digests.keyed && (await movedRows(source, sync))) return mode;
   const { plan, digests } = sync;
   const trusted = digests.trusted;
   digests.beginCompare();

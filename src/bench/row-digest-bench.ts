@@ -1,0 +1,140 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { FieldPacket } from 'mysql2';
+import { generateDemo } from '../db/demo-data.js';
+import { openForWriting } from '../db/open-database.js';
+import { packetDigests } from '../sync/mysql-row-digest.js';
+import { rowDigest } from '../sync/row-digest.js';
+
+/**
+ * `node dist/bench/row-digest-bench.js [users] [rounds]` (after `npm run build`): what digesting a
+ * MySQL/MariaDB row costs beside what the driver costs to parse it, per row, on the feed-heavy
+ * demo's rows as `npm run bench -- --sync` loads them (BIGINT, DOUBLE, LONGTEXT in utf8mb4, a
+ * TIMESTAMP(6) `changed_at`). Each row is made into the packet the server sends for it and parsed
+ * by mysql2's own text row parser, with vidfeeds's options, in memory (no server, no socket):
+ * - parse: the driver alone;
+ * - values: parse, then the digest of the values it made (src/sync/row-digest.ts, `rowDigest`);
+ * - bytes: parse, then the digest of the packet's bytes (src/sync/mysql-row-digest.ts).
+ * Prints the median of `rounds` (5) nanoseconds per row, the first round left out (warm-up).
+ */
+
+const require = createRequire(import.meta.url);
+/** mysql2's own modules, which its package does not export. */
+const MYSQL2 = join(dirname(require.resolve('mysql2')), 'lib');
+const getTextParser = require(join(MYSQL2, 'parsers/text_parser.js')) as (fields: object[], options: object, config: object) => new (fields: object[]) => { next(packet: object, fields: object[], options: object): Record<string, unknown> };
+const Packet = require(join(MYSQL2, 'packets/packet.js')) as new (id: number, buffer: Buffer, start: number, end: number) => object;
+const TYPES = { LONGLONG: 8, DOUBLE: 5, BLOB: 252, TIMESTAMP: 7 };
+const UTF8MB4 = 224;
+const BINARY = 63;
+const CONFIG = { supportBigNumbers: true, dateStrings: true, timezone: 'local' };
+const TABLES = ['videos', 'saved_videos', 'video_tags', 'users'];
+
+const users = Number(process.argv[2] ?? 8000);
+const rounds = Number(process.argv[3] ?? 5);
+const seed = [0x12345678, 0x9abcdef0] as const;
+
+interface Table {
+  fields: FieldPacket[];
+  packets: object[];
+}
+
+function loadTables(): Map<string, Table> {
+  const dir = mkdtempSync(join(tmpdir(), 'vidfeeds-digest-bench-'));
+  try {
+    const file = join(dir, 'demo.sqlite');
+    const { db } = openForWriting(file);
+    db.pragma('journal_mode = OFF');
+    generateDemo(db, { users, seed: 1, shape: 'feed-heavy' });
+    db.close();
+    const source = new Database(file, { readonly: true });
+    const tables = new Map(TABLES.map((table) => [table, tableOf(source, table)]));
+    source.close();
+    return tables;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The table's rows as the packets MariaDB sends for `SELECT *` of the bench's copy of it. */
+function tableOf(source: Database.Database, table: string): Table {
+  const columns = source.prepare(`SELECT name, type FROM pragma_table_info(?)`).all(table) as Array<{ name: string; type: string }>;
+  const field = (name: string, columnType: number, text: boolean) =>
+    ({ name, columnType, type: columnType, characterSet: text ? UTF8MB4 : BINARY, encoding: text ? 'utf8' : 'binary', flags: 0, decimals: 0, table, schema: 'site' }) as unknown as FieldPacket;
+  const fields = columns.map((c) => (/INT/i.test(c.type) ? field(c.name, TYPES.LONGLONG, false) : /REAL/i.test(c.type) ? field(c.name, TYPES.DOUBLE, false) : field(c.name, TYPES.BLOB, true)));
+  fields.push(field('changed_at', TYPES.TIMESTAMP, false));
+  const packets: object[] = [];
+  let i = 0;
+  for (const row of source.prepare(`SELECT * FROM "${table}"`).raw(true).iterate() as Iterable<unknown[]>) {
+    const stamp = `2026-11-27 09:${String(10 + (i % 50)).padStart(2, '0')}:${String(i++ % 60).padStart(2, '0')}.${100_000 + (i % 900_000)}`;
+    const parts = [...row, stamp].map((v) => (v === null ? Buffer.from([0xfb]) : lengthCoded(Buffer.isBuffer(v) ? v : Buffer.from(String(v), 'utf8'))));
+    const body = Buffer.concat([Buffer.alloc(4), ...parts]);
+    packets.push(new Packet(0, body, 0, body.length));
+  }
+  return { fields, packets };
+}
+
+function lengthCoded(bytes: Buffer): Buffer {
+  const n = bytes.length;
+  const head = n < 251 ? Buffer.from([n]) : n < 65_536 ? Buffer.from([0xfc, n & 0xff, n >> 8]) : Buffer.from([0xfd, n & 0xff, (n >> 8) & 0xff, n >> 16]);
+  return Buffer.concat([head, bytes]);
+}
+
+type Way = (table: Table) => number;
+
+/** Each way parses every packet from its start, as the driver does once. */
+function rewound(packet: object): object {
+  (packet as { offset: number }).offset = 4;
+  return packet;
+}
+
+const WAYS: Record<string, Way> = {
+  parse: ({ fields, packets }) => {
+    const parser = new (getTextParser(fields, {}, CONFIG))(fields);
+    let sum = 0;
+    for (const packet of packets) sum += Object.keys(parser.next(rewound(packet), fields, {})).length;
+    return sum;
+  },
+  values: ({ fields, packets }) => {
+    const parser = new (getTextParser(fields, {}, CONFIG))(fields);
+    let sum = 0;
+    for (const packet of packets) sum += rowDigest(Object.values(parser.next(rewound(packet), fields, {})), seed) ?? 0;
+    return sum;
+  },
+  bytes: ({ fields, packets }) => {
+    const query = { _rowParser: new (getTextParser(fields, {}, CONFIG))(fields) };
+    const digest = packetDigests(seed, query, fields);
+    let sum = 0;
+    for (const packet of packets) {
+      query._rowParser.next(rewound(packet), fields, {});
+      sum += digest() ?? Number.NaN;
+    }
+    if (Number.isNaN(sum)) throw new Error('a row had no digest');
+    return sum;
+  },
+};
+
+const tables = loadTables();
+console.log(`row digests, feed-heavy demo of ${users} users, nanoseconds per row (median of ${rounds - 1} rounds), Node ${process.versions.node}`);
+console.log(`${'table'.padEnd(14)} ${'rows'.padStart(8)} ${'bytes'.padStart(6)} ${'parse'.padStart(7)} ${'values'.padStart(7)} ${'bytes'.padStart(7)}   digest alone: values, bytes`);
+for (const [name, table] of tables) {
+  const times = new Map<string, number[]>();
+  for (let round = 0; round < rounds; round++) {
+    for (const [way, run] of Object.entries(WAYS)) {
+      const started = process.hrtime.bigint();
+      run(table);
+      const ns = Number(process.hrtime.bigint() - started) / table.packets.length;
+      if (round > 0) times.set(way, [...(times.get(way) ?? []), ns]);
+    }
+  }
+  const median = (way: string) => {
+    const sorted = [...times.get(way)!].sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  };
+  const [parse, values, bytes] = ['parse', 'values', 'bytes'].map(median) as [number, number, number];
+  const size = table.packets.reduce((sum, p) => sum + (p as { end: number }).end - 4, 0) / table.packets.length;
+  const cell = (n: number) => n.toFixed(0).padStart(7);
+  console.log(`${name.padEnd(14)} ${String(table.packets.length).padStart(8)} ${size.toFixed(0).padStart(6)} ${cell(parse)} ${cell(values)} ${cell(bytes)}   ${cell(values - parse)} ${cell(bytes - parse)}`);
+}
