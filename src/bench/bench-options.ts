@@ -1,4 +1,5 @@
 import { DEMO_SHAPES, type DemoShape } from '../db/demo-data.js';
+import type { BenchStoreKind } from './deploy-bench.js';
 import type { WriterMix } from './writer.js';
 import { FORMATS } from '../formats/registry.js';
 
@@ -14,6 +15,8 @@ export interface BenchOptions {
   pairs: number;
   /** The deploy run instead of the build timings (deploy-bench.ts). */
   deploy: boolean;
+  /** The store the deploy run deploys to (`--store`). */
+  store: BenchStoreKind;
   /** The freshness run instead of the build timings, with its writer's rate and length, and how often it syncs from a site database of its own (null: it writes to vidfeeds's). */
   freshness: { rate: number; seconds: number; syncEvery: number | null; mix: WriterMix } | null;
   /** Environment of every build. */
@@ -28,6 +31,7 @@ export function parseArgs(argv: string[]): BenchOptions {
   let pairs = 1;
   let freshness: BenchOptions['freshness'] = null;
   let deploy = false;
+  let store: BenchStoreKind = 's3rver';
   let rate = 20;
   let seconds = 60;
   let syncEvery: number | null = null;
@@ -67,6 +71,10 @@ export function parseArgs(argv: string[]): BenchOptions {
       syncEvery = positive(arg, argv[++i]);
     } else if (arg === '--deploy') {
       deploy = true;
+    } else if (arg === '--store') {
+      const given = argv[++i];
+      if (given !== 's3rver' && given !== 'radosgw') throw new Error('--store takes s3rver or radosgw');
+      store = given;
     } else if (arg === '--rate') {
       rate = positive(arg, argv[++i]);
     } else if (arg === '--seconds') {
@@ -76,13 +84,14 @@ export function parseArgs(argv: string[]): BenchOptions {
       if (engine !== 'fast' && engine !== 'builder') throw new Error('--xml takes fast or builder');
       env.VIDFEEDS_XML_ENGINE = engine;
     } else {
-      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>] [--mix mixed|titles] [--sync-every <s>], --deploy`);
+      throw new Error(`unknown option ${arg}; options: --users <n,...>, --shape demo,feed-heavy, --only <formats>, --keep, --pairs <n>, --xml fast|builder, --freshness [--rate <n>] [--seconds <n>] [--mix mixed|titles] [--sync-every <s>], --deploy [--store s3rver|radosgw]`);
     }
   }
   if (syncEvery !== null && freshness === null) throw new Error('--sync-every goes with --freshness');
+  if (argv.includes('--store') && (!deploy || freshness !== null)) throw new Error('--store goes with --deploy (without --freshness: watch --deploy is timed against s3rver)');
   if (freshness !== null) freshness = { rate, seconds, syncEvery, mix };
   // The deploy run's size unless --users says otherwise: the store writes each object as files.
   if (deploy && !argv.includes('--users')) users = [10_000];
-  return { users, shapes, only, keep, pairs, freshness, deploy, env };
+  return { users, shapes, only, keep, pairs, freshness, deploy, store, env };
 }
 

@@ -43,6 +43,9 @@ import { packTree } from './pack.js';
  *                                      (every kind of change, or title edits alone) shape the writer;
  *                                      --sync-every <s>: the writer commits to a site database of
  *                                      its own, which watch syncs from every s seconds
+ *   npm run bench -- --deploy          instead: `vidfeeds deploy` of a built tree to a local store
+ *                                      (deploy-bench.ts), s3rver, or the RADOS Gateway with
+ *                                      --store radosgw
  *   npm run bench -- --freshness --deploy   instead: the time from a commit to its objects in a
  *                                      local store and its feeds' hub pings while `vidfeeds watch
  *                                      --deploy` runs (live-deploy.ts), with the writer above
@@ -396,6 +399,7 @@ async function benchMain(): Promise<void> {
         console.log(`== deploy, ${n(count)} users (demo database ${demo.made ? `generated in ${demo.seconds.toFixed(1)} s` : 'cached'})`);
         await benchDeploy({
           users: count,
+          store: options.store,
           demoDb: demo.file,
           runDir,
           storeScript: STORE_CHILD,

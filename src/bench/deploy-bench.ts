@@ -1,26 +1,33 @@
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { opendir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { boto3Missing, uploadWithBoto3, writeUploadList } from './boto3-witness.js';
+import { startRadosgw } from './radosgw.js';
 
 /**
- * `npm run bench -- --deploy [--users N]`: a built tree of N demo users deployed to a local
- * S3-compatible store (s3rver in a process of its own) through `vidfeeds deploy`, as a user's
+ * `npm run bench -- --deploy [--users N] [--store s3rver|radosgw]`: a built tree of N demo users
+ * deployed to a local S3-compatible store (s3rver in a process of its own, or Ceph's RADOS Gateway
+ * over a single-node cluster on loopback, src/bench/radosgw.ts) through `vidfeeds deploy`, as a user's
  * S3 is reached (endpoint override, path-style): the first deploy (objects per second, a full
  * compare), a build and deploy with nothing changed (incremental: 0 uploads, no listing), a
  * one-video edit built and deployed (uploads = the objects of the files whose bytes changed),
  * and a `--verify` deploy (the full compare of tree and listing) beside what its two halves cost
  * alone: the store's listing of the prefix and a read of every file of the tree. Beside the first deploy, boto3
  * uploads the same objects at the same concurrency (boto3-witness.ts), when python3-boto3 is
- * installed, for the ratio of the two rates. s3rver stores each object as files of its own, so
- * the rates measure it as much as vidfeeds; the counts are what the bench checks.
+ * installed, for the ratio of the two rates. The rates measure the store as much as vidfeeds (s3rver
+ * stores each object as files of its own; the gateway, in a BlueStore file); the counts are what
+ * the bench checks.
  */
+
+/** Where the bench deploys to. */
+export type BenchStoreKind = 's3rver' | 'radosgw';
 
 export interface DeployBenchInput {
   users: number;
+  store: BenchStoreKind;
   demoDb: string;
   runDir: string;
   /** `dist/bench/s3rver-child.js`. */
@@ -32,6 +39,14 @@ export interface DeployBenchInput {
 
 export const BUCKET = 'site';
 export const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
+type Credentials = typeof CREDENTIALS;
+
+/** A running store with the bench's bucket: its endpoint, the keys the deploy signs with, and how to stop it. */
+interface BenchStore {
+  endpoint: string;
+  credentials: Credentials;
+  stop(): Promise<void>;
+}
 /** Requests at once, of the deploy and of boto3 beside it (the deploy's default). */
 const CONCURRENCY = 16;
 /** The most the plain upload's rate may exceed the first deploy's. */
@@ -46,12 +61,12 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
   copyFileSync(input.demoDb, db);
   const build = await input.runCli(['build', '--db', db, '--out', out, '--json', '--no-notify'], {});
   lines(`  build: ${build.seconds.toFixed(1)} s`);
-  const storeDir = join(runDir, 'store');
-  mkdirSync(storeDir, { recursive: true });
-  const { child, port } = await startStore(input.storeScript, storeDir);
+  const store = await startBenchStore(input.store, input.storeScript, join(runDir, 'store'));
+  lines(`  store: ${input.store} at ${store.endpoint}`);
+  const { endpoint, credentials } = store;
   try {
     const deploy = async (what: string, extra: string[] = []) => {
-      const result = await input.runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', `http://127.0.0.1:${port}`, '--json', '--no-notify', '--concurrency', String(CONCURRENCY), ...extra], CREDENTIALS);
+      const result = await input.runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/site`, '--endpoint', endpoint, '--json', '--no-notify', '--concurrency', String(CONCURRENCY), ...extra], credentials);
       const report = JSON.parse(result.stdout.split('\n').find((l) => l.startsWith('{'))!) as {
         mode: string;
         counts: { objects: number; uploaded: number; uploadedNew: number; uploadedChanged: number; uploadedSite: number; deleted: number; unchanged: number; checked: number };
@@ -72,7 +87,7 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
       return { ...report.counts, keys: report.uploaded, seconds: result.seconds };
     };
     const first = await deploy('first deploy');
-    await besideFirstDeploy({ out, runDir, endpoint: `http://127.0.0.1:${port}`, deployRate: first.uploaded / first.seconds, lines });
+    await besideFirstDeploy({ out, runDir, endpoint, credentials, deployRate: first.uploaded / first.seconds, lines });
     const rebuilt = await input.runCli(['build', '--db', db, '--out', out, '--json', '--no-notify'], {});
     lines(`  build, nothing changed: ${rebuilt.seconds.toFixed(1)} s`);
     const unchanged = await deploy('no-change deploy');
@@ -100,7 +115,7 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
     );
     const verified = await deploy('--verify deploy', ['--verify']);
     if (verified.uploaded !== 0 || verified.deleted !== 0) lines(`  !! --verify after the incremental deploys wrote ${verified.uploaded} and deleted ${verified.deleted} objects: the store differed from the tree`);
-    const floor = await listingAndReading(out, `http://127.0.0.1:${port}`);
+    const floor = await listingAndReading(out, endpoint, credentials);
     const total = floor.listSeconds + floor.readSeconds;
     const ratio = verified.seconds / total;
     lines(
@@ -108,12 +123,43 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
         `   listing ${floor.listSeconds.toFixed(1)} s, reading ${floor.readSeconds.toFixed(1)} s: --verify ${ratio.toFixed(2)}× (target ≤ ${VERIFY_OVER_FLOOR}: ${ratio <= VERIFY_OVER_FLOOR ? 'yes' : 'NO'})`,
     );
   } finally {
-    child.kill('SIGTERM');
+    await store.stop();
   }
 }
 
+/** Starts the store in `directory` (s3rver's files; the gateway keeps its cluster in a temporary folder of its own) with the bench's bucket. */
+async function startBenchStore(kind: BenchStoreKind, script: string, directory: string): Promise<BenchStore> {
+  if (kind === 's3rver') {
+    mkdirSync(directory, { recursive: true });
+    const { child, port } = await startStore(script, directory);
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const stop = async () => {
+      child.kill('SIGTERM');
+      await exited;
+    };
+    return { endpoint: `http://127.0.0.1:${port}`, credentials: CREDENTIALS, stop };
+  }
+  // BlueStore keeps the objects in a sparse file; memstore would hold them in memory, up to 1 GiB.
+  const gateway = await startRadosgw({ objectStore: 'bluestore', lifetimeMs: 24 * 3600_000 });
+  const credentials = { AWS_ACCESS_KEY_ID: gateway.accessKeyId, AWS_SECRET_ACCESS_KEY: gateway.secretAccessKey, AWS_REGION: gateway.region };
+  const client = s3Client(gateway.endpoint, credentials);
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  } catch (error) {
+    await gateway.stop();
+    throw error;
+  } finally {
+    client.destroy();
+  }
+  return { endpoint: gateway.endpoint, credentials, stop: gateway.stop };
+}
+
+function s3Client(endpoint: string, credentials: Credentials): S3Client {
+  return new S3Client({ endpoint, forcePathStyle: true, region: credentials.AWS_REGION, credentials: { accessKeyId: credentials.AWS_ACCESS_KEY_ID, secretAccessKey: credentials.AWS_SECRET_ACCESS_KEY } });
+}
+
 /** boto3 uploads the first deploy's objects under `boto3/`, and the two rates are compared; said and skipped without boto3. */
-async function besideFirstDeploy(input: { out: string; runDir: string; endpoint: string; deployRate: number; lines: (line: string) => void }): Promise<void> {
+async function besideFirstDeploy(input: { out: string; runDir: string; endpoint: string; credentials: Credentials; deployRate: number; lines: (line: string) => void }): Promise<void> {
   const { lines } = input;
   const missing = boto3Missing();
   if (missing !== null) {
@@ -123,7 +169,7 @@ async function besideFirstDeploy(input: { out: string; runDir: string; endpoint:
   const listFile = join(input.runDir, 'boto3-objects.jsonl');
   const listed = await writeUploadList(input.out, 'boto3/', listFile);
   try {
-    const run = await uploadWithBoto3({ out: input.out, listFile, endpoint: input.endpoint, bucket: BUCKET, concurrency: CONCURRENCY, credentials: CREDENTIALS });
+    const run = await uploadWithBoto3({ out: input.out, listFile, endpoint: input.endpoint, bucket: BUCKET, concurrency: CONCURRENCY, credentials: input.credentials });
     const plainRate = run.objects / run.seconds;
     const ratio = plainRate / input.deployRate;
     lines(
@@ -142,8 +188,8 @@ async function besideFirstDeploy(input: { out: string; runDir: string; endpoint:
  * ListObjectsV2, page after page, as the deploy lists) and every file of the tree read once (16
  * reads at once, the deploy's concurrency), one after the other, nothing hashed or compared.
  */
-async function listingAndReading(out: string, endpoint: string): Promise<{ listed: number; listSeconds: number; files: number; bytes: number; readSeconds: number }> {
-  const client = new S3Client({ endpoint, forcePathStyle: true, region: CREDENTIALS.AWS_REGION, credentials: { accessKeyId: CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: CREDENTIALS.AWS_SECRET_ACCESS_KEY } });
+async function listingAndReading(out: string, endpoint: string, credentials: Credentials): Promise<{ listed: number; listSeconds: number; files: number; bytes: number; readSeconds: number }> {
+  const client = s3Client(endpoint, credentials);
   let started = performance.now();
   let listed = 0;
   let token: string | undefined;

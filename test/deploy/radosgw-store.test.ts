@@ -14,7 +14,7 @@ import type { PutRequest } from '../../src/deploy/object-store.js';
 
 /**
  * `vidfeeds deploy` against a production object store: Ceph's RADOS Gateway on a single-node
- * cluster the test starts (test/helpers/radosgw.ts), the store read back by boto3, a client that
+ * cluster the test starts (src/bench/radosgw.ts), the store read back by boto3, a client that
  * shares no code with the deploy's AWS SDK. The gateway checks each PUT's SigV4 signature and
  * Content-MD5 (s3rver checks neither), so the deploy's own PUTs (src/deploy/s3-put.ts) meet a
  * store's check of their signing here.
