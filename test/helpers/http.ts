@@ -1,5 +1,4 @@
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 
 /**
@@ -57,17 +56,8 @@ export function http(
   });
 }
 
-/** A TCP port free on the loopback address right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** A TCP port free on the loopback address right now (the bench's, which its servers use too). */
+export { freePort } from '../../src/bench/free-port.js';
 
 /** Waits until something accepts HTTP on the port (bounded). */
 export async function waitForHttp(port: number, path = '/', deadlineMs = 15_000): Promise<void> {
