@@ -186,8 +186,8 @@ async function besideFirstDeploy(input: { out: string; runDir: string; endpoint:
  * What a full compare cannot do without: the store's listing of the deployed prefix (the SDK's
  * ListObjectsV2, page after page, as the deploy lists) and every file of the tree read once, one
  * after the other, nothing hashed or compared. The files are read as the deploy reads them
- * (synchronously, in the order of the tree's folders): a read through promises, 16 at a time,
- * took eight times as long on this machine, and would make any deploy look quick beside it.
+ * (synchronously, in the order of the tree's folders): a read through promises, 16 at a time, is
+ * several times slower, and would make any deploy look quick beside it.
  */
 async function listingAndReading(out: string, endpoint: string, credentials: Credentials): Promise<{ listed: number; listSeconds: number; files: number; bytes: number; readSeconds: number }> {
   const client = s3Client(endpoint, credentials);

@@ -7,9 +7,10 @@ import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { freePort } from './free-port.js';
 
 /**
- * A production object store for the tests and the deploy bench: Ceph's RADOS Gateway (Debian's `radosgw`, Ceph 16.2) over
- * a single-node cluster of one monitor and one OSD (in memory by default: no block device, no root),
- * started in a temporary folder on loopback ports, with one S3 user of fresh random keys.
+ * A production object store for the tests and the deploy bench: Ceph's RADOS Gateway (Debian's
+ * `radosgw`, Ceph 16.2) over a single-node cluster of one monitor and one OSD (in memory by
+ * default: no block device, no root), started in a temporary folder on loopback ports, with one S3
+ * user of fresh random keys.
  *
  * Ceph runs as the current user (it does not refuse root, and every file it writes is in the
  * temporary folder), without cephx and without a manager: a monitor, an OSD and the gateway are
@@ -52,7 +53,6 @@ export interface RunningRadosgw {
   /** Stops every daemon (SIGTERM, then SIGKILL after 10 s) and removes the folder. */
   stop(): Promise<void>;
 }
-
 
 /** One daemon in the foreground: its process, a promise of its exit, what it printed. */
 interface Daemon {

@@ -151,9 +151,8 @@ interface BatchRead {
 /**
  * Rows a MariaDB or MySQL query hands over at a time. Fewer than other sources' (SOURCE_BATCH): a
  * paused stream costs no round trip to resume, and a batch worked through while the next one's
- * rows are parsed stays small enough to die young. With 2,000 rows, a full sync's batches outlived
- * V8's young-generation collections, which then copied and promoted them: half again the time of
- * a no-change sync, and 60 MB more memory.
+ * rows are parsed stays small enough to die young: a larger batch outlives V8's young-generation
+ * collections, which then copy and promote it, and a full sync pays for that in time and memory.
  */
 const ROWS_PER_BATCH = 256;
 
