@@ -5,24 +5,26 @@ import type { Routes } from '../hosting/routes.js';
 import { ownedDocumentOf, planDocument, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
 import { addHeaderLines, fingerprintOfHeaderLines, type DeployRecord } from './deploy-record.js';
 import type { ObjectHead, ObjectStore, StoredObject, StoreTarget } from './object-store.js';
-import { PlanSpill, type CheckResult, type Verdict } from './plan-spill.js';
+import { PlanSpill, type CheckResult } from './plan-spill.js';
 import { runPool } from './pool.js';
 import { StopRequested } from './store-requests.js';
 import type { WritePlan } from './write-plan.js';
 
 /**
  * The full compare of the tree with the store, in bounded memory: the tree is read and hashed one
- * file at a time (in the order the file system gives) into a temporary database (src/deploy/plan-spill.ts), the store's
- * listing is matched against it a page at a time, and the objects the listing cannot decide are
- * asked for (HEAD) a page at a time. An object is the same when the store holds its bytes with its
- * headers (by the MD5 ETag and the SHA-256 kept in its metadata, never by times).
+ * file at a time (in the order the file system gives) while the store lists the prefix, both into
+ * a temporary database (src/deploy/plan-spill.ts), so that the compare takes about the longer of
+ * the two, not their sum; once both are in, they are matched by key, and the objects the listing
+ * cannot decide are asked for (HEAD) a page at a time. An object is the same when the store holds
+ * its bytes with its headers (by the MD5 ETag and the SHA-256 kept in its metadata, never by times).
  */
 
 /** What a full compare needs of the deploy (src/deploy/run-deploy.ts's request extends it). */
 export interface CompareRequest {
   /**
    * The tree's documents: for a full compare, read one at a time (src/hosting/manifest.ts's
-   * `manifestEntries`); for an incremental deploy, the changed documents only.
+   * `manifestEntries`, which lets other work run every few files); for an incremental deploy, the
+   * changed documents only.
    */
   manifest: { files: Iterable<ManifestEntry> | AsyncIterable<ManifestEntry> };
   routes: Routes;
@@ -42,35 +44,40 @@ interface ListingNote {
   unorderedListing: { before: string; after: string } | null;
 }
 
-/** Documents written to the spill at once, and listed objects matched at once. */
+/** Documents written to the spill at once, and listed objects added at once. */
 const BATCH = 512;
 
 export async function fullCompare(request: CompareRequest, report: ListingNote): Promise<WritePlan> {
   const spill = new PlanSpill();
   try {
-    const headerLines = new Set<string>();
-    let batch: PlannedDocument[] = [];
-    for await (const entry of request.manifest.files) {
-      const document = planDocument(entry, request.routes, request.target.prefix, request.shard);
-      if (document === null) continue;
-      addHeaderLines(headerLines, document);
-      batch.push(document);
-      if (batch.length >= BATCH) {
-        spill.addDocuments(batch);
-        batch = [];
-      }
+    // Whichever of the two fails first stops the other.
+    const failed: { tree: boolean; listing: { error: unknown } | null } = { tree: false, listing: null };
+    const listing = listInto(spill, request, report, () => failed.tree).catch((error: unknown) => {
+      failed.listing = { error };
+    });
+    let headerLines: Set<string>;
+    try {
+      headerLines = await readTree(request, spill, () => failed.listing !== null);
+    } catch (error) {
+      failed.tree = true;
+      await listing;
+      throw error;
     }
-    spill.addDocuments(batch);
-    // The tree's reading ends early on a stop: what it read is not the whole plan.
+    await listing;
+    // On a stop, the tree's reading ends early and the listing's request is aborted: neither is whole.
     if (request.stopRequested?.() != null) throw new StopRequested();
+    if (failed.listing !== null) throw failed.listing.error;
 
     const fingerprint = fingerprintOfHeaderLines(headerLines);
     const known = request.record.get(request.recordId);
-    const trustEtags = known !== undefined && known.headers === fingerprint && known.etagsAreMd5;
-    await matchListing(request, spill, report, (planned, stored) => listedVerdict(planned, stored, trustEtags));
-    // A listing out of key order was paged by a store that does not keep S3's order, and such a
-    // store can leave keys out at a page's edge: what it did not list is asked for one by one.
-    spill.finishListing(report.unorderedListing === null);
+    const { routes, target, shard } = request;
+    spill.matchListing({
+      trustEtags: known !== undefined && known.headers === fingerprint && known.etagsAreMd5,
+      // A listing out of key order was paged by a store that does not keep S3's order, and such a
+      // store can leave keys out at a page's edge: what it did not list is asked for one by one.
+      listingComplete: report.unorderedListing === null,
+      owned: (key) => ownedDocumentOf(routes, target.prefix, key, shard) !== null,
+    });
     const checked = await checkAll(request, spill);
     return spill.plan({ known, fingerprint, checked });
   } catch (error) {
@@ -79,25 +86,42 @@ export async function fullCompare(request: CompareRequest, report: ListingNote):
   }
 }
 
-/** Streams the store's listing through the plan: verdicts for what it lists, deletions for what the tree no longer has. */
-async function matchListing(request: CompareRequest, spill: PlanSpill, report: ListingNote, verdictOf: (planned: { size: number; md5: string }, stored: StoredObject) => Verdict): Promise<void> {
-  const { routes, target, shard } = request;
+/** Reads and hashes every document of the tree into the plan, unless `abandoned` says to stop; returns the header lines they carry. */
+async function readTree(request: CompareRequest, spill: PlanSpill, abandoned: () => boolean): Promise<Set<string>> {
+  const headerLines = new Set<string>();
+  let batch: PlannedDocument[] = [];
+  for await (const entry of request.manifest.files) {
+    if (abandoned()) break;
+    const document = planDocument(entry, request.routes, request.target.prefix, request.shard);
+    if (document === null) continue;
+    addHeaderLines(headerLines, document);
+    batch.push(document);
+    if (batch.length >= BATCH) {
+      spill.addDocuments(batch);
+      batch = [];
+    }
+  }
+  spill.addDocuments(batch);
+  return headerLines;
+}
+
+/** Adds the store's listing of the prefix to the plan a page at a time, noting whether it came in S3's order; ends early when `abandoned` says so. */
+async function listInto(spill: PlanSpill, request: CompareRequest, report: ListingNote, abandoned: () => boolean): Promise<void> {
   let page: StoredObject[] = [];
-  const flush = () => {
-    const unplanned = spill.matchListed(page, verdictOf);
-    spill.addDeletions(unplanned.map((o) => o.key).filter((key) => ownedDocumentOf(routes, target.prefix, key, shard) !== null));
-    page = [];
-  };
   let previous: string | undefined;
-  for await (const object of request.store.list(target.prefix)) {
+  for await (const object of request.store.list(request.target.prefix)) {
+    if (abandoned()) return;
     if (previous !== undefined && report.unorderedListing === null && byCodePoint(previous, object.key) >= 0) {
       report.unorderedListing = { before: previous, after: object.key };
     }
     previous = object.key;
     page.push(object);
-    if (page.length >= BATCH) flush();
+    if (page.length >= BATCH) {
+      spill.addListed(page);
+      page = [];
+    }
   }
-  flush();
+  spill.addListed(page);
 }
 
 /** Asks the store for the headers of every object the listing could not decide; returns how many. */
@@ -122,13 +146,6 @@ async function checkAll(request: CompareRequest, spill: PlanSpill): Promise<numb
     checked += page.length;
   }
   return checked;
-}
-
-/** What the listing alone says of an object it names: the same bytes and headers, to write, or to ask the store. */
-function listedVerdict(planned: { size: number; md5: string }, stored: StoredObject, trustEtags: boolean): Verdict {
-  if (stored.size !== planned.size) return 'write';
-  if (trustEtags) return stored.etag === planned.md5 ? 'same' : 'write';
-  return 'check';
 }
 
 function headMatches(object: PlannedObject, head: ObjectHead): boolean {

@@ -5,13 +5,12 @@ import { SITE_STEP_RANKS, type PendingDocument, type PendingObject, type Source,
 
 /**
  * A full compare's plan on disk: every planned object with its hashes and verdict, the documents
- * with their rank, and the keys to delete, in a temporary SQLite database (SQLite removes its file
- * itself, a killed deploy's included). The store's listing is matched against it by key, in
- * whatever order the store lists, so a listing out of S3's order needs no second pass; the writes
- * are then read back a page at a time in the safe order. The deploy holds a page, never the plan.
+ * with their rank, the store's listing, and the keys to delete, in a temporary SQLite database
+ * (SQLite removes its file itself, a killed deploy's included). The tree and the listing are added
+ * as they come, side by side, and matched by key once both are in, whatever order the store lists
+ * in, so a listing out of S3's order needs no second pass; the writes are then read back a page at
+ * a time in the safe order. The deploy holds a page, never the plan.
  */
-
-export type Verdict = 'same' | 'write' | 'check';
 
 /** An object waiting for the store's headers (HEAD). */
 export interface ObjectToCheck extends PendingObject {
@@ -60,59 +59,65 @@ export class PlanSpill {
     this.db.exec(`
       CREATE TABLE docs (id INTEGER PRIMARY KEY, file TEXT NOT NULL, rank INTEGER NOT NULL, content_type TEXT NOT NULL,
         cache_control TEXT NOT NULL, link TEXT, stored INTEGER NOT NULL DEFAULT 0, writes INTEGER NOT NULL DEFAULT 0);
-      CREATE INDEX docs_file ON docs (file);
       CREATE TABLE objects (id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, key TEXT NOT NULL, file TEXT NOT NULL, size INTEGER NOT NULL,
         sha256 TEXT NOT NULL, md5 TEXT NOT NULL, encoding TEXT, verdict TEXT, stored INTEGER NOT NULL DEFAULT 0,
         headers_only INTEGER NOT NULL DEFAULT 0);
-      CREATE INDEX objects_key ON objects (key);
-      CREATE INDEX objects_doc ON objects (doc);
+      CREATE TABLE listed (key TEXT PRIMARY KEY, size INTEGER NOT NULL, etag TEXT NOT NULL) WITHOUT ROWID;
       CREATE TABLE deletions (key TEXT PRIMARY KEY) WITHOUT ROWID;
     `);
+    this.insertDocument = this.db.prepare('INSERT INTO docs (file, rank, content_type, cache_control, link) VALUES (?, ?, ?, ?, ?)');
+    this.insertObject = this.db.prepare('INSERT INTO objects (doc, key, file, size, sha256, md5, encoding) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    // A key listed twice (a store paging out of order can) keeps its last entry.
+    this.insertListed = this.db.prepare('INSERT OR REPLACE INTO listed (key, size, etag) VALUES (?, ?, ?)');
   }
+
+  private readonly insertDocument: Database.Statement;
+  private readonly insertObject: Database.Statement;
+  private readonly insertListed: Database.Statement;
 
   /** Adds documents of the tree, in one transaction. */
   addDocuments(documents: readonly PlannedDocument[]): void {
-    const doc = this.db.prepare('INSERT INTO docs (file, rank, content_type, cache_control, link) VALUES (?, ?, ?, ?, ?)');
-    const object = this.db.prepare('INSERT INTO objects (doc, key, file, size, sha256, md5, encoding) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.db.transaction(() => {
       for (const document of documents) {
         const first = document.objects[0];
-        const id = doc.run(document.file, document.rank, first?.contentType ?? '', first?.cacheControl ?? '', first?.link ?? null).lastInsertRowid;
-        for (const o of document.objects) object.run(id, o.key, o.file, o.size, o.sha256, o.md5, o.contentEncoding ?? null);
+        const id = this.insertDocument.run(document.file, document.rank, first?.contentType ?? '', first?.cacheControl ?? '', first?.link ?? null).lastInsertRowid;
+        for (const o of document.objects) this.insertObject.run(id, o.key, o.file, o.size, o.sha256, o.md5, o.contentEncoding ?? null);
         this.objects += document.objects.length;
       }
       this.documents += documents.length;
     })();
   }
 
+  /** Adds a page of the store's listing, in one transaction. */
+  addListed(listed: readonly StoredObject[]): void {
+    this.db.transaction(() => {
+      for (const object of listed) this.insertListed.run(object.key, object.size, object.etag);
+    })();
+  }
+
   /**
-   * Matches a page of the store's listing against the plan: each planned object it names gets the
-   * verdict `verdictOf` gives it; returns the listed keys no planned object has.
+   * Once the tree and the listing are both in, the listing's verdicts: a planned object listed with
+   * another size is to write; with its size, the same when the ETags can be trusted to be the
+   * bytes' MD5 and equal, to write when they differ, and otherwise to ask the store about (HEAD). A
+   * planned object the listing did not name is to write or, when the listing cannot be trusted to
+   * be whole, to ask about. A listed key no planned object has is to delete when `owned` says it is
+   * one of the tree's documents.
    */
-  matchListed(listed: readonly StoredObject[], verdictOf: (planned: { size: number; md5: string }, stored: StoredObject) => Verdict): StoredObject[] {
-    const find = this.db.prepare<[string], { id: number; size: number; md5: string }>('SELECT id, size, md5 FROM objects WHERE key = ?');
-    const update = this.db.prepare('UPDATE objects SET verdict = ?, stored = 1 WHERE id = ?');
-    const unplanned: StoredObject[] = [];
+  matchListing({ trustEtags, listingComplete, owned }: { trustEtags: boolean; listingComplete: boolean; owned: (key: string) => boolean }): void {
+    this.db.function('vidfeeds_owned', { deterministic: true }, (key) => (owned(key as string) ? 1 : 0));
     this.db.transaction(() => {
-      for (const stored of listed) {
-        const rows = find.all(stored.key);
-        if (rows.length === 0) unplanned.push(stored);
-        for (const row of rows) update.run(verdictOf(row, stored), row.id);
-      }
+      // Made once the rows are in: sorting them once costs less than keeping the indexes as they come.
+      this.db.exec('CREATE INDEX objects_key ON objects (key); CREATE INDEX objects_doc ON objects (doc); CREATE INDEX docs_file ON docs (file)');
+      this.db
+        .prepare(
+          `UPDATE objects SET stored = 1, verdict = CASE WHEN l.size <> objects.size THEN 'write'
+             WHEN ? THEN CASE WHEN l.etag = objects.md5 THEN 'same' ELSE 'write' END ELSE 'check' END
+           FROM listed l WHERE l.key = objects.key`,
+        )
+        .run(trustEtags ? 1 : 0);
+      this.db.prepare('UPDATE objects SET verdict = ? WHERE stored = 0').run(listingComplete ? 'write' : 'check');
+      this.db.exec('INSERT OR IGNORE INTO deletions (key) SELECT key FROM listed l WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.key = l.key) AND vidfeeds_owned(l.key)');
     })();
-    return unplanned;
-  }
-
-  addDeletions(keys: readonly string[]): void {
-    const insert = this.db.prepare('INSERT OR IGNORE INTO deletions (key) VALUES (?)');
-    this.db.transaction(() => {
-      for (const key of keys) insert.run(key);
-    })();
-  }
-
-  /** Once the listing is done: what it did not name is to write, or, when it cannot be trusted to be whole, to ask about. */
-  finishListing(listingComplete: boolean): void {
-    this.db.prepare('UPDATE objects SET verdict = ? WHERE stored = 0').run(listingComplete ? 'write' : 'check');
   }
 
   /** Objects to ask the store about, after `afterId`, a page at a time. */
