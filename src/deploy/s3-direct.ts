@@ -5,16 +5,18 @@ import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getEndpointFromInstructions } from '@smithy/core/endpoints';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { decodeXML } from 'entities';
-import type { PutRequest } from './object-store.js';
+import type { PutRequest, StoredObject } from './object-store.js';
 
 /**
- * A deploy's uploads, one PUT per object, sent without the AWS SDK's command stack. Through the
- * SDK each `PutObject` resolves its middleware stack, endpoint rules and signer anew, some 250 KB
- * of garbage per object (docs/performance.md, "Deploy memory"), and a first deploy sends hundreds
- * of thousands. What the SDK decides once per client is still the SDK's: the endpoint (its own
+ * A deploy's uploads, one PUT per object, and its listing of the store, sent without the AWS SDK's
+ * command stack. Through the SDK each `PutObject` resolves its middleware stack, endpoint rules and
+ * signer anew, some 250 KB of garbage per object (docs/performance.md, "Deploy memory"), and a
+ * first deploy sends hundreds of thousands; each page of a `ListObjectsV2` goes through its
+ * general XML deserialiser, which took longer than reading and hashing the files it lists. What
+ * the SDK decides once per client is still the SDK's: the endpoint (its own
  * rules, asked once: AWS virtual-hosted or path-style addressing, partitions, FIPS and dual-stack
  * settings, a custom endpoint), the credentials (the client's provider, which caches and
- * refreshes them), the region (the client's provider), the clock offset it has learnt. Each PUT
+ * refreshes them), the region (the client's provider), the clock offset it has learnt. Each request
  * is then signed by `SignatureV4` of `@smithy/signature-v4`, the SDK's own SigV4 signer, and sent
  * with node:http(s) on a keep-alive agent of its own.
  *
@@ -35,15 +37,21 @@ export interface PutTarget {
   signingRegion: string;
 }
 
-/** A PUT as it goes on the wire: its URL and headers, signed. */
-export interface SignedPut {
+/** A request as it goes on the wire: its URL and headers, signed. */
+export interface SignedRequest {
   url: string;
   path: string;
   headers: Record<string, string>;
 }
 
-/** The store's refusal of a PUT (or an answer that is no answer): what the SDK's S3ServiceException would carry. */
-export class S3PutError extends Error {
+/** One page of a listing: the objects, in the order listed, and the token of the next page, if any. */
+export interface ListPage {
+  objects: StoredObject[];
+  next: string | undefined;
+}
+
+/** The store's refusal of a request (or an answer that is no answer): what the SDK's S3ServiceException would carry. */
+export class S3AnswerError extends Error {
   readonly Code: string | undefined;
   readonly $metadata: { httpStatusCode: number; requestId?: string; extendedRequestId?: string };
   readonly $fault: 'client' | 'server';
@@ -62,7 +70,7 @@ export class S3PutError extends Error {
 /** The part of the client this module uses: its resolved configuration. */
 type ClientConfig = S3Client['config'];
 
-export class DirectPut {
+export class DirectS3 {
   private readonly agent: HttpAgent | HttpsAgent;
   private readonly signer: SignatureV4;
 
@@ -87,17 +95,17 @@ export class DirectPut {
   }
 
   /**
-   * The PUTs of `bucket` through `client`'s endpoint, credentials and region, or null when the
+   * The requests of `bucket` through `client`'s endpoint, credentials and region, or null when the
    * SDK's rules sign the bucket's requests otherwise than with plain SigV4 (an S3 Express
-   * directory bucket's sessions): those PUTs are then the SDK's.
+   * directory bucket's sessions): those requests are then the SDK's.
    */
-  static async open(client: S3Client, bucket: string, maxSockets: number): Promise<DirectPut | null> {
+  static async open(client: S3Client, bucket: string, maxSockets: number): Promise<DirectS3 | null> {
     const target = await resolvePutTarget(client, bucket);
-    return target === null ? null : new DirectPut(target, client.config, maxSockets);
+    return target === null ? null : new DirectS3(target, client.config, maxSockets);
   }
 
   /** The request of `request`, signed now, as it is sent (also what the tests look at). */
-  async sign(request: PutRequest): Promise<SignedPut & { body: Uint8Array }> {
+  async sign(request: PutRequest): Promise<SignedRequest & { body: Uint8Array }> {
     const { target } = this;
     const path = `${target.basePath}/${escapeKey(request.key)}`;
     const host = target.port === '' ? target.hostname : `${target.hostname}:${target.port}`;
@@ -123,8 +131,36 @@ export class DirectPut {
   async put(request: PutRequest, signal: AbortSignal): Promise<string> {
     const signed = await this.sign(request);
     signal.throwIfAborted();
-    const answer = await this.send(signed, signal);
+    const answer = await this.send('PUT', signed, signal);
     return unquote(answer.etag);
+  }
+
+  /**
+   * One page of `ListObjectsV2` of the keys under `prefix`, after the page whose token is `token`.
+   * Keys come as the store lists them (no `encoding-type`, as the SDK asks), XML-decoded.
+   */
+  async listPage(prefix: string, token: string | undefined, signal: AbortSignal): Promise<ListPage> {
+    const signed = await this.signList(prefix, token);
+    signal.throwIfAborted();
+    return parseListPage((await this.send('GET', signed, signal)).text);
+  }
+
+  /** The GET of a listing's page, signed now, as it is sent. */
+  async signList(prefix: string, token: string | undefined): Promise<SignedRequest> {
+    const { target } = this;
+    const query: Record<string, string> = { 'list-type': '2', prefix };
+    if (token !== undefined) query['continuation-token'] = token;
+    const search = Object.entries(query)
+      .map(([name, value]) => `${name}=${escapeSegment(value)}`)
+      .join('&');
+    // The bucket's own path, as the SDK writes it: `/BUCKET/` path-style, `/` virtual-hosted.
+    const path = `${target.basePath}/`;
+    const host = target.port === '' ? target.hostname : `${target.hostname}:${target.port}`;
+    const signed = await this.signer.sign(
+      { method: 'GET', protocol: target.protocol, hostname: target.hostname, ...(target.port === '' ? {} : { port: Number(target.port) }), path, query, headers: { host, 'x-amz-content-sha256': EMPTY_SHA256 } },
+      { signingDate: new Date(Date.now() + (this.config.systemClockOffset ?? 0)) },
+    );
+    return { url: `${target.protocol}//${host}${path}?${search}`, path: `${path}?${search}`, headers: signed.headers };
   }
 
   /** Closes the agent's connections (those of requests still under way too). */
@@ -132,11 +168,12 @@ export class DirectPut {
     this.agent.destroy();
   }
 
-  private send(signed: SignedPut & { body: Uint8Array }, signal: AbortSignal): Promise<{ etag: string | undefined }> {
+  /** Sends a signed request; resolves with the answer's ETag and body when the store did what was asked. */
+  private send(method: 'PUT' | 'GET', signed: SignedRequest & { body?: Uint8Array }, signal: AbortSignal): Promise<{ etag: string | undefined; text: string }> {
     const { target } = this;
     return new Promise((resolve, reject) => {
       const options = {
-        method: 'PUT',
+        method,
         protocol: target.protocol,
         // An IPv6 address without the brackets of its URL form.
         hostname: target.hostname.replace(/^\[(.*)\]$/, '$1'),
@@ -150,9 +187,11 @@ export class DirectPut {
       const onAnswer = (response: IncomingMessage) => {
         const chunks: Buffer[] = [];
         let length = 0;
+        const ok = response.statusCode !== undefined && response.statusCode >= 200 && response.statusCode < 300;
         response.on('data', (chunk: Buffer) => {
-          // An error document is small; the rest of a long answer is read and dropped, so the connection can serve again.
-          if (length < MAX_ANSWER_BYTES) chunks.push(chunk);
+          // A listing is kept whole; an error document is small, and the rest of a long answer to a
+          // PUT is read and dropped, so the connection can serve again.
+          if ((ok && method === 'GET') || length < MAX_ANSWER_BYTES) chunks.push(chunk);
           length += chunk.length;
         });
         response.on('error', reject);
@@ -166,11 +205,11 @@ export class DirectPut {
           // A 2xx answer whose body is an S3 error document is a failure (the SDK's rule: a 503).
           const failed = status < 200 || status >= 300 || text.trimEnd().endsWith('</Error>');
           if (!failed) {
-            resolve({ etag: headerValue(response.headers.etag) });
+            resolve({ etag: headerValue(response.headers.etag), text });
             return;
           }
           reject(
-            new S3PutError(status >= 200 && status < 300 ? 503 : status, xmlField(text, 'Code'), xmlField(text, 'Message'), {
+            new S3AnswerError(status >= 200 && status < 300 ? 503 : status, xmlField(text, 'Code'), xmlField(text, 'Message'), {
               ...optional('requestId', headerValue(response.headers['x-amz-request-id']) ?? xmlField(text, 'RequestId')),
               ...optional('extendedRequestId', headerValue(response.headers['x-amz-id-2']) ?? xmlField(text, 'HostId')),
             }),
@@ -218,10 +257,49 @@ async function resolvePutTarget(client: S3Client, bucket: string): Promise<PutTa
  * characters, slashes kept (the SDK's `{Key+}`: encodeURIComponent, and `!'()*` too).
  */
 export function escapeKey(key: string): string {
-  return key
-    .split('/')
-    .map((segment) => encodeURIComponent(segment).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
-    .join('/');
+  return key.split('/').map(escapeSegment).join('/');
+}
+
+/** Text percent-encoded but for RFC 3986's unreserved characters, as SigV4's canonical request has it. */
+function escapeSegment(text: string): string {
+  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/** The SHA-256 of no bytes: the payload hash of a request without a body. */
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+/**
+ * A `ListBucketResult`: each `<Contents>`'s key, size and ETag, and the next page's token when the
+ * listing is truncated. A page without `<ListBucketResult>` is no listing (an answer from
+ * something else than the store).
+ */
+export function parseListPage(text: string): ListPage {
+  if (!text.includes('<ListBucketResult')) throw invalidListing('the store answered the listing with something else than a ListBucketResult');
+  const objects: StoredObject[] = [];
+  for (const [, contents] of text.matchAll(CONTENTS)) {
+    const key = KEY.exec(contents!)?.[1];
+    if (key === undefined || key === '') continue;
+    objects.push({ key: xmlText(key), etag: unquote(xmlText(ETAG.exec(contents!)?.[1] ?? '')), size: Number(SIZE.exec(contents!)?.[1] ?? 0) });
+  }
+  const truncated = xmlField(text, 'IsTruncated') === 'true';
+  const next = truncated ? xmlField(text, 'NextContinuationToken') : undefined;
+  if (truncated && next === undefined) throw invalidListing('the store answered a truncated listing without a continuation token');
+  return { objects, next };
+}
+
+/** A listing that cannot be read, answered with a success status: not tried again (the store would answer it alike). */
+function invalidListing(message: string): S3AnswerError {
+  return new S3AnswerError(200, 'InvalidListing', message, {});
+}
+
+const CONTENTS = /<Contents>([\s\S]*?)<\/Contents>/g;
+const KEY = /<Key>([^<]*)<\/Key>/;
+const ETAG = /<ETag>([^<]*)<\/ETag>/;
+const SIZE = /<Size>\s*(\d+)\s*<\/Size>/;
+
+/** XML character data as text: entities and character references decoded (most keys have none). */
+function xmlText(raw: string): string {
+  return raw.includes('&') ? decodeXML(raw) : raw;
 }
 
 /**

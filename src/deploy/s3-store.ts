@@ -7,7 +7,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import type { ObjectHead, ObjectStore, PutRequest, StoredObject, StoreTarget } from './object-store.js';
-import { DirectPut, unquote } from './s3-put.js';
+import { DirectS3, unquote, type ListPage } from './s3-direct.js';
 import { withTries, type RequestPolicy } from './store-requests.js';
 
 /**
@@ -17,8 +17,8 @@ import { withTries, type RequestPolicy } from './store-requests.js';
  * configuration. The SDK client makes one try per call: the tries, deadlines and back-off are
  * src/deploy/store-requests.ts's, so that the SDK's retry quota (one allowance shared by every
  * request of a client, spent in an outage) never cuts `--tries` short. The uploads, one request
- * per object, are signed and sent by src/deploy/s3-put.ts without the SDK's per-command stack,
- * with the client's endpoint, credentials and region.
+ * per object, and the listing's pages are signed and sent by src/deploy/s3-direct.ts without the
+ * SDK's per-command stack, with the client's endpoint, credentials and region.
  */
 export interface S3StoreOptions {
   target: StoreTarget;
@@ -35,7 +35,7 @@ export class S3Store implements ObjectStore {
   private readonly bucket: string;
   private readonly policy: RequestPolicy;
   private readonly maxSockets: number;
-  private direct: Promise<DirectPut | null> | undefined;
+  private direct: Promise<DirectS3 | null> | undefined;
 
   constructor(options: S3StoreOptions) {
     this.bucket = options.target.bucket;
@@ -57,14 +57,21 @@ export class S3Store implements ObjectStore {
   async *list(prefix: string): AsyncIterable<StoredObject> {
     let token: string | undefined;
     do {
-      const command = new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token });
-      const page = await withTries(`the listing of ${prefix === '' ? 'the bucket' : prefix}`, this.policy, (abortSignal) => this.client.send(command, { abortSignal }));
-      for (const item of page.Contents ?? []) {
-        if (item.Key === undefined) continue;
-        yield { key: item.Key, etag: unquote(item.ETag), size: item.Size ?? 0 };
-      }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      const page = await withTries(`the listing of ${prefix === '' ? 'the bucket' : prefix}`, this.policy, async (abortSignal) => {
+        const direct = await this.directRequests();
+        return direct === null ? this.listThroughSdk(prefix, token, abortSignal) : direct.listPage(prefix, token, abortSignal);
+      });
+      yield* page.objects;
+      token = page.next;
     } while (token !== undefined);
+  }
+
+  private async listThroughSdk(prefix: string, token: string | undefined, abortSignal: AbortSignal): Promise<ListPage> {
+    const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal });
+    return {
+      objects: (page.Contents ?? []).flatMap((item) => (item.Key === undefined ? [] : [{ key: item.Key, etag: unquote(item.ETag), size: item.Size ?? 0 }])),
+      next: page.IsTruncated ? page.NextContinuationToken : undefined,
+    };
   }
 
   async head(key: string): Promise<ObjectHead | null> {
@@ -90,14 +97,14 @@ export class S3Store implements ObjectStore {
 
   async put(request: PutRequest): Promise<string> {
     return withTries(`PUT ${request.key}`, this.policy, async (abortSignal) => {
-      const direct = await this.directPut();
+      const direct = await this.directRequests();
       return direct === null ? this.putThroughSdk(request, abortSignal) : direct.put(request, abortSignal);
     });
   }
 
-  /** The uploads' sender, made once: null when the bucket's requests are not plain SigV4 ones (then the SDK sends them). */
-  private directPut(): Promise<DirectPut | null> {
-    this.direct ??= DirectPut.open(this.client, this.bucket, this.maxSockets).catch((error: unknown) => {
+  /** The uploads' and listing's sender, made once: null when the bucket's requests are not plain SigV4 ones (then the SDK sends them). */
+  private directRequests(): Promise<DirectS3 | null> {
+    this.direct ??= DirectS3.open(this.client, this.bucket, this.maxSockets).catch((error: unknown) => {
       this.direct = undefined;
       throw error;
     });

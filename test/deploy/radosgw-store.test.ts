@@ -10,13 +10,13 @@ import { runCli } from '../helpers/s3.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { S3Store } from '../../src/deploy/s3-store.js';
-import type { PutRequest } from '../../src/deploy/object-store.js';
+import type { PutRequest, StoredObject } from '../../src/deploy/object-store.js';
 
 /**
  * `vidfeeds deploy` against a production object store: Ceph's RADOS Gateway on a single-node
  * cluster the test starts (src/bench/radosgw.ts), the store read back by boto3, a client that
  * shares no code with the deploy's AWS SDK. The gateway checks each PUT's SigV4 signature and
- * Content-MD5 (s3rver checks neither), so the deploy's own PUTs (src/deploy/s3-put.ts) meet a
+ * Content-MD5 (s3rver checks neither), so the deploy's own PUTs (src/deploy/s3-direct.ts) meet a
  * store's check of their signing here.
  */
 
@@ -116,7 +116,7 @@ describe.skipIf(missing !== null)('vidfeeds deploy to Ceph RADOS Gateway', () =>
     expect(readObjects(store, BUCKET, `videos/${hidden}/`).size).toBe(0);
   });
 
-  it('takes PUTs of keys a path must escape, each signed and its Content-MD5 checked, and boto3 reads back their bytes and headers', async () => {
+  it('takes PUTs of keys a path must escape, each signed and its Content-MD5 checked, boto3 reads back their bytes and headers, and the listing names them whole', async () => {
     const requests = AWKWARD_KEYS.map((key, i) => putRequest(`awkward/${key}`, i % 2 === 0 ? { contentEncoding: 'gzip' } : {}));
     expect(await putAll(requests)).toEqual(requests.map((request) => request.md5));
     const stored = readObjects(store, BUCKET, 'awkward/');
@@ -126,6 +126,20 @@ describe.skipIf(missing !== null)('vidfeeds deploy to Ceph RADOS Gateway', () =>
       expect(got.body.equals(Buffer.from(request.body)), request.key).toBe(true);
       expect(got, request.key).toMatchObject({ contentType: request.contentType, cacheControl: request.cacheControl, contentEncoding: request.contentEncoding, metadata: request.metadata });
     }
+
+    const listed = await withEnvironment(environment(), async () => {
+      const s3 = new S3Store({ target: { bucket: BUCKET, prefix: '' }, endpoint: store.endpoint, policy: { tries: 1, timeoutMs: 30_000, stop: new AbortController().signal } });
+      try {
+        const objects: StoredObject[] = [];
+        for await (const object of s3.list('awkward/')) objects.push(object);
+        return objects;
+      } finally {
+        s3.close();
+      }
+    });
+    // In S3's order (UTF-8 bytes), each with the size and ETag boto3 reads.
+    expect(listed.map((o) => o.key)).toEqual(requests.map((request) => request.key).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    for (const object of listed) expect(object, object.key).toEqual({ key: object.key, etag: stored.get(object.key)!.etag, size: stored.get(object.key)!.body.length });
 
     const [wrongSecret] = await putAll([putRequest('refused/signature')], { ...environment(), AWS_SECRET_ACCESS_KEY: `${store.secretAccessKey}x` });
     expect(wrongSecret).toMatchObject({ status: 403, code: 'SignatureDoesNotMatch', transient: false });

@@ -14,6 +14,8 @@ export interface S3Account {
 
 export interface StoredObject {
   body: Buffer;
+  /** The ETag, without quotes. */
+  etag: string;
   contentType?: string;
   cacheControl?: string;
   contentEncoding?: string;
@@ -46,17 +48,18 @@ out = {}
 for page in s3.get_paginator("list_objects_v2").paginate(Bucket=sys.argv[2], Prefix=sys.argv[3]):
     for item in page.get("Contents", []):
         o = s3.get_object(Bucket=sys.argv[2], Key=item["Key"])
-        out[item["Key"]] = {"body": base64.b64encode(o["Body"].read()).decode(), "contentType": o.get("ContentType"),
+        out[item["Key"]] = {"body": base64.b64encode(o["Body"].read()).decode(), "etag": o["ETag"].strip('"'), "contentType": o.get("ContentType"),
                             "cacheControl": o.get("CacheControl"), "contentEncoding": o.get("ContentEncoding"),
                             "metadata": o.get("Metadata", {})}
 print(json.dumps(out))
 `;
-  type Read = { body: string; contentType: string | null; cacheControl: string | null; contentEncoding: string | null; metadata: Record<string, string> };
+  type Read = { body: string; etag: string; contentType: string | null; cacheControl: string | null; contentEncoding: string | null; metadata: Record<string, string> };
   const parsed = JSON.parse(python('get_object', script, [JSON.stringify(account), bucket, prefix])) as Record<string, Read>;
   const objects = new Map<string, StoredObject>();
   for (const [key, o] of Object.entries(parsed)) {
     objects.set(key, {
       body: Buffer.from(o.body, 'base64'),
+      etag: o.etag,
       contentType: o.contentType ?? undefined,
       cacheControl: o.cacheControl ?? undefined,
       contentEncoding: o.contentEncoding ?? undefined,

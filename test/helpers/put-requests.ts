@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { PutRequest } from '../../src/deploy/object-store.js';
 
 /**
- * Objects for the tests of the deploy's own PUTs (src/deploy/s3-put.ts): keys a file name can
+ * Objects for the tests of the deploy's own PUTs (src/deploy/s3-direct.ts): keys a file name can
  * make that a request path must escape, and a way to give the SDK's credential chain an
  * environment for the stores a test makes in its own process.
  */
