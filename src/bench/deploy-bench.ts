@@ -1,6 +1,6 @@
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, opendirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, opendirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { boto3Missing, uploadWithBoto3, writeUploadList } from './boto3-witness.js';
@@ -207,22 +207,31 @@ async function listingAndReading(out: string, endpoint: string, credentials: Cre
   started = performance.now();
   let files = 0;
   let bytes = 0;
-  const read = (directory: string): void => {
+  // The tree read as the deploy reads it (src/hosting/manifest.ts, walkAsStored): the top folder
+  // through a directory handle, a batch of entries at a time, the folders below whole.
+  const readFile = (path: string) => {
+    bytes += readFileSync(path).length;
+    files++;
+  };
+  const read = (directory: string, top: boolean): void => {
+    if (!top) {
+      for (const entry of readdirSync(directory, { withFileTypes: true })) {
+        if (entry.isDirectory()) read(join(directory, entry.name), false);
+        else if (entry.isFile()) readFile(join(directory, entry.name));
+      }
+      return;
+    }
     const dir = opendirSync(directory);
     try {
       for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
-        const path = join(directory, entry.name);
-        if (entry.isDirectory()) read(path);
-        else if (entry.isFile()) {
-          bytes += readFileSync(path).length;
-          files++;
-        }
+        if (entry.isDirectory()) read(join(directory, entry.name), false);
+        else if (entry.isFile()) readFile(join(directory, entry.name));
       }
     } finally {
       dir.closeSync();
     }
   };
-  read(out);
+  read(out, true);
   return { listed, listSeconds, files, bytes, readSeconds: (performance.now() - started) / 1000 };
 }
 

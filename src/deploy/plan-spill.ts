@@ -55,7 +55,7 @@ export class PlanSpill {
     this.db = new Database('');
     this.db.pragma('journal_mode = OFF');
     this.db.pragma('synchronous = OFF');
-    this.db.pragma('cache_size = -16000');
+    this.db.pragma('cache_size = -8000');
     this.db.exec(`
       CREATE TABLE docs (id INTEGER PRIMARY KEY, file TEXT NOT NULL, rank INTEGER NOT NULL, content_type TEXT NOT NULL,
         cache_control TEXT NOT NULL, link TEXT, stored INTEGER NOT NULL DEFAULT 0, writes INTEGER NOT NULL DEFAULT 0);

@@ -142,7 +142,7 @@ export class DirectS3 {
   async listPage(prefix: string, token: string | undefined, signal: AbortSignal): Promise<ListPage> {
     const signed = await this.signList(prefix, token);
     signal.throwIfAborted();
-    return parseListPage((await this.send('GET', signed, signal)).text);
+    return parseListPage((await this.send('GET', signed, signal)).body);
   }
 
   /** The GET of a listing's page, signed now, as it is sent. */
@@ -169,7 +169,7 @@ export class DirectS3 {
   }
 
   /** Sends a signed request; resolves with the answer's ETag and body when the store did what was asked. */
-  private send(method: 'PUT' | 'GET', signed: SignedRequest & { body?: Uint8Array }, signal: AbortSignal): Promise<{ etag: string | undefined; text: string }> {
+  private send(method: 'PUT' | 'GET', signed: SignedRequest & { body?: Uint8Array }, signal: AbortSignal): Promise<{ etag: string | undefined; body: Buffer }> {
     const { target } = this;
     return new Promise((resolve, reject) => {
       const options = {
@@ -201,13 +201,14 @@ export class DirectS3 {
         });
         response.on('end', () => {
           const status = response.statusCode ?? 0;
-          const text = Buffer.concat(chunks).toString('utf8');
+          const body = Buffer.concat(chunks);
           // A 2xx answer whose body is an S3 error document is a failure (the SDK's rule: a 503).
-          const failed = status < 200 || status >= 300 || text.trimEnd().endsWith('</Error>');
+          const failed = status < 200 || status >= 300 || body.subarray(-64).toString('utf8').trimEnd().endsWith('</Error>');
           if (!failed) {
-            resolve({ etag: headerValue(response.headers.etag), text });
+            resolve({ etag: headerValue(response.headers.etag), body });
             return;
           }
+          const text = body.toString('utf8');
           reject(
             new S3AnswerError(status >= 200 && status < 300 ? 503 : status, xmlField(text, 'Code'), xmlField(text, 'Message'), {
               ...optional('requestId', headerValue(response.headers['x-amz-request-id']) ?? xmlField(text, 'RequestId')),
@@ -271,18 +272,24 @@ const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b78
 /**
  * A `ListBucketResult`: each `<Contents>`'s key, size and ETag, and the next page's token when the
  * listing is truncated. A page without `<ListBucketResult>` is no listing (an answer from
- * something else than the store).
+ * something else than the store). Read from the bytes one `<Contents>` at a time: a page of 1,000
+ * keys made into one string would be a large object, which only a full garbage collection frees.
  */
-export function parseListPage(text: string): ListPage {
-  if (!text.includes('<ListBucketResult')) throw invalidListing('the store answered the listing with something else than a ListBucketResult');
+export function parseListPage(body: Buffer): ListPage {
+  if (body.indexOf('<ListBucketResult') === -1) throw invalidListing('the store answered the listing with something else than a ListBucketResult');
   const objects: StoredObject[] = [];
-  for (const [, contents] of text.matchAll(CONTENTS)) {
-    const key = KEY.exec(contents!)?.[1];
-    if (key === undefined || key === '') continue;
-    objects.push({ key: xmlText(key), etag: unquote(xmlText(ETAG.exec(contents!)?.[1] ?? '')), size: Number(SIZE.exec(contents!)?.[1] ?? 0) });
+  for (let at = body.indexOf(CONTENTS_OPEN); at !== -1; ) {
+    const end = body.indexOf(CONTENTS_CLOSE, at);
+    if (end === -1) throw invalidListing('the store answered a listing that ends inside a <Contents> element');
+    const contents = body.toString('utf8', at + CONTENTS_OPEN.length, end);
+    const key = KEY.exec(contents)?.[1];
+    if (key !== undefined && key !== '') {
+      objects.push({ key: xmlText(key), etag: unquote(xmlText(ETAG.exec(contents)?.[1] ?? '')), size: Number(SIZE.exec(contents)?.[1] ?? 0) });
+    }
+    at = body.indexOf(CONTENTS_OPEN, end);
   }
-  const truncated = xmlField(text, 'IsTruncated') === 'true';
-  const next = truncated ? xmlField(text, 'NextContinuationToken') : undefined;
+  const truncated = elementText(body, 'IsTruncated') === 'true';
+  const next = truncated ? elementText(body, 'NextContinuationToken') : undefined;
   if (truncated && next === undefined) throw invalidListing('the store answered a truncated listing without a continuation token');
   return { objects, next };
 }
@@ -292,10 +299,21 @@ function invalidListing(message: string): S3AnswerError {
   return new S3AnswerError(200, 'InvalidListing', message, {});
 }
 
-const CONTENTS = /<Contents>([\s\S]*?)<\/Contents>/g;
+const CONTENTS_OPEN = '<Contents>';
+const CONTENTS_CLOSE = '</Contents>';
 const KEY = /<Key>([^<]*)<\/Key>/;
 const ETAG = /<ETag>([^<]*)<\/ETag>/;
 const SIZE = /<Size>\s*(\d+)\s*<\/Size>/;
+
+/** The text of the page's first `<name>` element, XML-decoded and trimmed; undefined when there is none or it is empty. */
+function elementText(body: Buffer, name: string): string | undefined {
+  const start = body.indexOf(`<${name}>`);
+  if (start === -1) return undefined;
+  const end = body.indexOf(`</${name}>`, start);
+  if (end === -1) return undefined;
+  const value = xmlText(body.toString('utf8', start + name.length + 2, end)).trim();
+  return value === '' ? undefined : value;
+}
 
 /** XML character data as text: entities and character references decoded (most keys have none). */
 function xmlText(raw: string): string {
