@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { createBucket, readObjects } from '../helpers/boto3.js';
 import { cli, readTree } from '../helpers/cli.js';
 import { editDemoSite, expectedObjects, manifest, productCacheControl, productType } from '../helpers/deploy-objects.js';
-import { AWKWARD_KEYS, putRequest, withEnvironment } from '../helpers/put-requests.js';
+import { AWKWARD_KEYS, listThroughStore, putRequest, withEnvironment } from '../helpers/put-requests.js';
 import { radosgwMissing, startRadosgw, type RunningRadosgw } from '../helpers/radosgw.js';
 import { runCli } from '../helpers/s3.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { S3Store } from '../../src/deploy/s3-store.js';
-import type { PutRequest, StoredObject } from '../../src/deploy/object-store.js';
+import type { PutRequest } from '../../src/deploy/object-store.js';
 
 /**
  * `vidfeeds deploy` against a production object store: Ceph's RADOS Gateway on a single-node
@@ -127,16 +127,7 @@ describe.skipIf(missing !== null)('vidfeeds deploy to Ceph RADOS Gateway', () =>
       expect(got, request.key).toMatchObject({ contentType: request.contentType, cacheControl: request.cacheControl, contentEncoding: request.contentEncoding, metadata: request.metadata });
     }
 
-    const listed = await withEnvironment(environment(), async () => {
-      const s3 = new S3Store({ target: { bucket: BUCKET, prefix: '' }, endpoint: store.endpoint, policy: { tries: 1, timeoutMs: 30_000, stop: new AbortController().signal } });
-      try {
-        const objects: StoredObject[] = [];
-        for await (const object of s3.list('awkward/')) objects.push(object);
-        return objects;
-      } finally {
-        s3.close();
-      }
-    });
+    const listed = await listThroughStore(store.endpoint, BUCKET, 'awkward/', environment(), { tries: 1, timeoutMs: 30_000, stop: new AbortController().signal });
     // In S3's order (UTF-8 bytes), each with the size and ETag boto3 reads.
     expect(listed.map((o) => o.key)).toEqual(requests.map((request) => request.key).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
     for (const object of listed) expect(object, object.key).toEqual({ key: object.key, etag: stored.get(object.key)!.etag, size: stored.get(object.key)!.body.length });

@@ -8,7 +8,7 @@ import { DirectS3, escapeKey } from '../../src/deploy/s3-direct.js';
 import { S3Store } from '../../src/deploy/s3-store.js';
 import { StopRequested, StoreRequestError, StoreUnresponsive, type RequestPolicy } from '../../src/deploy/store-requests.js';
 import { BUCKET, CREDENTIALS, startLocalS3, type LocalS3 } from '../helpers/s3.js';
-import { AWKWARD_KEYS, putRequest, withEnvironment } from '../helpers/put-requests.js';
+import { AWKWARD_KEYS, listThroughStore, putRequest, withEnvironment } from '../helpers/put-requests.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -184,16 +184,7 @@ describe('S3Store.put against a store that records what it is sent', () => {
         ? listing([{ key: 'keys/c & d', etag: '"cc"', size: 3 }], null)
         : listing([{ key: 'keys/a', etag: '"aa"', size: 1 }, { key: 'keys/b<b>', etag: '"bb"', size: 2 }], token),
     });
-    const listed = await withEnvironment(CREDENTIALS, async () => {
-      const store = new S3Store({ target: { bucket: BUCKET, prefix: '' }, endpoint, policy: policy() });
-      try {
-        const objects = [];
-        for await (const object of store.list('keys/')) objects.push(object);
-        return objects;
-      } finally {
-        store.close();
-      }
-    });
+    const listed = await listThroughStore(endpoint, BUCKET, 'keys/', CREDENTIALS, policy());
     expect(listed).toEqual([
       { key: 'keys/a', etag: 'aa', size: 1 },
       { key: 'keys/b<b>', etag: 'bb', size: 2 },
@@ -306,16 +297,7 @@ describe('S3Store.put and list against s3rver', () => {
       }
     });
     expect((await s3.keys()).filter((key) => key.startsWith('keys/'))).toEqual([...KEYS].sort());
-    const listed = await withEnvironment(CREDENTIALS, async () => {
-      const store = new S3Store({ target: { bucket: BUCKET, prefix: '' }, endpoint: s3.endpoint, policy: policy() });
-      try {
-        const objects = [];
-        for await (const object of store.list('keys/')) objects.push(object);
-        return objects;
-      } finally {
-        store.close();
-      }
-    });
+    const listed = await listThroughStore(s3.endpoint, BUCKET, 'keys/', CREDENTIALS, policy());
     expect(listed.map((o) => o.key).sort()).toEqual([...KEYS].sort());
     for (const request of requests) expect(listed.find((o) => o.key === request.key), request.key).toEqual({ key: request.key, etag: request.md5, size: request.body.byteLength });
     for (const request of requests) {

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { PutRequest } from '../../src/deploy/object-store.js';
+import type { PutRequest, StoredObject } from '../../src/deploy/object-store.js';
+import { S3Store } from '../../src/deploy/s3-store.js';
+import type { RequestPolicy } from '../../src/deploy/store-requests.js';
 
 /**
  * Objects for the tests of the deploy's own PUTs (src/deploy/s3-direct.ts): keys a file name can
@@ -45,4 +47,18 @@ export async function withEnvironment<T>(values: Record<string, string>, body: (
       else process.env[name] = value;
     }
   }
+}
+
+/** Every object the deploy's store lists under `prefix` (bucket `bucket` at `endpoint`), with `env` as the SDK chain's environment. */
+export function listThroughStore(endpoint: string, bucket: string, prefix: string, env: Record<string, string>, policy: RequestPolicy): Promise<StoredObject[]> {
+  return withEnvironment(env, async () => {
+    const store = new S3Store({ target: { bucket, prefix: '' }, endpoint, policy });
+    try {
+      const objects: StoredObject[] = [];
+      for await (const object of store.list(prefix)) objects.push(object);
+      return objects;
+    } finally {
+      store.close();
+    }
+  });
 }
