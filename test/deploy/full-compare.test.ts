@@ -6,13 +6,15 @@ import { buildManifest, manifestEntries, type ManifestEntry } from '../../src/ho
 import { routesOf } from '../../src/hosting/routes.js';
 import { byCodePoint } from '../../src/db/by-code-point.js';
 import { DeployRecord } from '../../src/deploy/deploy-record.js';
+import { fullCompare, type CompareRequest } from '../../src/deploy/full-compare.js';
+import type { StoredObject } from '../../src/deploy/object-store.js';
 import { runDeploy, type DeployReport } from '../../src/deploy/run-deploy.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /**
- * The full compare reads the tree one file at a time in the store's key order and keeps its plan in
- * a temporary database, read back a page at a time: these trees are larger than a page of the plan
+ * The full compare reads the tree one file at a time while the store lists the prefix, keeps both
+ * in a temporary database, and reads its plan back a page at a time: these trees are larger than a page of the plan
  * (512 documents) and than a batch of deletions (1,000 keys), so the order of the steps, the
  * deletions' order and batches, and what a failure leaves not attempted are checked across pages.
  */
@@ -123,6 +125,63 @@ describe('the full compare of a tree larger than a page of its plan', () => {
     expect(report.uploaded).toEqual({ new: USERS * 2, changed: 0, site: 1 });
     expect(report.deleted).toBe(1);
     expect([[...report.uploadedKeys], [...report.deletedKeys]]).toEqual([[], []]);
+  });
+});
+
+describe('the tree and the listing, read side by side', () => {
+  const request = (files: AsyncIterable<ManifestEntry>, store: MemoryStore): CompareRequest => ({
+    manifest: { files },
+    routes,
+    target: { bucket: 'site', prefix: 'p/' },
+    store,
+    concurrency: 8,
+    record: new DeployRecord(join(out, '..', 'record-side.json')),
+    recordId: 'memory',
+  });
+
+  it('stops reading the tree when the listing fails, and fails with the listing\'s error', async () => {
+    let read = 0;
+    async function* counted(): AsyncIterable<ManifestEntry> {
+      for await (const entry of entries()) {
+        read++;
+        yield entry;
+      }
+    }
+    const store = new MemoryStore();
+    store.list = async function* (): AsyncIterable<StoredObject> {
+      await new Promise((resolve) => setImmediate(resolve));
+      throw Object.assign(new Error('Access Denied'), { name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+    };
+    await expect(fullCompare(request(counted(), store), { unorderedListing: null })).rejects.toThrow('Access Denied');
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThan(USERS);
+  });
+
+  it('stops listing when the tree cannot be read, and fails with the tree\'s error', async () => {
+    let listed = 0;
+    let ended = false;
+    const store = new MemoryStore();
+    store.list = async function* (): AsyncIterable<StoredObject> {
+      try {
+        for (let i = 0; i < 1_000_000; i++) {
+          if (i % 100 === 0) await new Promise((resolve) => setImmediate(resolve));
+          listed++;
+          yield { key: `p/k${i}`, etag: 'e', size: 1 };
+        }
+      } finally {
+        ended = true;
+      }
+    };
+    async function* failing(): AsyncIterable<ManifestEntry> {
+      let n = 0;
+      for await (const entry of entries()) {
+        if (++n === 200) throw Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES' });
+        yield entry;
+      }
+    }
+    await expect(fullCompare(request(failing(), store), { unorderedListing: null })).rejects.toThrow('EACCES');
+    expect(ended).toBe(true);
+    expect(listed).toBeLessThan(1_000_000);
   });
 });
 
