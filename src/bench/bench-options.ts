@@ -88,7 +88,7 @@ export function parseArgs(argv: string[]): BenchOptions {
     }
   }
   if (syncEvery !== null && freshness === null) throw new Error('--sync-every goes with --freshness');
-  if (argv.includes('--store') && (!deploy || freshness !== null)) throw new Error('--store goes with --deploy (without --freshness: watch --deploy is timed against s3rver)');
+  if (argv.includes('--store') && !deploy) throw new Error('--store goes with --deploy');
   if (freshness !== null) freshness = { rate, seconds, syncEvery, mix };
   // The deploy run's size unless --users says otherwise: the store writes each object as files.
   if (deploy && !argv.includes('--users')) users = [10_000];

@@ -48,7 +48,8 @@ import { packTree } from './pack.js';
  *                                      --store radosgw
  *   npm run bench -- --freshness --deploy   instead: the time from a commit to its objects in a
  *                                      local store and its feeds' hub pings while `vidfeeds watch
- *                                      --deploy` runs (live-deploy.ts), with the writer above
+ *                                      --deploy` runs (live-deploy.ts), with the writer above;
+ *                                      --store radosgw as for --deploy
  *
  * Every build runs as its own process (child.ts) so its peak RSS is its own. Demo databases are
  * cached in bench-cache/ (gitignored; VIDFEEDS_BENCH_CACHE names another folder), keyed by the
@@ -327,6 +328,7 @@ async function liveDeploySize(users: number, runDir: string, options: BenchOptio
     cliChild: CLI_CHILD,
     writerScript: WRITER,
     storeScript: STORE_CHILD,
+    store: options.store,
     rate: options.freshness!.rate,
     seconds: options.freshness!.seconds,
     mix: options.freshness!.mix,

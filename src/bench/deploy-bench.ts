@@ -38,10 +38,10 @@ export interface DeployBenchInput {
 
 export const BUCKET = 'site';
 export const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
-type Credentials = typeof CREDENTIALS;
+export type Credentials = typeof CREDENTIALS;
 
 /** A running store with the bench's bucket: its endpoint, the keys the deploy signs with, and how to stop it. */
-interface BenchStore {
+export interface BenchStore {
   endpoint: string;
   credentials: Credentials;
   stop(): Promise<void>;
@@ -130,7 +130,7 @@ export async function benchDeploy(input: DeployBenchInput): Promise<void> {
 }
 
 /** Starts the store in `directory` (s3rver's files; the gateway keeps its cluster in a temporary folder of its own) with the bench's bucket. */
-async function startBenchStore(kind: BenchStoreKind, script: string, directory: string): Promise<BenchStore> {
+export async function startBenchStore(kind: BenchStoreKind, script: string, directory: string): Promise<BenchStore> {
   if (kind === 's3rver') {
     mkdirSync(directory, { recursive: true });
     const { child, port } = await startStore(script, directory);

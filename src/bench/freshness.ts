@@ -179,12 +179,12 @@ export async function runWriter(
 
   for (;;) {
     const polled = [...pending];
-    const answers = await Promise.all(polled.map(arrived));
-    // When the answers are in: a change is counted as late as the bench could have seen it.
+    // When a change's answer is in: it is counted as late as the bench could have seen it.
+    const seenAt = await Promise.all(polled.map(async (entry) => ((await arrived(entry)) ? now() : null)));
     const at = now();
     for (const [i, entry] of polled.entries()) {
-      if (!answers[i]) continue;
-      outcomes.push({ change: entry.change, ms: at - entry.change.committedAt });
+      if (seenAt[i] === null) continue;
+      outcomes.push({ change: entry.change, ms: seenAt[i]! - entry.change.committedAt });
       pending.splice(pending.indexOf(entry), 1);
     }
     if (writer.exitCode !== null && writer.exitCode !== 0) throw new Error(`the writer failed:\n${writerErr}`);

@@ -1,7 +1,7 @@
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,13 +11,13 @@ import { keysOf, routeOfFile } from '../hosting/manifest.js';
 import { routesOf } from '../hosting/routes.js';
 import { isWebSubTopic } from '../hosting/websub-links.js';
 import { SitePaths } from '../paths/site-paths.js';
-import { BUCKET, CREDENTIALS, startStore } from './deploy-bench.js';
+import { BUCKET, startBenchStore, type BenchStoreKind, type Credentials } from './deploy-bench.js';
 import { percentile, runWriter, until, type Outcome, type PendingChange } from './freshness.js';
 import type { Expectation, WriterMix } from './writer.js';
 
 /**
  * `npm run bench -- --freshness --deploy`: how long a change waits to be published to an object
- * store. `vidfeeds watch --deploy` runs on a copy of the demo database, publishing to s3rver, with
+ * store. `vidfeeds watch --deploy` runs on a copy of the demo database, publishing to s3rver or the RADOS Gateway (`--store`), with
  * a WebSub hub stand-in (an HTTP server of the bench's own) as the site's hub, while the freshness
  * writer (writer.ts) commits changes at a steady rate. For each change the bench reads the
  * store, through the AWS SDK, not watch's log, until every object the change should alter holds
@@ -39,6 +39,7 @@ export interface LiveDeployContext {
   cliChild: string;
   writerScript: string;
   storeScript: string;
+  store: BenchStoreKind;
   rate: number;
   seconds: number;
   mix: WriterMix;
@@ -58,10 +59,8 @@ export async function benchLiveDeploy(ctx: LiveDeployContext): Promise<void> {
   const site = new Database(db);
   site.pragma('journal_mode = WAL');
   site.close();
-  const storeDir = join(runDir, 'store');
-  mkdirSync(storeDir, { recursive: true });
-  const store = await startStore(ctx.storeScript, storeDir);
-  const endpoint = `http://127.0.0.1:${store.port}`;
+  const store = await startBenchStore(ctx.store, ctx.storeScript, join(runDir, 'store'));
+  const { endpoint, credentials } = store;
   const state = `${out}.state.sqlite`;
   const cli = ['--db', db, '--out', out, '--state', state, '--config', config];
   // The deploys name the builds' state, as watch's do: a deploy that cannot tell which build state
@@ -69,11 +68,11 @@ export async function benchLiveDeploy(ctx: LiveDeployContext): Promise<void> {
   const target = ['--to', `s3://${BUCKET}/${PREFIX.slice(0, -1)}`, '--endpoint', endpoint, '--config', config, '--out', out, '--state', state];
   try {
     const first = await ctx.runCli(['build', ...cli], {});
-    const published = await ctx.runCli(['deploy', ...target, '--no-notify'], CREDENTIALS);
+    const published = await ctx.runCli(['deploy', ...target, '--no-notify'], credentials);
     lines(`first build and deploy  ${first.seconds.toFixed(1)} s + ${published.seconds.toFixed(1)} s (untimed: what watch starts from)`);
 
     const watch = spawn(process.execPath, [ctx.cliChild, 'watch', ...cli, '--deploy', `s3://${BUCKET}/${PREFIX.slice(0, -1)}`, '--endpoint', endpoint], {
-      env: { ...process.env, ...ctx.env, ...CREDENTIALS },
+      env: { ...process.env, ...ctx.env, ...credentials },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let watchErr = '';
@@ -82,7 +81,7 @@ export async function benchLiveDeploy(ctx: LiveDeployContext): Promise<void> {
     try {
       const ready = await until(() => /start: (full|incremental) build/.test(watchErr) || watch.exitCode !== null, 600_000);
       if (!ready || watch.exitCode !== null) throw new Error(`watch did not make its first build:\n${watchErr}`);
-      const poller = storePoller(endpoint, config, hub.pings);
+      const poller = storePoller(endpoint, credentials, config, hub.pings);
       const outcomes = await runWriter(ctx, db, (entry) => poller.arrived(entry), POLL_MS);
       watch.kill('SIGINT');
       if ((await watchExit) !== 0) throw new Error(`watch exited with an error:\n${watchErr.slice(-4000)}`);
@@ -92,7 +91,7 @@ export async function benchLiveDeploy(ctx: LiveDeployContext): Promise<void> {
       if (watch.exitCode === null) watch.kill('SIGKILL');
     }
     // Nothing lost: the store holds the tree, object for object.
-    const verify = await ctx.runCli(['deploy', ...target, '--verify', '--dry-run', '--json', '--no-notify'], CREDENTIALS);
+    const verify = await ctx.runCli(['deploy', ...target, '--verify', '--dry-run', '--json', '--no-notify'], credentials);
     const counts = (JSON.parse(verify.stdout.split('\n').find((l) => l.startsWith('{'))!) as { counts: { objects: number; uploaded: number; deleted: number } }).counts;
     lines(
       counts.uploaded === 0 && counts.deleted === 0
@@ -100,7 +99,7 @@ export async function benchLiveDeploy(ctx: LiveDeployContext): Promise<void> {
         : `after the run           the store differs from the watched tree: ${counts.uploaded} objects to write, ${counts.deleted} to delete (MISSED)`,
     );
   } finally {
-    store.child.kill('SIGTERM');
+    await store.stop();
     hub.server.close();
   }
 }
@@ -121,8 +120,8 @@ function startHub(): Promise<{ url: string; server: Server; pings: Map<string, n
 }
 
 /** Reads the store for a change's objects, a few reads at once, and the hub's pings for its feeds. */
-function storePoller(endpoint: string, configFile: string, pings: ReadonlyMap<string, number[]>) {
-  const client = new S3Client({ endpoint, forcePathStyle: true, region: CREDENTIALS.AWS_REGION, credentials: { accessKeyId: CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: CREDENTIALS.AWS_SECRET_ACCESS_KEY } });
+function storePoller(endpoint: string, credentials: Credentials, configFile: string, pings: ReadonlyMap<string, number[]>) {
+  const client = new S3Client({ endpoint, forcePathStyle: true, region: credentials.AWS_REGION, credentials: { accessKeyId: credentials.AWS_ACCESS_KEY_ID, secretAccessKey: credentials.AWS_SECRET_ACCESS_KEY } });
   const config = loadConfig({ configFile });
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
@@ -164,8 +163,9 @@ function storePoller(endpoint: string, configFile: string, pings: ReadonlyMap<st
   return {
     async arrived(entry: PendingChange): Promise<boolean> {
       if (!feeds.has(entry.change.id)) feeds.set(entry.change.id, feedsOf(entry.change.expect));
-      const answers = await Promise.all(entry.left.map(inStore));
-      entry.left = entry.left.filter((_, i) => !answers[i]);
+      // One object at a time, in order: the others go up in the same deploy, and reading all of
+      // every waiting change's each round would load the store whose pace is measured.
+      while (entry.left.length > 0 && (await inStore(entry.left[0]!))) entry.left = entry.left.slice(1);
       return entry.left.length === 0 && feeds.get(entry.change.id)!.every((url) => (pings.get(url) ?? []).some((at) => at >= entry.change.committedAt));
     },
   };
