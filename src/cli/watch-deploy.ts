@@ -1,10 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { RunSettings } from '../config/run-settings.js';
 import { deployTargetOf } from './deploy-target.js';
 
 /**
  * `vidfeeds watch --deploy s3://…` (or `deploy.to` in the configuration): after each build, `vidfeeds deploy` of the tree, in a process
- * of its own (a deploy that is stopped or killed never takes the watch with it). One deploy at a
+ * of its own (a deploy that is stopped or killed never takes the watch with it) that stays for the
+ * next one (src/cli/deploy-worker.ts), so a deploy costs its requests, not a start. One deploy at a
  * time: builds that finish while one runs are carried by the next, which starts as soon as it
  * ends. The deploy is incremental (src/deploy/deploy-basis.ts), so each sends what every build
  * since the last one that succeeded changed; it tells hubs, IndexNow and the `--on-change` command,
@@ -32,10 +34,12 @@ export interface WatchDeployOptions {
   onEnd: (code: number, retryInMs: number | null) => void;
   retryMs?: number;
   maxRetryMs?: number;
-  /** The vidfeeds command (node and its script); this process's own by default. */
-  command?: [string, ...string[]];
+  /** The deploys' process: node and its script (src/cli/deploy-worker.ts by default). */
+  command?: [string, string];
 }
 
+/** src/cli/deploy-worker.ts, as compiled beside this file. */
+const WORKER_SCRIPT = fileURLToPath(new URL('./deploy-worker.js', import.meta.url));
 const DEFAULT_RETRY_MS = 2000;
 const DEFAULT_MAX_RETRY_MS = 300_000;
 /** How long a deploy waits for a build of the tree to release the lock. */
@@ -66,7 +70,10 @@ export function watchDeployArgs(flags: WatchDeployFlags, tree: { out: string; st
 }
 
 export class DeployAfterBuilds {
-  private running: { child: ChildProcess; ended: Promise<void> } | null = null;
+  private worker: { child: ChildProcess; exited: Promise<void> } | null = null;
+  /** The deploy under way: resolved when it ends, however it ends. */
+  private running: Promise<void> | null = null;
+  private finish: ((code: number) => void) | null = null;
   private wanted = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private failures = 0;
@@ -94,31 +101,51 @@ export class DeployAfterBuilds {
     this.stopping = true;
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     this.retryTimer = null;
-    const running = this.running;
-    if (running === null) return;
-    running.child.kill('SIGTERM');
-    await running.ended;
+    const worker = this.worker;
+    if (worker === null) return;
+    worker.child.kill('SIGTERM');
+    await worker.exited;
   }
 
   private next(): void {
     if (!this.wanted || this.stopping) return;
     this.wanted = false;
-    const [program, ...prefix] = this.options.command ?? [process.execPath, process.argv[1]!];
-    const child = spawn(program, [...prefix, 'deploy', ...this.options.args], { stdio: ['ignore', 'ignore', 'inherit'] });
-    const ended = new Promise<void>((resolve) => {
-      child.on('error', () => this.ended(1, resolve));
-      child.on('close', (code, signal) => this.ended(code ?? (signal === null ? 1 : 143), resolve));
+    const { child } = this.worker ?? this.startWorker();
+    this.running = new Promise<void>((resolve) => {
+      this.finish = (code) => {
+        this.finish = null;
+        this.ended(code, resolve);
+      };
     });
-    this.running = { child, ended };
+    child.send('deploy');
+  }
+
+  /** The deploys' process, started with the first deploy and again after one that ended it. */
+  private startWorker(): NonNullable<DeployAfterBuilds['worker']> {
+    const [program, script] = this.options.command ?? [process.execPath, WORKER_SCRIPT];
+    const child = fork(script, this.options.args, { execPath: program, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    child.on('message', (message: { code?: unknown }) => {
+      if (typeof message?.code === 'number') this.finish?.(message.code);
+    });
+    const exited = new Promise<void>((resolve) => {
+      const gone = (code: number) => {
+        if (this.worker?.child === child) this.worker = null;
+        this.finish?.(code);
+        resolve();
+      };
+      child.on('error', () => gone(1));
+      child.on('exit', (code, signal) => gone(code ?? (signal === null ? 1 : 143)));
+    });
+    this.worker = { child, exited };
+    return this.worker;
   }
 
   private ended(code: number, resolve: () => void): void {
-    if (this.running === null) return resolve();
     this.running = null;
+    resolve();
     if (code === 0 || this.stopping) {
       this.failures = 0;
       this.options.onEnd(code, null);
-      resolve();
       this.next();
       return;
     }
@@ -132,6 +159,5 @@ export class DeployAfterBuilds {
       this.next();
     }, delay);
     this.retryTimer.unref();
-    resolve();
   }
 }

@@ -1,0 +1,32 @@
+import { main } from './main.js';
+
+/**
+ * The process `vidfeeds watch --deploy` runs its deploys in (src/cli/watch-deploy.ts): started
+ * with the deploy's arguments, it runs `vidfeeds deploy` with them each time the watch sends
+ * `deploy`, and answers with the exit code. One process for all of them, so a deploy of a few
+ * objects costs its requests, not the start of Node and the loading of the AWS SDK; still a
+ * process of its own, so a deploy that fails or is killed never takes the watch with it.
+ *
+ * A deploy stopped by a signal ends the process with its exit code, as `vidfeeds deploy` would; a
+ * signal between deploys ends it at once. When the watch goes away, the deploy under way finishes
+ * (it holds the lock and owes notifications) and the process ends.
+ */
+
+const args = process.argv.slice(2);
+let deploying = false;
+let orphaned = false;
+
+process.on('message', (message) => {
+  if (message !== 'deploy' || deploying) return;
+  deploying = true;
+  void main([process.argv[0]!, 'vidfeeds', 'deploy', ...args]).then((code) => {
+    deploying = false;
+    if (code === 130 || code === 143 || orphaned) process.exit(code);
+    process.send!({ code });
+  });
+});
+
+process.on('disconnect', () => {
+  orphaned = true;
+  if (!deploying) process.exit(0);
+});
