@@ -42,6 +42,12 @@ export interface DeployRequest extends CompareRequest {
   published?: PublishedState | null;
   /** When the deploy began (before the tree was read), for its reported seconds. */
   startedAt?: bigint;
+  /**
+   * Called once the deploy reads nothing more of the tree: an incremental deploy that holds the
+   * bytes it sends (up to SNAPSHOT_BYTES) calls it before its first request, so that a build can
+   * change the tree while the objects go up; otherwise nothing calls it.
+   */
+  treeRead?: () => void;
   /** Each object written or deleted, as it happens. */
   progress?: (event: { key: string; action: 'uploaded' | 'deleted' }) => void;
   /** Whether the report lists every key written and deleted (the default), or only counts them. */
@@ -91,6 +97,8 @@ export interface DeployFailure {
 }
 
 const DELETE_BATCH = 1000;
+/** The most of the tree's bytes an incremental deploy holds, so that builds need not wait for its uploads. */
+const SNAPSHOT_BYTES = 32 * 2 ** 20;
 
 export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
   const started = request.startedAt ?? process.hrtime.bigint();
@@ -101,15 +109,23 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
     return report;
   };
   let plan: WritePlan;
+  let bodies: ReadonlyMap<string, Buffer> | null = null;
   try {
-    plan = request.incremental === undefined ? await fullCompare(request, report) : await incrementalCompare(request, request.incremental);
+    if (request.incremental === undefined) {
+      plan = await fullCompare(request, report);
+    } else {
+      const compared = await incrementalCompare(request, request.incremental);
+      plan = compared.plan;
+      bodies = request.dryRun ? new Map() : snapshotOf(request.out, compared.documents);
+      if (bodies !== null) request.treeRead?.();
+    }
   } catch (error) {
     // A stop during the comparison: nothing was written, and what would have been is not known yet.
     if (error instanceof StopRequested) return finish();
     throw error;
   }
   try {
-    await publishPlan(request, plan, report);
+    await publishPlan({ ...request, bodies }, plan, report);
   } finally {
     plan.close();
   }
@@ -117,7 +133,7 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
 }
 
 /** Writes in the safe order, then deletes; records the target once everything planned was done. */
-async function publishPlan(request: DeployRequest, plan: WritePlan, report: DeployReport): Promise<void> {
+async function publishPlan(request: Publishing, plan: WritePlan, report: DeployReport): Promise<void> {
   Object.assign(report, { documents: plan.documents, objects: plan.objects, unchanged: plan.unchanged, checked: plan.checked });
   if (!request.dryRun) request.beforeWrites?.(plan.changedForReaders(), removedFiles(request, plan));
 
@@ -162,8 +178,22 @@ function* removedFiles(request: DeployRequest, plan: WritePlan): Iterable<string
   }
 }
 
+/**
+ * The bytes of every object of `documents`, by file, read now (while the build lock is held, as
+ * when they were hashed); null when they come to more than SNAPSHOT_BYTES, and are read as they
+ * are sent.
+ */
+function snapshotOf(out: string, documents: readonly PlannedDocument[]): Map<string, Buffer> | null {
+  let total = 0;
+  for (const document of documents) for (const object of document.objects) total += object.size;
+  if (total > SNAPSHOT_BYTES) return null;
+  const bodies = new Map<string, Buffer>();
+  for (const document of documents) for (const object of document.objects) if (!bodies.has(object.file)) bodies.set(object.file, readTreeFile(out, object.file));
+  return bodies;
+}
+
 /** An incremental deploy's plan: every object of the changed documents to write, the removed documents' keys to delete. */
-async function incrementalCompare(request: DeployRequest, changes: NonNullable<DeployRequest['incremental']>): Promise<WritePlan> {
+async function incrementalCompare(request: DeployRequest, changes: NonNullable<DeployRequest['incremental']>): Promise<{ plan: WritePlan; documents: PlannedDocument[] }> {
   const documents: PlannedDocument[] = [];
   for await (const entry of request.manifest.files) {
     const document = planDocument(entry, request.routes, request.target.prefix, request.shard);
@@ -181,12 +211,16 @@ async function incrementalCompare(request: DeployRequest, changes: NonNullable<D
     }
   }
   const known = request.record.get(request.recordId);
-  return incrementalPlan(documents, changes.newFiles, [...deletions].sort(byCodePoint), {
+  const plan = incrementalPlan(documents, changes.newFiles, [...deletions].sort(byCodePoint), {
     known,
     // The headers are the last deploy's: the basis's configuration fingerprint is unchanged.
     fingerprint: known?.headers ?? headersFingerprint(documents),
   });
+  return { plan, documents };
 }
+
+/** A deploy as it writes: with the bytes it holds, when it read them before its first request. */
+type Publishing = DeployRequest & { bodies: ReadonlyMap<string, Buffer> | null };
 
 interface WriteState {
   etagsAreMd5: boolean;
@@ -194,12 +228,12 @@ interface WriteState {
   halted: boolean;
 }
 
-function halted(request: DeployRequest, state: WriteState): boolean {
+function halted(request: Publishing, state: WriteState): boolean {
   return state.halted || request.stopRequested?.() != null;
 }
 
 /** Writes a document's objects that differ, its compressed forms first; a failure halts the deploy. */
-async function writeDocument(request: DeployRequest, document: PendingDocument, kind: StepKind, report: DeployReport, state: WriteState): Promise<void> {
+async function writeDocument(request: Publishing, document: PendingDocument, kind: StepKind, report: DeployReport, state: WriteState): Promise<void> {
   const writes = document.writes;
   for (const [i, object] of writes.entries()) {
     // The document's plain keys must not go up after a form that did not.
@@ -209,7 +243,7 @@ async function writeDocument(request: DeployRequest, document: PendingDocument, 
     }
     try {
       if (!request.dryRun) {
-        const etag = await request.store.put(putOf(request.out, object));
+        const etag = await request.store.put(putOf(request.bodies?.get(object.file) ?? readTreeFile(request.out, object.file), object));
         if (etag !== object.md5) state.etagsAreMd5 = false;
         request.progress?.({ key: object.key, action: 'uploaded' });
       }
@@ -230,7 +264,7 @@ async function writeDocument(request: DeployRequest, document: PendingDocument, 
   }
 }
 
-async function deleteAll(request: DeployRequest, plan: WritePlan, report: DeployReport, state: WriteState): Promise<void> {
+async function deleteAll(request: Publishing, plan: WritePlan, report: DeployReport, state: WriteState): Promise<void> {
   const batches = plan.deletions(DELETE_BATCH);
   await runPoolFrom(
     batches,
@@ -261,8 +295,11 @@ async function deleteAll(request: DeployRequest, plan: WritePlan, report: Deploy
   for (let batch = batches(); batch !== undefined; batch = batches()) report.notAttempted.push(...batch);
 }
 
-function putOf(out: string, object: PlannedObject) {
-  const body = readFileSync(join(out, ...object.file.split('/')));
+function readTreeFile(out: string, file: string): Buffer {
+  return readFileSync(join(out, ...file.split('/')));
+}
+
+function putOf(body: Buffer, object: PlannedObject) {
   return {
     key: object.key,
     body,

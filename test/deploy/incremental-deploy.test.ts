@@ -4,7 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, readTree } from '../helpers/cli.js';
-import { BUCKET, killWhenHeld, runCli, type LoggedRequest } from '../helpers/s3.js';
+import { BUCKET, killWhenHeld, runCli, whenReady, type LoggedRequest } from '../helpers/s3.js';
 import { insertVideo } from '../helpers/site-fixture.js';
 import { useDeployFixture } from '../helpers/deploy-fixture.js';
 
@@ -119,6 +119,38 @@ describe('an incremental deploy', () => {
     const again = await deploy();
     expect(again.code, again.stderr).toBe(0);
     expect(again.report.mode).toBe('incremental');
+    await expectStoreEqualsTree();
+  });
+
+  it('lets a build change the tree while its objects go up, and publishes the tree as the build before it left it', async () => {
+    editTitle('Published while a build runs');
+    build();
+    const published = readTree(fx.out);
+    const objects = expectedObjects();
+    fx.s3.holdPutsAfter(1);
+    let during: ReturnType<typeof cli> | null = null;
+    const deploying = deploy(
+      [],
+      whenReady(
+        () => fx.s3.heldCount() > 0,
+        () => {
+          // The deploy holds its bytes and waits for the store: a build without --wait gets the lock.
+          editTitle('Built while the deploy sends', 1);
+          during = cli(['build', '--db', fx.site.file, '--out', fx.out, '--config', fx.config]);
+          fx.s3.release();
+        },
+      ),
+    );
+    const result = await deploying;
+    expect(result.code, result.stderr).toBe(0);
+    expect(during).not.toBeNull();
+    expect(during!.code, during!.stderr).toBe(0);
+    expect(readTree(fx.out)).not.toEqual(published);
+    // Every object holds the bytes of the build before the deploy, none those of the build during it.
+    for (const [key, file] of objects) expect((await fx.s3.get(key)).body.equals(published.get(file)!), key).toBe(true);
+    const next = await deploy();
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.report.mode).toBe('incremental');
     await expectStoreEqualsTree();
   });
 

@@ -138,6 +138,8 @@ interface DeployRun {
   record: DeployRecord;
   recordId: string;
   listeners: Listener[];
+  /** Lets builds of the tree go on: the deploy reads no more of it. */
+  releaseTree: () => void;
 }
 
 async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployFlags, io: Console, runner: CommandRun): Promise<Ending> {
@@ -156,8 +158,8 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
     const listeners = listenersOf(settings);
     // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
     const stop = runner.stopOnSignal((name) => io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`));
-    // The tree stays as one build left it while it is published: a build waits, or this does, and
-    // a signal ends the wait at once.
+    // The tree stays as one build left it while it is read: a build waits, or this does, and a
+    // signal ends the wait at once. An incremental deploy lets builds go on once it holds the bytes it sends.
     const lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, {
       seconds: flags.wait ?? 0,
       waiting: (held) => io.log.debug(`waiting up to ${flags.wait} s for the lock: ${held.what}`),
@@ -168,7 +170,7 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
     });
     let report: DeployReport;
     try {
-      report = await compareAndPublish(config, paths, routes, request, flags, { stop, started, record, recordId, listeners });
+      report = await compareAndPublish(config, paths, routes, request, flags, { stop, started, record, recordId, listeners, releaseTree: () => lock.release() });
     } finally {
       stop.release();
       lock.release();
@@ -261,6 +263,7 @@ async function publish(
       ...(run.listeners.length === 0 ? {} : { beforeWrites: (changed: Iterable<string>, removed: Iterable<string>) => oweChanges(run.record.owed, run.recordId, run.listeners, routes, changed, removed) }),
       listKeys: flags.json === true,
       startedAt: run.started,
+      treeRead: run.releaseTree,
       published: run.published,
       ...(run.incremental === undefined ? {} : { incremental: run.incremental }),
     });
