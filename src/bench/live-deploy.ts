@@ -71,7 +71,9 @@ export async function benchLiveDeploy(ctx: LiveDeployContext): Promise<void> {
     const published = await ctx.runCli(['deploy', ...target, '--no-notify'], credentials);
     lines(`first build and deploy  ${first.seconds.toFixed(1)} s + ${published.seconds.toFixed(1)} s (untimed: what watch starts from)`);
 
-    const watch = spawn(process.execPath, [ctx.cliChild, 'watch', ...cli, '--deploy', `s3://${BUCKET}/${PREFIX.slice(0, -1)}`, '--endpoint', endpoint], {
+    // VIDFEEDS_BENCH_PROFILE_DIR=<dir>: watch and its deploys' process write CPU profiles there (dist/bench/stages.js sums them).
+    const profile = process.env.VIDFEEDS_BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.VIDFEEDS_BENCH_PROFILE_DIR}`] : [];
+    const watch = spawn(process.execPath, [...profile, ctx.cliChild, 'watch', ...cli, '--deploy', `s3://${BUCKET}/${PREFIX.slice(0, -1)}`, '--endpoint', endpoint], {
       env: { ...process.env, ...ctx.env, ...credentials },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -160,13 +162,23 @@ function storePoller(endpoint: string, credentials: Credentials, configFile: str
       return match !== null && match.kind === 'keyed' && isWebSubTopic(match.format) ? [paths.urlOfFile(e.path)] : [];
     });
   const feeds = new Map<number, string[]>();
+  const lastRead = new Map<number, number>();
   return {
     async arrived(entry: PendingChange): Promise<boolean> {
-      if (!feeds.has(entry.change.id)) feeds.set(entry.change.id, feedsOf(entry.change.expect));
-      // One object at a time, in order: the others go up in the same deploy, and reading all of
-      // every waiting change's each round would load the store whose pace is measured.
+      const { id, committedAt } = entry.change;
+      if (!feeds.has(id)) feeds.set(id, feedsOf(entry.change.expect));
+      const urls = feeds.get(id)!;
+      // The store is read for a change once the hub has heard of all its feeds (which comes after
+      // its objects are written), or, for one without feeds, every eighth of its age: reading
+      // every waiting change every round would load the store whose pace is measured. Either way
+      // a change is seen no earlier than it is in the store and pinged.
+      if (urls.length > 0 && !urls.every((url) => (pings.get(url) ?? []).some((at) => at >= committedAt))) return false;
+      const at = now();
+      if (urls.length === 0 && at - (lastRead.get(id) ?? 0) < Math.max(POLL_MS, (at - committedAt) / 8)) return false;
+      lastRead.set(id, at);
+      // One object at a time, in order: the others go up in the same deploy.
       while (entry.left.length > 0 && (await inStore(entry.left[0]!))) entry.left = entry.left.slice(1);
-      return entry.left.length === 0 && feeds.get(entry.change.id)!.every((url) => (pings.get(url) ?? []).some((at) => at >= entry.change.committedAt));
+      return entry.left.length === 0;
     },
   };
 }
