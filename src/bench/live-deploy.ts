@@ -29,7 +29,7 @@ import type { Expectation, WriterMix } from './writer.js';
 export const LIVE_DEPLOY_TARGETS = { p50Ms: 1000, p99Ms: 5000 };
 
 /** How often the bench reads the store for the changes not yet there, and how many reads at once. */
-const POLL_MS = 50;
+const POLL_MS = 20;
 const READS_AT_ONCE = 16;
 const PREFIX = 'live/';
 

@@ -1,3 +1,4 @@
+import { exitCodeOfSignal, type StopSignal } from './command-runner.js';
 import { main } from './main.js';
 
 /**
@@ -8,20 +9,34 @@ import { main } from './main.js';
  * process of its own, so a deploy that fails or is killed never takes the watch with it.
  *
  * A deploy stopped by a signal ends the process with its exit code, as `vidfeeds deploy` would; a
- * signal between deploys ends it at once. When the watch goes away, the deploy under way finishes
- * (it holds the lock and owes notifications) and the process ends.
+ * signal between deploys, or a second one during a deploy, ends it at once (through `exit`, so a
+ * `--cpu-prof` profile is written). When the watch goes away, the deploy under way finishes (it
+ * holds the lock and owes notifications) and the process ends.
  */
 
 const args = process.argv.slice(2);
 let deploying = false;
 let orphaned = false;
+/** The signal heard during the deploy under way: the process ends with it. */
+let heard: StopSignal | null = null;
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, (name: StopSignal) => {
+    // The first one during a deploy is the deploy's to hear too (command-runner.ts): it stops, then this process.
+    if (deploying && heard === null) {
+      heard = name;
+      return;
+    }
+    process.exit(exitCodeOfSignal(name));
+  });
+}
 
 process.on('message', (message) => {
   if (message !== 'deploy' || deploying) return;
   deploying = true;
   void main([process.argv[0]!, 'vidfeeds', 'deploy', ...args]).then((code) => {
     deploying = false;
-    if (code === 130 || code === 143 || orphaned) process.exit(code);
+    if (heard !== null || orphaned) process.exit(code);
     process.send!({ code });
   });
 });
