@@ -43,10 +43,15 @@ export function readStateChanges(file: string): StateChanges | { problem: string
       db.close();
       return { problem: `the build state ${file} keeps no change sequence (a build by this version adds it)` };
     }
+    // Through the change sequence's index, then sorted: left to itself SQLite walks the whole
+    // table in path order (no statistics say how few rows are past `seq`), which costs every
+    // incremental deploy the site's size (a tenth of a second at 10,000 users) for a few changed rows.
+    const bySeq = (table: string, index: string) =>
+      db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?`).get(index) === undefined ? table : `${table} INDEXED BY ${index}`;
     const changed = db.prepare<[number, number], { path: string; isNew: number }>(
-      'SELECT path, (added IS NOT NULL AND added > ?) AS isNew FROM outputs WHERE seq > ? ORDER BY path',
+      `SELECT path, (added IS NOT NULL AND added > ?) AS isNew FROM ${bySeq('outputs', 'outputs_seq')} WHERE seq > ? ORDER BY path`,
     );
-    const removed = db.prepare<[number], string>('SELECT path FROM removed WHERE seq > ? ORDER BY path').pluck();
+    const removed = db.prepare<[number], string>(`SELECT path FROM ${bySeq('removed', 'removed_seq')} WHERE seq > ? ORDER BY path`).pluck();
     const counted = db
       .prepare<[number, number, number, number], number>(
         'SELECT (SELECT count(*) FROM (SELECT 1 FROM outputs WHERE seq > ? LIMIT ?)) + (SELECT count(*) FROM (SELECT 1 FROM removed WHERE seq > ? LIMIT ?))',

@@ -29,6 +29,7 @@ export function addChangeSequence(db: Database.Database): void {
   if (!columns.has('seq')) db.exec('ALTER TABLE outputs ADD COLUMN seq INTEGER');
   if (!columns.has('added')) db.exec('ALTER TABLE outputs ADD COLUMN added INTEGER');
   db.exec('CREATE INDEX IF NOT EXISTS outputs_seq ON outputs(seq)');
+  db.exec('CREATE INDEX IF NOT EXISTS removed_seq ON removed(seq)');
   db.prepare(`INSERT INTO meta (key, value) VALUES ('state_id', ?) ON CONFLICT(key) DO NOTHING`).run(randomUUID());
 }
 
