@@ -12,9 +12,9 @@ import { buildVideoElement, describable, SITEMAP_VIDEO_NS, videoElementBytes, vi
  * A small site has one `sitemap.xml`: users by name, then videos by id. Past 50,000 URLs or
  * 50 MB (sitemaps.org) it becomes a sitemap index of numbered sitemaps `sitemap-1.xml`, ...
  *
- * A site whose row ids could hold more than 50,000 URLs (the highest id minus the lowest, times
- * the formats listed: a bound that SQL gives at once and that does not depend on which rows are
- * published) is split by row id instead: `sitemap-users-FROM-TO.xml` lists the users whose id is
+ * A site whose row ids could hold more than 2,000 URLs (`oneFileUrls`: the highest id minus the
+ * lowest, times the formats listed, a bound that SQL gives at once and that does not depend on
+ * which rows are published) is split by row id instead: `sitemap-users-FROM-TO.xml` lists the users whose id is
  * in FROM..TO, a range of `partUrls / user formats` ids, `sitemap-videos-FROM-TO.xml` likewise the
  * videos, and `sitemap.xml` is the index of the parts that list something. A part depends only on
  * the owners in its range, so a build that changed a few owners rewrites the parts that hold them
@@ -49,9 +49,15 @@ export interface SitemapLimits {
   partUrls: number;
   /** Parts a sitemap index lists at most (sitemaps.org: 50,000), half of them for each kind. */
   maxParts: number;
+  /**
+   * URLs a site's ids may hold for it to keep one `sitemap.xml` (and no more than `maxUrls`).
+   * That file is rendered whole whenever a build adds, removes or moves a URL in it, some 20 µs a
+   * URL: past this many, parts by id keep a change's cost to its part's.
+   */
+  oneFileUrls: number;
 }
 
-export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, maxBytes: MAX_BYTES_PER_SITEMAP, partUrls: 500, maxParts: MAX_URLS_PER_SITEMAP };
+export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, maxBytes: MAX_BYTES_PER_SITEMAP, partUrls: 500, maxParts: MAX_URLS_PER_SITEMAP, oneFileUrls: 2_000 };
 
 /** One `<url>`: its location, and when its document last changed when that is known; a video's page also describes the video. */
 export interface SitemapEntry {
@@ -190,7 +196,7 @@ function sitemapLayout(bounds: { users: IdBounds | null; videos: IdBounds | null
   const videoFormats = listedFormats(formats, 'video').length;
   const perOwner = { users: listedFormats(formats, 'user').length, videos: videoFormats === 0 ? 0 : videoFormats + 1 };
   const span = (b: { min: number; max: number } | null) => (b === null ? 0 : b.max - b.min + 1);
-  if (span(bounds.users) * perOwner.users + span(bounds.videos) * perOwner.videos <= limits.maxUrls) return null;
+  if (span(bounds.users) * perOwner.users + span(bounds.videos) * perOwner.videos <= Math.min(limits.oneFileUrls, limits.maxUrls)) return null;
   return {
     users: rangeWidth(span(bounds.users), perOwner.users, limits),
     videos: rangeWidth(span(bounds.videos), perOwner.videos, limits),
@@ -379,7 +385,7 @@ export function sitemapFormat(limits: SitemapLimits = SITEMAP_LIMITS): SiteForma
     alsoWrites: /^sitemap-(\d+|(users|videos)--?\d+(--?\d+)?)\.xml$/,
     mediaType: 'application/xml; charset=utf-8',
     inSitemap: false,
-    summary: 'sitemaps.org sitemap of every document (an index of parts past 50,000 URLs or 50 MB)',
+    summary: 'sitemaps.org sitemap of every document (an index of parts by id past 2,000 URLs)',
     cacheClass: 'site',
     limits,
     render(index, site) {

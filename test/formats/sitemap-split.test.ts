@@ -82,6 +82,19 @@ describe('sitemap split', () => {
   });
 });
 
+describe('the sitemap layout', () => {
+  it('keeps one sitemap.xml while the ids could hold 2,000 URLs, and splits by id past that', () => {
+    const perUser = FORMATS.filter((f) => f.scope === 'user' && f.inSitemap).length;
+    const perVideo = FORMATS.filter((f) => f.scope === 'video' && f.inSitemap).length + 1;
+    const users = 100;
+    const room = SITEMAP_LIMITS.oneFileUrls - users * perUser;
+    const videos = Math.floor(room / perVideo);
+    const at = (videoSpan: number) => sitemapFileOf('videos', 1, { users: { min: 1, max: users }, videos: { min: 1, max: videoSpan } }, FORMATS, SITEMAP_LIMITS);
+    expect(at(videos)).toBe('sitemap.xml');
+    expect(at(videos + 1)).toMatch(/^sitemap-videos-0-\d+\.xml$/);
+  });
+});
+
 describe('sitemap range widths', () => {
   it('are partUrls’ worth of owners, doubled while the ids’ span needs more than half the index', () => {
     expect(rangeWidth(10_000, 8, SITEMAP_LIMITS)).toBe(62);
