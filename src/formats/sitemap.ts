@@ -51,7 +51,7 @@ export interface SitemapLimits {
   maxParts: number;
   /**
    * URLs a site's ids may hold for it to keep one `sitemap.xml` (and no more than `maxUrls`).
-   * That file is rendered whole whenever a build adds, removes or moves a URL in it, some 20 µs a
+   * That file is rendered whole whenever a build adds, removes or moves a URL in it, some 10 µs a
    * URL: past this many, parts by id keep a change's cost to its part's.
    */
   oneFileUrls: number;
