@@ -1,10 +1,12 @@
+import { onLockReleased } from '../lock/lock.js';
 import { exitCodeOfSignal, type StopSignal } from './command-runner.js';
 import { main } from './main.js';
 
 /**
  * The process `vidfeeds watch --deploy` runs its deploys in (src/cli/watch-deploy.ts): started
  * with the deploy's arguments, it runs `vidfeeds deploy` with them each time the watch sends
- * `deploy`, and answers with the exit code. One process for all of them, so a deploy of a few
+ * `deploy`, and answers with the exit code; it also says when the deploy releases the build lock
+ * (an incremental one does before its uploads), so that a build waiting for it starts at once. One process for all of them, so a deploy of a few
  * objects costs its requests, not the start of Node and the loading of the AWS SDK; still a
  * process of its own, so a deploy that fails or is killed never takes the watch with it.
  *
@@ -30,6 +32,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.exit(exitCodeOfSignal(name));
   });
 }
+
+onLockReleased(() => process.send?.({ treeReleased: true }));
 
 process.on('message', (message) => {
   if (message !== 'deploy' || deploying) return;

@@ -32,6 +32,8 @@ export interface WatchDeployOptions {
   args: string[];
   /** Told of each deploy's end: its exit code, and when the next try is when it failed. */
   onEnd: (code: number, retryInMs: number | null) => void;
+  /** Told when a deploy releases the build lock, before its end when it holds the bytes it sends. */
+  onTreeReleased?: () => void;
   retryMs?: number;
   maxRetryMs?: number;
   /** The deploys' process: node and its script (src/cli/deploy-worker.ts by default). */
@@ -124,7 +126,8 @@ export class DeployAfterBuilds {
   private startWorker(): NonNullable<DeployAfterBuilds['worker']> {
     const [program, script] = this.options.command ?? [process.execPath, WORKER_SCRIPT];
     const child = fork(script, this.options.args, { execPath: program, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-    child.on('message', (message: { code?: unknown }) => {
+    child.on('message', (message: { code?: unknown; treeReleased?: unknown }) => {
+      if (message?.treeReleased === true) this.options.onTreeReleased?.();
       if (typeof message?.code === 'number') this.finish?.(message.code);
     });
     const exited = new Promise<void>((resolve) => {

@@ -229,6 +229,18 @@ function optional<K extends string>(key: K, value: number | null): Partial<Recor
  * largest sizes measured, a small part of that margin. Only a holder on another host is judged by
  * its lease: on this one the pid and start ticks name it.
  */
+const releaseListeners = new Set<(file: string) => void>();
+
+/**
+ * Hears every lock this process releases, as it is released (`vidfeeds watch --deploy`'s deploy
+ * process tells the watch, whose build may be waiting for it: src/cli/deploy-worker.ts). Returns
+ * the function that stops it.
+ */
+export function onLockReleased(listener: (file: string) => void): () => void {
+  releaseListeners.add(listener);
+  return () => releaseListeners.delete(listener);
+}
+
 function lockHandle(file: string, holder: LockHolder): BuildLock {
   let released = false;
   const ms = (holder.leaseSeconds ?? 0) * 1000;
@@ -255,7 +267,9 @@ function lockHandle(file: string, holder: LockHolder): BuildLock {
       released = true;
       if (timer !== null) clearInterval(timer);
       const found = readLock(file);
-      if (found?.holder?.token === holder.token) unlinkSync(file);
+      if (found?.holder?.token !== holder.token) return;
+      unlinkSync(file);
+      for (const listener of releaseListeners) listener(file);
     },
   };
 }

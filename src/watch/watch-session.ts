@@ -169,8 +169,8 @@ export class WatchSession {
   }
 
   /**
-   * Another vidfeeds released the output directory's lock (the watch's own deploy ended): a build
-   * that waits for it goes now, not when its back-off ends, which may be a minute away.
+   * Another vidfeeds released the output directory's lock (the watch's own deploy released it or
+   * ended): a build that waits for it goes now, not when its back-off ends, which may be a minute away.
    */
   lockReleased(): void {
     if (this.retryTimer === null || this.problem?.startsWith(LOCK_WAIT) !== true) return;

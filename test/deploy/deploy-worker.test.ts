@@ -22,6 +22,7 @@ process.on('message', (message) => {
   const step = JSON.parse(readFileSync(script, 'utf8'))[done] ?? { code: 0, ms: 10 };
   appendFileSync(log, process.pid + ' ' + JSON.stringify(step) + '\\n');
   if (step.crash) process.exit(9);
+  if (step.releasesAt !== undefined) setTimeout(() => process.send({ treeReleased: true }), step.releasesAt);
   setTimeout(() => process.send({ code: step.code }), step.ms);
 });
 process.on('disconnect', () => process.exit(0));
@@ -41,18 +42,20 @@ afterEach(async () => {
 });
 
 /** A deployer over the stand-in, whose deploys end as `steps` say, in order; its ends noted. */
-function standIn(steps: Array<{ code: number; ms: number } | { crash: true }>) {
+function standIn(steps: Array<{ code: number; ms: number; releasesAt?: number } | { crash: true }>) {
   const script = join(work.dir, 'worker.mjs');
   const log = join(work.dir, 'deploys.log');
   const plan = join(work.dir, 'steps.json');
   writeFileSync(script, STAND_IN);
   writeFileSync(plan, JSON.stringify(steps));
   const ends: Array<{ code: number; retryInMs: number | null }> = [];
+  const released: number[] = [];
   deployer = new DeployAfterBuilds({
     args: [log, plan],
     command: [process.execPath, script],
     retryMs: 50,
     onEnd: (code, retryInMs) => ends.push({ code, retryInMs }),
+    onTreeReleased: () => released.push(ends.length),
   });
   const deploys = () => {
     try {
@@ -64,7 +67,7 @@ function standIn(steps: Array<{ code: number; ms: number } | { crash: true }>) {
       return [];
     }
   };
-  return { deployer, ends, deploys };
+  return { deployer, ends, deploys, released };
 }
 
 describe('the deploys of watch --deploy', () => {
@@ -100,6 +103,14 @@ describe('the deploys of watch --deploy', () => {
     expect(second).toBe(first);
     expect(third).not.toBe(first);
     expect(deployer.busy).toBe(false);
+  });
+
+  it('says when a deploy releases the build lock, before the deploy ends', async () => {
+    const { deployer, ends, released } = standIn([{ code: 0, ms: 400, releasesAt: 20 }]);
+    deployer.request();
+    expect(await until(() => ends.length === 1, 10_000)).toBe(true);
+    // Heard while no deploy had ended yet.
+    expect(released).toEqual([0]);
   });
 
   it('stops the deploy under way, and starts no other', async () => {

@@ -4,7 +4,7 @@ import { setTimeout as wait } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acquireBuildLock, defaultLockFile, LockHeldError, readLock, type LockHolder } from '../../src/lock/lock.js';
+import { acquireBuildLock, defaultLockFile, LockHeldError, onLockReleased, readLock, type LockHolder } from '../../src/lock/lock.js';
 import { bootId, LEASE_EXPIRY_SECONDS, processStartTicks } from '../../src/lock/lock-holder.js';
 import { renewingLease, runSteps } from '../../src/pipeline/build-steps.js';
 import { cli } from '../helpers/cli.js';
@@ -98,6 +98,22 @@ describe('build lock', () => {
     writeLock(lock.file, { pid: process.pid, token: 'someone-else' });
     lock.release();
     expect(readLock(lock.file)?.holder?.token).toBe('someone-else');
+  });
+
+  it('tells its listeners of each lock it releases, once, and not of one it no longer holds', () => {
+    const heard: string[] = [];
+    const stop = onLockReleased((file) => heard.push(file));
+    cleanUpAfterTest(stop);
+    const mine = acquireBuildLock(join(work(), 'out'));
+    mine.release();
+    mine.release();
+    const taken = acquireBuildLock(join(work(), 'out'));
+    writeLock(taken.file, { pid: process.pid, token: 'someone-else' });
+    taken.release();
+    expect(heard).toEqual([mine.file]);
+    stop();
+    acquireBuildLock(join(work(), 'out')).release();
+    expect(heard).toEqual([mine.file]);
   });
 
   it('a build that finds the lock held stops before touching the output directory', () => {

@@ -173,6 +173,8 @@ function watchSession(
 function deployAfterBuilds(args: NonNullable<ReturnType<typeof watchDeployArgs>>, io: Console, ended: () => void): DeployAfterBuilds {
   return new DeployAfterBuilds({
     args,
+    // A build that waits for the deploy's lock goes as soon as the deploy holds what it sends.
+    onTreeReleased: ended,
     onEnd: (code, retryInMs) => {
       if (retryInMs !== null) io.log.error(`deploy failed (exit code ${code}): the store is behind the tree; trying again in ${Math.round(retryInMs / 1000)} s, or after the next build`);
       ended();
