@@ -33,14 +33,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-onLockReleased(() => process.send?.({ treeReleased: true }));
+onLockReleased(() => {
+  // Once the watch has gone, there is no one to tell (and sending would throw).
+  if (process.connected) process.send!({ treeReleased: true });
+});
 
 process.on('message', (message) => {
   if (message !== 'deploy' || deploying) return;
   deploying = true;
   void main([process.argv[0]!, 'vidfeeds', 'deploy', ...args]).then((code) => {
     deploying = false;
-    if (heard !== null || orphaned) process.exit(code);
+    if (heard !== null || orphaned || !process.connected) process.exit(code);
     process.send!({ code });
   });
 });
