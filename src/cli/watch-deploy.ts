@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { RunSettings } from '../config/run-settings.js';
 import { deployTargetOf } from './deploy-target.js';
@@ -73,8 +74,7 @@ export function watchDeployArgs(flags: WatchDeployFlags, tree: { out: string; st
 
 export class DeployAfterBuilds {
   private worker: { child: ChildProcess; exited: Promise<void> } | null = null;
-  /** The deploy under way: resolved when it ends, however it ends. */
-  private running: Promise<void> | null = null;
+  /** Ends the deploy under way (null: none runs), however it ends: its answer, or its process's exit. */
   private finish: ((code: number) => void) | null = null;
   private wanted = false;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -90,12 +90,12 @@ export class DeployAfterBuilds {
       clearTimeout(this.retryTimer);
       this.retryTimer = null;
     }
-    if (this.running === null) this.next();
+    if (this.finish === null) this.next();
   }
 
   /** Whether a deploy runs now. */
   get busy(): boolean {
-    return this.running !== null;
+    return this.finish !== null;
   }
 
   /** Stops the deploy under way (SIGTERM: it aborts its requests, keeps what it owes) and starts no other. */
@@ -113,12 +113,10 @@ export class DeployAfterBuilds {
     if (!this.wanted || this.stopping) return;
     this.wanted = false;
     const { child } = this.worker ?? this.startWorker();
-    this.running = new Promise<void>((resolve) => {
-      this.finish = (code) => {
-        this.finish = null;
-        this.ended(code, resolve);
-      };
-    });
+    this.finish = (code) => {
+      this.finish = null;
+      this.ended(code);
+    };
     child.send('deploy');
   }
 
@@ -137,15 +135,14 @@ export class DeployAfterBuilds {
         resolve();
       };
       child.on('error', () => gone(1));
-      child.on('exit', (code, signal) => gone(code ?? (signal === null ? 1 : 143)));
+      // Ended by a signal: 128 + its number, as a shell reports it (137 for a kill -9).
+      child.on('exit', (code, signal) => gone(code ?? (signal === null ? 1 : 128 + constants.signals[signal])));
     });
     this.worker = { child, exited };
     return this.worker;
   }
 
-  private ended(code: number, resolve: () => void): void {
-    this.running = null;
-    resolve();
+  private ended(code: number): void {
     if (code === 0 || this.stopping) {
       this.failures = 0;
       this.options.onEnd(code, null);

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +78,53 @@ describe('vidfeeds watch --deploy', () => {
     expect(await exited).toBe(0);
     // Nothing is left behind: a full compare finds the store equal to the tree.
     const verify = await runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/live`, '--endpoint', s3.endpoint, '--config', config, '--verify', '--dry-run', '--json'], { cwd: work.dir });
+    expect(verify.code, verify.stderr).toBe(0);
+    expect(JSON.parse(verify.stdout).counts).toMatchObject({ uploaded: 0, deleted: 0 });
+  });
+});
+
+/** The pids of a process's children (from procps's ps). */
+function childrenOf(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() !== '').map(Number);
+  } catch {
+    return []; // ps exits 1 when there are none
+  }
+}
+
+describe('watch --deploy when its deploy process is killed', () => {
+  it('starts another after a kill -9 mid-deploy, which publishes what the killed one had not, and the store ends equal to the tree', async () => {
+    const out = join(work.dir, 'out-killed');
+    const args = ['watch', '--db', site.file, '--out', out, '--config', config, '--deploy', `s3://${BUCKET}/killed`, '--endpoint', s3.endpoint, '--timeout', '5', '--poll', '200'];
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: work.dir, env: { ...process.env, ...CREDENTIALS } });
+    cleanUpAfterTest(() => child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    expect(await storeShows('killed/robots.txt', 'Sitemap'), stderr).toBe(true);
+
+    const videos = site.db.prepare(`SELECT public_id FROM videos WHERE visibility = 'public' ORDER BY id LIMIT 2`).all() as Array<{ public_id: string }>;
+    const [first, second] = videos.map((v) => v.public_id);
+    // The deploy after this edit is held at its first write, and its process killed there.
+    s3.holdPutsAfter(0);
+    site.db.prepare('UPDATE videos SET title = ? WHERE public_id = ?').run('Sent when the deploy was killed', first);
+    expect(await until(() => s3.heldCount() > 0, 60_000), stderr).toBe(true);
+    const workers = childrenOf(child.pid!);
+    expect(workers).toHaveLength(1);
+    process.kill(workers[0]!, 'SIGKILL');
+    s3.discardHeld();
+    expect(await until(() => /deploy failed \(exit code 137\)/.test(stderr), 30_000), stderr).toBe(true);
+
+    // Another process takes the next deploy: it carries the killed one's change and a new one.
+    site.db.prepare('UPDATE videos SET title = ? WHERE public_id = ?').run('Sent after the kill', second);
+    expect(await storeShows(`killed/${first}/oembed/json`, 'Sent when the deploy was killed'), stderr).toBe(true);
+    expect(await storeShows(`killed/${second}/oembed/json`, 'Sent after the kill'), stderr).toBe(true);
+    expect(childrenOf(child.pid!)).toHaveLength(1);
+    expect(childrenOf(child.pid!)).not.toContain(workers[0]);
+
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const verify = await runCli(['deploy', '--out', out, '--to', `s3://${BUCKET}/killed`, '--endpoint', s3.endpoint, '--config', config, '--verify', '--dry-run', '--json'], { cwd: work.dir });
     expect(verify.code, verify.stderr).toBe(0);
     expect(JSON.parse(verify.stdout).counts).toMatchObject({ uploaded: 0, deleted: 0 });
   });
