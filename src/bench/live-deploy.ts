@@ -1,8 +1,8 @@
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutBucketPolicyCommand, S3Client } from '@aws-sdk/client-s3';
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { Agent, createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig } from '../config/load-config.js';
@@ -20,7 +20,7 @@ import type { Expectation, WriterMix } from './writer.js';
  * store. `vidfeeds watch --deploy` runs on a copy of the demo database, publishing to s3rver or the RADOS Gateway (`--store`), with
  * a WebSub hub stand-in (an HTTP server of the bench's own) as the site's hub, while the freshness
  * writer (writer.ts) commits changes at a steady rate. For each change the bench reads the
- * store, through the AWS SDK, not watch's log, until every object the change should alter holds
+ * store (the gateway by plain GETs, as anyone may read it; s3rver through the AWS SDK), not watch's log, until every object the change should alter holds
  * its new bytes (or is gone), and the hub has had a publish ping for each of its feeds sent after
  * the commit; it takes the time from the commit. At the end, a `--verify --dry-run` deploy
  * compares the whole store with the tree: nothing lost means nothing to write or delete.
@@ -83,8 +83,9 @@ export async function benchLiveDeploy(ctx: LiveDeployContext): Promise<void> {
     try {
       const ready = await until(() => /start: (full|incremental) build/.test(watchErr) || watch.exitCode !== null, 600_000);
       if (!ready || watch.exitCode !== null) throw new Error(`watch did not make its first build:\n${watchErr}`);
-      const poller = storePoller(endpoint, credentials, config, hub.pings);
+      const poller = storePoller(endpoint, credentials, config, hub.pings, await publicReads(ctx.store, endpoint, credentials));
       const outcomes = await runWriter(ctx, db, (entry) => poller.arrived(entry), POLL_MS);
+      poller.close();
       watch.kill('SIGINT');
       if ((await watchExit) !== 0) throw new Error(`watch exited with an error:\n${watchErr.slice(-4000)}`);
       writeFileSync(join(runDir, 'watch.log'), watchErr); // kept with --keep
@@ -121,9 +122,70 @@ function startHub(): Promise<{ url: string; server: Server; pings: Map<string, n
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server, pings })));
 }
 
+/**
+ * Whether the bench reads the gateway's objects as anyone may, by plain HTTP GETs (a bucket policy
+ * lets everyone read the bucket's objects): a GET through the AWS SDK costs the bench about 2 ms
+ * of CPU, a fifth of a core at the run's pace, taken from the machine it measures. s3rver keeps
+ * no policies: the bench reads it through the SDK.
+ */
+async function publicReads(store: BenchStoreKind, endpoint: string, credentials: Credentials): Promise<boolean> {
+  if (store !== 'radosgw') return false;
+  const client = s3ClientOf(endpoint, credentials);
+  // Listing too: without it S3 answers a GET of a missing key 403, not 404.
+  const Policy = JSON.stringify({
+    Version: '2012-10-17',
+    Statement: [
+      { Effect: 'Allow', Principal: '*', Action: 's3:GetObject', Resource: `arn:aws:s3:::${BUCKET}/*` },
+      { Effect: 'Allow', Principal: '*', Action: 's3:ListBucket', Resource: `arn:aws:s3:::${BUCKET}` },
+    ],
+  });
+  try {
+    await client.send(new PutBucketPolicyCommand({ Bucket: BUCKET, Policy }));
+  } finally {
+    client.destroy();
+  }
+  // The first deploy wrote robots.txt: a gateway that did not take the policy refuses it.
+  const agent = new Agent();
+  const { status } = await plainGet(objectUrl(endpoint, `${PREFIX}robots.txt`), agent);
+  const missing = await plainGet(objectUrl(endpoint, `${PREFIX}no-such-object`), agent);
+  if (status !== 200 || missing.status !== 404) {
+    throw new Error(`after a bucket policy that lets anyone read, the gateway answers an anonymous GET of ${PREFIX}robots.txt ${status} (not 200) and of a missing key ${missing.status} (not 404)`);
+  }
+  agent.destroy();
+  return true;
+}
+
+function objectUrl(endpoint: string, key: string): string {
+  return `${endpoint}/${BUCKET}/${key.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+/** Whether an object's text (null: the store has none) shows what a change expects of it. */
+function shows(expectation: Expectation, text: string | null): boolean {
+  if ('absent' in expectation) return text === null;
+  if (text === null) return false;
+  return 'lacks' in expectation ? !text.includes(expectation.lacks) : text.includes(expectation.contains);
+}
+
+function s3ClientOf(endpoint: string, credentials: Credentials): S3Client {
+  return new S3Client({ endpoint, forcePathStyle: true, region: credentials.AWS_REGION, credentials: { accessKeyId: credentials.AWS_ACCESS_KEY_ID, secretAccessKey: credentials.AWS_SECRET_ACCESS_KEY } });
+}
+
+/** An object's status and bytes, read by a plain GET of its path-style URL. */
+function plainGet(url: string, agent: Agent): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      response.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
 /** Reads the store for a change's objects, a few reads at once, and the hub's pings for its feeds. */
-function storePoller(endpoint: string, credentials: Credentials, configFile: string, pings: ReadonlyMap<string, number[]>) {
-  const client = new S3Client({ endpoint, forcePathStyle: true, region: credentials.AWS_REGION, credentials: { accessKeyId: credentials.AWS_ACCESS_KEY_ID, secretAccessKey: credentials.AWS_SECRET_ACCESS_KEY } });
+function storePoller(endpoint: string, credentials: Credentials, configFile: string, pings: ReadonlyMap<string, number[]>, anonymous: boolean) {
+  const client = s3ClientOf(endpoint, credentials);
+  const agent = new Agent({ keepAlive: true, maxSockets: READS_AT_ONCE });
   const config = loadConfig({ configFile });
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
@@ -141,16 +203,29 @@ function storePoller(endpoint: string, credentials: Credentials, configFile: str
     const match = routeOfFile(routes, path);
     return `${PREFIX}${match === null ? path : keysOf(match)[0]!}`;
   };
+  // The object's text, or null when the store has none.
+  const read = async (key: string): Promise<string | null> => {
+    if (anonymous) {
+      const { status, body } = await plainGet(objectUrl(endpoint, key), agent);
+      if (status === 404) return null;
+      if (status !== 200) throw new Error(`GET ${key}: HTTP ${status}`);
+      return body.toString('latin1');
+    }
+    try {
+      const answer = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+      // Read to the end, which frees the connection.
+      return Buffer.from(await answer.Body!.transformToByteArray()).toString('latin1');
+    } catch (error) {
+      if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return null;
+      throw error;
+    }
+  };
   const inStore = async (expectation: Expectation): Promise<boolean> => {
     await slot();
     try {
-      const answer = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: keyOf(expectation.path) }));
-      // Read to the end, which frees the connection.
-      const text = Buffer.from(await answer.Body!.transformToByteArray()).toString('latin1');
-      if ('absent' in expectation) return false;
-      return 'lacks' in expectation ? !text.includes(expectation.lacks) : text.includes(expectation.contains);
-    } catch (error) {
-      return 'absent' in expectation && (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404;
+      return shows(expectation, await read(keyOf(expectation.path)));
+    } catch {
+      return false; // not answered: read again later
     } finally {
       release();
     }
@@ -164,6 +239,10 @@ function storePoller(endpoint: string, credentials: Credentials, configFile: str
   const feeds = new Map<number, string[]>();
   const lastRead = new Map<number, number>();
   return {
+    close(): void {
+      agent.destroy();
+      client.destroy();
+    },
     async arrived(entry: PendingChange): Promise<boolean> {
       const { id, committedAt } = entry.change;
       if (!feeds.has(id)) feeds.set(id, feedsOf(entry.change.expect));
