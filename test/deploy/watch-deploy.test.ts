@@ -119,6 +119,10 @@ describe('watch --deploy when its deploy process is killed', () => {
     site.db.prepare('UPDATE videos SET title = ? WHERE public_id = ?').run('Sent after the kill', second);
     expect(await storeShows(`killed/${first}/oembed/json`, 'Sent when the deploy was killed'), stderr).toBe(true);
     expect(await storeShows(`killed/${second}/oembed/json`, 'Sent after the kill'), stderr).toBe(true);
+    // The sitemap's descriptions follow with watch's next sitemap pass and the deploy after it.
+    for (const title of ['Sent when the deploy was killed', 'Sent after the kill']) {
+      expect(await storeShows('killed/sitemap.xml', `<video:title>${title}</video:title>`), stderr).toBe(true);
+    }
     expect(childrenOf(child.pid!)).toHaveLength(1);
     expect(childrenOf(child.pid!)).not.toContain(workers[0]);
 
