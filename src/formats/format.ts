@@ -4,6 +4,7 @@ import type { SitePaths } from '../paths/site-paths.js';
 import type { KeyedPlace, SitePlace } from '../paths/url-scheme.js';
 import type { EmbedRenderer } from '../render/embed.js';
 import type { XmlEngine } from '../render/xml-engine.js';
+import type { SitemapPartCache } from './sitemap-parts.js';
 
 /**
  * How long a client or a CDN may keep a document: its Cache-Control header
@@ -163,4 +164,6 @@ export interface SiteContext {
   readonly generator: { name: string; version: string; uri: string };
   /** How XML documents are written (src/render/xml-engine.ts); 'fast' when absent. */
   readonly xmlEngine?: XmlEngine;
+  /** The sitemap parts this process rendered, kept for its next builds (sitemap-parts.ts); absent: none kept. */
+  readonly sitemapParts?: SitemapPartCache;
 }

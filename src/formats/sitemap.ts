@@ -1,10 +1,12 @@
-import type { Format, RenderedSiteFile, SiteContext, SiteFile, SiteFormat, UserFormat, VideoFormat } from './format.js';
-import type { XmlElement } from '../render/xml-element.js';
-import type { IdBounds, KeyedRow, SiteIndex, VideoView } from '../model/views.js';
-import { rfc3339 } from '../render/dates.js';
+import type { Format, RenderedSiteFile, SiteContext, SiteFormat } from './format.js';
+import type { IdBounds, SiteIndex } from '../model/views.js';
 import { FlatXmlDocument } from '../render/flat-xml-document.js';
 import { NS } from '../render/xml.js';
-import { buildVideoElement, describable, SITEMAP_VIDEO_NS, videoElementBytes, videoEntry } from './sitemap-video.js';
+import { entryBytes, listedFormats, ownerUrls, urlset, URLSET_WRAPPER_BYTES, type OwnerKind, type SitemapEntry, type SitemapLimits } from './sitemap-entries.js';
+import { rangeFile, renderByIdRange } from './sitemap-ranges.js';
+import { videoEntry } from './sitemap-video.js';
+
+export type { OwnerKind, SitemapEntry, SitemapLimits } from './sitemap-entries.js';
 
 /**
  * sitemap.xml: every published document at its canonical URL (formats with `inSitemap`).
@@ -14,11 +16,16 @@ import { buildVideoElement, describable, SITEMAP_VIDEO_NS, videoElementBytes, vi
  *
  * A site whose row ids could hold more than 2,000 URLs (`oneFileUrls`: the highest id minus the
  * lowest, times the formats listed, a bound that SQL gives at once and that does not depend on
- * which rows are published) is split by row id instead: `sitemap-users-FROM-TO.xml` lists the users whose id is
+ * which rows are published) is split by row id instead (sitemap-ranges.ts): `sitemap-users-FROM-TO.xml` lists the users whose id is
  * in FROM..TO, a range of `partUrls / user formats` ids, `sitemap-videos-FROM-TO.xml` likewise the
  * videos, and `sitemap.xml` is the index of the parts that list something. A part depends only on
  * the owners in its range, so a build that changed a few owners rewrites the parts that hold them
  * and keeps the others (`index.changes`): what a change costs does not grow with the site.
+ *
+ * A process that builds again and again (`watch`) keeps the parts it rendered, by owner
+ * (`site.sitemapParts`, sitemap-parts.ts): a part it must rewrite is spliced, the changed owners'
+ * entries rendered and the others' taken as they were, when the build state still records the
+ * kept part's bytes (`RangeParts.again` in sitemap-ranges.ts).
  *
  * Ids spread far apart would need more parts than an index may list; the ranges then double in
  * width until they fit (`rangeWidth`). Each part's name carries its range, so parts of another
@@ -36,35 +43,7 @@ export const MAX_URLS_PER_SITEMAP = 50_000;
 /** The sitemaps.org limit for one file, uncompressed: 52,428,800 bytes, the wrapper included. */
 export const MAX_BYTES_PER_SITEMAP = 50 * 1024 * 1024;
 
-export interface SitemapLimits {
-  /** URLs in one file at most (sitemaps.org: 50,000). */
-  maxUrls: number;
-  /** Bytes in one file at most, uncompressed (sitemaps.org: 50 MB). */
-  maxBytes: number;
-  /**
-   * URLs a part split by id holds at most. Every change to an owner rewrites the part that lists
-   * it (its lastmod moved), reading each of its owners' rows and dates again, so this sets what
-   * `watch` pays per change (docs/performance.md, "Figures behind the code").
-   */
-  partUrls: number;
-  /** Parts a sitemap index lists at most (sitemaps.org: 50,000), half of them for each kind. */
-  maxParts: number;
-  /**
-   * URLs a site's ids may hold for it to keep one `sitemap.xml` (and no more than `maxUrls`).
-   * That file is rendered whole whenever a build adds, removes or moves a URL in it, some 10 µs a
-   * URL: past this many, parts by id keep a change's cost to its part's.
-   */
-  oneFileUrls: number;
-}
-
 export const SITEMAP_LIMITS: SitemapLimits = { maxUrls: MAX_URLS_PER_SITEMAP, maxBytes: MAX_BYTES_PER_SITEMAP, partUrls: 500, maxParts: MAX_URLS_PER_SITEMAP, oneFileUrls: 2_000 };
-
-/** One `<url>`: its location, and when its document last changed when that is known; a video's page also describes the video. */
-export interface SitemapEntry {
-  loc: string;
-  lastmod: string | null;
-  video?: VideoView;
-}
 
 /**
  * Every URL the sitemap lists, in a stable order: users by name, then videos by id; never a
@@ -83,67 +62,6 @@ export function* sitemapEntries(index: SiteIndex, site: SiteContext): Generator<
 /** Every URL the sitemap lists, in its order. */
 export function* sitemapUrls(index: SiteIndex, site: SiteContext): Generator<string> {
   for (const entry of sitemapEntries(index, site)) yield entry.loc;
-}
-
-/**
- * Bytes one `<url>` entry takes once escaped: `&` becomes `&amp;`, `<`/`>` `&lt;`/`&gt;` (a URL
- * from site-paths holds none of them but `&`, from a configured page template). An upper bound.
- */
-function entryBytes(entry: SitemapEntry, site: SiteContext): number {
-  const url = entry.loc;
-  const video = entry.video === undefined ? 0 : videoElementBytes({ ...entry, video: entry.video }, site);
-  let escaped = 0;
-  for (let i = url.indexOf('&'); i >= 0; i = url.indexOf('&', i + 1)) escaped += 4;
-  for (const c of ['<', '>']) for (let i = url.indexOf(c); i >= 0; i = url.indexOf(c, i + 1)) escaped += 3;
-  const lastmod = entry.lastmod === null ? 0 : entry.lastmod.length + '<lastmod></lastmod>'.length;
-  return Buffer.byteLength(url) + escaped + lastmod + video + '<url><loc></loc></url>'.length;
-}
-
-/** The root of every urlset: the sitemaps.org namespace, and Google's video extension for the videos' pages. */
-const URLSET_ATTRS = { xmlns: NS.sitemap, 'xmlns:video': SITEMAP_VIDEO_NS };
-
-/** Bytes of a urlset besides its entries: the declaration, the root element, the final newline. */
-const URLSET_WRAPPER_BYTES =
-  Buffer.byteLength(new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc']).entry('x').end()) - Buffer.byteLength('<url><loc>x</loc></url>');
-
-/**
- * An empty urlset whose entries are written as they are added, so a part is never held as a tree:
- * every entry with its `lastmod` when the build knows when documents changed, else none has one.
- */
-class Urlset {
-  private readonly withDates: FlatXmlDocument;
-  private readonly plain: FlatXmlDocument;
-  private dated: boolean | null = null;
-
-  constructor(private readonly site: SiteContext) {
-    this.withDates = new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc', 'lastmod'], site.xmlEngine);
-    this.plain = new FlatXmlDocument('urlset', URLSET_ATTRS, 'url', ['loc'], site.xmlEngine);
-  }
-
-  get length(): number {
-    return this.dated === true ? this.withDates.length : this.plain.length;
-  }
-
-  entry(entry: SitemapEntry): this {
-    this.dated ??= entry.lastmod !== null;
-    const { video } = entry;
-    const site = this.site;
-    const child =
-      video === undefined || !describable({ ...entry, video }, site)
-        ? undefined
-        : { name: 'video:video', build: (element: XmlElement) => buildVideoElement(element, { ...entry, video }, site) };
-    if (this.dated) this.withDates.entryWith([entry.loc, entry.lastmod ?? ''], child);
-    else this.plain.entryWith([entry.loc], child);
-    return this;
-  }
-
-  end(): string {
-    return this.dated === true ? this.withDates.end() : this.plain.end();
-  }
-}
-
-function urlset(site: SiteContext): Urlset {
-  return new Urlset(site);
 }
 
 /**
@@ -182,8 +100,6 @@ function partFile(n: number): string {
   return `sitemap-${n}.xml`;
 }
 
-export type OwnerKind = 'users' | 'videos';
-
 /** Ids per part of each kind, or null when the site is small enough for one file (see the top). */
 function idRanges(index: SiteIndex, site: SiteContext, limits: SitemapLimits): Record<OwnerKind, number> | null {
   if (index.idBounds === undefined || index.usersById === undefined || index.videosById === undefined) return null;
@@ -217,10 +133,6 @@ export function rangeWidth(span: number, formats: number, limits: SitemapLimits)
   return width;
 }
 
-function listedFormats(formats: readonly Format[], scope: 'user' | 'video'): Array<UserFormat | VideoFormat> {
-  return formats.filter((f): f is UserFormat | VideoFormat => f.scope === scope && f.inSitemap);
-}
-
 /**
  * The file that lists an owner of this id: `sitemap.xml` on a small site, else its id range's part
  * (for the freshness bench, which polls it).
@@ -234,142 +146,6 @@ export function sitemapFileOf(
 ): string {
   const widths = sitemapLayout(bounds, formats, limits);
   return widths === null ? 'sitemap.xml' : rangeFile(kind, Math.floor(id / widths[kind]), widths[kind]);
-}
-
-/**
- * `sitemap-users-FROM-TO.xml`, the part of the K-th range of `width` ids. Ids below zero are
- * written with their sign: `sitemap-users--62--1.xml`.
- */
-function rangeFile(kind: OwnerKind, k: number, width: number): string {
-  return `sitemap-${kind}-${k * width}-${(k + 1) * width - 1}.xml`;
-}
-
-/** A part of either layout: `sitemap-users-FROM-TO.xml`, or `sitemap-users-K.xml` of earlier versions. */
-const KIND_PART = /^sitemap-(users|videos)-(-?\d+)(?:-(-?\d+))?\.xml$/;
-
-/**
- * The ranges of this width that each kind has on disk, or null for a kind with a part of another
- * layout (the width moved, or parts of earlier versions): that kind's parts are all rendered again.
- */
-function partsOnDisk(files: Iterable<string>, widths: Record<OwnerKind, number>): Record<OwnerKind, Set<number> | null> {
-  const onDisk: Record<OwnerKind, Set<number> | null> = { users: new Set(), videos: new Set() };
-  for (const file of files) {
-    const match = KIND_PART.exec(file);
-    if (match === null) continue;
-    const kind = match[1] as OwnerKind;
-    const [from, to, width] = [Number(match[2]), Number(match[3]), widths[kind]];
-    const ofThisWidth = match[3] !== undefined && to - from + 1 === width && from % width === 0;
-    if (!ofThisWidth) onDisk[kind] = null;
-    else onDisk[kind]?.add(from / width);
-  }
-  return onDisk;
-}
-
-/**
- * The URLs of one owner's listed documents, leaving out those that failed in this build, with
- * their lastmod from `dates` (the owner's part's, by file under out/; null: no lastmod).
- */
-function ownerUrls(index: SiteIndex, site: SiteContext, kind: OwnerKind, key: string, dates: ReadonlyMap<string, Date> | null): SitemapEntry[] {
-  const failed = (format: string) => index.documentFailed?.(format, key) ?? false;
-  const changed = (format: UserFormat | VideoFormat): string | null => {
-    if (dates === null) return null;
-    // A listed document is recorded before the site files are rendered; the build's clock stands
-    // in only for a record that has no time.
-    return rfc3339(dates.get(site.paths.file(format, key)) ?? site.now);
-  };
-  return listedFormats(site.formats, kind === 'users' ? 'user' : 'video')
-    .filter((f) => !failed(f.name))
-    .map((f) => ({ loc: site.paths.url(f, key), lastmod: changed(f) }));
-}
-
-/** One part of a site split by id, or null when its rows list nothing. */
-function rangePart(file: string, urls: Iterable<SitemapEntry>, limits: SitemapLimits, site: SiteContext): RenderedSiteFile | null {
-  const part = urlset(site);
-  let bytes = URLSET_WRAPPER_BYTES;
-  for (const url of urls) {
-    part.entry(url);
-    bytes += entryBytes(url, site);
-  }
-  if (part.length === 0) return null;
-  if (part.length > limits.maxUrls || bytes > limits.maxBytes) {
-    throw new Error(`${file} would hold ${part.length} URLs in ${bytes} bytes, over the sitemaps.org limits (URLs of over 10 KB?)`);
-  }
-  return { file, body: part.end() };
-}
-
-/**
- * The parts of a site split by id, then the index. With `index.changes` and parts of the same
- * split on disk, only the parts holding a changed owner are rendered again; the others are kept
- * (`unchanged`), and a part whose owners all went is not written, so the build prunes it.
- */
-function* renderByIdRange(index: SiteIndex, site: SiteContext, limits: SitemapLimits, widths: Record<OwnerKind, number>): Generator<SiteFile> {
-  const listed: string[] = [];
-  const changes = index.changes;
-  const onDisk = partsOnDisk(changes?.siteFilesOnDisk ?? [], widths);
-  for (const kind of ['users', 'videos'] as const) {
-    if (listedFormats(site.formats, kind === 'users' ? 'user' : 'video').length === 0) continue;
-    const width = widths[kind];
-    const rows = (from: number, to: number): Iterable<KeyedRow> => (kind === 'users' ? index.usersById!(from, to) : index.videosById!(from, to));
-    const render = (k: number, owners: Iterable<KeyedRow>) => {
-      const file = rangeFile(kind, k, width);
-      const [from, to] = [k * width, (k + 1) * width - 1];
-      const dates = index.lastModifiedIn?.(kind, from, to) ?? null;
-      const videos = kind === 'videos' ? new Map([...(index.videoViewsById?.(from, to) ?? [])].map((v) => [v.id, v])) : null;
-      return rangePart(file, (function* () {
-        for (const owner of owners) {
-          yield* ownerUrls(index, site, kind, owner.key, dates);
-          const video = videos?.get(owner.id);
-          if (video !== undefined) yield videoEntry(video, site, dates);
-        }
-      })(), limits, site);
-    };
-    const changed = changes?.[kind];
-    const kept = onDisk[kind];
-    // No part of this layout on disk (the last build made one sitemap.xml, or no such owner was
-    // listed, or the width moved): every range is rendered.
-    if (changed === undefined || changed === 'all' || kept === null || kept.size === 0) {
-      // Every row of the kind, by id, cut where the range changes.
-      let k: number | null = null;
-      let group: KeyedRow[] = [];
-      const flush = () => {
-        const part = k === null ? null : render(k, group);
-        if (part !== null) listed.push(part.file);
-        group = [];
-        return part;
-      };
-      for (const row of rows(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)) {
-        const rowK = Math.floor(row.id / width);
-        if (rowK !== k) {
-          const part = flush();
-          if (part !== null) yield part;
-          k = rowK;
-        }
-        group.push(row);
-      }
-      const last = flush();
-      if (last !== null) yield last;
-      continue;
-    }
-    const again = new Set([...changed].map((id) => Math.floor(id / width)));
-    for (const k of [...new Set([...kept, ...again])].sort((a, b) => a - b)) {
-      if (!again.has(k)) {
-        const file = rangeFile(kind, k, width);
-        listed.push(file);
-        yield { file, unchanged: true };
-        continue;
-      }
-      const part = render(k, rows(k * width, (k + 1) * width - 1));
-      if (part !== null) {
-        listed.push(part.file);
-        yield part;
-      }
-    }
-  }
-  // The widths keep the ranges within the index's limit; this holds it should they not.
-  if (listed.length > limits.maxParts) throw new Error(`the sitemap index would list ${listed.length} parts, over the sitemaps.org limit of ${limits.maxParts}`);
-  const sitemapIndex = new FlatXmlDocument('sitemapindex', { xmlns: NS.sitemap }, 'sitemap', ['loc'], site.xmlEngine);
-  for (const file of listed) sitemapIndex.entry(site.paths.siteUrl(file));
-  yield { file: 'sitemap.xml', body: sitemapIndex.end() };
 }
 
 /** The sitemap format with these limits (tests use small ones to split small sites). */

@@ -245,5 +245,15 @@ export interface SiteIndex {
    * list ('all' when the build cannot tell), and those site files, so a document split by id
    * rewrites only the parts that hold them. Absent: everything is rendered.
    */
-  changes?: { users: ReadonlySet<number> | 'all'; videos: ReadonlySet<number> | 'all'; siteFilesOnDisk: ReadonlySet<string> };
+  changes?: {
+    users: ReadonlySet<number> | 'all';
+    videos: ReadonlySet<number> | 'all';
+    siteFilesOnDisk: ReadonlySet<string>;
+    /**
+     * Whether the build state records exactly these bytes for this site file, so that a part
+     * kept from an earlier build of the process may be spliced (src/formats/sitemap-parts.ts).
+     * Absent when a document failed in this build: its owner's entries are then rendered again.
+     */
+    recordedAs?(file: string, body: string): boolean;
+  };
 }

@@ -11,6 +11,7 @@ import type { OwnerRead, OwnerSelection, ReadScope } from './read/read-owners.js
 import { publishedNames, readUsers, readVideos, siteIndex } from './read/read-owners.js';
 import { renderOwner, renderSiteFormat, type KeptFile, type RenderResult } from './render/render-documents.js';
 import { compareAndWrite, keepFailed, type WriteTarget } from './write/write-documents.js';
+import { documentHash } from './document-hash.js';
 
 /** The owners a build reads (build-scopes.ts); `whole` in a full build not limited to one user. */
 export interface OwnersToRead {
@@ -111,7 +112,13 @@ export class BuildRun {
    * holding those owners and keeps the others as they are on disk.
    */
   readSite(changes?: SiteChanges): SiteIndex {
-    const onDisk = changes === undefined ? undefined : { ...changes, siteFilesOnDisk: this.state.siteFiles() };
+    const recordedAs = (file: string, body: string) => {
+      const recorded = this.state.previous(file);
+      if (recorded === undefined || recorded.size !== Buffer.byteLength(body)) return false;
+      return documentHash(Buffer.from(body)).equals(recorded.hash);
+    };
+    const onDisk =
+      changes === undefined ? undefined : { ...changes, siteFilesOnDisk: this.state.siteFiles(), ...(this.failedDocuments.size === 0 ? { recordedAs } : {}) };
     return siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk, (kind, from, to) => this.state.changedIn(kind === 'users' ? 'user' : 'video', from, to));
   }
 

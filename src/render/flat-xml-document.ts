@@ -61,19 +61,44 @@ export class FlatXmlDocument {
       if (child !== undefined) child.build(element.el(child.name));
       return this;
     }
-    if (names.length === 0 && child === undefined) {
-      this.pending.push(`<${this.entryName}/>`);
-    } else {
-      let out = `<${this.entryName}>`;
-      for (let i = 0; i < names.length; i++) out += leafElement(names[i]!, xmlChars(String(texts[i]!)));
-      if (child !== undefined) out += this.childMarkup(child.name, child.build);
-      this.pending.push(`${out}</${this.entryName}>`);
-    }
+    this.pending.push(this.entryMarkup(texts, child));
     if (this.pending.length === FLAT_CHUNK_ENTRIES) {
       this.chunks.push(this.pending.join(''));
       this.pending = [];
     }
     return this;
+  }
+
+  /**
+   * One entry's markup as `entryWith` appends it, without appending it: a caller that keeps
+   * entries between documents (a sitemap part spliced from the owners' entries it was made of)
+   * joins them with `around`. Only on the fast path (`takesFastPath`).
+   */
+  markup(texts: ReadonlyArray<string | number>, child?: { name: string; build: (element: XmlElement) => void }): string {
+    if (this.tree !== null) throw new Error(`<${this.rootName}> is not written on the fast path: its entries have no markup of their own`);
+    if (texts.length !== this.leafNames.length) throw new Error(`<${this.entryName}> takes ${this.leafNames.length} texts, got ${texts.length}`);
+    return this.entryMarkup(texts, child);
+  }
+
+  /** The document holding these entries' markup (from `markup`), as `end()` writes it. */
+  around(entries: readonly string[]): string {
+    if (entries.length === 0) return `${this.opening().slice(0, -1)}/>\n`;
+    return [this.opening(), ...entries, `</${this.rootName}>\n`].join('');
+  }
+
+  /** What comes before the first entry's markup in a document that has entries (`around`). */
+  opening(): string {
+    if (this.tree !== null) throw new Error(`<${this.rootName}> is not written on the fast path`);
+    return `${this.start}>`;
+  }
+
+  private entryMarkup(texts: ReadonlyArray<string | number>, child?: { name: string; build: (element: XmlElement) => void }): string {
+    const names = this.leafNames;
+    if (names.length === 0 && child === undefined) return `<${this.entryName}/>`;
+    let out = `<${this.entryName}>`;
+    for (let i = 0; i < names.length; i++) out += leafElement(names[i]!, xmlChars(String(texts[i]!)));
+    if (child !== undefined) out += this.childMarkup(child.name, child.build);
+    return `${out}</${this.entryName}>`;
   }
 
   /** A nested child as the fast path writes it: recorded, cleaned only where it must be (as XmlDocument does), serialised. */

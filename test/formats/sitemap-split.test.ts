@@ -147,8 +147,11 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
     const config = testConfig();
     const ctx = createSiteContext(config, counting, new Date(Date.UTC(2026, 0, 1)));
     const out = join(work.dir, 'out');
-    const build = () => buildSite({ db: fixture.file, out, stateFile: join(work.dir, 'state.sqlite'), config, site: ctx, formats: counting });
-    return { fixture, out, calls, build, ctx };
+    const buildAs = (site: SiteContext) => buildSite({ db: fixture.file, out, stateFile: join(work.dir, 'state.sqlite'), config, site, formats: counting });
+    const build = () => buildAs(ctx);
+    /** Another process's context: a build made with it keeps no part this one kept. */
+    const otherProcess = () => createSiteContext(config, counting, new Date(Date.UTC(2026, 0, 1)));
+    return { fixture, out, calls, build, buildAs, otherProcess, ctx };
   }
 
   it('lists every published document once, in parts by id that the sitemaps.org schemas accept, under an index of the parts', () => {
@@ -231,6 +234,52 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
     const whole = readTree(join(buildWhole(fixture.file, formats), 'out'));
     for (const path of [...whole.keys()].filter((p) => p.startsWith('sitemap'))) expect(gone.get(path)?.equals(whole.get(path)!), path).toBe(true);
     expect([...gone.keys()].filter((p) => p.startsWith('sitemap')).sort()).toEqual([...whole.keys()].filter((p) => p.startsWith('sitemap')).sort());
+  });
+
+  it('splices a part it rendered in an earlier build, reading only the changed owners, unless another build wrote the part since', () => {
+    const { fixture, out, calls, build, buildAs, otherProcess, ctx } = built();
+    build();
+    const ids = fixture.db.prepare(`SELECT id FROM users WHERE state = 'active' AND id BETWEEN ? AND ? ORDER BY id`).pluck().all(usersPerPart * 2, usersPerPart * 3 - 1) as number[];
+    expect(ids.length).toBe(usersPerPart);
+    const [a, b, c] = ids as [number, number, number];
+    const k = 2;
+    const range = `users ${k * usersPerPart}..${(k + 1) * usersPerPart - 1}`;
+    const rename = (id: number, name: string) => fixture.db.prepare('UPDATE users SET username = ? WHERE id = ?').run(name, id);
+    const sameAsWhole = () => {
+      const tree = readTree(out);
+      const whole = readTree(join(buildWhole(fixture.file, formats), 'out'));
+      expect(sitemaps(tree)).toEqual(sitemaps(whole));
+      for (const path of sitemaps(whole)) expect(tree.get(path)?.toString('utf8'), path).toBe(whole.get(path)!.toString('utf8'));
+      return tree;
+    };
+
+    // The first change to the part renders it whole (the full build kept no part) and keeps it.
+    rename(a, 'spliced-a');
+    calls.length = 0;
+    expect(build().mode).toBe('incremental');
+    expect(calls).toContain(range);
+    expect(ctx.sitemapParts!.counts).toEqual({ spliced: 0, whole: expect.any(Number) });
+    sameAsWhole();
+
+    // The next reads the changed user's row alone, and splices it in.
+    rename(b, 'spliced-b');
+    calls.length = 0;
+    expect(build().mode).toBe('incremental');
+    expect(calls).toContain(`users ${b}..${b}`);
+    expect(calls).not.toContain(range);
+    expect(ctx.sitemapParts!.counts.spliced).toBeGreaterThan(0);
+    expect(locs(sameAsWhole().get(usersPart(k))!.toString('utf8'))).toContain('https://videos.example.org/spliced-b/rss/');
+
+    // Another process's build rewrites the part: this one's kept part is no longer what the file
+    // holds (it lacks the third rename), so the next change renders the part whole again.
+    rename(c, 'elsewhere-c');
+    expect(buildAs(otherProcess()).mode).toBe('incremental');
+    rename(a, 'spliced-a-again');
+    calls.length = 0;
+    expect(build().mode).toBe('incremental');
+    expect(calls).toContain(range);
+    const text = sameAsWhole().get(usersPart(k))!.toString('utf8');
+    expect(locs(text)).toEqual(expect.arrayContaining(['https://videos.example.org/elsewhere-c/rss/', 'https://videos.example.org/spliced-a-again/rss/']));
   });
 
   it('widens the ranges of ids spread far apart to fit the index, and renders every part again when the width moves', () => {

@@ -5,6 +5,7 @@ import type { VideoView } from '../../model/views.js';
 import { SitePaths } from '../../paths/site-paths.js';
 import { checkPlaces } from '../../paths/url-scheme.js';
 import { recommendations } from '../../formats/recommendations.js';
+import { SitemapPartCache } from '../../formats/sitemap-parts.js';
 import { createEmbedRenderer, type EmbedLinks } from '../../render/embed.js';
 import type { XmlEngine } from '../../render/xml-engine.js';
 
@@ -32,7 +33,8 @@ export const SAMPLE_VIDEO: VideoView = {
 };
 
 /**
- * Everything renderers share, built once per build from validated configuration. Loading the
+ * Everything renderers share, built from validated configuration once per build, or once per
+ * configuration in `watch`, whose builds share it (and so the sitemap parts it keeps). Loading the
  * templates here means a missing or broken template stops the build before any file is written.
  */
 export function createSiteContext(config: SiteConfig, formats: readonly Format[], now: Date = new Date(), xmlEngine: XmlEngine = 'fast'): SiteContext {
@@ -46,6 +48,7 @@ export function createSiteContext(config: SiteConfig, formats: readonly Format[]
     embed: createEmbedRenderer(config.player, embedLinks(paths), SAMPLE_VIDEO),
     generator: { ...VIDFEEDS_GENERATOR },
     xmlEngine,
+    sitemapParts: new SitemapPartCache(),
   };
 }
 
