@@ -37,9 +37,9 @@ function stageOfFrame({ functionName, url }: ProfileNode['callFrame']): Stage | 
   return null;
 }
 
-/** A frame of the hash of a document (src/pipeline/document-hash.ts; the wasm below it is its callee). */
+/** A frame of the hash of a document (src/render/document-hash.ts; the wasm below it is its callee). */
 function isDocumentHash({ url }: ProfileNode['callFrame']): boolean {
-  return /\/pipeline\/document-hash\.js$/.test(url);
+  return /\/render\/document-hash\.js$/.test(url);
 }
 
 /** Milliseconds per stage over the profiles given. */

@@ -2,7 +2,7 @@ import { lstatSync, readdirSync, readFileSync, readlinkSync, type Dirent } from 
 import { join } from 'node:path';
 import { readBuildRecords } from '../pipeline/record/build-record.js';
 import type { SavedState } from '../pipeline/saved-state.js';
-import { documentHash } from '../pipeline/document-hash.js';
+import { documentHash } from '../render/document-hash.js';
 import { compressedFormOf, compressedPath, type Encoding, isCompressible, verifyCompressed } from '../paths/compression.js';
 import { STAGING_DIR } from '../pipeline/write/output-writer.js';
 import { ownsKey, ownsSiteFiles, type ShardSpec } from '../shard/shard.js';

@@ -3,7 +3,8 @@ import type { KeyedRow, SiteIndex, VideoView } from '../model/views.js';
 import { FlatXmlDocument } from '../render/flat-xml-document.js';
 import { NS } from '../render/xml.js';
 import { entryBytes, listedFormats, ownerUrls, urlset, URLSET_WRAPPER_BYTES, type OwnerKind, type SitemapEntry, type SitemapLimits, type Urlset } from './sitemap-entries.js';
-import type { KeptPart, OwnerSpan } from './sitemap-parts.js';
+import { documentHash } from '../render/document-hash.js';
+import { OWNER_FIELDS, type KeptPart } from './sitemap-parts.js';
 import { videoEntry } from './sitemap-video.js';
 
 /**
@@ -61,6 +62,12 @@ function rangePart(file: string, urls: Iterable<SitemapEntry>, limits: SitemapLi
   return { file, body: part.end() };
 }
 
+/** What a part's owners read besides their rows: their documents' change times (null: no `lastmod`), the videos' views. */
+interface PartReads {
+  dates: ReadonlyMap<string, Date> | null;
+  videos: ReadonlyMap<number, VideoView> | null;
+}
+
 /** One owner's entries in a part being made: their markup, how many, an upper bound of their bytes. */
 interface OwnerMarkup {
   id: number;
@@ -71,24 +78,26 @@ interface OwnerMarkup {
 
 /**
  * A part made of its owners' entries (by id): the file, or null when they list nothing, and the
- * part as a later build of the process may splice it.
+ * part's layout, for a later build of the process to splice (`keep`: else none is made).
  */
-function assemble(file: string, dated: boolean, owners: readonly OwnerMarkup[], urlset: Urlset, limits: SitemapLimits): { rendered: RenderedSiteFile | null; kept: KeptPart } {
+function assemble(file: string, dated: boolean, owners: readonly OwnerMarkup[], urlset: Urlset, limits: SitemapLimits, keep: boolean): { rendered: RenderedSiteFile | null; kept: KeptPart | null } {
   let urls = 0;
   let bytes = URLSET_WRAPPER_BYTES;
-  let at = urlset.opening().length;
-  const spans: OwnerSpan[] = [];
-  for (const { id, markup, urls: count, bytes: size } of owners) {
-    spans.push({ id, at, length: markup.length, urls: count, bytes: size });
-    at += markup.length;
-    urls += count;
-    bytes += size;
+  for (const owner of owners) {
+    urls += owner.urls;
+    bytes += owner.bytes;
   }
+  if (urls > 0) checkPart(file, urls, bytes, limits);
   const body = urlset.around(owners.map((owner) => owner.markup));
-  const kept: KeptPart = { body, dated, owners: spans };
-  if (urls === 0) return { rendered: null, kept };
-  checkPart(file, urls, bytes, limits);
-  return { rendered: { file, body }, kept };
+  const rendered = urls === 0 ? null : { file, body };
+  if (!keep) return { rendered, kept: null };
+  const layout = new Float64Array(owners.length * OWNER_FIELDS);
+  let at = urlset.opening().length;
+  owners.forEach((owner, i) => {
+    layout.set([owner.id, at, owner.markup.length, owner.urls, owner.bytes], i * OWNER_FIELDS);
+    at += owner.markup.length;
+  });
+  return { rendered, kept: { hash: documentHash(Buffer.from(body)), dated, owners: layout } };
 }
 
 /**
@@ -123,34 +132,33 @@ class RangeParts {
     const file = this.file(k);
     const [from, to] = [k * this.width, (k + 1) * this.width - 1];
     const reads = this.reads(from, to);
-    if (!this.urlset.fast) {
-      const urls = (function* (parts: RangeParts) {
-        for (const owner of owners) yield* parts.entriesOf(owner, reads);
-      })(this);
-      return rangePart(file, urls, this.limits, this.site);
-    }
+    // Written through xmlbuilder2 (`xmlEngine: 'builder'`), entries have no markup of their own.
+    if (!this.urlset.fast) return rangePart(file, this.everyEntry(owners, reads), this.limits, this.site);
     const marked: OwnerMarkup[] = [];
     for (const owner of owners) {
       const entries = this.marked(owner.id, this.entriesOf(owner, reads));
       if (entries.urls > 0) marked.push(entries);
     }
-    const { rendered, kept } = assemble(file, this.dated, marked, this.urlset, this.limits);
-    if (keep && this.site.sitemapParts !== undefined) {
-      this.site.sitemapParts.counts.whole++;
-      this.site.sitemapParts.keep(file, kept);
+    const cache = keep ? this.site.sitemapParts : undefined;
+    const { rendered, kept } = assemble(file, this.dated, marked, this.urlset, this.limits, cache !== undefined);
+    if (cache !== undefined && kept !== null) {
+      cache.counts.whole++;
+      cache.keep(file, kept);
     }
     return rendered;
   }
 
   /**
-   * The K-th part again after `changed` (its owners the build's changes name): spliced into the
-   * part this process rendered last when the build state records exactly its bytes, else whole.
+   * The K-th part again after `changed` (its owners the build's changes name): spliced into its
+   * file when this process rendered it last and the file holds those bytes, as the build state
+   * records them; else rendered whole.
    */
   again(k: number, changed: readonly number[]): RenderedSiteFile | null {
     const file = this.file(k);
     const cache = this.site.sitemapParts;
     const kept = cache?.take(file);
-    if (cache === undefined || kept === undefined || kept.dated !== this.dated || this.index.changes?.recordedAs?.(file, kept.body) !== true) {
+    const onDisk = kept === undefined ? null : (this.index.changes?.recorded?.(file) ?? null);
+    if (cache === undefined || kept === undefined || onDisk === null || kept.dated !== this.dated || !kept.hash.equals(onDisk.hash)) {
       return this.render(k, this.rows(k * this.width, (k + 1) * this.width - 1), true);
     }
     const moved = new Map<number, OwnerMarkup | null>();
@@ -160,23 +168,33 @@ class RangeParts {
       moved.set(id, entries !== null && entries.urls > 0 ? entries : null);
     }
     const owners: OwnerMarkup[] = [];
-    for (const { id, at, length, urls, bytes } of kept.owners) if (!moved.has(id)) owners.push({ id, markup: kept.body.slice(at, at + length), urls, bytes });
+    const layout = kept.owners;
+    for (let i = 0; i < layout.length; i += OWNER_FIELDS) {
+      const id = layout[i]!;
+      if (moved.has(id)) continue;
+      const at = layout[i + 1]!;
+      owners.push({ id, markup: onDisk.text.slice(at, at + layout[i + 2]!), urls: layout[i + 3]!, bytes: layout[i + 4]! });
+    }
     for (const entries of moved.values()) if (entries !== null) owners.push(entries);
-    const { rendered, kept: again } = assemble(file, this.dated, owners.sort((a, b) => a.id - b.id), this.urlset, this.limits);
+    const { rendered, kept: again } = assemble(file, this.dated, owners.sort((a, b) => a.id - b.id), this.urlset, this.limits, true);
     cache.counts.spliced++;
-    cache.keep(file, again);
+    cache.keep(file, again!);
     return rendered;
   }
 
   /** What the owners with `from <= id <= to` read besides their rows: their documents' change times, the videos' views. */
-  private reads(from: number, to: number): { dates: ReadonlyMap<string, Date> | null; videos: ReadonlyMap<number, VideoView> | null } {
+  private reads(from: number, to: number): PartReads {
     const dates = this.index.lastModifiedIn?.(this.kind, from, to) ?? null;
     const videos = this.kind === 'videos' ? new Map([...(this.index.videoViewsById?.(from, to) ?? [])].map((v) => [v.id, v])) : null;
     return { dates, videos };
   }
 
+  private *everyEntry(owners: Iterable<KeyedRow>, reads: PartReads): Generator<SitemapEntry> {
+    for (const owner of owners) yield* this.entriesOf(owner, reads);
+  }
+
   /** An owner's entries: its documents' URLs, then a video's own page. */
-  private entriesOf(owner: KeyedRow, reads: { dates: ReadonlyMap<string, Date> | null; videos: ReadonlyMap<number, VideoView> | null }): SitemapEntry[] {
+  private entriesOf(owner: KeyedRow, reads: PartReads): SitemapEntry[] {
     const entries = ownerUrls(this.index, this.site, this.kind, owner.key, reads.dates);
     const video = reads.videos?.get(owner.id);
     if (video !== undefined) entries.push(videoEntry(video, this.site, reads.dates));

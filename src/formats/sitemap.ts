@@ -22,10 +22,10 @@ export type { OwnerKind, SitemapEntry, SitemapLimits } from './sitemap-entries.j
  * the owners in its range, so a build that changed a few owners rewrites the parts that hold them
  * and keeps the others (`index.changes`): what a change costs does not grow with the site.
  *
- * A process that builds again and again (`watch`) keeps the parts it rendered, by owner
+ * A process that builds again and again (`watch`) keeps the layout of the parts it rendered
  * (`site.sitemapParts`, sitemap-parts.ts): a part it must rewrite is spliced, the changed owners'
- * entries rendered and the others' taken as they were, when the build state still records the
- * kept part's bytes (`RangeParts.again` in sitemap-ranges.ts).
+ * entries rendered and the others' taken from its file, when the file holds the bytes the layout
+ * was made from and the build state records (`RangeParts.again` in sitemap-ranges.ts).
  *
  * Ids spread far apart would need more parts than an index may list; the ranges then double in
  * width until they fit (`rangeWidth`). Each part's name carries its range, so parts of another

@@ -250,10 +250,11 @@ export interface SiteIndex {
     videos: ReadonlySet<number> | 'all';
     siteFilesOnDisk: ReadonlySet<string>;
     /**
-     * Whether the build state records exactly these bytes for this site file, so that a part
-     * kept from an earlier build of the process may be spliced (src/formats/sitemap-parts.ts).
-     * Absent when a document failed in this build: its owner's entries are then rendered again.
+     * A site file's text on disk and the hash of its bytes, when they are what the build state
+     * records for it (else null), so that a part whose layout an earlier build of the process kept
+     * may be spliced into it (src/formats/sitemap-parts.ts). Absent when a document failed in this
+     * build: every owner's entries of a part are then rendered again.
      */
-    recordedAs?(file: string, body: string): boolean;
+    recorded?(file: string): { text: string; hash: Buffer } | null;
   };
 }

@@ -11,7 +11,7 @@ import type { OwnerRead, OwnerSelection, ReadScope } from './read/read-owners.js
 import { publishedNames, readUsers, readVideos, siteIndex } from './read/read-owners.js';
 import { renderOwner, renderSiteFormat, type KeptFile, type RenderResult } from './render/render-documents.js';
 import { compareAndWrite, keepFailed, type WriteTarget } from './write/write-documents.js';
-import { documentHash } from './document-hash.js';
+import { documentHash } from '../render/document-hash.js';
 
 /** The owners a build reads (build-scopes.ts); `whole` in a full build not limited to one user. */
 export interface OwnersToRead {
@@ -109,16 +109,18 @@ export class BuildRun {
   /**
    * The site files' read: the published names, less the documents that failed in this build; with
    * `changes`, a format split by owner id (the sitemap of a large site) renders only the parts
-   * holding those owners and keeps the others as they are on disk.
+   * holding those owners and keeps the others as they are on disk, and splices the owners' entries
+   * into a part whose file holds what the state records (`recorded`, src/formats/sitemap-parts.ts).
    */
   readSite(changes?: SiteChanges): SiteIndex {
-    const recordedAs = (file: string, body: string) => {
-      const recorded = this.state.previous(file);
-      if (recorded === undefined || recorded.size !== Buffer.byteLength(body)) return false;
-      return documentHash(Buffer.from(body)).equals(recorded.hash);
+    const recorded = (file: string) => {
+      const record = this.state.previous(file);
+      if (record === undefined) return null;
+      const bytes = this.target.writer.read?.(file, record.size) ?? null;
+      return bytes !== null && documentHash(bytes).equals(record.hash) ? { text: bytes.toString('utf8'), hash: record.hash } : null;
     };
     const onDisk =
-      changes === undefined ? undefined : { ...changes, siteFilesOnDisk: this.state.siteFiles(), ...(this.failedDocuments.size === 0 ? { recordedAs } : {}) };
+      changes === undefined ? undefined : { ...changes, siteFilesOnDisk: this.state.siteFiles(), ...(this.failedDocuments.size === 0 ? { recorded } : {}) };
     return siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk, (kind, from, to) => this.state.changedIn(kind === 'users' ? 'user' : 'video', from, to));
   }
 

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isEncoding, type Encoding } from '../paths/compression.js';
-import { DOCUMENT_HASH } from './document-hash.js';
+import { DOCUMENT_HASH } from '../render/document-hash.js';
 import { addChangeSequence, isUnreadableState, openState, setAside } from './state-file.js';
 
 /**

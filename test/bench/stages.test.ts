@@ -36,7 +36,7 @@ describe('the profile of a build, by stage', () => {
         { frames: [build, ['write', `${DIST}/pipeline/threads/write-pool.js`]], ms: 3 },
         { frames: [['place', `${DIST}/pipeline/write/output-writer.js`]], ms: 2 },
         { frames: [build, ['record', `${DIST}/pipeline/build-state.js`]], ms: 1 },
-        { frames: [build, ['compareAndWrite', `${DIST}/pipeline/write/write-documents.js`], ['documentHash', `${DIST}/pipeline/document-hash.js`], ['wasm-function[5]', 'wasm://wasm/e454c672']], ms: 6 },
+        { frames: [build, ['compareAndWrite', `${DIST}/pipeline/write/write-documents.js`], ['documentHash', `${DIST}/render/document-hash.js`], ['wasm-function[5]', 'wasm://wasm/e454c672']], ms: 6 },
         { frames: [['(garbage collector)', '']], ms: 7 },
         { frames: [build], ms: 8 },
       ]),

@@ -7,7 +7,7 @@ import { STAGING_DIR } from '../../src/pipeline/write/output-writer.js';
 import { cli } from '../helpers/cli.js';
 import { validateReport } from '../helpers/report-schema.js';
 
-import { documentHash } from '../../src/pipeline/document-hash.js';
+import { documentHash } from '../../src/render/document-hash.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import xxhash from 'xxhash-wasm';
-import { documentHash } from '../../src/pipeline/document-hash.js';
+import { documentHash } from '../../src/render/document-hash.js';
 
 /** The state's document hash is XXH64 (seed 0), as xxHash's reference implementation gives it. */
 describe('document hash', () => {

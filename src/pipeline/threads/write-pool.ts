@@ -169,6 +169,11 @@ export class ThreadedDirectoryWriter implements OutputWriter {
     return this.direct.holds(path, body);
   }
 
+  read(path: string, size: number): Buffer | null {
+    this.settle(path);
+    return this.direct.read(path, size);
+  }
+
   isEmpty(): boolean {
     this.flush();
     return this.direct.isEmpty();

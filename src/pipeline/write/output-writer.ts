@@ -39,6 +39,8 @@ export interface OutputWriter {
   removeFolder?(path: string): boolean;
   /** Whether the file at `path` holds exactly `body` (to check a tree after an interrupted build). */
   holds?(path: string, body: Buffer): boolean;
+  /** The bytes of the file at `path` when it is a file of `size` bytes, else null (a sitemap part to splice into). */
+  read?(path: string, size: number): Buffer | null;
   /** Waits until every write so far is done, for writers that write in the background; throws their error. */
   flush?(): void;
   /** Whether it holds no files at all: then a first build has nothing on disk to compare with. */
@@ -326,13 +328,19 @@ export class DirectoryWriter implements OutputWriter {
   }
 
   holds(path: string, body: Buffer): boolean {
+    return this.read(path, body.length)?.equals(body) ?? false;
+  }
+
+  read(path: string, size: number): Buffer | null {
     try {
       const full = this.target(path);
-      if (this.guard.problem(full, false) !== null) return false;
+      if (this.guard.problem(full, false) !== null) return null;
       const stat = lstatSync(full, { throwIfNoEntry: false });
-      return stat !== undefined && stat.isFile() && stat.size === body.length && readFileSync(full).equals(body);
+      if (stat === undefined || !stat.isFile() || stat.size !== size) return null;
+      const bytes = readFileSync(full);
+      return bytes.length === size ? bytes : null;
     } catch {
-      return false;
+      return null;
     }
   }
 
@@ -407,6 +415,11 @@ export class MemoryWriter implements OutputWriter {
 
   holds(path: string, body: Buffer): boolean {
     return this.files.get(path)?.equals(body) ?? false;
+  }
+
+  read(path: string, size: number): Buffer | null {
+    const body = this.files.get(path);
+    return body?.length === size ? body : null;
   }
 
   isEmpty(): boolean {

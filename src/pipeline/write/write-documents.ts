@@ -1,7 +1,7 @@
 import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible } from '../../paths/compression.js';
 import type { Format } from '../../formats/format.js';
 import type { BuildState } from '../build-state.js';
-import { documentHash } from '../document-hash.js';
+import { documentHash } from '../../render/document-hash.js';
 import { documentBytes } from './document-bytes.js';
 import type { OutputWriter } from './output-writer.js';
 import type { FailedDocument, RenderedDocument } from '../render/render-documents.js';
