@@ -19,8 +19,10 @@ export interface SitemapLimits {
   maxBytes: number;
   /**
    * URLs a part split by id holds at most. Every change to an owner rewrites the part that lists
-   * it (its lastmod moved), reading each of its owners' rows and dates again, so this sets what
-   * `watch` pays per change (docs/performance.md, "Figures behind the code").
+   * it (its lastmod moved), reading each of its owners' rows and dates again, or, in a watch that
+   * rendered the part before, reading the part's file to splice the owner in (sitemap-parts.ts):
+   * this sets what a change costs beside its own documents (docs/performance.md, "Figures
+   * behind the code"), and the size of the object a deploy sends for it.
    */
   partUrls: number;
   /** Parts a sitemap index lists at most (sitemaps.org: 50,000), half of them for each kind. */
