@@ -9,7 +9,7 @@ import { readTree } from '../helpers/cli.js';
 import { createDemoDb, insertUser, testConfig } from '../helpers/site-fixture.js';
 import { SCHEMAS, xmllintSchema, xpath } from '../helpers/validators.js';
 import Database from 'better-sqlite3';
-import { readdirSync, renameSync } from 'node:fs';
+import { readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -280,6 +280,32 @@ describe('sitemap split by row id (a site whose ids could hold more than 50,000 
     expect(calls).toContain(range);
     const text = sameAsWhole().get(usersPart(k))!.toString('utf8');
     expect(locs(text)).toEqual(expect.arrayContaining(['https://videos.example.org/elsewhere-c/rss/', 'https://videos.example.org/spliced-a-again/rss/']));
+  });
+
+  it('renders a part whole, not spliced, when its file was deleted by hand since it was kept', () => {
+    const { fixture, out, build, ctx } = built();
+    build();
+    const ids = fixture.db.prepare(`SELECT id FROM users WHERE state = 'active' AND id BETWEEN ? AND ? ORDER BY id`).pluck().all(usersPerPart * 2, usersPerPart * 3 - 1) as number[];
+    const rename = (id: number, name: string) => fixture.db.prepare('UPDATE users SET username = ? WHERE id = ?').run(name, id);
+    // Two changes to the part: the second build keeps its layout, the third could splice it.
+    rename(ids[0]!, 'kept-a');
+    build();
+    rename(ids[1]!, 'kept-b');
+    build();
+    expect(ctx.sitemapParts!.counts.spliced).toBeGreaterThan(0);
+
+    // The part is deleted by hand, then one of its owners changes: nothing to cut it from.
+    const { whole } = ctx.sitemapParts!.counts;
+    rmSync(join(out, usersPart(2)));
+    rename(ids[2]!, 'after-delete');
+    expect(build().mode).toBe('incremental');
+    expect(ctx.sitemapParts!.counts.whole).toBeGreaterThan(whole);
+
+    const tree = readTree(out);
+    const full = readTree(join(buildWhole(fixture.file, formats), 'out'));
+    expect(sitemaps(tree)).toEqual(sitemaps(full));
+    for (const path of sitemaps(full)) expect(tree.get(path)?.toString('utf8'), path).toBe(full.get(path)!.toString('utf8'));
+    expect(locs(tree.get(usersPart(2))!.toString('utf8'))).toEqual(expect.arrayContaining(['https://videos.example.org/kept-b/rss/', 'https://videos.example.org/after-delete/rss/']));
   });
 
   it('widens the ranges of ids spread far apart to fit the index, and renders every part again when the width moves', () => {
