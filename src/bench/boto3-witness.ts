@@ -26,16 +26,21 @@ export function boto3Missing(): string | null {
 
 /**
  * Writes the objects a first deploy of `out` under `prefix` writes, one JSON object a line, to
- * `listFile`: the tree read one file at a time, as the deploy reads it. Returns how many.
+ * `listFile`: the tree read one file at a time, as the deploy reads it, and of its documents every
+ * `every`-th (a sample spread over the whole tree: a rate needs no more than some hundreds of
+ * thousands of objects, and boto3 would take hours over the millions of a large site). Returns how
+ * many objects it lists.
  */
-export async function writeUploadList(out: string, prefix: string, listFile: string): Promise<number> {
+export async function writeUploadList(out: string, prefix: string, listFile: string, every = 1): Promise<number> {
   const config = loadConfig({ configFile: undefined });
   const routes = routesOf(FORMATS);
   const fd = openSync(listFile, 'w');
   let count = 0;
   try {
     const entries = manifestEntries(new AbortController().signal, routes, resolve(out), '', 'vidfeeds bench', (format) => cacheControlOf(config.cacheControl, format));
+    let seen = 0;
     for await (const entry of entries) {
+      if (seen++ % every !== 0) continue;
       const document = planDocument(entry, routes, prefix, undefined);
       if (document === null) continue;
       writeSync(fd, document.objects.map((object) => `${JSON.stringify(object)}\n`).join(''));

@@ -34,9 +34,13 @@ const START_DEADLINE_MS = 90_000;
 
 export type ObjectStore = 'memstore' | 'bluestore';
 
+const DEFAULT_BLOCK_BYTES = 10 * 1024 ** 3;
+
 export interface RadosgwOptions {
   /** The OSD's store: memstore (the default) or a file-backed bluestore for more than 1 GiB. */
   objectStore?: ObjectStore;
+  /** bluestore's sparse file, in bytes (default 10 GiB): it holds the objects and their metadata, about 0.5 MB a demo user. */
+  blockBytes?: number;
   /** The cluster is killed after this long, stopped or not (default 10 minutes). */
   lifetimeMs?: number;
 }
@@ -113,15 +117,15 @@ async function toolWhileUp(daemons: readonly Daemon[], logs: () => string, progr
 
 /**
  * The OSD's store. memstore holds every object in memory and starts in a moment; bluestore keeps
- * them in a sparse 10 GiB file of the folder (its first start formats it: several seconds), with
- * a small cache and SSD settings, for more data than a test's.
+ * them in a sparse file of the folder, `blockBytes` long (its first start formats it: several
+ * seconds), with a small cache and SSD settings, for more data than a test's.
  */
-function objectStoreConf(store: ObjectStore): string {
+function objectStoreConf(store: ObjectStore, blockBytes = DEFAULT_BLOCK_BYTES): string {
   if (store === 'memstore') return 'osd objectstore = memstore\n# The capacity the OSD reports: writes stop when it is 95% full.\nmemstore device bytes = 1073741824\n';
   return [
     'osd objectstore = bluestore',
     'bluestore block create = true',
-    'bluestore block size = 10737418240',
+    `bluestore block size = ${blockBytes}`,
     'bluestore fsck on mount = false',
     'osd memory target = 536870912',
     'bluestore cache autotune = false',
@@ -135,7 +139,7 @@ function objectStoreConf(store: ObjectStore): string {
 }
 
 /** The cluster's configuration: everything under `dir`, quiet logs, as few threads as serve a test. */
-function cephConf(dir: string, fsid: string, monPort: number, objectStore: ObjectStore): string {
+function cephConf(dir: string, fsid: string, monPort: number, storeConf: string): string {
   return `[global]
 fsid = ${fsid}
 mon host = v2:127.0.0.1:${monPort}
@@ -162,7 +166,7 @@ rgw data = ${dir}/rgw
 mon data avail warn = 0
 mon data avail crit = 0
 # One OSD holds every placement group: one copy, few groups, no autoscaler (it needs a manager).
-${objectStoreConf(objectStore)}osd pool default size = 1
+${storeConf}osd pool default size = 1
 osd pool default min size = 1
 osd pool default pg num = 8
 osd pool default pgp num = 8
@@ -240,7 +244,7 @@ async function waitForGateway(client: S3Client, rgw: Daemon, deadline: number): 
  * exists (radosgw-admin's write waits for the OSD to serve the pools it creates). The gateway's
  * port in the configuration is set by startGateway.
  */
-async function startCluster(dir: string, objectStore: ObjectStore, keys: { access: string; secret: string }, daemons: Daemon[], deadline: number): Promise<void> {
+async function startCluster(dir: string, storeConf: string, keys: { access: string; secret: string }, daemons: Daemon[], deadline: number): Promise<void> {
   for (const sub of ['run', 'log', 'mon', 'osd', 'rgw', 'crash']) {
     rmSync(join(dir, sub), { recursive: true, force: true });
     mkdirSync(join(dir, sub));
@@ -248,7 +252,7 @@ async function startCluster(dir: string, objectStore: ObjectStore, keys: { acces
   const fsid = randomUUID();
   const monPort = await freePort();
   const config = join(dir, 'ceph.conf');
-  writeFileSync(config, cephConf(dir, fsid, monPort, objectStore));
+  writeFileSync(config, cephConf(dir, fsid, monPort, storeConf));
   const c = ['-c', config];
   await tool('monmaptool', ['--create', '--clobber', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${monPort}]`, join(dir, 'monmap')]);
   await tool('ceph-mon', [...c, '-i', 'a', '--mkfs', '--monmap', join(dir, 'monmap')]);
@@ -320,7 +324,7 @@ export async function startRadosgw(options: RadosgwOptions = {}): Promise<Runnin
     // again on another port (three tries).
     for (let attempt = 1; ; attempt++) {
       try {
-        await startCluster(dir, options.objectStore ?? 'memstore', keys, daemons, deadline);
+        await startCluster(dir, objectStoreConf(options.objectStore ?? 'memstore', options.blockBytes), keys, daemons, deadline);
         break;
       } catch (error) {
         if (!(error instanceof DaemonExited) || attempt === 3) throw error;
