@@ -2,9 +2,8 @@
  * Where each owner's entries are in the sitemap parts a process rendered, kept between its
  * builds, so that a part holding a changed owner is spliced: the changed owners' entries are
  * rendered, the others' are taken from the part's file as they are. `watch` builds again and
- * again in one process; without this, every part holding a changed owner was rendered whole
- * (hundreds of URLs, their change times read from the build state) for the few entries that moved
- * (docs/performance.md, "watch --deploy").
+ * again in one process, and a part rendered whole costs hundreds of URLs and their change times,
+ * read from the build state, for the few entries that moved.
  *
  * Only the layout is kept, not the text (a 10,000-user site's parts are 37 MB, more than watch's
  * whole memory budget leaves): the hash of the part's bytes as rendered, and per owner its id, where
