@@ -1,7 +1,7 @@
 import type { Format, SiteContext, UserFormat, VideoFormat } from './format.js';
 import type { SiteIndex, VideoView } from '../model/views.js';
 import { rfc3339 } from '../render/dates.js';
-import { FlatXmlDocument } from '../render/flat-xml-document.js';
+import { FlatXmlDocument, type EntryChild } from '../render/flat-xml-document.js';
 import type { XmlElement } from '../render/xml-element.js';
 import { NS } from '../render/xml.js';
 import { buildVideoElement, describable, SITEMAP_VIDEO_NS, videoElementBytes } from './sitemap-video.js';
@@ -136,7 +136,7 @@ export class Urlset {
     return this.plain.opening();
   }
 
-  private videoChild(entry: SitemapEntry): { name: string; build: (element: XmlElement) => void } | undefined {
+  private videoChild(entry: SitemapEntry): EntryChild | undefined {
     const { video } = entry;
     const site = this.site;
     return video === undefined || !describable({ ...entry, video }, site)

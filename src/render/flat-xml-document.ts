@@ -15,6 +15,12 @@ import { leafElement, MAYBE_FORBIDDEN, xmlChars, XML_DECLARATION } from './xml-t
  * by the same checks; when it cannot, or the engine is 'builder' when the document is made, the
  * entries are recorded into an XmlDocument after all, and the builder decides as for any document.
  */
+
+/** An element an entry holds after its leaves, filled through the tree API (a sitemap's `<video:video>`). */
+export interface EntryChild {
+  name: string;
+  build: (element: XmlElement) => void;
+}
 export class FlatXmlDocument {
   private readonly tree: XmlDocument | null = null;
   /** The namespace prefixes the root declares: a nested child may use them. */
@@ -51,9 +57,9 @@ export class FlatXmlDocument {
    * child is recorded and written as XmlDocument writes an element: its names must be ones the
    * fast path takes (prefixes the root declares), which is the caller's to hold.
    */
-  entryWith(texts: ReadonlyArray<string | number>, child?: { name: string; build: (element: XmlElement) => void }): this {
+  entryWith(texts: ReadonlyArray<string | number>, child?: EntryChild): this {
     const names = this.leafNames;
-    if (texts.length !== names.length) throw new Error(`<${this.entryName}> takes ${names.length} texts, got ${texts.length}`);
+    this.checkTexts(texts);
     this.entries++;
     if (this.tree !== null) {
       const element = this.tree.root.el(this.entryName);
@@ -74,10 +80,14 @@ export class FlatXmlDocument {
    * entries between documents (a sitemap part spliced from the owners' entries it was made of)
    * joins them with `around`. Only on the fast path (`takesFastPath`).
    */
-  markup(texts: ReadonlyArray<string | number>, child?: { name: string; build: (element: XmlElement) => void }): string {
+  markup(texts: ReadonlyArray<string | number>, child?: EntryChild): string {
     if (this.tree !== null) throw new Error(`<${this.rootName}> is not written on the fast path: its entries have no markup of their own`);
-    if (texts.length !== this.leafNames.length) throw new Error(`<${this.entryName}> takes ${this.leafNames.length} texts, got ${texts.length}`);
+    this.checkTexts(texts);
     return this.entryMarkup(texts, child);
+  }
+
+  private checkTexts(texts: ReadonlyArray<string | number>): void {
+    if (texts.length !== this.leafNames.length) throw new Error(`<${this.entryName}> takes ${this.leafNames.length} texts, got ${texts.length}`);
   }
 
   /** The document holding these entries' markup (from `markup`), as `end()` writes it. */
@@ -92,7 +102,7 @@ export class FlatXmlDocument {
     return `${this.start}>`;
   }
 
-  private entryMarkup(texts: ReadonlyArray<string | number>, child?: { name: string; build: (element: XmlElement) => void }): string {
+  private entryMarkup(texts: ReadonlyArray<string | number>, child?: EntryChild): string {
     const names = this.leafNames;
     if (names.length === 0 && child === undefined) return `<${this.entryName}/>`;
     let out = `<${this.entryName}>`;
