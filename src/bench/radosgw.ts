@@ -34,7 +34,8 @@ const START_DEADLINE_MS = 90_000;
 
 export type ObjectStore = 'memstore' | 'bluestore';
 
-const DEFAULT_BLOCK_BYTES = 10 * 1024 ** 3;
+/** bluestore's sparse file when `blockBytes` is not given. */
+export const DEFAULT_BLOCK_BYTES = 10 * 1024 ** 3;
 
 export interface RadosgwOptions {
   /** The OSD's store: memstore (the default) or a file-backed bluestore for more than 1 GiB. */

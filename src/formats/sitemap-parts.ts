@@ -12,7 +12,7 @@
  * (sitemap-ranges.ts), so the layout is that of the bytes it is cut from.
  *
  * Bounded: past `maxBytes` of layouts (some 8 KB for a part of 200 owners) the least recently
- * used parts are dropped; a dropped part is rendered whole the next time, as before.
+ * used parts are dropped; a dropped part is rendered whole the next time one of its owners changes.
  */
 
 /** Numbers per owner in `KeptPart.owners`: id, offset and length (in characters of the part's text), URLs, bytes. */
