@@ -45,25 +45,30 @@ export function readThrough(file: string): void {
  */
 const VIDEOS_PER_USER: Record<DemoShape, number> = { demo: 5, 'feed-heavy': 25 };
 
-function needsPerUser(shape: DemoShape, only: string[] | undefined, freshness: boolean): { inodes: number; bytes: number } {
+function needsPerUser(shape: DemoShape, only: string[] | undefined, run: RunKind): { inodes: number; bytes: number } {
   const chosen = FORMATS.filter((format) => only === undefined || only.includes(format.name));
   const userFormats = chosen.filter((format) => format.scope === 'user').length;
   const videoFiles = chosen.filter((format) => format.scope === 'video').length;
   const perTree = (userFormats > 0 ? 1 + 2 * userFormats : 0) + (videoFiles > 0 ? VIDEOS_PER_USER[shape] * (2 + videoFiles) : 0);
-  // Two trees, two compressed trees of about as many inodes again, and a margin; a block per
-  // inode, and the pack about as large again. The freshness run makes two plain trees (the
-  // watched one and the full build it is compared with) and no pack.
-  const inodes = Math.ceil(perTree * 2 * (only === undefined && !freshness ? 2 : 1) * 1.1);
-  return { inodes, bytes: inodes * 4096 * (freshness ? 1.1 : 1.5) };
+  // A build run: two trees, two compressed trees of about as many inodes again, and a margin; a
+  // block per inode, and the pack about as large again. A freshness run makes two plain trees (the
+  // watched one and the full build it is compared with) and no pack; a deploy run one plain tree
+  // (the store beside it is checked when it starts: radosgw.ts).
+  const trees = run === 'deploy' ? 1 : run === 'freshness' || only !== undefined ? 2 : 4;
+  const inodes = Math.ceil(perTree * trees * 1.1);
+  return { inodes, bytes: inodes * 4096 * (run === 'build' ? 1.5 : 1.1) };
 }
 
+/** What a run makes: a build and its floor (with a pack), a watched tree, or a tree to deploy. */
+export type RunKind = 'build' | 'freshness' | 'deploy';
+
 /** Stops before building when the file system cannot hold the run: it fails hours in otherwise. */
-export function checkRoom(runs: string, users: number[], shapes: DemoShape[], only: string[] | undefined, pairs: number, staleRuns: boolean, freshness: boolean): void {
+export function checkRoom(runs: string, users: number[], shapes: DemoShape[], only: string[] | undefined, pairs: number, staleRuns: boolean, run: RunKind): void {
   const fs = statfsSync(runs);
   let inodes = 0;
   let bytes = 0;
   for (const shape of shapes) {
-    const needs = needsPerUser(shape, only, freshness);
+    const needs = needsPerUser(shape, only, run);
     for (const count of users) {
       // Each pair beyond the first makes another build's tree and floor's tree.
       inodes += count * needs.inodes * pairs;

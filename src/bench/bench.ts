@@ -382,7 +382,8 @@ async function benchMain(): Promise<void> {
     }
   }
   // Before the try: a run that cannot start must not spend minutes removing earlier trees first.
-  checkRoom(RUNS, users, options.freshness !== null || options.deploy ? ['demo'] : shapes, only, options.pairs, stale.length > 0, options.freshness !== null);
+  const run = options.freshness !== null ? 'freshness' : options.deploy ? 'deploy' : 'build';
+  checkRoom(RUNS, users, run === 'build' ? shapes : ['demo'], only, run === 'build' ? options.pairs : 1, stale.length > 0, run);
   const mine: string[] = [];
   try {
     for (const count of users) {
