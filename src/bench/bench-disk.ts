@@ -55,7 +55,7 @@ function needsPerUser(shape: DemoShape, only: string[] | undefined, run: RunKind
   // watched one and the full build it is compared with) and no pack; a deploy run one plain tree
   // (the store beside it is checked when it starts: radosgw.ts).
   const trees = run === 'deploy' ? 1 : run === 'freshness' || only !== undefined ? 2 : 4;
-  const inodes = Math.ceil(perTree * trees * 1.1);
+  const inodes = perTree * trees * 1.1;
   return { inodes, bytes: inodes * 4096 * (run === 'build' ? 1.5 : 1.1) };
 }
 
