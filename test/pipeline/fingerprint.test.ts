@@ -29,6 +29,28 @@ describe('the build fingerprint', () => {
     expect(templatesHash([a, empty])).not.toBe(templatesHash([empty, a]));
   });
 
+  it('hashes the templates alone: an editor\'s temporary and backup files beside them change nothing', () => {
+    const dir = useTempDir();
+    const folder = (name: string, files: Record<string, string>) => {
+      const path = join(dir, name);
+      mkdirSync(join(path, 'embed'), { recursive: true });
+      for (const [file, text] of Object.entries(files)) writeFileSync(join(path, file), text);
+      return path;
+    };
+    const plain = folder('plain', { 'embed/mine.hbs': '<video>{{title}}</video>' });
+    const saving = folder('saving', {
+      'embed/mine.hbs': '<video>{{title}}</video>',
+      'embed/mine.hbs.tmp': '<object>{{#each}}</object>',
+      'embed/mine.hbs~': '<video></video>',
+      'embed/4913': '',
+      'README.txt': 'notes',
+    });
+    expect(templatesHash([saving])).toBe(templatesHash([plain]));
+    // A template of another name is one.
+    const more = folder('more', { 'embed/mine.hbs': '<video>{{title}}</video>', 'embed/other.hbs': '<video></video>' });
+    expect(templatesHash([more])).not.toBe(templatesHash([plain]));
+  });
+
   it('keeps a build incremental when vidfeeds is installed in another folder', () => {
     const dir = useTempDir();
     // Two installs of the same package: its files copied, its dependencies shared.

@@ -150,9 +150,14 @@ export function codeHash(): string {
   return code;
 }
 
-/** Hash of every file under the template directories (names and bytes, each folder by its place in the list), so any edit is seen. */
+/**
+ * Hash of every template under the template directories (names and bytes, each folder by its place
+ * in the list), so any edit is seen. Only `.hbs` files are templates (src/render/templates.ts): an
+ * editor's temporary, swap or backup file beside one (`embed.hbs.tmp` before an atomic save's
+ * rename, `embed.hbs~`) changes no document, and must not make `watch` rebuild the whole site.
+ */
 export function templatesHash(dirs: readonly string[]): string {
-  return filesHash(dirs, '**/*');
+  return filesHash(dirs, '**/*.hbs');
 }
 
 function filesHash(dirs: readonly string[], pattern: string): string {
