@@ -40,7 +40,7 @@ export const DEFAULT_BLOCK_BYTES = 10 * 1024 ** 3;
 export interface RadosgwOptions {
   /** The OSD's store: memstore (the default) or a file-backed bluestore for more than 1 GiB. */
   objectStore?: ObjectStore;
-  /** bluestore's sparse file, in bytes (default 10 GiB): it holds the objects and their metadata, about 0.5 MB a demo user. */
+  /** bluestore's sparse file, in bytes (default 10 GiB): it holds the objects and their metadata, 0.5 to 0.8 MB a demo user (src/bench/deploy-bench.ts). */
   blockBytes?: number;
   /** The cluster is killed after this long, stopped or not (default 10 minutes). */
   lifetimeMs?: number;
