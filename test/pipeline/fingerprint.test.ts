@@ -1,22 +1,29 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { templatesHash } from '../../src/pipeline/plan/incremental.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
+/** Makes template folders under `dir`: each named, holding `files` (paths inside it, folders made as needed). */
+function templateFolders(dir: string): (name: string, files: Record<string, string>) => string {
+  return (name, files) => {
+    const path = join(dir, name);
+    mkdirSync(path, { recursive: true });
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(path, file)), { recursive: true });
+      writeFileSync(join(path, file), text);
+    }
+    return path;
+  };
+}
+
 /** What a build is compared with to follow the change log: the code and templates by their bytes, not where they lie. */
 describe('the build fingerprint', () => {
   it('hashes template folders by their files and their place in the list, not their paths', () => {
-    const dir = useTempDir();
-    const folder = (name: string, files: Record<string, string>) => {
-      const path = join(dir, name);
-      mkdirSync(join(path, 'player'), { recursive: true });
-      for (const [file, text] of Object.entries(files)) writeFileSync(join(path, file), text);
-      return path;
-    };
+    const folder = templateFolders(useTempDir());
     const a = folder('a', { 'player/embed.hbs': '<div>{{title}}</div>' });
     const b = folder('b', { 'player/embed.hbs': '<div>{{title}}</div>' });
     const edited = folder('c', { 'player/embed.hbs': '<div>{{title}}!</div>' });
@@ -30,13 +37,7 @@ describe('the build fingerprint', () => {
   });
 
   it('hashes the templates alone: an editor\'s temporary and backup files beside them change nothing', () => {
-    const dir = useTempDir();
-    const folder = (name: string, files: Record<string, string>) => {
-      const path = join(dir, name);
-      mkdirSync(join(path, 'embed'), { recursive: true });
-      for (const [file, text] of Object.entries(files)) writeFileSync(join(path, file), text);
-      return path;
-    };
+    const folder = templateFolders(useTempDir());
     const plain = folder('plain', { 'embed/mine.hbs': '<video>{{title}}</video>' });
     const saving = folder('saving', {
       'embed/mine.hbs': '<video>{{title}}</video>',
