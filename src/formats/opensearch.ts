@@ -1,13 +1,9 @@
 import type { SiteFormat } from './format.js';
 import { NS, xmlDocument } from '../render/xml.js';
+import { truncate } from '../render/truncate.js';
 
 /** OpenSearch 1.1 description of the site's search (seed section 4, static files). */
 
-/** Cuts text to at most `max` characters without splitting a character. */
-function cut(text: string, max: number): string {
-  const chars = Array.from(text);
-  return chars.length <= max ? text : chars.slice(0, max).join('');
-}
 
 export const opensearch: SiteFormat = {
   name: 'opensearch',
@@ -22,9 +18,9 @@ export const opensearch: SiteFormat = {
     const c = site.config;
     const body = xmlDocument('OpenSearchDescription', { xmlns: NS.opensearch }, (root) => {
       root
-        .leaf('ShortName', cut(c.siteName, 16))
-        .leaf('LongName', cut(c.siteName, 48))
-        .leaf('Description', cut(c.siteDescription || c.siteName, 1024));
+        .leaf('ShortName', truncate(c.siteName, 16))
+        .leaf('LongName', truncate(c.siteName, 48))
+        .leaf('Description', truncate(c.siteDescription || c.siteName, 1024));
       root.el('Url', { type: 'text/html', template: site.paths.searchTemplate() });
       root.el('Url', { type: 'application/opensearchdescription+xml', rel: 'self', template: site.paths.siteUrl('opensearch.xml') });
       root.leaf('Contact', c.contactEmail);

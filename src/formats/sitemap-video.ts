@@ -2,6 +2,8 @@ import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
 import { rfc3339 } from '../render/dates.js';
 import type { XmlElement } from '../render/xml-element.js';
+import { xmlChars } from '../render/xml-text.js';
+import { truncate } from '../render/truncate.js';
 
 /**
  * The video sitemap extension (Google's `http://www.google.com/schemas/sitemap-video/1.1`): each
@@ -56,9 +58,10 @@ export function videoEntry(video: VideoView, site: SiteContext, dates: ReadonlyM
  */
 export function buildVideoElement(element: XmlElement, entry: VideoEntry, site: SiteContext): void {
   const { video } = entry;
+  const texts = videoTexts(video);
   element.leaf('video:thumbnail_loc', video.thumbnailUrl);
-  element.leaf('video:title', truncate(video.title, MAX_TITLE_CHARS));
-  element.leaf('video:description', descriptionOf(video));
+  element.leaf('video:title', texts.title);
+  element.leaf('video:description', texts.description);
   const content = contentLoc(video, entry.loc);
   if (content !== null) element.leaf('video:content_loc', content);
   const player = playerLoc(video, entry.loc, site);
@@ -66,36 +69,42 @@ export function buildVideoElement(element: XmlElement, entry: VideoEntry, site: 
   const seconds = video.durationSeconds;
   if (seconds !== null && seconds >= DURATION_RANGE.min && seconds <= DURATION_RANGE.max) element.leaf('video:duration', seconds);
   element.leaf('video:publication_date', rfc3339(video.createdAt));
-  element.leaf('video:uploader', truncate(video.uploader.displayName || video.uploader.username, MAX_UPLOADER_CHARS), {
-    info: site.paths.userPage(video.uploader.username),
-  });
+  element.leaf('video:uploader', texts.uploader, { info: site.paths.userPage(video.uploader.username) });
 }
 
-/** Whether the entry can carry `<video:video>`: Google needs the file or a player, other than the page itself. */
+/**
+ * Whether the entry can carry `<video:video>`: Google needs a title that is not blank, and the
+ * file or a player other than the page itself.
+ */
 export function describable(entry: VideoEntry, site: SiteContext): boolean {
+  if (videoTexts(entry.video).title.trim() === '') return false;
   return contentLoc(entry.video, entry.loc) !== null || playerLoc(entry.video, entry.loc, site) !== null;
 }
 
 /** An upper bound of the bytes `<video:video>` takes once escaped (every character escaped to at most 6 bytes). */
 export function videoElementBytes(entry: VideoEntry, site: SiteContext): number {
   const { video } = entry;
-  const texts = [video.thumbnailUrl, video.title, descriptionOf(video), video.fileUrl, site.paths.userPage(video.uploader.username), video.uploader.displayName];
+  const { title, description, uploader } = videoTexts(video);
+  const texts = [video.thumbnailUrl, title, description, video.fileUrl, site.paths.userPage(video.uploader.username), uploader];
   let bytes = 700 + 2 * entry.loc.length * 6;
   for (const text of texts) bytes += Buffer.byteLength(text) * 6;
   return bytes;
 }
 
-/** The description Google reads: the title when there is none, cut to 2,048 characters on a character boundary. */
-function descriptionOf(video: VideoView): string {
-  const text = video.description.trim() === '' ? video.title : video.description;
-  return truncate(text, MAX_DESCRIPTION_CHARS);
-}
-
-/** At most `max` characters (code points, so no surrogate pair is split). */
-function truncate(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const points = Array.from(text);
-  return points.length <= max ? text : points.slice(0, max).join('');
+/**
+ * The texts of `<video:video>` as they stand in it: without the characters XML cannot carry, cut
+ * to what Google reads. The description is the title's when it has none; the uploader is the user
+ * name when the display name is blank.
+ */
+function videoTexts(video: VideoView): { title: string; description: string; uploader: string } {
+  const title = truncate(xmlChars(video.title), MAX_TITLE_CHARS);
+  const description = xmlChars(video.description);
+  const displayName = xmlChars(video.uploader.displayName);
+  return {
+    title,
+    description: truncate(description.trim() === '' ? title : description, MAX_DESCRIPTION_CHARS),
+    uploader: truncate(displayName.trim() === '' ? video.uploader.username : displayName, MAX_UPLOADER_CHARS),
+  };
 }
 
 function contentLoc(video: VideoView, loc: string): string | null {

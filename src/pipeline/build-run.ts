@@ -43,6 +43,11 @@ export class BuildRun {
   readonly scope: ReadScope;
   /** Documents that failed in this build, by format and key: the sitemap leaves them out. */
   readonly failedDocuments = new Set<string>();
+  /**
+   * Site formats that failed in this build: one that stops part-way (the sitemap, several files)
+   * did not reach its later files, and its index still lists them, so none of its files is pruned.
+   */
+  readonly failedSiteFormats = new Set<string>();
   /** An owner gained a document: the published names may have changed. */
   newPaths = false;
   /** A document the sitemap lists changed its bytes: its `lastmod` moved. */
@@ -176,6 +181,7 @@ export class BuildRun {
       const { failed } = result;
       this.tally.fail(failed.failure, failed.where);
       this.failedDocuments.add(`${failed.format.name}\u0000${failed.key}`);
+      if (failed.owner.kind === 'site') this.failedSiteFormats.add(failed.format.name);
       this.relist(failed.owner);
       if (keepFailed(this.target, failed)) this.newPaths = true;
     }

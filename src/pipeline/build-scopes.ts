@@ -79,7 +79,9 @@ export function ownersToRead(run: BuildRun, { plan, affected }: Planned, options
 export function staleOwners(run: BuildRun, { affected }: Planned, options: ScopeOptions): StaleOwners {
   const { state } = run;
   const stale: StaleOwners = { paths: [], losing: false };
-  if (affected === undefined) stale.paths.push(() => state.stale({ formats: options.formats, user: options.user }));
+  // Read at the prune, after the site files: a site format that failed then keeps its files.
+  const formats = () => (run.failedSiteFormats.size === 0 ? options.formats : new Set([...options.formats].filter((f) => !run.failedSiteFormats.has(f))));
+  if (affected === undefined) stale.paths.push(() => state.stale({ formats: formats(), user: options.user }));
   else {
     for (const [kind, owners] of [['user', affected.users], ['video', affected.videos]] as const) {
       if (owners === 'all') {
@@ -140,8 +142,8 @@ export function siteFilesPlan(run: BuildRun, { affected }: Planned, stale: Stale
 }
 
 /** What the prune stage removes: the owners' stale documents, the stale site files, the sweep and the stray files. */
-export function pruneWork(state: BuildState, { plan, affected }: Planned, stale: StaleOwners, siteFiles: SiteFilesPlan, options: ScopeOptions): PruneWork {
-  const siteStale = affected !== undefined && siteFiles.kind === 'render' ? [() => state.staleOwned('site')] : [];
+export function pruneWork(run: BuildRun, { plan, affected }: Planned, stale: StaleOwners, siteFiles: SiteFilesPlan, options: ScopeOptions): PruneWork {
+  const siteStale = affected !== undefined && siteFiles.kind === 'render' ? [() => run.state.staleSite(run.failedSiteFormats)] : [];
   const sweep = plan.mode === 'full' && options.sweep === true && options.user === undefined;
   return { stale: [...stale.paths, ...siteStale], ...(sweep ? { sweep: { formsOnDisk: options.compression } } : {}), strays: options.strays === true };
 }

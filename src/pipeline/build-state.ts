@@ -154,7 +154,7 @@ export class BuildState {
         'SELECT path FROM outputs WHERE owner_kind = ? AND owner_id = ? AND build <> ? ORDER BY path',
       ).pluck(),
       // Few rows (the site's own files): the owner index finds them.
-      staleSite: this.db.prepare<[number], string>(`SELECT path FROM outputs WHERE owner_kind = 'site' AND build <> ? ORDER BY path`).pluck(),
+      staleSite: this.db.prepare<[number], { path: string; format: string }>(`SELECT path, format FROM outputs WHERE owner_kind = 'site' AND build <> ? ORDER BY path`),
       siteFiles: this.db.prepare<[], string>(`SELECT path FROM outputs WHERE owner_kind = 'site'`).pluck(),
       // Every owner of a kind: in pages by rowid, a walk along the table that a caller's `forget`
       // between pages does not disturb (the unary + keeps SQLite from sorting the owner index).
@@ -368,7 +368,7 @@ export class BuildState {
    */
   *staleOwned(kind: OwnerKind, id?: number): Generator<string> {
     if (id !== undefined) return yield* this.stmt.staleOwner.all(kind, id, this.buildId);
-    if (kind === 'site') return yield* this.stmt.staleSite.all(this.buildId);
+    if (kind === 'site') return yield* this.staleSite(new Set());
     let after = 0;
     for (;;) {
       const rows = this.stmt.staleKind.all(kind, this.buildId, after);
@@ -376,6 +376,14 @@ export class BuildState {
       if (rows.length < STALE_PAGE) return;
       after = rows[rows.length - 1]!.rowid;
     }
+  }
+
+  /**
+   * The site files an earlier build wrote and this one did not, but those of the formats in `kept`:
+   * a site format that failed part-way did not reach its later files, which must stay.
+   */
+  *staleSite(kept: ReadonlySet<string>): Generator<string> {
+    for (const row of this.stmt.staleSite.all(this.buildId)) if (!kept.has(row.format)) yield row.path;
   }
 
   /** How many outputs are recorded: a walk over the whole table, for full builds' progress only. */

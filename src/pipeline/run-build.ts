@@ -125,7 +125,7 @@ export function* buildSteps(deps: BuildDeps, options: BuildOptions = {}): Genera
       // read → render → write: the site files, after the documents (the sitemap lists none that failed).
       siteFiles = siteFilesPlan(run, planned, stale, scope);
       if (siteFiles.kind === 'render') yield* run.write(run.renderSite(run.readSite(siteFiles.changes)));
-      pruned = prune(pruneWork(state, planned, stale, siteFiles, scope), run.pruneTarget, run.tally);
+      pruned = prune(pruneWork(run, planned, stale, siteFiles, scope), run.pruneTarget, run.tally);
     } finally {
       endSnapshot();
     }

@@ -121,4 +121,65 @@ describe('the video sitemap', () => {
     expect(build().mode).toBe('incremental');
     expect(readTree(out).get(changed[0]!)!.toString('utf8')).toContain('<video:description>Described anew</video:description>');
   });
+  it('describes no video whose title is blank once cleaned, and gives a blank description the title', () => {
+    const { db, file } = createTestDb();
+    const ann = insertUser(db, { username: 'ann' });
+    insertVideo(db, ann.id, { public_id: 'bell', title: '\u0007' });
+    insertVideo(db, ann.id, { public_id: 'mute', title: 'Mute', description: '\u0003\u0004 ' });
+    // A flag is two code points: one across the 2,048th character goes whole.
+    insertVideo(db, ann.id, { public_id: 'flag', title: 'Flag', description: `${'a'.repeat(2047)}\u{1F1EF}\u{1F1F5}` });
+    const sitemap = buildInMemory(file, { only: new Set(['sitemap']) }).writer.text('sitemap.xml');
+    expect(xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), { sitemap })).toMatchObject({ ok: true });
+    expect(sitemap).toContain('<loc>https://videos.example.org/bell/embed/</loc>');
+    expect(field(sitemap, 'https://videos.example.org/bell/embed/', 'title')).toBe('');
+    expect(field(sitemap, 'https://videos.example.org/mute/embed/', 'description')).toBe('Mute');
+    expect(field(sitemap, 'https://videos.example.org/flag/embed/', 'description')).toBe('a'.repeat(2047));
+  });
+
+  it('counts the text it writes, not the text it cuts: a title far over 100 characters keeps the sitemap one file', () => {
+    const { db, file } = createTestDb();
+    const ann = insertUser(db, { username: 'ann', display_name: 'D'.repeat(10_000) });
+    insertVideo(db, ann.id, { public_id: 'huge', title: 'T'.repeat(40_000) });
+    // Counted uncut (6 bytes a character at most), the title alone would pass the byte limit.
+    const formats = FORMATS.map((f) => (f.name === 'sitemap' ? sitemapFormat({ ...SITEMAP_LIMITS, maxBytes: 200_000 }) : f));
+    const work = tempDir('vidfeeds-video-sitemap-');
+    const out = join(work.dir, 'out');
+    buildSite({ db: file, out, stateFile: join(work.dir, 'state'), config: testConfig(), formats, writeThread: false, only: new Set(['sitemap']) });
+    const sitemap = readFileSync(join(out, 'sitemap.xml'), 'utf8');
+    expect(sitemap).toContain('<urlset');
+    expect(field(sitemap, 'https://videos.example.org/huge/embed/', 'title')).toBe('T'.repeat(100));
+    expect(field(sitemap, 'https://videos.example.org/huge/embed/', 'uploader')).toBe('D'.repeat(255));
+  });
+
+  it('keeps every part the index lists when a part fails: a build that stops part-way prunes none of them', () => {
+    const { db, file } = createTestDb();
+    const ann = insertUser(db, { username: 'ann' });
+    for (let i = 0; i < 40; i++) insertVideo(db, ann.id, { id: 5000 + i, public_id: `v${i}`, description: 'short' });
+    // Small parts, and a byte limit a part of a few short entries keeps and one 2,048-character description breaks.
+    const split = sitemapFormat({ ...SITEMAP_LIMITS, maxUrls: 50, partUrls: 10, maxBytes: 15_000 });
+    const formats = FORMATS.map((f) => (f.name === 'sitemap' ? split : f));
+    const work = tempDir('vidfeeds-video-sitemap-');
+    const out = join(work.dir, 'out');
+    const build = (full = false) => buildSite({ db: file, out, stateFile: join(work.dir, 'state'), config: testConfig(), formats, writeThread: false, full });
+    expect(build().failedCount).toBe(0);
+    const before = readTree(out);
+    const parts = [...before.keys()].filter((p) => p.startsWith('sitemap-videos-')).sort();
+    expect(parts.length).toBeGreaterThan(3);
+
+    db.prepare(`UPDATE videos SET description = ? WHERE public_id = 'v3'`).run('d'.repeat(2048));
+    for (const full of [false, true]) {
+      const report = build(full);
+      expect(report.failed.map((f) => f.path)).toEqual(['sitemap.xml']);
+      const after = readTree(out);
+      // The index keeps its bytes, and every part it lists is still there.
+      expect(after.get('sitemap.xml')!.equals(before.get('sitemap.xml')!)).toBe(true);
+      const listed = [...after.get('sitemap.xml')!.toString('utf8').matchAll(/<loc>https:\/\/videos\.example\.org\/([^<]+)<\/loc>/g)].map((m) => m[1]!);
+      expect(listed.length).toBeGreaterThan(parts.length);
+      for (const part of listed) expect(after.has(part), part).toBe(true);
+    }
+    // The value fixed, the next build writes the sitemap and its parts whole again.
+    db.prepare(`UPDATE videos SET description = 'short again' WHERE public_id = 'v3'`).run();
+    expect(build().failedCount).toBe(0);
+    expect(readTree(out).get('sitemap.xml')!.equals(before.get('sitemap.xml')!)).toBe(true);
+  });
 });
