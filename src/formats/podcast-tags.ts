@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { PodcastConfig } from '../config/site-config.js';
 import type { UserView, VideoView } from '../model/views.js';
-import { xmlAttr, xmlLeaf } from '../render/xml-text.js';
+import { truncate } from '../render/truncate.js';
+import { xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 
 /**
  * The podcast tags of a user's RSS feed, written when the configuration has `feeds.podcast`:
@@ -92,10 +93,14 @@ export function itunesSiteTags(podcast: PodcastConfig, image: string): string {
   );
 }
 
+/** Apple reads at most this many characters of `itunes:author` (and of the owner's name, which the configuration holds to it). */
+const MAX_AUTHOR_CHARS = 255;
+
 /** The channel's podcast tags, for the feed at `feedUrl` of `user`; `image` is the artwork ('' for none). */
 export function podcastChannel(podcast: PodcastConfig, user: Pick<UserView, 'username' | 'displayName'>, feedUrl: string, image: string): string {
+  const displayName = xmlChars(user.displayName);
   let out =
-    xmlLeaf('itunes:author', user.displayName || user.username) +
+    xmlLeaf('itunes:author', truncate(displayName.trim() === '' ? user.username : displayName, MAX_AUTHOR_CHARS)) +
     itunesSiteTags(podcast, image) +
     `<podcast:guid>${podcastGuid(feedUrl)}</podcast:guid>` +
     '<podcast:medium>video</podcast:medium>';
@@ -103,12 +108,21 @@ export function podcastChannel(podcast: PodcastConfig, user: Pick<UserView, 'use
   return out;
 }
 
-/** An item's podcast tags: duration when known, the thumbnail as its artwork, and its captions as a transcript. */
+/** Caption formats with times: `rel="captions"` tells the apps to show them as closed captions, whatever their type. */
+const TIMED_CAPTIONS = new Set(['text/vtt', 'application/x-subrip']);
+
+/**
+ * An item's podcast tags: duration when known (a duration of 0 is not known: the sitemap leaves it
+ * out too), the thumbnail as its artwork, and its captions as a transcript.
+ */
 export function podcastItem(video: VideoView): string {
-  let out = video.durationSeconds === null ? '' : `<itunes:duration>${video.durationSeconds}</itunes:duration>`;
+  const seconds = video.durationSeconds;
+  let out = seconds === null || seconds < 1 ? '' : `<itunes:duration>${seconds}</itunes:duration>`;
   out += `<itunes:image href="${xmlAttr(video.thumbnailUrl)}"/><itunes:episodeType>full</itunes:episodeType>`;
   const type = video.captionsUrl === null ? null : captionsType(video.captionsUrl);
-  // The file is timed captions (the player's track): rel="captions" says so to the apps.
-  if (type !== null) out += `<podcast:transcript url="${xmlAttr(video.captionsUrl!)}" type="${type}" rel="captions"/>`;
+  if (type !== null) {
+    const rel = TIMED_CAPTIONS.has(type) ? ' rel="captions"' : '';
+    out += `<podcast:transcript url="${xmlAttr(video.captionsUrl!)}" type="${type}"${rel}/>`;
+  }
   return out;
 }

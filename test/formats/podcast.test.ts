@@ -132,6 +132,24 @@ describe('podcast-grade RSS (feeds.podcast)', () => {
     }
   });
 
+  it('holds the author to 255 characters, leaves out a zero duration, and marks only timed captions as captions', () => {
+    const { db, file } = createTestDb();
+    // 300 characters ending in a flag: cut to 255 on a character Apple counts, never inside the flag.
+    const long = 'N'.repeat(254) + '\u{1F1EF}\u{1F1F5}' + 'x'.repeat(44);
+    const u = insertUser(db, { id: 1, username: 'longname', display_name: long });
+    insertVideo(db, u.id, { id: 21, public_id: 'zero', duration_seconds: 0, captions_url: 'https://cdn.example.org/c/z.txt', created_at: T0 + 10 });
+    insertVideo(db, u.id, { id: 22, public_id: 'timed', duration_seconds: 61, captions_url: 'https://cdn.example.org/c/t.vtt', created_at: T0 + 5 });
+    const { writer } = buildInMemory(file, { only: new Set(['rss']), config: testConfig({ feeds: { podcast: PODCAST } }) });
+    const body = writer.text('longname/rss/index.rss');
+    const feed = parseFeed(body, { allowMissingGuid: false })!;
+    expect(feed.author).toBe('N'.repeat(254));
+    const [zero, timed] = feed.items;
+    expect(body.match(/<itunes:duration>/g)).toHaveLength(1);
+    expect(timed!.duration).toBe(61);
+    expect(zero!.podcastTranscripts).toEqual([{ url: 'https://cdn.example.org/c/z.txt', type: 'text/plain', language: 'pt-BR' }]);
+    expect(timed!.podcastTranscripts).toEqual([{ url: 'https://cdn.example.org/c/t.vtt', type: 'text/vtt', language: 'pt-BR', rel: 'captions' }]);
+  });
+
   it('leaves the feed as it was without feeds.podcast', async () => {
     const { file } = site();
     const { writer } = buildInMemory(file, { only: new Set(['rss']) });

@@ -107,7 +107,9 @@ function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engi
     if (newest !== undefined) channel.el('atom:link', { rel: 'prev-archive', href: site.paths.url(rssArchive, user.username, newest.number) });
     if (site.config.logoUrl !== '') channel.el('image').leaf('url', site.config.logoUrl).leaf('title', title).leaf('link', link);
     if (podcast !== null) {
-      channel.leaf('itunes:author', user.displayName || user.username);
+      // The display name when it is not blank once XML can carry it, cut to Apple's 255 characters (no grapheme here is longer than one).
+      const shown = user.displayName.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '');
+      channel.leaf('itunes:author', Array.from(shown.trim() === '' ? user.username : shown).slice(0, 255).join(''));
       channel.el('itunes:owner').leaf('itunes:name', podcast.owner.name).leaf('itunes:email', podcast.owner.email);
       const image = podcast.image ?? site.config.logoUrl;
       if (image !== '') channel.el('itunes:image', { href: image });
@@ -139,11 +141,12 @@ function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engi
       item.leaf('media:title', video.title, { type: 'plain' });
       if (video.tags.length > 0) item.leaf('media:keywords', video.tags.join(', '));
       if (podcast !== null) {
-        if (video.durationSeconds !== null) item.leaf('itunes:duration', String(video.durationSeconds));
+        if (video.durationSeconds !== null && video.durationSeconds > 0) item.leaf('itunes:duration', String(video.durationSeconds));
         item.el('itunes:image', { href: video.thumbnailUrl });
         item.leaf('itunes:episodeType', 'full');
         const type = video.captionsUrl === null ? null : captionsType(video.captionsUrl);
-        if (type !== null) item.el('podcast:transcript', { url: video.captionsUrl!, type, rel: 'captions' });
+        // Only timed captions (WebVTT, SubRip) are marked as closed captions.
+        if (type !== null) item.el('podcast:transcript', { url: video.captionsUrl!, type, ...(type === 'text/vtt' || type === 'application/x-subrip' ? { rel: 'captions' } : {}) });
       }
     }
   }, { engine });
@@ -187,11 +190,11 @@ describe('RSS written as markup', () => {
         fileUrl: pick(['https://example.org/f.flv', 'https://example.org/f?a=1&b=<2>"', '']),
         fileType: pick(TEXTS),
         fileSize: maybe(Math.floor(random() * 1e9)),
-        durationSeconds: maybe(Math.floor(random() * 1e4)),
+        durationSeconds: maybe(random() < 0.1 ? 0 : Math.floor(random() * 1e4)),
         width: maybe(640),
         height: maybe(480),
         thumbnailUrl: pick(['https://example.org/t.jpg', 'https://example.org/t?x="1"&y=<2>']),
-        captionsUrl: pick([null, 'https://example.org/c.vtt', 'https://example.org/c.SRT?a=1&b="2"', 'https://example.org/c.xyz']),
+        captionsUrl: pick([null, 'https://example.org/c.vtt', 'https://example.org/c.SRT?a=1&b="2"', 'https://example.org/c.xyz', 'https://example.org/c.txt']),
         category: maybe(pick(TEXTS)),
         tags: random() < 0.3 ? [] : random() < 0.5 ? pick(sharedTags) : [wellFormed(pick(TEXTS)) || 'tag', 'b'],
         uploader: { ...SAMPLE_VIDEO.uploader, username: wellFormed(pick(TEXTS)) || 'u' },
