@@ -42,6 +42,8 @@ export interface NotifyOptions {
   /** Where the hook's own output goes (stderr). */
   hookOutput?: (text: string) => void;
   userAgent?: string;
+  /** A signal heard: the request under way is aborted, a hook is stopped, nothing more is sent. */
+  stop?: AbortSignal;
 }
 
 export interface Delivery {
@@ -64,6 +66,7 @@ export async function notifyChanges(changes: Changes, settings: NotifySettings, 
   const feeds = [...new Set(changes.feeds)].sort();
   for (const hub of settings.hubs) {
     for (const batch of chunks(feeds, settings.feedsPerRequest)) {
+      if (options.stop?.aborted === true) return deliveries;
       const body = new URLSearchParams([['hub.mode', 'publish'], ...batch.map((url): [string, string] => ['hub.url', url])]);
       deliveries.push(
         await post(hub, `WebSub publish of ${batch.length} ${batch.length === 1 ? 'feed' : 'feeds'}`, { 'content-type': 'application/x-www-form-urlencoded' }, body.toString(), options),
@@ -74,13 +77,14 @@ export async function notifyChanges(changes: Changes, settings: NotifySettings, 
   if (indexNow !== null) {
     const urls = [...new Set(changes.indexable)].sort();
     for (const batch of chunks(urls, INDEXNOW_MAX_URLS)) {
+      if (options.stop?.aborted === true) return deliveries;
       const body = JSON.stringify({ host: indexNow.host, key: indexNow.key, keyLocation: indexNow.keyLocation, urlList: batch });
       deliveries.push(await post(indexNow.endpoint, `IndexNow submission of ${batch.length} URLs`, { 'content-type': 'application/json; charset=utf-8' }, body, options));
     }
   }
-  if (settings.onChange !== undefined) {
+  if (settings.onChange !== undefined && options.stop?.aborted !== true) {
     const urls = [...new Set([...changes.changed, ...changes.removed])].sort();
-    deliveries.push(await runHook(settings.onChange, urls, options.hookOutput ?? ((text) => process.stderr.write(text))));
+    deliveries.push(await runHook(settings.onChange, urls, options.hookOutput ?? ((text) => process.stderr.write(text)), options.stop));
   }
   return deliveries;
 }
@@ -96,15 +100,17 @@ async function post(url: string, what: string, headers: Record<string, string>, 
   let wait = options.backoffMs ?? 1000;
   const maxWait = options.maxBackoffMs ?? 60_000;
   let last = '';
+  const { stop } = options;
   for (let attempt = 1; attempt <= maxTries; attempt++) {
     let retryAfter: number | null = null;
     try {
+      const timeout = AbortSignal.timeout(30_000);
       const response = await fetch(url, {
         method: 'POST',
         headers: { ...headers, 'user-agent': options.userAgent ?? 'vidfeeds' },
         body,
         redirect: 'follow',
-        signal: AbortSignal.timeout(30_000),
+        signal: stop === undefined ? timeout : AbortSignal.any([timeout, stop]),
       });
       // The answer's body is never needed; reading it frees the connection.
       const text = await response.text().catch(() => '');
@@ -115,8 +121,9 @@ async function post(url: string, what: string, headers: Record<string, string>, 
     } catch (error) {
       last = (error as Error).message ?? String(error);
     }
+    if (stop?.aborted === true) return { to: url, what, ok: false, message: 'not sent: stopped by a signal' };
     if (attempt === maxTries) break;
-    await sleep(Math.min(retryAfter ?? wait, maxWait));
+    await sleep(Math.min(retryAfter ?? wait, maxWait), stop);
     wait *= 2;
   }
   return { to: url, what, ok: false, message: `${last} (after ${maxTries} tries)` };
@@ -129,21 +136,32 @@ function retryAfterMs(value: string | null): number | null {
   return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or less when `stop` is aborted meanwhile. */
+function sleep(ms: number, stop?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stop?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    stop?.addEventListener('abort', done, { once: true });
+  });
 }
 
+
 /** Runs the hook through the shell with the URLs on its standard input; its output goes to ours (stderr). */
-function runHook(command: string, urls: readonly string[], output: (text: string) => void): Promise<Delivery> {
+function runHook(command: string, urls: readonly string[], output: (text: string) => void, stop?: AbortSignal): Promise<Delivery> {
   const what = `--on-change command with ${urls.length} URLs`;
   return new Promise((resolve) => {
-    const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // Stopped with the deploy: a hook that hangs must not hold it (the signal reaches the shell, SIGTERM).
+    const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'], ...(stop === undefined ? {} : { signal: stop, killSignal: 'SIGTERM' as const }) });
     child.stdout.on('data', (chunk: Buffer) => output(chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => output(chunk.toString()));
     // A hook that does not read its input must not fail the write.
     child.stdin.on('error', () => undefined);
     child.stdin.end(urls.map((u) => `${u}\n`).join(''));
-    child.on('error', (error) => resolve({ to: command, what, ok: false, message: error.message }));
+    child.on('error', (error) => resolve({ to: command, what, ok: false, message: stop?.aborted === true ? 'stopped by a signal' : error.message }));
     child.on('close', (code, signal) =>
       resolve(code === 0 ? { to: command, what, ok: true } : { to: command, what, ok: false, message: signal !== null ? `stopped by ${signal}` : `exit code ${code}` }),
     );

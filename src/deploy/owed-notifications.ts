@@ -87,6 +87,8 @@ export async function deliverOwed(run: OwedDelivery): Promise<Delivery[]> {
   run.store.setPending(run.pending);
   const deliveries: Delivery[] = [];
   for (const listener of run.listeners) {
+    // Stopped by a signal: what is not yet delivered stays owed.
+    if (run.options.stop?.aborted === true) break;
     for (let after = ''; ; ) {
       const page = run.store.page(run.target, listener.id, after, listener.pageSize);
       if (page.length === 0) break;

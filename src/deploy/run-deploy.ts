@@ -8,7 +8,7 @@ import { headersFingerprint, type PublishedState } from './deploy-record.js';
 import { fullCompare, type CompareRequest } from './full-compare.js';
 import { showTarget } from './object-store.js';
 import { runPoolFrom } from './pool.js';
-import { describeStoreError, StopRequested, StoreRequestError } from './store-requests.js';
+import { describeStoreError, refusedForSettings, StopRequested, StoreRequestError } from './store-requests.js';
 import { KeyList } from './key-list.js';
 import { incrementalPlan, type PendingDocument, type Source, type StepKind, type WritePlan } from './write-plan.js';
 
@@ -94,6 +94,8 @@ export interface DeployFailure {
   message: string;
   /** Whether the store may take it later (throttling, server errors, no connection, no answer). */
   transient: boolean;
+  /** Whether the store refused it for the credentials or the bucket (store-requests.ts's `refusedForSettings`). */
+  refused?: boolean;
 }
 
 const DELETE_BATCH = 1000;
@@ -336,6 +338,7 @@ function emptyReport(target: string, dryRun: boolean): DeployReport {
 }
 
 function failureOf(key: string, error: unknown): DeployFailure {
-  if (error instanceof StoreRequestError) return { key, message: error.message, transient: error.transient };
-  return { key, message: describeStoreError(error).text, transient: false };
+  const { text, status, code } = error instanceof StoreRequestError ? { text: error.message, status: error.status, code: error.code } : describeStoreError(error);
+  const transient = error instanceof StoreRequestError && error.transient;
+  return { key, message: text, transient, ...(refusedForSettings(status, code) ? { refused: true } : {}) };
 }

@@ -100,6 +100,14 @@ export function describeStoreError(error: unknown): { text: string; status: numb
   return { text: `${code}${message === '' ? '' : `: ${message}`}${where}`, status, code };
 }
 
+/**
+ * Whether the store refused a request for what the operator must fix: the credentials (401, 403,
+ * the SDK finding none) or the bucket (404, NoSuchBucket). Trying again later changes nothing.
+ */
+export function refusedForSettings(status: number | undefined, code: string): boolean {
+  return code === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || code === 'NoSuchBucket';
+}
+
 /** Runs `attempt` under the policy: a deadline per try, tries with back-off on transient errors. */
 export async function withTries<T>(what: string, policy: RequestPolicy, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
   let wait = policy.backoffMs ?? 200;

@@ -80,6 +80,8 @@ export interface LockOptions {
   maxAgeSeconds?: number;
   /** How often the holder renews its lease (LEASE_RENEW_SECONDS); 0 holds no lease (tests). */
   leaseSeconds?: number;
+  /** Whether its release is told to `onLockReleased`'s listeners (by default; not a deploy record's lock, which no build waits for). */
+  announced?: boolean;
 }
 
 /** A build that holds its lock this long is probably hung: the default of `maxAgeSeconds`. */
@@ -169,7 +171,7 @@ function tryBuildLock(outDir: string, options: LockOptions): BuildLock {
     writeFileSync(aside, text, { mode: 0o644 });
     try {
       linkSync(aside, file);
-      return lockHandle(file, holder);
+      return lockHandle(file, holder, options.announced ?? true);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     } finally {
@@ -241,7 +243,7 @@ export function onLockReleased(listener: (file: string) => void): () => void {
   return () => releaseListeners.delete(listener);
 }
 
-function lockHandle(file: string, holder: LockHolder): BuildLock {
+function lockHandle(file: string, holder: LockHolder, announced: boolean): BuildLock {
   let released = false;
   const ms = (holder.leaseSeconds ?? 0) * 1000;
   let renewed = Date.now();
@@ -269,7 +271,7 @@ function lockHandle(file: string, holder: LockHolder): BuildLock {
       const found = readLock(file);
       if (found?.holder?.token !== holder.token) return;
       unlinkSync(file);
-      for (const listener of releaseListeners) listener(file);
+      if (announced) for (const listener of releaseListeners) listener(file);
     },
   };
 }

@@ -19,6 +19,8 @@ export interface StateChanges {
   changedAfter(after: number): Iterable<{ path: string; isNew: boolean }>;
   /** Paths removed after build `after` and not recorded again. */
   removedAfter(after: number): Iterable<string>;
+  /** What the state records of a document's bytes (src/render/document-hash.ts's hash, and the size), if it records it. */
+  recordOf(path: string): { hash: Buffer; size: number } | undefined;
   /** How many paths changed or were removed after build `after`, counted up to `atMost` (an index reads no more). */
   countAfter(after: number, atMost: number): number;
   close(): void;
@@ -51,6 +53,7 @@ export function readStateChanges(file: string): StateChanges | { problem: string
     const changed = db.prepare<[number, number], { path: string; isNew: number }>(
       `SELECT path, (added IS NOT NULL AND added > ?) AS isNew FROM ${bySeq('outputs', 'outputs_seq')} WHERE seq > ? ORDER BY path`,
     );
+    const recorded = db.prepare<[string], { hash: Buffer; size: number }>('SELECT hash, size FROM outputs WHERE path = ?');
     const removed = db.prepare<[number], string>(`SELECT path FROM ${bySeq('removed', 'removed_seq')} WHERE seq > ? ORDER BY path`).pluck();
     const counted = db
       .prepare<[number, number, number, number], number>(
@@ -66,6 +69,7 @@ export function readStateChanges(file: string): StateChanges | { problem: string
         for (const row of changed.iterate(after, after)) yield { path: row.path, isNew: row.isNew === 1 };
       },
       removedAfter: (after) => removed.iterate(after),
+      recordOf: (path) => recorded.get(path),
       countAfter: (after, atMost) => Math.min(counted.get(after, atMost, after, atMost)!, atMost),
       close: () => db.close(),
     };

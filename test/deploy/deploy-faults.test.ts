@@ -157,8 +157,10 @@ describe('vidfeeds deploy against a failing store', () => {
     fx.s3.failPuts(refused, Infinity, 403, '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><RequestId>tx1</RequestId></Error>');
     const denied = await deploy('bare', ['--tries', '1', '--concurrency', '1']);
     fx.s3.failPuts(refused, 0, 403);
-    expect(denied.code, denied.stderr).toBe(1);
+    // Refused for the credentials or the bucket: a person must fix it, as when the listing is refused.
+    expect(denied.code, denied.stderr).toBe(2);
     expect(denied.stderr).toContain(`vidfeeds: not written: ${refused}: AccessDenied (HTTP 403)\n`);
+    expect(denied.stderr).toContain('the store refused the writes: check the bucket, the endpoint and the credentials');
 
     // An object the first run did not come to, so that this run tries it.
     const empty = (JSON.parse(denied.stdout).notAttempted as string[])[0]!;

@@ -129,6 +129,7 @@ describe('an incremental deploy', () => {
     const objects = expectedObjects();
     fx.s3.holdPutsAfter(1);
     let during: ReturnType<typeof cli> | null = null;
+    let second: ReturnType<typeof cli> | null = null;
     const deploying = deploy(
       [],
       whenReady(
@@ -137,6 +138,8 @@ describe('an incremental deploy', () => {
           // The deploy holds its bytes and waits for the store: a build without --wait gets the lock.
           editTitle('Built while the deploy sends', 1);
           during = cli(['build', '--db', fx.site.file, '--out', fx.out, '--config', fx.config]);
+          // A second deploy of the tree would send the newer bytes, and the first's older ones could land after them.
+          second = cli(['deploy', '--out', fx.out, '--to', `s3://${BUCKET}/site`, '--endpoint', fx.s3.endpoint, '--config', fx.config, '--no-notify'], { cwd: fx.dir });
           fx.s3.release();
         },
       ),
@@ -145,6 +148,8 @@ describe('an incremental deploy', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(during).not.toBeNull();
     expect(during!.code, during!.stderr).toBe(0);
+    expect(second!.code, second!.stderr).toBe(75);
+    expect(second!.stderr).toContain('another deploy of this tree is running');
     expect(readTree(fx.out)).not.toEqual(published);
     // Every object holds the bytes of the build before the deploy, none those of the build during it.
     for (const [key, file] of objects) expect((await fx.s3.get(key)).body.equals(published.get(file)!), key).toBe(true);
@@ -152,6 +157,30 @@ describe('an incremental deploy', () => {
     expect(next.code, next.stderr).toBe(0);
     expect(next.report.mode).toBe('incremental');
     await expectStoreEqualsTree();
+  });
+
+  it('publishes nothing when a changed document is missing or not as built, and sends it once a build restores it', async () => {
+    for (const damage of ['remove', 'edit'] as const) {
+      const before = readTree(fx.out);
+      editTitle(`Damaged after its build: ${damage}`, 2);
+      build();
+      const changed = [...readTree(fx.out)].filter(([file, body]) => !before.get(file)?.equals(body)).map(([file]) => file);
+      const victim = changed.find((file) => file.includes('oembed'))!;
+      expect(victim).toBeDefined();
+      if (damage === 'remove') rmSync(join(fx.out, victim));
+      else writeFileSync(join(fx.out, victim), '{"edited":"by hand"}');
+      fx.s3.log.length = 0;
+      const refused = await deploy();
+      expect(refused.code, refused.stderr).toBe(2);
+      expect(refused.stderr).toContain(damage === 'remove' ? `${victim} is missing` : `${victim} is not what the build wrote`);
+      expect(fx.s3.log).toEqual([]);
+      // A full build writes it again with the bytes the state records: its change is still the deploy's to send.
+      build(['--full']);
+      const again = await deploy();
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.report.mode).toBe('incremental');
+      await expectStoreEqualsTree();
+    }
   });
 
   it('falls back to the full compare, saying why, when the record cannot be trusted', async () => {

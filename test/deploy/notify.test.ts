@@ -152,3 +152,34 @@ describe('watch batches its announcements', () => {
     }
   });
 });
+
+describe('notifications under a signal', () => {
+  it('abort the request under way and the hook at once, and send nothing more', async () => {
+    const { createServer } = await import('node:http');
+    const { notifyChanges } = await import('../../src/deploy/notify.js');
+    // A hub that takes the request and never answers.
+    const hub = createServer(() => undefined);
+    await new Promise<void>((resolve) => hub.listen(0, '127.0.0.1', resolve));
+    const { port } = hub.address() as { port: number };
+    const stop = new AbortController();
+    try {
+      const changes = { changed: [`${BASE}/a/rss/`], removed: [], feeds: [`${BASE}/a/rss/`], indexable: [`${BASE}/a/rss/`] };
+      const settings = { hubs: [`http://127.0.0.1:${port}/a`, `http://127.0.0.1:${port}/b`], feedsPerRequest: 100, indexNow: null, onChange: 'sleep 30' };
+      setTimeout(() => stop.abort(), 300);
+      const started = performance.now();
+      const deliveries = await notifyChanges(changes, settings, { stop: stop.signal, backoffMs: 10_000 });
+      expect(performance.now() - started).toBeLessThan(5_000);
+      // The first hub's request was aborted; the second hub and the hook were never started.
+      expect(deliveries).toEqual([{ to: `http://127.0.0.1:${port}/a`, what: 'WebSub publish of 1 feed', ok: false, message: 'not sent: stopped by a signal' }]);
+
+      // A hook under way is stopped with the deploy.
+      const hookStop = new AbortController();
+      setTimeout(() => hookStop.abort(), 300);
+      const hooked = await notifyChanges(changes, { ...settings, hubs: [] }, { stop: hookStop.signal });
+      expect(hooked).toEqual([{ to: 'sleep 30', what: '--on-change command with 1 URLs', ok: false, message: 'stopped by a signal' }]);
+    } finally {
+      hub.closeAllConnections();
+      hub.close();
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { documentHash } from '../../render/document-hash.js';
 import type { RunSettings } from '../../config/run-settings.js';
 import type { SiteConfig } from '../../config/site-config.js';
 import { VIDFEEDS_VERSION } from '../../config/version.js';
@@ -9,7 +10,7 @@ import { SitePaths } from '../../paths/site-paths.js';
 import { checkPlaces } from '../../paths/url-scheme.js';
 import { defaultStateFile } from '../../pipeline/build-state.js';
 import { BuildInterrupted } from '../../pipeline/interrupt.js';
-import { waitForBuildLock } from '../../lock/lock.js';
+import { describeHolder, LockHeldError, waitForBuildLock, type BuildLock } from '../../lock/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../shard/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
 import { manifestEntries, manifestOfFiles } from '../../hosting/manifest.js';
@@ -30,7 +31,7 @@ import type { Delivery } from '../../deploy/notify.js';
 import { showTarget, type StoreTarget } from '../../deploy/object-store.js';
 import { deployTargetOf } from '../deploy-target.js';
 import type { DeployReport, DeployRequest as StoreDeploy } from '../../deploy/run-deploy.js';
-import { describeStoreError, StoreRequestError } from '../../deploy/store-requests.js';
+import { describeStoreError, refusedForSettings, StoreRequestError } from '../../deploy/store-requests.js';
 import { EXIT, UsageError } from '../errors.js';
 import { VidfeedsError } from '../../config/vidfeeds-error.js';
 import { reportHead } from '../json-report.js';
@@ -147,6 +148,15 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
   const started = process.hrtime.bigint();
   const paths = new SitePaths(config.baseUrl, config.pages, FORMATS);
   const routes = routesOf(FORMATS);
+  // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
+  const stop = runner.stopOnSignal((name) => io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`));
+  let recordLock: BuildLock;
+  try {
+    recordLock = await waitForRecordLock(request.recordFile, flags.wait ?? 0, stop, io);
+  } catch (error) {
+    stop.release();
+    throw error;
+  }
   const record = new DeployRecord(request.recordFile);
   // Closed however the deploy ends: what is owed is on the disk after each of its commits.
   try {
@@ -156,8 +166,6 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
     const settings = notifySettingsOf(config, paths, flags.onChange);
     if (!toListeners) Object.assign(settings, { hubs: [], indexNow: null });
     const listeners = listenersOf(settings);
-    // Heard in every phase: the tree is read a few files at a time, and the requests under way are aborted.
-    const stop = runner.stopOnSignal((name) => io.log.warn(`${name}: stopping the deploy, aborting the requests under way…`));
     // The tree stays as one build left it while it is read: a build waits, or this does, and a
     // signal ends the wait at once. An incremental deploy lets builds go on once it holds the bytes it sends.
     const lock = await waitForBuildLock(request.out, { command: 'vidfeeds deploy' }, {
@@ -172,10 +180,10 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
     try {
       report = await compareAndPublish(config, paths, routes, request, flags, { stop, started, record, recordId, listeners, releaseTree: () => lock.release() });
     } finally {
-      stop.release();
       lock.release();
     }
-    // After a stop, what is owed stays recorded for the next run: a signal is obeyed at once.
+    // After a stop, what is owed stays recorded for the next run: a signal is obeyed at once, in the
+    // deliveries too (the request under way is aborted, a hook stopped, the rest stays owed).
     const deliveries =
       report.dryRun || report.stoppedBy !== null
         ? []
@@ -187,14 +195,47 @@ async function deploy(config: SiteConfig, request: DeployRequest, flags: DeployF
             pending: pendingFiles(report, routes, request),
             paths,
             routes,
-            options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}` },
+            options: { userAgent: `vidfeeds/${VIDFEEDS_VERSION}`, stop: stop.aborted },
           });
+    report.stoppedBy ??= stop.requested();
     const exitCode = exitCodeOfDeploy(report, deliveries);
     const owed = record.owed.count(recordId);
     printReport(report, deliveries, owed, exitCode, flags, io);
     return { exitCode, report: () => deployJson(report, deliveries, owed, exitCode) };
   } finally {
+    stop.release();
     record.close();
+    recordLock.release();
+  }
+}
+
+/**
+ * One deploy at a time from a deploy record (every target it names): two deploys of one tree to
+ * one store would race, the older bytes of the first landing after the second's newer ones, and
+ * each would write the record from its own copy. The lock is the record's name plus `.lock`, held
+ * until the record and what is owed are written; a deploy that finds it held waits `--wait`
+ * seconds, then exits 75.
+ */
+async function waitForRecordLock(recordFile: string, seconds: number, stop: StopListener, io: Console): Promise<BuildLock> {
+  const file = `${recordFile}.lock`;
+  try {
+    return await waitForBuildLock(recordFile, { file, command: 'vidfeeds deploy', announced: false }, {
+      seconds,
+      waiting: (held) => io.log.debug(`waiting up to ${seconds} s for the deploy record: ${held.holder === null ? file : describeHolder(held.holder)}`),
+      stop: () => {
+        const signal = stop.requested();
+        return signal === null ? null : new BuildInterrupted(signal, ' while waiting for another deploy: nothing was published');
+      },
+    });
+  } catch (error) {
+    if (!(error instanceof LockHeldError)) throw error;
+    throw new VidfeedsError(EXIT.tempfail, {
+      what:
+        error.holder === null
+          ? `the deploy record ${recordFile} is locked by ${file}, which is not a vidfeeds lock file`
+          : `another deploy of this tree is running (${describeHolder(error.holder)}): it holds ${file}`,
+      hint: error.holder === null ? 'if no deploy is running, remove it' : 'wait for it to finish (--wait SECONDS)',
+    });
   }
 }
 
@@ -282,13 +323,37 @@ function changedSince(
 ): { manifest: Manifest; incremental: IncrementalFiles } {
   const changed: string[] = [];
   const newFiles = new Set<string>();
+  const unlike: string[] = [];
   for (const { path, isNew } of state.changedAfter(since)) {
     changed.push(path);
     if (isNew) newFiles.add(path);
+    const problem = unlikeItsRecord(manifestArgs[1], path, state.recordOf(path));
+    if (problem !== null) unlike.push(problem);
+  }
+  if (unlike.length > 0) {
+    // Sent as they are, they would be published wrong and stay so: once a build restores them,
+    // their record, and so the change the next deploy sends, is the one it was.
+    throw new VidfeedsError(EXIT.usage, {
+      what: `the tree is not as the builds left it, so nothing was published: ${unlike.slice(0, 5).join('; ')}${unlike.length > 5 ? `; and ${unlike.length - 5} more` : ''}`,
+      hint: '`vidfeeds build --full` writes them again; then deploy',
+    });
   }
   const encodings = (state.compression ?? '').split(',').filter(isEncoding);
   const manifest = manifestOfFiles(changed, encodings, ...manifestArgs);
   return { manifest, incremental: { newFiles, removedFiles: [...state.removedAfter(since)], encodings } };
+}
+
+/**
+ * Why a changed document cannot be sent as it is on the disk: missing, or not the bytes the build
+ * recorded (edited or truncated by hand, or by another program). Null when it is as built.
+ */
+function unlikeItsRecord(out: string, path: string, recorded: { hash: Buffer; size: number } | undefined): string | null {
+  if (recorded === undefined) return null;
+  const file = join(out, ...path.split('/'));
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (stat === undefined || !stat.isFile()) return `${path} is missing`;
+  if (stat.size !== recorded.size || !documentHash(readFileSync(file)).equals(recorded.hash)) return `${path} is not what the build wrote (${stat.size} bytes, the build's ${recorded.size})`;
+  return null;
 }
 
 /** What decides the objects' bytes and headers beside the tree: a change of any sends the next deploy to a full compare. */
@@ -312,6 +377,8 @@ function recordIdOf(request: DeployRequest): string {
 /** 128 + the signal's number when stopped; 75 when only the store's unavailability failed it; 1 for any other failure. */
 function exitCodeOfDeploy(report: DeployReport, deliveries: readonly Delivery[]): number {
   if (report.stoppedBy !== null) return exitCodeOfSignal(report.stoppedBy);
+  // Refused for the credentials or the bucket (an incremental deploy meets it at its first write, not a listing): 2, as when the listing is refused.
+  if (report.failed.some((f) => f.refused === true)) return EXIT.usage;
   if (report.failed.length > 0 && report.failed.every((f) => f.transient)) return EXIT.tempfail;
   if (report.failed.length > 0 || report.notAttempted.length > 0 || deliveries.some((d) => !d.ok)) return EXIT.failed;
   return EXIT.ok;
@@ -320,6 +387,7 @@ function exitCodeOfDeploy(report: DeployReport, deliveries: readonly Delivery[])
 /** What a deploy did, on stderr: each failure, what was left, the notifications, the summary. */
 function printReport(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number, flags: DeployFlags, io: Console): void {
   for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
+  if (report.failed.some((f) => f.refused === true)) io.log.error(`the store refused the writes: ${CHECK_SETTINGS}`);
   if (report.notAttempted.length > 0) io.log.error(notAttemptedLine(report, flags.json === true));
   if (report.unorderedListing !== null) {
     const { before, after } = report.unorderedListing;
@@ -395,17 +463,13 @@ export function deploySummary(report: DeployReport): string {
 }
 
 /** A store that cannot be reached is worth another try (75); a refusal is the operator's to fix (2). */
+const CHECK_SETTINGS = "check the bucket, the endpoint and the credentials of the AWS SDK's chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE";
+
 function storeError(error: unknown, target: StoreTarget): Error {
   const where = showTarget(target);
   const described = error instanceof StoreRequestError ? { text: error.message, status: error.status, code: error.code } : describeStoreError(error);
   const { text: what, status, code } = described;
-  if (code === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || code === 'NoSuchBucket') {
-    return new VidfeedsError(EXIT.usage, {
-      what,
-      where,
-      hint: "check the bucket, the endpoint and the credentials of the AWS SDK's chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE",
-    });
-  }
+  if (refusedForSettings(status, code)) return new VidfeedsError(EXIT.usage, { what, where, hint: CHECK_SETTINGS });
   return new VidfeedsError(EXIT.tempfail, { what, where, hint: 'try again later' });
 }
 
