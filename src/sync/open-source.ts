@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { DEFAULT_READ_TIMEOUT_SECONDS } from './read-deadline.js';
 import { MappingError } from './sync-errors.js';
 import type { MysqlUrl } from './mysql-source.js';
-import { redactUrl, type SourceOptions, type SyncSource } from './sync-source.js';
+import { passwordHint, redactUrl, type SourceOptions, type SyncSource } from './sync-source.js';
 
 /** Which driver reads a source URL, and what the URL says: host, user, database, socket, file. */
 
@@ -37,7 +37,7 @@ function mysqlUrl(text: string): MysqlUrl {
   try {
     url = new URL(text);
   } catch {
-    throw new MappingError(`the source ${redactUrl(text)} is not a valid URL: write mysql://USER@HOST:PORT/DATABASE`);
+    throw new MappingError(`the source ${redactUrl(text)} is not a valid URL: write mysql://USER@HOST:PORT/DATABASE${passwordHint(text)}`);
   }
   if (url.pathname.replace(/^\//, '') === '') throw new MappingError(`the source ${redactUrl(text)} names no database: add /DATABASE after the host`);
   const socketPath = url.searchParams.get('socket') ?? undefined;

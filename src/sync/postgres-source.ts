@@ -6,7 +6,7 @@ import pgpass from 'pgpass';
 import { ReadDeadline } from './read-deadline.js';
 import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import { seedBits, type DigestSeed } from './row-digest.js';
-import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, redactUrl, SOURCE_BATCH, type Dialect, type SourceDigests, type SyncSource } from './sync-source.js';
+import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, passwordHint, redactUrl, SOURCE_BATCH, type Dialect, type SourceDigests, type SyncSource } from './sync-source.js';
 
 /**
  * PostgreSQL through pg. int8 comes as a number where it fits one exactly and as text where it
@@ -48,7 +48,7 @@ function newClient(url: string, password: string | undefined, connectSeconds: nu
   try {
     config = parseIntoClientConfig(url);
   } catch (error) {
-    throw new MappingError(`the source URL ${redactUrl(url)} cannot be read: ${(error as Error).message}`);
+    throw new MappingError(`the source URL ${redactUrl(url)} cannot be read: ${(error as Error).message}${passwordHint(url)}`);
   }
   // Parsed here, not given to pg as a connectionString: pg lays that over the options beside it,
   // and the URL's missing password (parsed as '') would hide the file's.

@@ -57,9 +57,33 @@ export interface SourceOptions {
   readTimeoutSeconds?: number;
 }
 
-/** A URL for messages: the password, if one was written in it, replaced by `***`. */
+/**
+ * A URL for messages: the password, if one was written in it, replaced by `***`. A password that
+ * is not percent-encoded may hold `/`, `@`, `#` or `?`, so it runs from the user's `:` to the last
+ * `@` of the text, not to the first `/` or `@`: masking part of a host or path is harmless,
+ * showing part of a password is not. The URL need not parse: the message that says it does not
+ * shows it too.
+ */
 export function redactUrl(text: string): string {
-  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/@]*@/i, '$1***@');
+  const password = passwordSpan(text);
+  return password === undefined ? text : `${text.slice(0, password.start)}***${text.slice(password.end)}`;
+}
+
+/** Where the password of a URL is: from the user's `:` to the last `@`. */
+function passwordSpan(text: string): { start: number; end: number } | undefined {
+  const user = /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:/i.exec(text);
+  const end = text.lastIndexOf('@');
+  return user === null || end < user[0].length ? undefined : { start: user[0].length, end };
+}
+
+/**
+ * What a message about a URL that cannot be read adds when its password holds a character a URL
+ * reads as its own (which is then why it cannot be read).
+ */
+export function passwordHint(text: string): string {
+  const span = passwordSpan(text);
+  if (span === undefined || !/[/@:#?]|%(?![0-9a-f]{2})/i.test(text.slice(span.start, span.end))) return '';
+  return ' (a password with /, @, :, #, ? or % in it must be percent-encoded in the URL: %2F, %40, %3A, %23, %3F, %25; or leave it out of the URL and give it in sync.passwordFile)';
 }
 
 /**
