@@ -85,10 +85,15 @@ const REFUSED_STATES = /^(28|3D|ENOTFOUND$)/;
 export async function openPostgresSource(url: string, password: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
   const { client, socket } = newClient(url, password, Math.min(10, readTimeoutSeconds));
   let broken: Error | undefined;
-  // A connection that breaks while idle must not end the process: the next query reports it.
-  client.on('error', (error) => (broken ??= error));
+  // A connection that breaks while idle must not end the process: the next query reports it, at
+  // once. Submitted on the broken client, it would wait for an answer until the read deadline.
+  client.on('error', (error) => {
+    broken ??= error;
+    socket.destroy();
+  });
   const deadline = new ReadDeadline(readTimeoutSeconds, redactUrl(url), () => socket.destroy());
-  const query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string) => deadline.within(client.query<R>(sql));
+  const query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string) =>
+    broken === undefined ? deadline.within(client.query<R>(sql)) : Promise.reject(broken);
   const { version, versionNumber } = await begin(client, socket, query, url);
   /** Each query's digest column, made from the types of the columns it returns. */
   const digestColumns = new Map<string, string>();
@@ -111,7 +116,9 @@ export async function openPostgresSource(url: string, password: string | undefin
   const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
   // Rows through a cursor, a batch at a time.
   async function* read<T>(cursor: Cursor, text: string): AsyncIterable<T[]> {
+    if (broken !== undefined) throw describe(broken, text);
     client.query(cursor);
+    let failure: Error | undefined;
     try {
       for (;;) {
         const batch = (await deadline.within(cursor.read(SOURCE_BATCH))) as T[];
@@ -119,9 +126,14 @@ export async function openPostgresSource(url: string, password: string | undefin
         yield batch;
       }
     } catch (error) {
-      throw error instanceof SourceUnavailableError ? error : describe(error, text);
+      failure = error instanceof SourceUnavailableError ? error : describe(error, text);
+      throw failure;
     } finally {
-      if (!socket.destroyed) await deadline.within(cursor.close()).catch(() => undefined);
+      // A connection that broke (terminated, reset, the server shut down) is dropped, not asked to
+      // close the cursor: pg-cursor's close waits for an answer it never sends, and the socket is
+      // not destroyed by the server's FIN alone, so the sync would wait out the read deadline.
+      if (broken !== undefined || failure instanceof SourceUnavailableError) socket.destroy();
+      else if (!socket.destroyed) await deadline.within(cursor.close()).catch(() => undefined);
     }
   }
   const digests: SourceDigests = {
@@ -169,7 +181,7 @@ export async function openPostgresSource(url: string, password: string | undefin
       }
     },
     async close() {
-      if (!socket.destroyed) await deadline.within(client.end()).catch(() => undefined);
+      if (!socket.destroyed && broken === undefined) await deadline.within(client.end()).catch(() => undefined);
       socket.destroy();
     },
   };

@@ -2,7 +2,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import type { SyncSite } from './sync-scenario.js';
-import { databaseBytes, expectEnded, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
+import { openSource } from '../../src/sync/open-source.js';
+import { SourceUnavailableError } from '../../src/sync/sync-errors.js';
+import { databaseBytes, expectEnded, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
 
 /**
  * A PostgreSQL source failing under a running sync: its backend terminated while the rows stream
@@ -59,6 +61,46 @@ describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fail
     await new Promise((r) => setTimeout(r, 300));
     await server.admin.query('SELECT pg_terminate_backend($1)', [pid]);
     await expectEnded(sync, 75, /the source database \(postgres:\/\/site:\*\*\*@127\.0\.0\.1:\d+\/site\) stopped answering: .*; nothing was written; try again later/, site.db, before);
+  });
+
+  it('ends with 75 at once, not after sync.readTimeoutSeconds, when the backend is terminated while the rows stream', async () => {
+    // A read timeout far longer than the sync may take to end: waiting for the dead connection
+    // to close the cursor would wait it out.
+    mapUsers(site, SLOW_USERS, { readTimeoutSeconds: 30 });
+    try {
+      const sync = startSync(site, server.url);
+      const pid = await syncBackend(sync);
+      await new Promise((r) => setTimeout(r, 300));
+      const terminated = Date.now();
+      await server.admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await expectEnded(sync, 75, /stopped answering: terminating connection due to administrator command; nothing was written/, site.db, before);
+      expect(Date.now() - terminated).toBeLessThan(5000);
+    } finally {
+      mapUsers(site, SLOW_USERS);
+    }
+  });
+
+  it('fails the next query at once when the connection was dropped between queries', async () => {
+    const source = await openSource(server.url, { readTimeoutSeconds: 30 });
+    try {
+      expect(await source.columnsOf(USERS)).toContain('username');
+      await server.admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'vidfeeds sync'");
+      // The sync busy writing the last table's rows, as it is between queries: the server's
+      // goodbye waits unread while the next query is sent on the dead connection.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+      const asked = Date.now();
+      const read = (async () => {
+        for await (const batch of source.rows(USERS, ['id'])) void batch;
+      })();
+      await expect(read).rejects.toThrow(SourceUnavailableError);
+      await expect(read).rejects.toThrow(/the source database \(postgres:\/\/site:\*\*\*@127\.0\.0\.1:\d+\/site\) stopped answering: (terminating connection due to administrator command|Connection terminated unexpectedly|write EPIPE|read ECONNRESET)/);
+      await expect(source.max(USERS, 'changed')).rejects.toThrow(SourceUnavailableError);
+      expect(Date.now() - asked).toBeLessThan(5000);
+    } finally {
+      const closing = Date.now();
+      await source.close();
+      expect(Date.now() - closing).toBeLessThan(1000);
+    }
   });
 
   it('ends with 75 when the backend is terminated as soon as it connects', async () => {
