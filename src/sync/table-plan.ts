@@ -93,15 +93,18 @@ function planTable(target: Database.Database, table: string, map: TableMapping, 
   const where = `sync.tables.${table}`;
   const problems: string[] = [];
   const watermark = map.watermark ?? null;
+  // A mistyped watermark: the column the query returns for it is named once, as the one meant, not
+  // again as a column the table does not have.
+  const meant = watermark === null || returned.includes(watermark) ? undefined : nearest(watermark, returned.filter((c) => spec.columns[c] === undefined));
   if (watermark !== null && !returned.includes(watermark)) {
-    problems.push(`${where}.watermark: the query does not return column ${watermark}; it returns ${returned.join(', ')}`);
+    problems.push(`${where}.watermark: the query does not return column ${watermark}${meant === undefined ? '' : ` (did you mean ${meant}?)`}; it returns ${returned.join(', ')}`);
   }
   if (watermark !== null && spec.columns[watermark] !== undefined) {
     problems.push(`${where}.watermark: ${watermark} is a column of ${table}; return the time a row last changed under a name of its own (AS changed_at)`);
   }
   const names = info.map((c) => c.name).filter((name) => spec.columns[name] !== undefined);
   const seen = new Set<string>();
-  for (const column of returned.filter((c) => c !== watermark)) {
+  for (const column of returned.filter((c) => c !== watermark && c !== meant)) {
     if (seen.has(column)) problems.push(`${where}: the query returns column ${column} twice`);
     seen.add(column);
     if (!names.includes(column)) {
@@ -134,12 +137,16 @@ function planTable(target: Database.Database, table: string, map: TableMapping, 
   };
 }
 
-/** `, did you mean NAME?` for a returned column near one of the table's that the query does not return. */
+/** ` (did you mean AS NAME?)` for a returned column near one of the table's that the query does not return. */
 function didYouMean(column: string, names: readonly string[], returned: readonly string[]): string {
-  const near = names
-    .filter((name) => !returned.includes(name))
-    .map((name) => ({ name, distance: editDistance(column.toLowerCase(), name.toLowerCase()) }))
-    .filter(({ name, distance }) => distance <= Math.max(1, Math.floor(name.length / 3)))
-    .sort((a, b) => a.distance - b.distance)[0];
-  return near === undefined ? '' : ` (did you mean AS ${near.name}?)`;
+  const near = nearest(column, names.filter((name) => !returned.includes(name)));
+  return near === undefined ? '' : ` (did you mean AS ${near}?)`;
+}
+
+/** The name of `names` nearest to `name`, if one is near enough to be a typing mistake. */
+function nearest(name: string, names: readonly string[]): string | undefined {
+  return names
+    .map((other) => ({ other, distance: editDistance(name.toLowerCase(), other.toLowerCase()) }))
+    .filter(({ other, distance }) => distance <= Math.max(1, Math.floor(other.length / 3)))
+    .sort((a, b) => a.distance - b.distance)[0]?.other;
 }

@@ -209,5 +209,10 @@ describe('sync --changed-only', () => {
     await expect(sync(target, sourceFile, { tables: missing })).rejects.toThrow(/sync\.tables\.users\.watermark: the query does not return column changed_at/);
     const stored = { users: { ...MAPPING.users!, watermark: 'updated_at' } };
     await expect(sync(target, sourceFile, { tables: stored })).rejects.toThrow(/sync\.tables\.users\.watermark: updated_at is a column of users/);
+    // A mistyped watermark is one problem, with the column meant, not also a column users does not have.
+    const mistyped = { users: { ...MAPPING.users!, watermark: 'modifed' } };
+    await expect(sync(target, sourceFile, { tables: mistyped })).rejects.toThrow(
+      /^sync\.tables\.users\.watermark: the query does not return column modifed \(did you mean modified\?\); it returns id, username, created_at, updated_at, modified$/,
+    );
   });
 });
