@@ -25,16 +25,18 @@ const CONNECTION_CODES = new Set([
   'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR', 'ER_LOCK_WAIT_TIMEOUT', 'ER_QUERY_INTERRUPTED', 'ER_STATEMENT_TIMEOUT',
 ]);
 /**
- * The host has no address, the server refuses the login or knows no such database: the URL or the
- * account needs fixing, and trying again changes nothing.
+ * The host has no address, the server refuses the login or knows no such database, or has no TLS
+ * for a URL that asks for it (`?ssl=`): the URL or the account needs fixing, and trying again changes nothing.
  */
-const REFUSED_CODES = new Set(['ENOTFOUND', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE']);
+const REFUSED_CODES = new Set(['ENOTFOUND', 'ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE', 'HANDSHAKE_NO_SSL_SUPPORT']);
 
 /** A MySQL or MariaDB URL as mysql2 reads it (`uri`), and the Unix socket of its `?socket=/path`. */
 export interface MysqlUrl {
   /** The URL without its parameters, which mysql2 would take for options of its own. */
   uri: string;
   socketPath: string | undefined;
+  /** mysql2's TLS options (`?ssl=`), undefined for none. */
+  ssl?: Record<string, unknown>;
   /** The URL holds a password (which sync.passwordFile does not replace). */
   hasPassword: boolean;
 }
@@ -43,6 +45,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
   const connection = mysql.createConnection({
     uri: url.uri,
     socketPath: url.socketPath,
+    ssl: url.ssl,
     password: url.hasPassword ? undefined : passwordFromFile,
     charset: 'utf8mb4',
     supportBigNumbers: true,

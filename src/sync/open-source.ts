@@ -30,7 +30,9 @@ export async function openSource(url: string, options: SourceOptions = {}): Prom
 
 /**
  * A MySQL URL checked for what mysql2 would take silently (not a URL, no database), for mysql2 to
- * read; its `?socket=` goes to mysql2 as `socketPath`, and other parameters are not options.
+ * read; its `?socket=` goes to mysql2 as `socketPath` and its `?ssl=` as `ssl`. Any other
+ * parameter stops the sync: dropped silently, a TLS setting such as `sslmode=REQUIRED` would let
+ * the sync run in clear text; given to mysql2 as is, a misspelt one would only be warned about.
  */
 function mysqlUrl(text: string): MysqlUrl {
   let url: URL;
@@ -40,9 +42,33 @@ function mysqlUrl(text: string): MysqlUrl {
     throw new MappingError(`the source ${redactUrl(text)} is not a valid URL: write mysql://USER@HOST:PORT/DATABASE${passwordHint(text)}`);
   }
   if (url.pathname.replace(/^\//, '') === '') throw new MappingError(`the source ${redactUrl(text)} names no database: add /DATABASE after the host`);
+  const unknown = [...url.searchParams.keys()].filter((name) => name !== 'socket' && name !== 'ssl');
+  if (unknown.length > 0) {
+    throw new MappingError(
+      `the source ${redactUrl(text)} has the parameter ${unknown.join(', ')}, which vidfeeds does not read: a MySQL URL takes ?socket=PATH and ?ssl=true ` +
+        '(TLS, checking the server\'s certificate against the system\'s authorities) or ?ssl={...} (mysql2\'s TLS options as JSON, such as {"ca":"..."}) (docs/adopting.md)',
+    );
+  }
   const socketPath = url.searchParams.get('socket') ?? undefined;
+  const ssl = url.searchParams.has('ssl') ? sslOption(url.searchParams.get('ssl')!, redactUrl(text)) : undefined;
   url.search = '';
-  return { uri: url.href, socketPath, hasPassword: url.password !== '' };
+  return { uri: url.href, socketPath, ssl, hasPassword: url.password !== '' };
+}
+
+/** `?ssl=` as mysql2's `ssl` option: true (TLS, certificates checked), false (none), or its options as a JSON object. */
+function sslOption(value: string, where: string): Record<string, unknown> | undefined {
+  if (value === 'true') return {};
+  if (value === 'false') return undefined;
+  let options: unknown;
+  try {
+    options = JSON.parse(value);
+  } catch {
+    options = undefined;
+  }
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new MappingError(`the source ${where} has ?ssl=${value}, which is not true, false or a JSON object of mysql2's TLS options (docs/adopting.md)`);
+  }
+  return options as Record<string, unknown>;
 }
 
 function sqlitePath(url: string): string {

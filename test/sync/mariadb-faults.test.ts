@@ -111,6 +111,11 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
     await expectEnded(sync, 2, /MySQL\/MariaDB at no-such-host\.invalid:3306.*cannot be read: .*ENOTFOUND.*fix the URL/, site.db, before);
   });
 
+  it('ends with 2 when the URL asks for TLS (?ssl=true) and the server has none: never in clear text instead', async () => {
+    const sync = startSync(site, `${server.url}?ssl=true`);
+    await expectEnded(sync, 2, /MySQL\/MariaDB at 127\.0\.0\.1:\d+.*cannot be read: Server does not support secure connection.*fix the URL/, site.db, before);
+  });
+
   it('ends with 75 when every connection is reset', async () => {
     const resetting: Server = createServer((socket) => socket.resetAndDestroy());
     await new Promise<void>((resolve) => resetting.listen(0, '127.0.0.1', resolve));

@@ -36,4 +36,11 @@ describe('source URLs', () => {
     // Without a password there is none to hide, and nothing to say about one.
     await expect(openSource('mysql://sp@[db/site')).rejects.toThrow(/^the source mysql:\/\/sp@\[db\/site is not a valid URL: write mysql:\/\/USER@HOST:PORT\/DATABASE$/);
   });
+
+  it('refuses a MySQL URL parameter it does not read, before connecting, rather than dropping it', async () => {
+    await expect(openSource('mysql://sp:secret@127.0.0.1:1/site?sslmode=REQUIRED&bogus=1')).rejects.toThrow(
+      /^the source mysql:\/\/sp:\*\*\*@127\.0\.0\.1:1\/site\?sslmode=REQUIRED&bogus=1 has the parameter sslmode, bogus, which vidfeeds does not read: a MySQL URL takes \?socket=PATH and \?ssl=true /,
+    );
+    await expect(openSource('mysql://sp@127.0.0.1:1/site?ssl=REQUIRED')).rejects.toThrow(/has \?ssl=REQUIRED, which is not true, false or a JSON object of mysql2's TLS options/);
+  });
 });
