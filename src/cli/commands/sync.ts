@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type { SiteConfig } from '../../config/site-config.js';
 import { describeIssue, type ValueIssue } from '../../db/decode.js';
 import { runSync, type SyncHooks, type SyncRemovalGuard, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
+import { bytesExpression } from '../../sync/mojibake.js';
 import { SkipSummary } from '../../sync/skip-summary.js';
 import type { SkippedSourceRow } from '../../sync/source-row.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -106,7 +107,7 @@ export function syncProblems(io: Console, keep?: { skipped: SkippedSourceRow[]; 
     for (const m of report?.mojibake ?? []) {
       io.log.warn(
         `sync: ${m.table}.${m.column} holds text that looks like UTF-8 read as latin1 in ${m.rows} ${m.rows === 1 ? 'row' : 'rows'} (${m.table} ${m.row}: ${JSON.stringify(m.found.slice(0, 60))}): ` +
-          'a latin1 column holding UTF-8 bytes is mapped as CAST(column AS BINARY) (docs/adopting.md, "Character sets")',
+          `a latin1 column holding UTF-8 bytes is mapped as ${bytesExpression(report!.source)} (docs/adopting.md, "Character sets")`,
       );
     }
   };
