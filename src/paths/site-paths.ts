@@ -1,5 +1,5 @@
 import type { PageTemplates } from '../config/site-config.js';
-import { encodedFilePath, isSiteFileName, keyedFile, PAGE_NUMBER, keyedUrlPath, keyProblem, type KeyedPlace, type Place, type SitePlace } from './url-scheme.js';
+import { encodedFilePath, isSiteFileName, keyedFile, keyedUrlPath, pageNumber, keyProblem, type KeyedPlace, type Place, type SitePlace } from './url-scheme.js';
 
 /** Tag pages a SitePaths keeps (see tagPage). */
 const TAG_PAGES_KEPT = 4096;
@@ -66,9 +66,10 @@ export class SitePaths {
       const format = this.ownerFormats.find((f) => f.paged === undefined && f.dir === dir && f.file === file);
       if (format !== undefined) return this.url(format, key!);
     }
-    if (rest.length === 2 && PAGE_NUMBER.test(rest[0]!)) {
+    const page = rest.length === 2 ? pageNumber(rest[0]!) : null;
+    if (page !== null) {
       const format = this.ownerFormats.find((f) => f.paged === file && f.dir === dir && f.file === rest[1]);
-      if (format !== undefined) return this.url(format, key!, Number(rest[0]));
+      if (format !== undefined) return this.url(format, key!, page);
     }
     return `${this.base}/${encodedFilePath(relativeFile)}`;
   }

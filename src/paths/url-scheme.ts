@@ -32,8 +32,24 @@ export interface KeyedPlace {
   readonly paged?: string;
 }
 
-/** A page number as it appears in a path: 0, 1, 2, ... without leading zeros (one URL per page). */
-export const PAGE_NUMBER = /^(0|[1-9][0-9]{0,8})$/;
+/**
+ * A page number as it appears in a path: 0, 1, 2, ... without leading zeros (one URL per page).
+ * A page is numbered by a row id (src/formats/archive-places.ts), and ids go up to 2^53 - 1
+ * (docs/database.md), which is 16 digits: every page the build can write must match, in the
+ * route table and in the host configurations made from this pattern. The few 16-digit numbers
+ * above 2^53 - 1 match too and name a file no build writes (`pageNumber` refuses them).
+ */
+export const PAGE_NUMBER = /^(0|[1-9][0-9]{0,15})$/;
+
+/**
+ * The page a path segment names, or null when it names none: PAGE_NUMBER, and a number that reads
+ * back as itself (above 2^53 - 1, `9007199254740993` would read as the page `...992`).
+ */
+export function pageNumber(segment: string): number | null {
+  if (!PAGE_NUMBER.test(segment)) return null;
+  const number = Number(segment);
+  return Number.isSafeInteger(number) ? number : null;
+}
 
 /** Where a site-wide document lives. */
 export interface SitePlace {
@@ -179,10 +195,10 @@ function matchPage<K extends KeyedPlace, S extends SitePlace>(
   segments: readonly string[],
 ): RouteMatch<K, S> | null {
   const [key, dir, paged, page, urlName = ''] = segments as [string, string, string, string, string?];
-  if (!PAGE_NUMBER.test(page) || keyProblem(key, places.site) !== null) return null;
+  const number = pageNumber(page);
+  if (number === null || keyProblem(key, places.site) !== null) return null;
   const format = places.keyed.find((f) => f.paged === paged && f.dir === dir && f.urlName === urlName && (segments.length === 5 || f.urlName === ''));
   if (format === undefined) return null;
-  const number = Number(page);
   return { kind: 'keyed', format, key, file: keyedFile(format, key, number), page: number };
 }
 

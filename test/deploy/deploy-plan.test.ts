@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planDocuments, SITE_RANKS } from '../../src/deploy/deploy-plan.js';
+import { ownedDocumentOf, planDocuments, SITE_RANKS } from '../../src/deploy/deploy-plan.js';
 import type { Format, SiteFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { robots } from '../../src/formats/robots.js';
@@ -42,5 +42,19 @@ describe('the deploy plan', () => {
     const plainRobots: SiteFormat = { ...robots, deployLast: undefined };
     const table = [...FORMATS.filter((f) => f !== robots), humans, plainRobots];
     expect(ranks(table, [...FILES, 'humans.txt'])).toMatchObject({ 'humans.txt': SITE_RANKS.last, 'robots.txt': SITE_RANKS.plain });
+  });
+
+  it('publishes archive pages of every number a row id can give, and knows their objects as its own', () => {
+    // A page is numbered by a row id, up to 2^53 - 1 (docs/database.md): 11 and 16 digits.
+    const pages = ['alice/rss/archive/0/page.rss', 'alice/rss/archive/10000000207/page.rss', 'alice/atom/archive/9007199254740991/page.atom'];
+    const documents = planDocuments(manifestOf(pages), routesOf(FORMATS), 'site/', undefined);
+    expect(documents.map((d) => [d.file, d.format, d.rank])).toEqual([
+      [pages[0], 'rss-archive', 0],
+      [pages[1], 'rss-archive', 0],
+      [pages[2], 'atom-archive', 0],
+    ]);
+    // A page's object, once uploaded, is the deploy's to replace or delete.
+    expect(ownedDocumentOf(routesOf(FORMATS), 'site/', 'site/alice/rss/archive/10000000207/', undefined)).toBe(pages[1]);
+    expect(ownedDocumentOf(routesOf(FORMATS), 'site/', 'site/alice/atom/archive/9007199254740991', undefined)).toBe(pages[2]);
   });
 });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { planArchivePages, type ArchivePagePlan } from '../../src/formats/archive-places.js';
+import { planArchivePages, RSS_ARCHIVE_PLACE, type ArchivePagePlan } from '../../src/formats/archive-places.js';
+import { FORMATS } from '../../src/formats/registry.js';
+import { routesOf } from '../../src/hosting/routes.js';
+import { keyedFile, matchFile } from '../../src/paths/url-scheme.js';
 
 /**
  * Which archive page holds which row (planArchivePages): the promise is that a change to the
@@ -94,5 +97,21 @@ describe('archive pages', () => {
     // Among usable ids they only make pages longer: a page still ends at 400 rows at the next usable id.
     const mixed = Array.from({ length: 2000 }, (_, i) => (i % 2 === 0 ? 0 : i));
     for (const page of planArchivePages(mixed)) expect(page.rows).toBeLessThanOrEqual(401);
+  });
+
+  it('are numbered only as the URL scheme routes, for ids up to 2^53 - 1', () => {
+    // A page is numbered by a row id, and ids go up to 2^53 - 1 (docs/database.md): ids past 10^10
+    // (pages 10000000207, 10000000482, ...) and the last ids below 2^53 give pages of 11 and 16
+    // digits, which the route table (and so serve, the manifest, check and deploy) must answer.
+    const routes = routesOf(FORMATS);
+    const lists = [Array.from({ length: 600 }, (_, i) => 10_000_000_000 + i), Array.from({ length: 2000 }, (_, i) => Number.MAX_SAFE_INTEGER - 1999 + i)];
+    for (const ids of lists) {
+      const plan = planArchivePages(ids);
+      expect(plan.length).toBeGreaterThan(1);
+      for (const { number } of plan) {
+        const file = keyedFile(RSS_ARCHIVE_PLACE, 'alice', number);
+        expect(matchFile(routes, file), file).toMatchObject({ kind: 'keyed', key: 'alice', page: number });
+      }
+    }
   });
 });

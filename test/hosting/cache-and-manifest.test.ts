@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyCompressed } from '../../src/paths/compression.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { cli } from '../helpers/cli.js';
 import { URL_TABLE } from '../helpers/served-urls.js';
-import { createDemoDb } from '../helpers/site-fixture.js';
-import { tempDir } from '../helpers/temp-dir.js';
+import { createDemoDb, createTestDb, insertUser, insertVideo, T0 } from '../helpers/site-fixture.js';
+import { cleanUpAfterTest, tempDir } from '../helpers/temp-dir.js';
 
 /**
  * Cache-Control and compressed forms in what the host configurations and the upload manifest
@@ -160,5 +160,30 @@ describe('the upload manifest', () => {
     }
     expect(result.stderr).toContain('1 files under');
     expect(result.stderr).toContain('stray.txt.gz');
+  });
+
+  it('lists archive pages numbered by ids past 10 digits, which check finds as built', () => {
+    // 40 public videos with ids past 10^10: the 20 beyond the feed are the RSS archive's pages 0 and
+    // 10000000207 (a page is numbered by the id of the row that starts it, docs/formats.md).
+    const dir = work();
+    const fixture = createTestDb();
+    cleanUpAfterTest(fixture.cleanup);
+    const u = insertUser(fixture.db, { username: 'many' });
+    fixture.db.transaction(() => {
+      for (let i = 0; i < 40; i++) insertVideo(fixture.db, u.id, { id: 10_000_000_190 + i, created_at: T0 + i });
+    })();
+    const out = join(dir, 'out');
+    const built = cli(['build', '--db', fixture.file, '--out', out, '--base-url', 'https://videos.example.org']);
+    expect(built.code, built.stderr).toBe(0);
+    expect(readdirSync(join(out, 'many/rss/archive')).sort()).toEqual(['0', '10000000207']);
+    const result = cli(['hosting', 'manifest', '--root', out]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).not.toMatch(/not documents/);
+    const manifest = JSON.parse(result.stdout) as { files: Array<{ file: string; keys: string[] }> };
+    const pages = manifest.files.filter((f) => f.file.startsWith('many/rss/archive/'));
+    expect(pages.map((f) => f.file).sort()).toEqual(['many/rss/archive/0/page.rss', 'many/rss/archive/10000000207/page.rss']);
+    expect(pages.find((f) => f.file === 'many/rss/archive/10000000207/page.rss')?.keys).toEqual(['many/rss/archive/10000000207/', 'many/rss/archive/10000000207']);
+    const check = cli(['check', '--out', out, '--db', fixture.file]);
+    expect(check.code, `${check.stdout}${check.stderr}`).toBe(0);
   });
 });

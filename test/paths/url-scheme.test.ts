@@ -27,8 +27,9 @@ describe('the URL scheme', () => {
     const paths = new SitePaths('https://example.org/vi deos', testConfig().pages, FORMATS);
     for (const key of ['alice', 'zoë', 'a b', 'x%2Fy', 'نور', '🎬']) {
       for (const format of keyed) {
-        // A paged document's pages: the first, another, and one of many digits.
-        for (const page of format.paged === undefined ? [undefined] : [0, 7, 123456789]) {
+        // A paged document's pages: the first, another, and ones of many digits. A page is numbered
+        // by a row id, up to 2^53 - 1 (docs/database.md): 11 digits as ids past 10^10 give, and 16.
+        for (const page of format.paged === undefined ? [undefined] : [0, 7, 123456789, 10_000_000_207, Number.MAX_SAFE_INTEGER]) {
           const file = keyedFile(format, key, page);
           expect(file).toBe(page === undefined ? `${key}/${format.dir}/${format.file}` : `${key}/${format.dir}/${format.paged}/${page}/${format.file}`);
           // The public URL, as a server receives its path, leads back to the same document and file.
@@ -48,8 +49,13 @@ describe('the URL scheme', () => {
     const archive = keyed.find((f) => f.name === 'rss-archive')!;
     expect(keyedUrlPaths(archive, ':key', 3)).toEqual([':key/rss/archive/3/', ':key/rss/archive/3']);
     expect(matchRoute(routes, ['alice', 'rss', 'archive', '3'])).toMatchObject({ file: 'alice/rss/archive/3/page.rss', page: 3 });
-    for (const page of ['03', '-1', '+1', '1e3', 'x', '', '1234567890']) {
+    expect(matchRoute(routes, ['alice', 'rss', 'archive', '10000000482'])).toMatchObject({ file: 'alice/rss/archive/10000000482/page.rss', page: 10_000_000_482 });
+    expect(matchFile(routes, 'alice/atom/archive/9007199254740991/page.atom')).toMatchObject({ page: Number.MAX_SAFE_INTEGER });
+    // Past 2^53 - 1 a number no longer reads back as itself (9007199254740993 would read as
+    // ...992): no row id is that large, so no page is, and such a URL names none.
+    for (const page of ['03', '-1', '+1', '1e3', 'x', '', '9007199254740992', '9999999999999999', '12345678901234567']) {
       expect(matchRoute(routes, ['alice', 'rss', 'archive', page, '']), page).toBeNull();
+      expect(matchFile(routes, `alice/rss/archive/${page}/page.rss`), page).toBeNull();
     }
     expect(matchRoute(routes, ['alice', 'rss', 'archive', '3', 'page.rss'])).toBeNull();
     expect(matchRoute(routes, ['alice', 'rss', 'archive', ''])).toBeNull();
