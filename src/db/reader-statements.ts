@@ -115,20 +115,21 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at DESC, v.id DESC LIMIT ${limits.uploads}`,
     ).raw(true),
     groups: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at DESC, g.id DESC LIMIT ${limits.groups}`).raw(true),
-    // The archives: the rows' ids oldest first (every row, or those older than a feed's last row),
+    // The archives: the rows oldest first (every row, or those older than a feed's last row), with
+    // the columns that decide whether each can be published (a page holds only rows that can);
     // and pages oldest first after the last row of the page before (a walk along the index,
     // however long the history).
-    uploadIds: db.prepare<[number], number>(`SELECT v.id FROM videos v JOIN users u ON u.id = v.user_id WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at, v.id`).pluck(),
-    uploadIdsBefore: db.prepare<[number, unknown, number], number>(
-      `SELECT v.id FROM videos v JOIN users u ON u.id = v.user_id
+    uploadsDeciding: db.prepare<[number], unknown[]>(`SELECT ${VIDEO_DECIDING} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at, v.id`).raw(true),
+    uploadsDecidingBefore: db.prepare<[number, unknown, number], unknown[]>(
+      `SELECT ${VIDEO_DECIDING} FROM videos v JOIN users u ON u.id = v.user_id
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} AND (v.created_at, v.id) < (?, ?) ORDER BY v.created_at, v.id`,
-    ).pluck(),
+    ).raw(true),
     uploadsFrom: db.prepare<unknown[], RawOwnVideo>(
       `SELECT ${OWN_VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} AND (v.created_at, v.id) > (?, ?) ORDER BY v.created_at, v.id LIMIT ?`,
     ).raw(true),
-    groupIds: db.prepare<[number], number>(`SELECT id FROM (${GROUPS_OF}) ORDER BY created_at, id`).pluck(),
-    groupIdsBefore: db.prepare<[number, unknown, number], number>(`SELECT id FROM (${GROUPS_OF} AND (g.created_at, g.id) < (?, ?)) ORDER BY created_at, id`).pluck(),
+    groupsAll: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at, g.id`).raw(true),
+    groupsBefore: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) < (?, ?) ORDER BY g.created_at, g.id`).raw(true),
     groupsFrom: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) > (?, ?) ORDER BY g.created_at, g.id LIMIT ?`).raw(true),
     friends: p<RawPerson>(
       `SELECT ${PERSON_COLUMNS('u')}

@@ -14,10 +14,11 @@ import type {
 } from '../model/views.js';
 import { webUrl } from '../render/urls.js';
 import { decoder, validName, type DecodeContext } from './decode-context.js';
+import type { RowDecoder } from './decode.js';
 import { userColumn, type RawOwnVideo, type RawUser, type RawVideo } from './reader-columns.js';
 import { bundleStatements, type BundleStatements, type RawGroup, type ReaderLimits } from './reader-statements.js';
 import { decodePerson, person, userView } from './user-view.js';
-import { ownVideoOrProblem, publishable, videoOrProblem, type VideoProblem } from './video-view.js';
+import { ownVideoOrProblem, publishable, videoOrProblem, videoProblem, type VideoProblem } from './video-view.js';
 
 /**
  * Reads one user's bundle for the site reader (src/db/site-reader.ts): their own view and the
@@ -66,12 +67,27 @@ export class UserBundleReader {
     if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
-    const { uploadIds, uploadIdsBefore, groupIds, groupIdsBefore } = this.stmt;
+    const { uploadsDeciding, uploadsDecidingBefore, groupsAll, groupsBefore } = this.stmt;
+    // Only the rows the pages will hold are paged (`pagesOf` skips the others alike); their issues
+    // are reported once, when the pages are read, not here.
+    const quiet: DecodeContext = { ...this.ctx, sink: () => {} };
+    const video = (row: unknown[]) => (videoProblem(quiet, row) === null ? (row[0] as number) : null);
+    const group = (row: RawGroup) => (groupColumns(decoder(quiet, 'groups', row[0]), row).rejected === null ? row[0] : null);
     if (parts.has('archivedUploads')) {
-      bundle.archived.uploads = beyondFeed(rowsRead.uploads, this.limits.uploads, () => uploadIds.all(id), (createdAt, last) => uploadIdsBefore.all(id, createdAt, last));
+      bundle.archived.uploads = beyondFeed(
+        rowsRead.uploads,
+        this.limits.uploads,
+        () => Array.from(uploadsDeciding.iterate(id), video),
+        (createdAt, last) => Array.from(uploadsDecidingBefore.iterate(id, createdAt, last), video),
+      );
     }
     if (parts.has('archivedGroups')) {
-      bundle.archived.groups = beyondFeed(rowsRead.groups, this.limits.groups, () => groupIds.all(id), (createdAt, last) => groupIdsBefore.all(id, createdAt, last));
+      bundle.archived.groups = beyondFeed(
+        rowsRead.groups,
+        this.limits.groups,
+        () => Array.from(groupsAll.iterate(id), group),
+        (createdAt, last) => Array.from(groupsBefore.iterate(id, createdAt, last), group),
+      );
     }
     return bundle;
   }
@@ -141,14 +157,10 @@ export class UserBundleReader {
   }
 
   /** A group's view, or null when it cannot be published (its row is reported). */
-  private group([id, slug, title, description, featuredVideoId, createdAt, updatedAt, ...owner]: RawGroup): GroupView | null {
+  private group(row: RawGroup): GroupView | null {
+    const [id, , , , featuredVideoId, , updatedAt, ...owner] = row;
     const d = decoder(this.ctx, 'groups', id);
-    const group = {
-      slug: d.text('slug', slug),
-      title: d.text('title', title),
-      description: d.text('description', description) ?? '',
-      createdAt: d.time('created_at', createdAt),
-    };
+    const group = groupColumns(d, row);
     if (d.rejected !== null) return null;
     return {
       id,
@@ -263,13 +275,29 @@ export class UserBundleReader {
   }
 }
 
+/**
+ * The columns of a group row that decide whether it can be published, decoded by `d` (whose
+ * `rejected` then says), with its description: the one rule for the group's view and for which
+ * groups the archive pages.
+ */
+function groupColumns(d: RowDecoder, [, slug, title, description, , createdAt]: RawGroup) {
+  return {
+    slug: d.text('slug', slug),
+    title: d.text('title', title),
+    description: d.text('description', description) ?? '',
+    createdAt: d.time('created_at', createdAt),
+    rejected: d.rejected,
+  };
+}
+
 /** Before every row: the keyset a walk starts after (upload times are whole numbers: migrations.ts). */
 const BEFORE_ALL: [unknown, unknown] = [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER];
 
 /**
- * A walk oldest first in pages of `pageRows[0]`, `pageRows[1]`, … rows, each page read after the
- * last row of the one before (`keyOf` gives a row's sort key); rows `decode` refuses are left out
- * of their page, which keeps its place.
+ * A walk oldest first in pages of `pageRows[0]`, `pageRows[1]`, … rows that `decode` takes, each
+ * page read after the last row of the one before (`keyOf` gives a row's sort key). Rows `decode`
+ * refuses are passed over, as the bundle's `archived` leaves them out: a page counts only the
+ * rows it holds, so none is empty.
  */
 function* pagesOf<Row, View>(
   pageRows: readonly number[],
@@ -280,15 +308,18 @@ function* pagesOf<Row, View>(
   let after = BEFORE_ALL;
   for (const size of pageRows) {
     if (!Number.isSafeInteger(size) || size < 1) throw new Error(`an archive page holds at least one row, not ${String(size)}`);
-    const rows = read(after, size);
-    if (rows.length === 0) return;
     const page: View[] = [];
-    for (const row of rows) {
-      const view = decode(row);
-      if (view !== null) page.push(view);
+    while (page.length < size) {
+      const rows = read(after, size - page.length);
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        const view = decode(row);
+        if (view !== null) page.push(view);
+      }
+      after = keyOf(rows[rows.length - 1]!);
     }
+    if (page.length === 0) return;
     yield page;
-    after = keyOf(rows[rows.length - 1]!);
   }
 }
 
@@ -299,13 +330,21 @@ interface FeedRead {
 }
 
 /**
- * The ids of the rows beyond a feed's newest `limit`, publishable or not, oldest first (archives.ts).
+ * The ids of the rows beyond a feed's newest `limit` that can be published, oldest first
+ * (archives.ts). The feed's newest are its `limit` rows, publishable or not (the feed leaves the
+ * others out); `all` and `before` give each row's id, or null for a row that cannot be published.
  * After the feed's own statement only the rows older than its last are read: a feed that came back
  * short has nothing beyond it. Without it (an archive built alone), every row is read and the
  * newest `limit` left out.
  */
-function beyondFeed(read: FeedRead | null, limit: number, all: () => number[], before: (createdAt: unknown, id: number) => number[]): number[] {
-  if (read === null || limit === 0) return all().slice(0, -limit || undefined);
+function beyondFeed(
+  read: FeedRead | null,
+  limit: number,
+  all: () => Array<number | null>,
+  before: (createdAt: unknown, id: number) => Array<number | null>,
+): number[] {
+  const ids = (rows: Array<number | null>) => rows.filter((id) => id !== null);
+  if (read === null || limit === 0) return ids(all().slice(0, -limit || undefined));
   if (read.rows < limit || read.last === null) return [];
-  return before(read.last[0], read.last[1]);
+  return ids(before(read.last[0], read.last[1]));
 }

@@ -158,9 +158,9 @@ export type UserPart =
 
 /**
  * A user's uploads or groups beyond the ones their feed shows, oldest first, in pages of the
- * given numbers of rows: the RFC 5005 archive pages. A page holds the next rows of that order,
- * less any row that cannot be published. Read a page at a time, so a user's whole history is
- * never in memory.
+ * given numbers of rows: the RFC 5005 archive pages. A page holds the next rows of that order
+ * that can be published (the others are passed over, as `archived` leaves them out). Read a page
+ * at a time, so a user's whole history is never in memory.
  */
 export interface ArchiveSource {
   /** Pages of `pageRows[0]`, `pageRows[1]`, … rows, from the oldest of the bundle's `archived`. */
@@ -195,7 +195,8 @@ export interface UserBundle {
   /**
    * The ids of the rows beyond the feeds' newest, oldest first: the public uploads older than the
    * RSS feed's items and the groups older than the Atom feed's entries, which the archive pages
-   * hold (rows that cannot be published among them, as the feeds read them).
+   * hold: only those that can be published, so that no page is planned empty (the feeds' own
+   * newest rows are counted publishable or not, as the feeds read them).
    */
   archived: { uploads: number[]; groups: number[] };
 }

@@ -163,6 +163,53 @@ describe('RFC 5005 archives', () => {
     expect(tree.get('few/rss/index.rss')!.body.toString()).not.toContain('archive');
   });
 
+  it('are left out when no row beyond the feed can be published: no empty page, no prev-archive', () => {
+    // 21 uploads and 21 groups, the oldest of each one the reader skips (docs/database.md, "Values").
+    const fixture = createTestDb();
+    cleanUpAfterTest(fixture.cleanup);
+    const u = insertUser(fixture.db, { id: 1, username: 'few' });
+    insertUser(fixture.db, { id: 2, username: 'owner' });
+    // A title that is no text, which the database's type checks would refuse (as a site's may not).
+    fixture.db.exec('DROP TRIGGER groups_types_insert');
+    for (let i = 0; i < 21; i++) {
+      insertVideo(fixture.db, u.id, { public_id: `v${i}`, created_at: T0 + i, ...(i === 0 ? { file_url: 'javascript:alert(1)' } : {}) });
+      insertRow(fixture.db, 'groups', { id: 10 + i, slug: `g${i}`, title: i === 0 ? Buffer.from('not text') : `Group ${i}`, owner_id: 2, created_at: T0 + i, updated_at: T0 + i });
+      insertRow(fixture.db, 'group_members', { group_id: 10 + i, user_id: u.id, joined_at: T0 });
+    }
+    const tree = build(fixture.file, tempDir('vidfeeds-archive-').dir);
+    expect([...tree.keys()].filter((path) => path.includes('/archive/'))).toEqual([]);
+    for (const feed of ['few/rss/index.rss', 'few/atom/index.atom']) {
+      const body = tree.get(feed)!.body.toString('utf8');
+      expect(feedparser({ doc: body }).doc!.entries.length, feed).toBe(20);
+      expect(body, feed).not.toContain('prev-archive');
+    }
+  });
+
+  it('page only the rows that can be published, as if the others were private, and an incremental build equals a full one', () => {
+    const { file } = historySite();
+    const work = tempDir('vidfeeds-archive-').dir;
+    const before = build(file, join(work, 'incremental'));
+    const pages = walk(before, 'hist/rss/index.rss', 'page.rss').documents.slice(1).reverse();
+    expect(pages.length, 'enough pages for the changes below').toBeGreaterThanOrEqual(6);
+    const items = (page: string) =>
+      (feedparser({ doc: before.get(page)!.body.toString('utf8') }).doc!.entries as Array<{ id: string }>).map((e) => e.id.slice(BASE.length + 1, -'/embed/'.length)).reverse();
+    // Every item of one page, and the item that starts another, become rows the reader skips.
+    const bad = [...items(pages[2]!), items(pages[4]!)[0]!];
+    const db = new Database(file);
+    cleanUpAfterTest(() => db.close());
+    const spoil = db.prepare(`UPDATE videos SET file_url = 'javascript:alert(1)', updated_at = updated_at + 1 WHERE public_id = ?`);
+    for (const id of bad) spoil.run(id);
+    const after = build(file, join(work, 'incremental'));
+    expect(treeDifferences(after, build(file, join(work, 'full')))).toEqual([]);
+    const { ids, documents } = walk(after, 'hist/rss/index.rss', 'page.rss');
+    const skipped = new Set(bad.map((id) => `${BASE}/${id}/embed/`));
+    expect(ids).toEqual(publicVideosNewestFirst(file).filter((id) => !skipped.has(id)));
+    // No page is empty (expectLinkedPages), and every page of the tree is on the walk.
+    expectLinkedPages(after, documents);
+    expect(documents.slice(1).sort()).toEqual([...after.keys()].filter((path) => path.startsWith('hist/rss/archive/')).sort());
+    expect(after.has(pages[2]!)).toBe(false);
+  });
+
   it('after an edit, a video made private, a removal and an upload, an incremental build rewrites only the pages that hold them and equals a full build', () => {
     const { file } = historySite();
     const work = tempDir('vidfeeds-archive-').dir;
