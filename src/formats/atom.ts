@@ -4,6 +4,7 @@ import { latest, rfc3339 } from '../render/dates.js';
 import { NS, xmlDocument } from '../render/xml.js';
 import type { XmlElement } from '../render/xml-element.js';
 import { ATOM_ARCHIVE_PLACE, FH_NS, newestArchivePage } from './archive-places.js';
+import { blank } from './rss.js';
 
 /**
  * Atom 1.0 feed of the 20 most recent groups a user belongs to (seed 2.9), one entry per group.
@@ -40,7 +41,8 @@ export interface AtomPage {
 export function atomDocument(user: UserView, groups: readonly GroupView[], site: SiteContext, page: AtomPage): string {
   const attrs = { xmlns: NS.atom, 'xmlns:media': NS.media, ...(page.archive ? { 'xmlns:fh': FH_NS } : {}), 'xml:lang': site.config.language };
   return xmlDocument('feed', attrs, (feed) => {
-    const name = page.archive ? user.username : user.displayName || user.username;
+    // A display name blank once XML can carry it would leave the author nameless (groupEntry).
+    const name = page.archive || blank(user.displayName) ? user.username : user.displayName;
     // An archive page's time is its own entries'; the user's profile does not move it.
     const updated = latest(groups.map((g) => g.updatedAt), page.archive ? user.createdAt : user.updatedAt);
     feed
@@ -62,14 +64,20 @@ export function atomDocument(user: UserView, groups: readonly GroupView[], site:
   }, { engine: site.xmlEngine });
 }
 
-/** One group's entry. */
+/**
+ * One group's entry. RFC 4287 wants a title on every entry, and the W3C validator refuses an empty
+ * one (and an empty `title` attribute of a link, and an empty author name): a group whose title is
+ * blank once XML can carry it is titled by its slug, else by its page; a featured video's blank
+ * title is left out of its link; an owner's blank display name gives way to the username.
+ */
 function groupEntry(feed: XmlElement, group: GroupView, user: UserView, site: SiteContext): void {
   const entry = feed.el('entry');
-  entry.leaf('title', group.title, { type: 'text' });
-  entry.el('link', { rel: 'alternate', type: 'text/html', href: site.paths.groupPage(group.slug) });
+  const page = site.paths.groupPage(group.slug);
+  entry.leaf('title', [group.title, group.slug].find((title) => !blank(title)) ?? page, { type: 'text' });
+  entry.el('link', { rel: 'alternate', type: 'text/html', href: page });
   const featured = group.featuredVideo;
   if (featured !== null) {
-    entry.el('link', { rel: 'enclosure', type: featured.fileType, length: featured.fileSize, href: featured.fileUrl, title: featured.title });
+    entry.el('link', { rel: 'enclosure', type: featured.fileType, length: featured.fileSize, href: featured.fileUrl, title: blank(featured.title) ? null : featured.title });
   }
   entry
     // The group in this user's feed: readers key entries by id across all their feeds, so the
@@ -78,7 +86,7 @@ function groupEntry(feed: XmlElement, group: GroupView, user: UserView, site: Si
     .leaf('updated', rfc3339(group.updatedAt))
     .leaf('published', rfc3339(group.createdAt));
   const author = entry.el('author');
-  author.leaf('name', group.owner.displayName || group.owner.username).leaf('uri', site.paths.userPage(group.owner.username));
+  author.leaf('name', blank(group.owner.displayName) ? group.owner.username : group.owner.displayName).leaf('uri', site.paths.userPage(group.owner.username));
   if (group.description !== '') entry.leaf('summary', group.description, { type: 'text' });
   if (featured !== null) {
     entry.el('media:content', {

@@ -122,8 +122,12 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup, pod
   const fileType = xmlAttr(video.fileType);
   const { fileSize, durationSeconds, width, height } = video;
   const tags = tagMarkup(site, video.tags);
+  // RSS 2.0 wants a title or a description; a title blank once XML can carry it is an error to the
+  // W3C validator ("item title is blank"), so it is left out, here and as media:title: the item
+  // keeps its description.
+  const titled = !blank(video.title);
   return (
-    `<item>${xmlLeaf('title', video.title)}${xmlLeaf('link', page)}<description><![CDATA[${itemDescription(video, site, page, uploader, tags)}]]></description>` +
+    `<item>${titled ? xmlLeaf('title', video.title) : ''}${xmlLeaf('link', page)}<description><![CDATA[${itemDescription(video, site, page, uploader, tags)}]]></description>` +
     uploader.creator +
     (video.category === null ? '' : categoryElement(video.category)) +
     // Every video's item has its enclosure: readers (XML::Feed, Ruby's rss, rss2email) show no file
@@ -139,11 +143,16 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup, pod
     (width === null ? '' : ` width="${width}"`) +
     (height === null ? '' : ` height="${height}"`) +
     `/><media:thumbnail url="${xmlAttr(video.thumbnailUrl)}" width="${video.thumbnailWidth}" height="${video.thumbnailHeight}"/>` +
-    xmlLeaf('media:title', video.title, ' type="plain"') +
+    (titled ? xmlLeaf('media:title', video.title, ' type="plain"') : '') +
     tags.keywords +
     (podcast ? podcastItem(video) : '') +
     '</item>'
   );
+}
+
+/** Whether a text is blank once the characters XML cannot carry are removed (a title of U+0007). */
+export function blank(text: string): boolean {
+  return xmlChars(text).trim() === '';
 }
 
 /** Category elements by name, at most CATEGORIES_KEPT (the map starts again when full): a site has a few categories. */

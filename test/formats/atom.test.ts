@@ -62,6 +62,28 @@ describe('Atom feed of groups', () => {
     expect(feed.feed.generator_detail).toMatchObject({ version: '0.1.0' });
   });
 
+  it('never writes a blank title or name: a group blank once XML can carry it is titled by its slug', () => {
+    const { db, file } = createTestDb();
+    // U+0007 is removed (XML 1.0 cannot carry it), which leaves nothing.
+    const member = insertUser(db, { username: 'member', display_name: '\u0007' });
+    const owner = insertUser(db, { username: 'owner', display_name: ' \u0001' });
+    const featured = insertVideo(db, owner.id, { public_id: 'feat', title: '\u0007' });
+    for (const [g, title] of ['\u0007', ' ', 'Named'].entries()) {
+      insertRow(db, 'groups', { id: g + 1, slug: `g${g}`, title, owner_id: owner.id, featured_video_id: featured.id, created_at: T0 + g, updated_at: T0 + g });
+      insertRow(db, 'group_members', { group_id: g + 1, user_id: member.id, joined_at: T0 });
+    }
+    const { writer } = buildInMemory(file, { only: new Set(['atom']) });
+    const body = writer.text('member/atom/index.atom');
+    expect(jing(join(SCHEMAS, 'atom-rfc4287.rnc'), { atom: body })).toEqual({ ok: true, output: '' });
+    const feed = feedparser({ atom: body }).atom!;
+    expect(feed.bozo).toBe(false);
+    expect(feed.entries.map((e) => e.title)).toEqual(['Named', 'g1', 'g0']);
+    expect(feed.entries.map((e) => (e.author_detail as { name: string }).name)).toEqual(['owner', 'owner', 'owner']);
+    expect((feed.feed.author_detail as { name: string }).name).toBe('member');
+    // The W3C validator refuses an empty text construct, person name or link title.
+    expect(body).not.toMatch(/<(title|name)( type="text")?\/>|<(title|name)( type="text")?><\/|title=""/);
+  });
+
   it('gives a user with no groups a valid feed', () => {
     const { db, file } = createTestDb();
     insertUser(db, { username: 'loner' });

@@ -12,6 +12,7 @@ import { rfc822 } from '../../src/render/dates.js';
 import { NS, xmlDocument } from '../../src/render/xml.js';
 import type { XmlEngine } from '../../src/render/xml-engine.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
+import { checkRssFeed } from '../helpers/feed-validator-rules.js';
 import { feedparser, xmllintWellFormed } from '../helpers/validators.js';
 
 describe('RSS 2.0 feed of latest uploads', () => {
@@ -65,6 +66,26 @@ describe('RSS 2.0 feed of latest uploads', () => {
       expect.objectContaining({ length: '123456', href: `https://cdn.example.org/v/${known.id}.flv` }),
       expect.objectContaining({ length: '0', href: `https://cdn.example.org/v/${unknown.id}.flv` }),
     ]);
+  });
+
+  it('leaves out a title blank once XML can carry it, and the item keeps its description', () => {
+    const { db, file } = createTestDb();
+    const u = insertUser(db, { username: 'blank' });
+    // U+0007 is removed (XML 1.0 cannot carry it), which leaves nothing; the others are whitespace.
+    for (const [i, title] of ['\u0007', ' \u0001\t', '', 'Titled'].entries()) insertVideo(db, u.id, { public_id: `b${i}`, title, created_at: T0 + i });
+    const { writer } = buildInMemory(file, { only: new Set(['rss']) });
+    const body = writer.text('blank/rss/index.rss');
+    // Newest first: only the last upload has a title, in the item and as media:title.
+    const items = body.split('<item>').slice(1);
+    expect(items.map((item) => [...item.matchAll(/<(?:media:)?title[ >/][^<]*/g)].map((m) => m[0]))).toEqual([
+      ['<title>Titled', '<media:title type="plain">Titled'],
+      [],
+      [],
+      [],
+    ]);
+    expect(checkRssFeed(body)).toEqual([]);
+    const entries = feedparser({ rss: body }).rss!.entries;
+    expect(entries.map((e) => (e.summary as string).includes('About video'))).toEqual([true, true, true, true]);
   });
 
   it('keeps hostile text readable and well-formed in every demo feed', () => {
@@ -123,7 +144,10 @@ function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engi
     for (const video of uploads) {
       const page = site.paths.videoPage(video.publicId);
       const item = channel.el('item');
-      item.leaf('title', video.title).leaf('link', page).cdata('description', itemDescription(video, site, page));
+      // A title blank once XML can carry it is left out (RSS 2.0 wants a title or a description).
+      const titled = video.title.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '').trim() !== '';
+      if (titled) item.leaf('title', video.title);
+      item.leaf('link', page).cdata('description', itemDescription(video, site, page));
       item.leaf('dc:creator', video.uploader.username);
       if (video.category !== null) item.leaf('category', video.category);
       item.el('enclosure', { url: video.fileUrl, length: video.fileSize ?? 0, type: video.fileType });
@@ -138,7 +162,7 @@ function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engi
         height: video.height,
       });
       item.el('media:thumbnail', { url: video.thumbnailUrl, width: video.thumbnailWidth, height: video.thumbnailHeight });
-      item.leaf('media:title', video.title, { type: 'plain' });
+      if (titled) item.leaf('media:title', video.title, { type: 'plain' });
       if (video.tags.length > 0) item.leaf('media:keywords', video.tags.join(', '));
       if (podcast !== null) {
         if (video.durationSeconds !== null && video.durationSeconds > 0) item.leaf('itunes:duration', String(video.durationSeconds));
