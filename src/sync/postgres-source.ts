@@ -81,6 +81,23 @@ const CONNECTION_STATES = /^(08|53|57)/;
 /** SQLSTATE classes of a login the server refuses: 28 authorisation, 3D no such database; and a host without an address. */
 const REFUSED_STATES = /^(28|3D|ENOTFOUND$)/;
 
+/**
+ * Each query's digest column, made from the types of the columns it returns (`describeColumns`,
+ * asked once per query; before PostgreSQL 14 no types are needed).
+ */
+function digestColumns(versionNumber: number, describeColumns: (query: string) => Promise<pg.FieldDef[]>): (query: string) => Promise<string> {
+  const columns = new Map<string, string>();
+  return async (query) => {
+    let column = columns.get(query);
+    if (column === undefined) {
+      const fields = versionNumber >= 140000 ? await describeColumns(query) : [];
+      column = digestColumn(fields, '$1');
+      columns.set(query, column);
+    }
+    return column;
+  };
+}
+
 /** `password`: from sync.passwordFile, else PGPASSWORD (src/cli passes it in); the URL's wins over it. */
 export async function openPostgresSource(url: string, password: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
   const { client, socket } = newClient(url, password, Math.min(10, readTimeoutSeconds));
@@ -95,25 +112,14 @@ export async function openPostgresSource(url: string, password: string | undefin
   const query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string) =>
     broken === undefined ? deadline.within(client.query<R>(sql)) : Promise.reject(broken);
   const { version, versionNumber } = await begin(client, socket, query, url);
-  /** Each query's digest column, made from the types of the columns it returns. */
-  const digestColumns = new Map<string, string>();
-  const digestOf = async (query: string): Promise<string> => {
-    let column = digestColumns.get(query);
-    if (column === undefined) {
-      const fields = versionNumber >= 140000 ? await describeColumns(query) : [];
-      column = digestColumn(fields, '$1');
-      digestColumns.set(query, column);
-    }
-    return column;
-  };
-  const describeColumns = async (text: string) => {
+  const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
+  const digestOf = digestColumns(versionNumber, async (text) => {
     try {
       return (await query(columnsQuery(text))).fields;
     } catch (error) {
       throw error instanceof SourceUnavailableError ? error : describe(error, text);
     }
-  };
-  const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
+  });
   // Rows through a cursor, a batch at a time.
   async function* read<T>(cursor: Cursor, text: string): AsyncIterable<T[]> {
     if (broken !== undefined) throw describe(broken, text);
