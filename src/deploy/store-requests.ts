@@ -135,15 +135,15 @@ export async function withTries<T>(what: string, policy: RequestPolicy, attempt:
 
 /**
  * One try's signal: aborted by the stop or once the deadline passes. Its timer goes, and it leaves
- * the stop's list of tries under way, as soon as the try ends, so a finished request leaves nothing
- * behind: a deadline from AbortSignal.timeout outlives its request by the whole timeout, and at a
- * thousand requests a second the signals, timers and the SDK's listeners they hold fill the heap.
- * The stop has one listener for all the tries under way (one each would pass Node's warning limit).
+ * the stop's waiters, as soon as the try ends, so a finished request leaves nothing behind: a
+ * deadline from AbortSignal.timeout outlives its request by the whole timeout, and at a thousand
+ * requests a second the signals, timers and the SDK's listeners they hold fill the heap.
  */
 class TryDeadline {
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
-  private readonly underWay: Set<AbortController>;
+  private readonly stopped: Set<() => void>;
+  private readonly abortOnStop: () => void;
   expired = false;
 
   constructor(stop: AbortSignal, timeoutMs: number) {
@@ -151,8 +151,9 @@ class TryDeadline {
       this.expired = true;
       this.controller.abort(new DOMException('the try took longer than its deadline', 'TimeoutError'));
     }, timeoutMs);
-    this.underWay = triesUnder(stop);
-    this.underWay.add(this.controller);
+    this.abortOnStop = () => this.controller.abort(stop.reason);
+    this.stopped = waitersOf(stop);
+    this.stopped.add(this.abortOnStop);
   }
 
   get signal(): AbortSignal {
@@ -161,33 +162,39 @@ class TryDeadline {
 
   release(): void {
     clearTimeout(this.timer);
-    this.underWay.delete(this.controller);
+    this.stopped.delete(this.abortOnStop);
   }
 }
 
-const TRIES_UNDER_WAY = new WeakMap<AbortSignal, Set<AbortController>>();
+const WAITERS = new WeakMap<AbortSignal, Set<() => void>>();
 
-/** The tries under way under a stop signal, which it aborts when it is aborted. */
-function triesUnder(stop: AbortSignal): Set<AbortController> {
-  let tries = TRIES_UNDER_WAY.get(stop);
-  if (tries === undefined) {
-    const set = new Set<AbortController>();
-    stop.addEventListener('abort', () => set.forEach((controller) => controller.abort(stop.reason)), { once: true });
-    TRIES_UNDER_WAY.set(stop, set);
-    tries = set;
+/**
+ * What runs when `stop` is aborted: the tries under way and the back-offs waiting. The stop has one
+ * listener for all of them: one each would pass Node's limit of ten and print a warning whenever
+ * more than ten requests back off at once.
+ */
+function waitersOf(stop: AbortSignal): Set<() => void> {
+  let waiters = WAITERS.get(stop);
+  if (waiters === undefined) {
+    const set = new Set<() => void>();
+    stop.addEventListener('abort', () => [...set].forEach((wake) => wake()), { once: true });
+    WAITERS.set(stop, set);
+    waiters = set;
   }
-  return tries;
+  return waiters;
 }
 
 /** Waits `ms`, or less when the stop comes first. */
 function pause(ms: number, stop: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (stop.aborted) return resolve();
+    const waiters = waitersOf(stop);
     const done = () => {
       clearTimeout(timer);
-      stop.removeEventListener('abort', done);
+      waiters.delete(done);
       resolve();
     };
     const timer = setTimeout(done, ms);
-    stop.addEventListener('abort', done, { once: true });
+    waiters.add(done);
   });
 }

@@ -28,6 +28,29 @@ describe('withTries', () => {
     }
   });
 
+  it('lets many requests back off at once with no warning, and ends their waits when the stop comes', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const stop = new AbortController();
+      const policy = { tries: 5, timeoutMs: 60_000, stop: stop.signal, backoffMs: 60_000, maxBackoffMs: 60_000 };
+      // Throttled at once: each waits out its back-off, 40 at the same time.
+      const throttled = Object.assign(new Error('Please reduce your request rate.'), { name: 'SlowDown', $metadata: { httpStatusCode: 503 } });
+      const tries = Array.from({ length: 40 }, (_, i) => withTries(`object ${i}`, policy, () => Promise.reject(throttled)));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const started = performance.now();
+      stop.abort();
+      const ended = await Promise.allSettled(tries);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(ended.every((e) => e.status === 'rejected' && e.reason instanceof StopRequested)).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((w) => w.name)).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('ends a try the store does not answer within the deadline as unresponsive, without trying again', async () => {
     let calls = 0;
     const policy = { tries: 5, timeoutMs: 20, stop: new AbortController().signal };
