@@ -77,6 +77,11 @@ describe('an incremental deploy', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.report).toMatchObject({ mode: 'incremental', counts: { uploaded: 0, deleted: 0, objects: 0 } });
     expect(fx.s3.log).toEqual([]);
+    // The same endpoint spelt with a trailing slash is the same target.
+    const slashed = await deploy(['--endpoint', `${fx.s3.endpoint}/`]);
+    expect(slashed.code, slashed.stderr).toBe(0);
+    expect(slashed.report).toMatchObject({ mode: 'incremental', counts: { objects: 0 } });
+    expect(fx.s3.log).toEqual([]);
   });
 
   it('after edits over several builds, writes exactly the changed objects and deletes the removed ones, without listing', async () => {

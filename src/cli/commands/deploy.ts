@@ -129,7 +129,9 @@ function deployRequest(flags: DeployFlags, run: RunSettings): DeployRequest {
   const besideTree = shardStateFile(defaultStateFile(out), shard);
   const stateFile = stateOf(flags.state, run) ?? besideTree;
   const recordFile = resolve(flags.record ?? besideTree.replace(/\.state\.sqlite$/, '.deploy.json'));
-  return { out, target: chosen.target, endpoint: chosen.endpoint, shard, recordFile, stateFile };
+  // One store however its endpoint is spelt, with a trailing slash or without: one target in the record.
+  const endpoint = chosen.endpoint?.replace(/\/+$/, '');
+  return { out, target: chosen.target, endpoint, shard, recordFile, stateFile };
 }
 
 /** What one deploy run carries from phase to phase. */
