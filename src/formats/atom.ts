@@ -4,7 +4,7 @@ import { latest, rfc3339 } from '../render/dates.js';
 import { NS, xmlDocument } from '../render/xml.js';
 import type { XmlElement } from '../render/xml-element.js';
 import { ATOM_ARCHIVE_PLACE, FH_NS, newestArchivePage } from './archive-places.js';
-import { blank } from './rss.js';
+import { blank } from '../render/xml-text.js';
 
 /**
  * Atom 1.0 feed of the 20 most recent groups a user belongs to (seed 2.9), one entry per group.

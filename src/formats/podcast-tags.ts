@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { PodcastConfig } from '../config/site-config.js';
 import type { UserView, VideoView } from '../model/views.js';
 import { truncate } from '../render/truncate.js';
-import { xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
+import { blank, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 
 /**
  * The podcast tags of a user's RSS feed, written when the configuration has `feeds.podcast`:
@@ -98,9 +98,8 @@ const MAX_AUTHOR_CHARS = 255;
 
 /** The channel's podcast tags, for the feed at `feedUrl` of `user`; `image` is the artwork ('' for none). */
 export function podcastChannel(podcast: PodcastConfig, user: Pick<UserView, 'username' | 'displayName'>, feedUrl: string, image: string): string {
-  const displayName = xmlChars(user.displayName);
   let out =
-    xmlLeaf('itunes:author', truncate(displayName.trim() === '' ? user.username : displayName, MAX_AUTHOR_CHARS)) +
+    xmlLeaf('itunes:author', truncate(blank(user.displayName) ? user.username : xmlChars(user.displayName), MAX_AUTHOR_CHARS)) +
     itunesSiteTags(podcast, image) +
     `<podcast:guid>${podcastGuid(feedUrl)}</podcast:guid>` +
     '<podcast:medium>video</podcast:medium>';

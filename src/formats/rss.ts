@@ -3,7 +3,7 @@ import type { PersonRef, UserBundle, UserView, VideoView } from '../model/views.
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
 import { NS } from '../render/xml.js';
-import { flat, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
+import { blank, flat, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 import { FH_NS, newestArchivePage, RSS_ARCHIVE_PLACE } from './archive-places.js';
 import { itunesSiteTags, PODCAST_NS, podcastChannel, podcastItem, podcastLanguage } from './podcast-tags.js';
 
@@ -148,11 +148,6 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup, pod
     (podcast ? podcastItem(video) : '') +
     '</item>'
   );
-}
-
-/** Whether a text is blank once the characters XML cannot carry are removed (a title of U+0007). */
-export function blank(text: string): boolean {
-  return xmlChars(text).trim() === '';
 }
 
 /** Category elements by name, at most CATEGORIES_KEPT (the map starts again when full): a site has a few categories. */

@@ -25,6 +25,11 @@ export function xmlChars(text: string): string {
   return MAYBE_FORBIDDEN.test(text) ? text.replace(FORBIDDEN, '').replace(/\r\n?/g, '\n') : text;
 }
 
+/** Whether a text is blank once the characters XML cannot carry are removed (a title of U+0007). */
+export function blank(text: string): boolean {
+  return xmlChars(text).trim() === '';
+}
+
 /**
  * `text` as one flat string. V8 keeps a concatenation as a tree of its pieces until something
  * reads it; a piece kept and copied into many documents (an uploader's or a tag list's markup) is
