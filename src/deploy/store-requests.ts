@@ -92,7 +92,9 @@ export function isTransient(error: unknown): boolean {
 export function describeStoreError(error: unknown): { text: string; status: number | undefined; code: string } {
   const e = error as SdkError;
   const status = e.$metadata?.httpStatusCode;
-  const rawCode = e.Code ?? e.name ?? 'Error';
+  // A socket's failure (no host by that name, a refused connection) arrives as a plain Error whose
+  // `code` names it: that code says more than "Error", and decides whether trying again can help.
+  const rawCode = e.Code ?? (e.name === undefined || e.name === 'Error' ? (e.code ?? e.name) : e.name) ?? 'Error';
   const code = /^(Unknown|UnknownError|\d+)$/.test(rawCode) ? (status === undefined ? 'Error' : `HTTP ${status}`) : rawCode;
   const rawMessage = (e.message ?? String(error)).trim();
   const message = rawMessage === '' || rawMessage === 'UnknownError' || rawMessage === rawCode ? '' : rawMessage;
@@ -102,10 +104,12 @@ export function describeStoreError(error: unknown): { text: string; status: numb
 
 /**
  * Whether the store refused a request for what the operator must fix: the credentials (401, 403,
- * the SDK finding none) or the bucket (404, NoSuchBucket). Trying again later changes nothing.
+ * the SDK finding none), the bucket (404, NoSuchBucket) or the endpoint (a host name the resolver
+ * does not know: ENOTFOUND, where a resolver that cannot answer now says EAI_AGAIN). Trying again
+ * later changes nothing.
  */
 export function refusedForSettings(status: number | undefined, code: string): boolean {
-  return code === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || code === 'NoSuchBucket';
+  return code === 'CredentialsProviderError' || status === 401 || status === 403 || status === 404 || code === 'NoSuchBucket' || code === 'ENOTFOUND';
 }
 
 /** Runs `attempt` under the policy: a deadline per try, tries with back-off on transient errors. */

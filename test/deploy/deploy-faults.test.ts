@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, writeFileSync } from 'node:fs';
+import { lookup } from 'node:dns/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { basename, dirname, join } from 'node:path';
 import { cli } from '../helpers/cli.js';
@@ -170,5 +171,28 @@ describe('vidfeeds deploy against a failing store', () => {
     expect(unavailable.code, unavailable.stderr).toBe(75);
     expect(unavailable.stderr).toContain(`vidfeeds: not written: ${empty}: HTTP 503\n`);
     expect(`${denied.stderr}${unavailable.stderr}`).not.toContain('UnknownError');
+  });
+});
+
+describe('vidfeeds deploy to an endpoint that cannot be reached', () => {
+  it('exits 2 for a host name no resolver knows (a typo cron would retry for ever), 75 when the resolver cannot answer now', async () => {
+    const host = 'no-such-store.invalid';
+    // What this machine's resolver says of the name decides which of the two the deploy must give.
+    const resolverSays = await lookup(host).then(
+      () => 'found',
+      (error: NodeJS.ErrnoException) => error.code,
+    );
+    const result = await deploy('unresolved', ['--tries', '2'], { endpoint: `http://${host}:9000` });
+    expect(result.stderr).toContain(`${resolverSays}: getaddrinfo ${resolverSays} ${host}`);
+    expect(result.stderr).not.toMatch(/\bError: getaddrinfo/);
+    if (resolverSays === 'ENOTFOUND') {
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stderr).toContain('check the bucket, the endpoint and the credentials');
+    } else {
+      expect(resolverSays).toBe('EAI_AGAIN');
+      expect(result.code, result.stderr).toBe(75);
+    }
+    expect(JSON.parse(result.stdout)).toMatchObject({ command: 'deploy', ok: false, exitCode: result.code });
+    expect(existsSync(lockOf(fx.out))).toBe(false);
   });
 });
