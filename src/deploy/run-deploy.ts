@@ -91,6 +91,8 @@ export interface DeployReport {
 
 export interface DeployFailure {
   key: string;
+  /** What was asked of the store: to write the object, or to delete it. */
+  action: 'write' | 'delete';
   message: string;
   /** Whether the store may take it later (throttling, server errors, no connection, no answer). */
   transient: boolean;
@@ -258,7 +260,7 @@ async function writeDocument(request: Publishing, document: PendingDocument, kin
         report.notAttempted.push(...writes.slice(i).map((o) => o.key));
         return;
       }
-      report.failed.push(failureOf(object.key, error));
+      report.failed.push(failureOf(object.key, 'write', error));
       state.halted = true;
       report.notAttempted.push(...writes.slice(i + 1).map((o) => o.key));
       return;
@@ -274,14 +276,14 @@ async function deleteAll(request: Publishing, plan: WritePlan, report: DeployRep
     async (batch) => {
       let failures: DeployFailure[];
       try {
-        failures = request.dryRun ? [] : (await request.store.remove(batch)).map((f) => ({ ...f, transient: false }));
+        failures = request.dryRun ? [] : (await request.store.remove(batch)).map((f) => ({ key: f.key, action: 'delete' as const, message: f.message, transient: false }));
       } catch (error) {
         if (error instanceof StopRequested) {
           report.notAttempted.push(...batch);
           return;
         }
         state.halted = true;
-        failures = batch.map((key) => failureOf(key, error));
+        failures = batch.map((key) => failureOf(key, 'delete', error));
       }
       report.failed.push(...failures);
       const failed = new Set(failures.map((f) => f.key));
@@ -337,8 +339,8 @@ function emptyReport(target: string, dryRun: boolean): DeployReport {
   };
 }
 
-function failureOf(key: string, error: unknown): DeployFailure {
+function failureOf(key: string, action: DeployFailure['action'], error: unknown): DeployFailure {
   const { text, status, code } = error instanceof StoreRequestError ? { text: error.message, status: error.status, code: error.code } : describeStoreError(error);
   const transient = error instanceof StoreRequestError && error.transient;
-  return { key, message: text, transient, ...(refusedForSettings(status, code) ? { refused: true } : {}) };
+  return { key, action, message: text, transient, ...(refusedForSettings(status, code) ? { refused: true } : {}) };
 }

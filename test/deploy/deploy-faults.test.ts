@@ -4,6 +4,7 @@ import { cpSync, existsSync, writeFileSync } from 'node:fs';
 import { lookup } from 'node:dns/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { basename, dirname, join } from 'node:path';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { cli } from '../helpers/cli.js';
 import { BUCKET, killWhenHeld, runCli, whenReady, type LoggedRequest } from '../helpers/s3.js';
 import { useDeployFixture } from '../helpers/deploy-fixture.js';
@@ -145,7 +146,7 @@ describe('vidfeeds deploy against a failing store', () => {
     // The other workers may each have sent one request before the answer reached the deploy; no more.
     expect(puts(fx.s3.log, 'halting').filter((r) => r.started > gaveUp).length).toBeLessThanOrEqual(3);
     const report = JSON.parse(result.stdout);
-    expect(report.failed).toEqual([{ key: broken, message: 'InternalError: injected by the test (HTTP 500), after 2 tries', transient: true }]);
+    expect(report.failed).toEqual([{ key: broken, action: 'write', message: 'InternalError: injected by the test (HTTP 500), after 2 tries', transient: true }]);
     expect(report.notAttempted).toContain('halting/sitemap.xml');
     expect(result.stderr.match(/^vidfeeds: not attempted: /gm)).toHaveLength(1);
     expect(result.stderr).toContain(`vidfeeds: not attempted: ${report.notAttempted.length} objects (a request failed, and what follows would link to what is missing): `);
@@ -194,5 +195,24 @@ describe('vidfeeds deploy to an endpoint that cannot be reached', () => {
     }
     expect(JSON.parse(result.stdout)).toMatchObject({ command: 'deploy', ok: false, exitCode: result.code });
     expect(existsSync(lockOf(fx.out))).toBe(false);
+  });
+});
+
+describe('vidfeeds deploy failing to delete', () => {
+  it('names each object it could not delete as not deleted, not as not written', async () => {
+    const first = await deploy('deletions');
+    expect(first.code, first.stderr).toBe(0);
+    // A feed of a user the tree no longer has: an object of the site's own, so the deploy deletes it.
+    const feed = (JSON.parse(first.stdout).uploaded as string[]).find((k) => k.endsWith('/rss/'))!;
+    const stray = `deletions/gone-user/${feed.split('/').slice(2).join('/')}`;
+    await fx.s3.client.send(new PutObjectCommand({ Bucket: BUCKET, Key: stray, Body: 'the feed of a removed user' }));
+    fx.s3.failDeletes(Infinity, 403);
+    const result = await deploy('deletions', ['--verify', '--tries', '1']);
+    fx.s3.failDeletes(0, 403);
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toMatch(new RegExp(`^vidfeeds: not deleted: ${stray}: AccessDenied`, 'm'));
+    expect(result.stderr).not.toContain('not written');
+    expect(JSON.parse(result.stdout).failed).toEqual([expect.objectContaining({ key: stray, action: 'delete', refused: true })]);
+    expect(await fx.s3.keys()).toContain(stray);
   });
 });

@@ -37,6 +37,8 @@ export interface LocalS3 {
   failPuts(key: string, times: number, status: number, body?: string): void;
   /** Answers the first `times` PUTs of every key with `status` (a throttling store); 0 to stop. */
   failEveryPut(times: number, status: number): void;
+  /** Answers the next `times` batch deletions (POST ?delete) with `status`; 0 to stop. */
+  failDeletes(times: number, status: number): void;
   /** Holds every PUT after `count` more have been answered, until `release` (or `discardHeld`). */
   holdPutsAfter(count: number): void;
   release(): void;
@@ -73,6 +75,7 @@ export async function startLocalS3(): Promise<LocalS3> {
   const log: LoggedRequest[] = [];
   const failures = new Map<string, { times: number; status: number; body?: string }>();
   const everyPut = { times: 0, status: 503, tries: new Map<string, number>() };
+  const deletions: { times: number; status: number; body?: string } = { times: 0, status: 503 };
   let holdAfter: number | null = null;
   const held: Array<{ go: () => void; drop: () => void }> = [];
   const state: { delayMs: number; onInjectedFailure: ((key: string) => void) | null } = { delayMs: 0, onInjectedFailure: null };
@@ -95,7 +98,7 @@ export async function startLocalS3(): Promise<LocalS3> {
     const entry: LoggedRequest = { method: req.method ?? '', key, query: url.search, started: performance.now(), ended: Number.NaN, status: 0 };
     log.push(entry);
     const go = () => {
-      let failure = req.method === 'PUT' ? failures.get(key) : undefined;
+      let failure = req.method === 'PUT' ? failures.get(key) : req.method === 'POST' && url.searchParams.has('delete') ? deletions : undefined;
       if (req.method === 'PUT' && failure === undefined && everyPut.times > 0) {
         const tries = (everyPut.tries.get(key) ?? 0) + 1;
         everyPut.tries.set(key, tries);
@@ -104,7 +107,7 @@ export async function startLocalS3(): Promise<LocalS3> {
       if (failure !== undefined && failure.times > 0) {
         failure.times--;
         req.resume();
-        const code = failure.status === 503 ? 'SlowDown' : 'InternalError';
+        const code = failure.status === 503 ? 'SlowDown' : failure.status === 403 ? 'AccessDenied' : 'InternalError';
         res.writeHead(failure.status, { 'content-type': 'application/xml' });
         res.end(failure.body ?? `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>injected by the test</Message></Error>`);
         entry.ended = performance.now();
@@ -145,6 +148,10 @@ export async function startLocalS3(): Promise<LocalS3> {
       state.onInjectedFailure = listener;
     },
     failPuts: (key, times, status, body) => failures.set(key, { times, status, ...(body === undefined ? {} : { body }) }),
+    failDeletes: (times, status) => {
+      deletions.times = times;
+      deletions.status = status;
+    },
     failEveryPut: (times, status) => {
       everyPut.times = times;
       everyPut.status = status;

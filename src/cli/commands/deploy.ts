@@ -388,7 +388,7 @@ function exitCodeOfDeploy(report: DeployReport, deliveries: readonly Delivery[])
 
 /** What a deploy did, on stderr: each failure, what was left, the notifications, the summary. */
 function printReport(report: DeployReport, deliveries: readonly Delivery[], owed: number, exitCode: number, flags: DeployFlags, io: Console): void {
-  for (const failure of report.failed) io.log.error(`not written: ${failure.key}: ${failure.message}`);
+  for (const failure of report.failed) io.log.error(`${failure.action === 'delete' ? 'not deleted' : 'not written'}: ${failure.key}: ${failure.message}`);
   if (report.failed.some((f) => f.refused === true)) io.log.error(`the store refused the writes: ${CHECK_SETTINGS}`);
   if (report.notAttempted.length > 0) io.log.error(notAttemptedLine(report, flags.json === true));
   if (report.unorderedListing !== null) {
