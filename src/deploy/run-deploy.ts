@@ -37,14 +37,20 @@ export interface DeployRequest extends CompareRequest {
    * builds since the last deploy changed, every object of which is written, without listing the
    * store; `newFiles` are those added since, `removedFiles` those removed, whose keys are deleted.
    */
-  incremental?: { newFiles: ReadonlySet<string>; removedFiles: readonly string[]; encodings: readonly Encoding[] };
+  incremental?: {
+    newFiles: ReadonlySet<string>;
+    removedFiles: readonly string[];
+    encodings: readonly Encoding[];
+    /** The bytes of the changed files by file, read with their hashes; null when they came to more than changed-documents.ts's SNAPSHOT_BYTES (read as they are sent). */
+    bodies: ReadonlyMap<string, Buffer> | null;
+  };
   /** Recorded for the target once everything planned was done: the build state the store now holds. */
   published?: PublishedState | null;
   /** When the deploy began (before the tree was read), for its reported seconds. */
   startedAt?: bigint;
   /**
    * Called once the deploy reads nothing more of the tree: an incremental deploy that holds the
-   * bytes it sends (up to SNAPSHOT_BYTES) calls it before its first request, so that a build can
+   * bytes it sends (up to changed-documents.ts's SNAPSHOT_BYTES) calls it before its first request, so that a build can
    * change the tree while the objects go up; otherwise nothing calls it.
    */
   treeRead?: () => void;
@@ -101,8 +107,6 @@ export interface DeployFailure {
 }
 
 const DELETE_BATCH = 1000;
-/** The most of the tree's bytes an incremental deploy holds, so that builds need not wait for its uploads. */
-const SNAPSHOT_BYTES = 32 * 2 ** 20;
 
 export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
   const started = request.startedAt ?? process.hrtime.bigint();
@@ -118,9 +122,8 @@ export async function runDeploy(request: DeployRequest): Promise<DeployReport> {
     if (request.incremental === undefined) {
       plan = await fullCompare(request, report);
     } else {
-      const compared = await incrementalCompare(request, request.incremental);
-      plan = compared.plan;
-      bodies = request.dryRun ? new Map() : snapshotOf(request.out, compared.documents);
+      plan = await incrementalCompare(request, request.incremental);
+      bodies = request.dryRun ? new Map() : request.incremental.bodies;
       if (bodies !== null) request.treeRead?.();
     }
   } catch (error) {
@@ -182,22 +185,8 @@ function* removedFiles(request: DeployRequest, plan: WritePlan): Iterable<string
   }
 }
 
-/**
- * The bytes of every object of `documents`, by file, read now (while the build lock is held, as
- * when they were hashed); null when they come to more than SNAPSHOT_BYTES, and are read as they
- * are sent.
- */
-function snapshotOf(out: string, documents: readonly PlannedDocument[]): Map<string, Buffer> | null {
-  let total = 0;
-  for (const document of documents) for (const object of document.objects) total += object.size;
-  if (total > SNAPSHOT_BYTES) return null;
-  const bodies = new Map<string, Buffer>();
-  for (const document of documents) for (const object of document.objects) if (!bodies.has(object.file)) bodies.set(object.file, readTreeFile(out, object.file));
-  return bodies;
-}
-
 /** An incremental deploy's plan: every object of the changed documents to write, the removed documents' keys to delete. */
-async function incrementalCompare(request: DeployRequest, changes: NonNullable<DeployRequest['incremental']>): Promise<{ plan: WritePlan; documents: PlannedDocument[] }> {
+async function incrementalCompare(request: DeployRequest, changes: NonNullable<DeployRequest['incremental']>): Promise<WritePlan> {
   const documents: PlannedDocument[] = [];
   for await (const entry of request.manifest.files) {
     const document = planDocument(entry, request.routes, request.target.prefix, request.shard);
@@ -220,7 +209,7 @@ async function incrementalCompare(request: DeployRequest, changes: NonNullable<D
     // The headers are the last deploy's: the basis's configuration fingerprint is unchanged.
     fingerprint: known?.headers ?? headersFingerprint(documents),
   });
-  return { plan, documents };
+  return plan;
 }
 
 /** A deploy as it writes: with the bytes it holds, when it read them before its first request. */

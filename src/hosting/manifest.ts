@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, opendirSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
+import { opendirSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { ALL_ENCODINGS, compressedFormOf, compressedPath, type Encoding } from '../paths/compression.js';
 import type { Format } from '../formats/format.js';
@@ -138,7 +138,7 @@ export function websubLink(hubs: readonly string[], self: string): string {
   return [...hubs.map((hub) => `<${hub}>; rel="hub"`), `<${self}>; rel="self"`].join(', ');
 }
 
-type ManifestArgs = [
+export type ManifestArgs = [
   routes: Routes,
   root: string,
   basePath: string,
@@ -209,11 +209,24 @@ export async function* manifestEntries(stop: AbortSignal, ...[routes, root, , , 
 }
 
 function entryOf(root: string, file: string, match: RouteMatch, cacheControl: (format: Format) => string, linkOf: (match: RouteMatch) => string | undefined): ManifestEntry {
+  return entryOfRead(file, match, fingerprint(root, file), cacheControl, linkOf);
+}
+
+/** The entry of a file already read and hashed (`read`), its compressed forms still to add. */
+export function entryOfRead(
+  file: string,
+  match: RouteMatch,
+  read: { size: number; sha256: string; md5: string },
+  cacheControl: (format: Format) => string,
+  linkOf: (match: RouteMatch) => string | undefined,
+): ManifestEntry {
   const entry: ManifestEntry = {
     file,
     contentType: match.format.mediaType,
     cacheControl: cacheControl(match.format),
-    ...fingerprint(root, file),
+    size: read.size,
+    sha256: read.sha256,
+    md5: read.md5,
     keys: keysOf(match),
     compressed: [],
   };
@@ -221,28 +234,4 @@ function entryOf(root: string, file: string, match: RouteMatch, cacheControl: (f
   const link = linkOf(match);
   if (link !== undefined) entry.link = link;
   return entry;
-}
-
-/**
- * The manifest entries of some files of the tree only (what a build changed): each read and
- * hashed with the compressed forms of `encodings` found beside it. Files the table does not serve,
- * or no longer on disk, are left out.
- */
-export function manifestOfFiles(
-  files: Iterable<string>,
-  encodings: readonly Encoding[],
-  ...[routes, root, basePath, generator, cacheControl, linkOf = () => undefined]: ManifestArgs
-): Manifest {
-  const entries: ManifestEntry[] = [];
-  for (const file of files) {
-    const match = routeOfFile(routes, file);
-    if (match === null || !existsSync(join(root, ...file.split('/')))) continue;
-    const entry = entryOf(root, file, match, cacheControl, linkOf);
-    for (const encoding of encodings) {
-      const form = compressedPath(file, encoding);
-      if (existsSync(join(root, ...form.split('/')))) entry.compressed.push({ file: form, contentEncoding: encoding, ...fingerprint(root, form) });
-    }
-    entries.push(entry);
-  }
-  return { generator, basePath, files: entries };
 }

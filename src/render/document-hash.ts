@@ -35,5 +35,20 @@ export function documentHash(body: Uint8Array): Buffer {
   return hash;
 }
 
+/** The same hash of bytes given piece by piece (a file read a piece at a time). */
+export function documentHasher(): { update(piece: Uint8Array): void; digest(): Buffer } {
+  const hasher = create64();
+  return {
+    update: (piece) => {
+      for (let at = 0; at < piece.length; at += PIECE_BYTES) hasher.update(piece.subarray(at, at + PIECE_BYTES));
+    },
+    digest: () => {
+      const hash = Buffer.allocUnsafe(8);
+      hash.writeBigUInt64BE(hasher.digest());
+      return hash;
+    },
+  };
+}
+
 /** What build states of this kind record as `hash` (their meta `document_hash`); states of other kinds have their hashes dropped. */
 export const DOCUMENT_HASH = 'xxh64';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import type { ChildProcess } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { cli, readTree } from '../helpers/cli.js';
 import { BUCKET, killWhenHeld, runCli, whenReady, type LoggedRequest } from '../helpers/s3.js';
 import { insertVideo } from '../helpers/site-fixture.js';
@@ -186,6 +186,32 @@ describe('an incremental deploy', () => {
       expect(again.report.mode).toBe('incremental');
       await expectStoreEqualsTree();
     }
+  });
+
+  it('hears a signal while it reads a large changed document, and publishes nothing', async () => {
+    const before = readTree(fx.out);
+    editTitle('Changed before a deploy that is stopped', 3);
+    build();
+    const victim = [...readTree(fx.out)].find(([file, body]) => file.includes('oembed') && !before.get(file)?.equals(body))![0];
+    // A document of 1.5 GB (sparse: no disk), which takes seconds to read and hash, and which the
+    // state says is of that size: the deploy must read it whole to know whether it is as built.
+    truncateSync(join(fx.out, victim), 1.5 * 2 ** 30);
+    const state = new Database(join(dirname(fx.out), '.vidfeeds', `${basename(fx.out)}.state.sqlite`));
+    expect(state.prepare('UPDATE outputs SET size = ? WHERE path = ?').run(1.5 * 2 ** 30, victim).changes).toBe(1);
+    state.close();
+    fx.s3.log.length = 0;
+    const lock = join(dirname(fx.out), '.vidfeeds', `${basename(fx.out)}.lock`);
+    const stopped = await deploy([], whenReady(() => existsSync(lock), (child) => child.kill('SIGTERM')));
+    expect(stopped.code, stopped.stderr).toBe(143);
+    expect(stopped.stderr).toMatch(/^vidfeeds: stopped by SIGTERM: deploy to s3:\/\/site\/site\//m);
+    expect(stopped.report).toMatchObject({ command: 'deploy', ok: false, exitCode: 143, mode: 'incremental', counts: { uploaded: 0 } });
+    expect(fx.s3.log).toEqual([]);
+    expect(existsSync(lock)).toBe(false);
+    build(['--full']);
+    const again = await deploy();
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.report.mode).toBe('incremental');
+    await expectStoreEqualsTree();
   });
 
   it('falls back to the full compare, saying why, when the record cannot be trusted', async () => {

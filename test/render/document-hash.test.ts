@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import xxhash from 'xxhash-wasm';
-import { documentHash } from '../../src/render/document-hash.js';
+import { documentHash, documentHasher } from '../../src/render/document-hash.js';
 
 /** The state's document hash is XXH64 (seed 0), as xxHash's reference implementation gives it. */
 describe('document hash', () => {
@@ -28,5 +28,16 @@ describe('document hash', () => {
       for (let i = 0; i < size; i++) body[i] = (i * 7919) % 251;
       expect(documentHash(body).toString('hex'), `${size} bytes`).toBe(h64Raw(body).toString(16).padStart(16, '0'));
     }
+  });
+
+  it('gives the same hash of bytes handed over piece by piece, whatever the pieces', () => {
+    const body = Buffer.alloc(1_000_003);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 31) % 253;
+    for (const piece of [1, 4096, 300_001, 2 ** 20]) {
+      const hasher = documentHasher();
+      for (let at = 0; at < body.length; at += piece) hasher.update(body.subarray(at, at + piece));
+      expect(hasher.digest().equals(documentHash(body)), `pieces of ${piece}`).toBe(true);
+    }
+    expect(documentHasher().digest().toString('hex')).toBe('ef46db3751d8e999');
   });
 });

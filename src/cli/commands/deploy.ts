@@ -1,7 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { documentHash } from '../../render/document-hash.js';
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { RunSettings } from '../../config/run-settings.js';
 import type { SiteConfig } from '../../config/site-config.js';
 import { VIDFEEDS_VERSION } from '../../config/version.js';
@@ -13,10 +12,11 @@ import { BuildInterrupted } from '../../pipeline/interrupt.js';
 import { describeHolder, LockHeldError, waitForBuildLock, type BuildLock } from '../../lock/lock.js';
 import { parseShard, shardStateFile, type ShardSpec } from '../../shard/shard.js';
 import { cacheControlOf } from '../../hosting/cache-control.js';
-import { manifestEntries, manifestOfFiles } from '../../hosting/manifest.js';
+import { manifestEntries, type ManifestArgs } from '../../hosting/manifest.js';
+import { changedDocuments, SNAPSHOT_BYTES } from '../../deploy/changed-documents.js';
 import type { RouteMatch } from '../../hosting/routes.js';
 import type { Format } from '../../formats/format.js';
-import { isEncoding, type Encoding } from '../../paths/compression.js';
+import { isEncoding } from '../../paths/compression.js';
 import type { StateChanges } from '../../pipeline/state-changes.js';
 import { chooseBasis, configFingerprint } from '../../deploy/deploy-basis.js';
 import type { PublishedState } from '../../deploy/deploy-record.js';
@@ -35,7 +35,7 @@ import { describeStoreError, refusedForSettings, StoreRequestError } from '../..
 import { EXIT, UsageError } from '../errors.js';
 import { VidfeedsError } from '../../config/vidfeeds-error.js';
 import { reportHead } from '../json-report.js';
-import { exitCodeOfSignal, runCommand, waitSeconds, type CommandRun, type Ending, type StopListener, type StopSignal } from '../command-runner.js';
+import { exitCodeOfSignal, runCommand, waitSeconds, type CommandRun, type Ending, type StopListener } from '../command-runner.js';
 import { quietAwsSdkNodeNotice } from '../environment.js';
 import type { Console } from '../output.js';
 import { reportDeliveries } from '../notify-report.js';
@@ -61,7 +61,7 @@ interface DeployFlags extends ConfigFlags {
 }
 
 /** The documents an incremental deploy reads: those the builds since changed, added and removed. */
-type IncrementalFiles = { newFiles: Set<string>; removedFiles: string[]; encodings: Encoding[] };
+type IncrementalFiles = NonNullable<StoreDeploy['incremental']>;
 
 /** The tree's documents as the deploy reads them: all of them one at a time, or the changed ones. */
 type DeployManifest = StoreDeploy['manifest'];
@@ -244,18 +244,21 @@ async function waitForRecordLock(recordFile: string, seconds: number, stop: Stop
 /** Reads what changed in the tree since the store was last in step with it (or all of it), and publishes it. */
 async function compareAndPublish(config: SiteConfig, paths: SitePaths, routes: Routes, request: DeployRequest, flags: DeployFlags, run: DeployRun): Promise<DeployReport> {
   const basis = chooseBasis({ stateFile: request.stateFile, out: request.out, config: fingerprintOf(config, paths, request), verify: flags.verify ?? false, known: run.record.get(run.recordId) });
-  const manifestArgs = [
+  const manifestArgs: ManifestArgs = [
     routes,
     request.out,
     decodeURIComponent(paths.basePath),
     `vidfeeds ${VIDFEEDS_VERSION}`,
     (format: Format) => cacheControlOf(config.cacheControl, format),
     (match: RouteMatch) => websubLinkOfMatch(config.websub.hubs, paths, match),
-  ] as const;
+  ];
   let built: { manifest: DeployManifest; incremental?: IncrementalFiles };
   try {
     // A full compare reads the tree one file at a time while it plans (src/deploy/full-compare.ts).
-    built = basis.mode === 'incremental' ? { ...changedSince(basis.state, basis.since, manifestArgs) } : { manifest: { files: manifestEntries(run.stop.aborted, ...manifestArgs) } };
+    built =
+      basis.mode === 'incremental'
+        ? await changedSince(basis.state, basis.since, run.stop.aborted, manifestArgs)
+        : { manifest: { files: manifestEntries(run.stop.aborted, ...manifestArgs) } };
   } finally {
     basis.state?.close();
   }
@@ -317,22 +320,16 @@ async function publish(
   }
 }
 
-/** The documents the builds after `since` changed, read and hashed, and those they added and removed. */
-function changedSince(
-  state: StateChanges,
-  since: number,
-  manifestArgs: readonly [Routes, string, string, string, (format: Format) => string, (match: RouteMatch) => string | undefined],
-): { manifest: Manifest; incremental: IncrementalFiles } {
-  const changed: string[] = [];
-  const newFiles = new Set<string>();
-  const unlike: string[] = [];
-  for (const { path, isNew } of state.changedAfter(since)) {
-    changed.push(path);
-    if (isNew) newFiles.add(path);
-    const problem = unlikeItsRecord(manifestArgs[1], path, state.recordOf(path));
-    if (problem !== null) unlike.push(problem);
-  }
-  if (unlike.length > 0) {
+/**
+ * The documents the builds after `since` changed, each read once, and those they added and
+ * removed. Stopped part-way, it returns what it read (the deploy then writes nothing and reports
+ * the stop); a document missing or not as the build wrote it stops the deploy before any request.
+ */
+async function changedSince(state: StateChanges, since: number, stop: AbortSignal, manifestArgs: ManifestArgs): Promise<{ manifest: Manifest; incremental: IncrementalFiles }> {
+  const encodings = (state.compression ?? '').split(',').filter(isEncoding);
+  const changed = await changedDocuments(state, since, { encodings, stop, snapshotBytes: SNAPSHOT_BYTES }, ...manifestArgs);
+  if (changed.unlike.length > 0 && !changed.stopped) {
+    const { unlike } = changed;
     // Sent as they are, they would be published wrong and stay so: once a build restores them,
     // their record, and so the change the next deploy sends, is the one it was.
     throw new VidfeedsError(EXIT.usage, {
@@ -340,22 +337,8 @@ function changedSince(
       hint: '`vidfeeds build --full` writes them again; then deploy',
     });
   }
-  const encodings = (state.compression ?? '').split(',').filter(isEncoding);
-  const manifest = manifestOfFiles(changed, encodings, ...manifestArgs);
-  return { manifest, incremental: { newFiles, removedFiles: [...state.removedAfter(since)], encodings } };
-}
-
-/**
- * Why a changed document cannot be sent as it is on the disk: missing, or not the bytes the build
- * recorded (edited or truncated by hand, or by another program). Null when it is as built.
- */
-function unlikeItsRecord(out: string, path: string, recorded: { hash: Buffer; size: number } | undefined): string | null {
-  if (recorded === undefined) return null;
-  const file = join(out, ...path.split('/'));
-  const stat = statSync(file, { throwIfNoEntry: false });
-  if (stat === undefined || !stat.isFile()) return `${path} is missing`;
-  if (stat.size !== recorded.size || !documentHash(readFileSync(file)).equals(recorded.hash)) return `${path} is not what the build wrote (${stat.size} bytes, the build's ${recorded.size})`;
-  return null;
+  const { manifest, newFiles, removedFiles, bodies } = changed;
+  return { manifest, incremental: { newFiles, removedFiles, encodings, bodies } };
 }
 
 /** What decides the objects' bytes and headers beside the tree: a change of any sends the next deploy to a full compare. */
