@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli } from '../helpers/cli.js';
 import { indexNowUrls, startReceiver, websubFeeds, type Receiver } from '../helpers/receiver.js';
-import { BUCKET, killWhenHeld, runCli, startLocalS3, type LocalS3 } from '../helpers/s3.js';
+import { BUCKET, killWhenHeld, runCli, startLocalS3, whenReady, type LocalS3 } from '../helpers/s3.js';
 import { createDemoDb } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { schemaChecked } from '../helpers/report-schema.js';
@@ -139,6 +139,25 @@ describe('notifications owed until delivered', () => {
     const third = await deploy('hub-down');
     expect(third.code, third.stderr).toBe(0);
     expect(receiver.received).toEqual([]);
+  });
+
+  it('a signal while a hub is being told stops the deploy at once, and what it owed stays owed for the next', async () => {
+    receiver.received.length = 0;
+    receiver.answer('/hub', [0]);
+    const toldHub = () => receiver.received.some((r) => r.path === '/hub');
+    const stopped = await deploy('hub-hangs', whenReady(toldHub, (child) => child.kill('SIGTERM')));
+    expect(stopped.code, stopped.stderr).toBe(143);
+    const report = JSON.parse(stopped.stdout);
+    expect(report).toMatchObject({ command: 'deploy', ok: false, exitCode: 143 });
+    expect(report.counts.uploaded).toBeGreaterThan(0);
+    expect(report.notificationsOwed).toBeGreaterThanOrEqual(treeUrls().feeds.length);
+
+    receiver.received.length = 0;
+    const next = await deploy('hub-hangs');
+    expect(next.code, next.stderr).toBe(0);
+    expect(JSON.parse(next.stdout).counts.uploaded).toBe(0);
+    expect(heard().feeds).toEqual(treeUrls().feeds);
+    expect(JSON.parse(next.stdout).notificationsOwed).toBe(0);
   });
 
   it('a record of an earlier vidfeeds, which kept what it owed in its JSON, loses none of it: the next deploy sends it', async () => {

@@ -15,7 +15,7 @@ export interface Received {
 export interface Receiver {
   url: string;
   received: Received[];
-  /** The next answers for a path, in order (e.g. [503] to make the first try fail). */
+  /** The next answers for a path, in order (e.g. [503] to make the first try fail; 0 never answers). */
   answer(path: string, statuses: number[]): void;
   close(): Promise<void>;
 }
@@ -31,6 +31,7 @@ export async function startReceiver(): Promise<Receiver> {
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       received.push({ method: req.method ?? '', path, contentType: req.headers['content-type'] ?? '', body });
       const status = queued.get(path)?.shift() ?? (path.includes('hub') ? 202 : 200);
+      if (status === 0) return;
       res.writeHead(status, status === 503 ? { 'retry-after': '0' } : {});
       res.end();
     });
@@ -41,7 +42,11 @@ export async function startReceiver(): Promise<Receiver> {
     url: `http://127.0.0.1:${port}`,
     received,
     answer: (path, statuses) => queued.set(path, [...statuses]),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
