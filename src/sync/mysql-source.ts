@@ -41,7 +41,8 @@ export interface MysqlUrl {
   hasPassword: boolean;
 }
 
-export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
+/** `stop`: aborted when the sync is asked to stop, which drops the connection at once (src/sync/read-deadline.ts). */
+export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | undefined, readTimeoutSeconds: number, stop?: AbortSignal): Promise<SyncSource> {
   const connection = mysql.createConnection({
     uri: url.uri,
     socketPath: url.socketPath,
@@ -72,7 +73,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
   const deadline = new ReadDeadline(readTimeoutSeconds, where, () => {
     dropped = true;
     socket.destroy();
-  });
+  }, stop);
   const run = (sql: string) =>
     deadline.within(
       new Promise<{ rows: unknown; fields: FieldPacket[] }>((resolve, reject) =>
@@ -83,7 +84,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
     queryBatches<T>({ connection, streams, deadline, options, seed, describe: (error) => describe(error, query), left: () => deadline.drop() });
   let version: string;
   try {
-    await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
+    await deadline.within(new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))));
     await run("SET time_zone = '+00:00'");
     await run('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY');
     version = String(((await run('SELECT VERSION() AS v')).rows as Array<{ v: string }>)[0]?.v ?? '');
@@ -230,6 +231,8 @@ const DIALECT: Dialect = {
 const CONNECTION_STATES = /^(08|70100)/;
 
 function mysqlError(error: unknown, where: string, query: string): Error {
+  // The deadline's or a stop's: the connection is already dropped, and the query was not at fault.
+  if (error instanceof SourceUnavailableError) return error;
   const e = error as { code?: string; fatal?: boolean; message?: string; sqlState?: string };
   if (e.fatal === true || (e.code !== undefined && CONNECTION_CODES.has(e.code)) || CONNECTION_STATES.test(e.sqlState ?? '')) {
     return new SourceUnavailableError(`the source database (${where}) stopped answering: ${e.message ?? String(error)}`);

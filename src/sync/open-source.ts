@@ -17,10 +17,10 @@ export async function openSource(url: string, options: SourceOptions = {}): Prom
   switch (scheme) {
     case 'mysql:':
     case 'mariadb:':
-      return (await import('./mysql-source.js')).openMysqlSource(mysqlUrl(url), passwordOf(options), timeout);
+      return (await import('./mysql-source.js')).openMysqlSource(mysqlUrl(url), passwordOf(options), timeout, options.stop);
     case 'postgres:':
     case 'postgresql:':
-      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(options) ?? options.environmentPassword, timeout);
+      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(options) ?? options.environmentPassword, timeout, options.stop);
     case 'sqlite:':
       return (await import('./sqlite-source.js')).openSqliteSource(sqlitePath(url));
     default:

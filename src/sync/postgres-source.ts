@@ -98,8 +98,11 @@ function digestColumns(versionNumber: number, describeColumns: (query: string) =
   };
 }
 
-/** `password`: from sync.passwordFile, else PGPASSWORD (src/cli passes it in); the URL's wins over it. */
-export async function openPostgresSource(url: string, password: string | undefined, readTimeoutSeconds: number): Promise<SyncSource> {
+/**
+ * `password`: from sync.passwordFile, else PGPASSWORD (src/cli passes it in); the URL's wins over
+ * it. `stop`: aborted when the sync is asked to stop, which drops the connection at once.
+ */
+export async function openPostgresSource(url: string, password: string | undefined, readTimeoutSeconds: number, stop?: AbortSignal): Promise<SyncSource> {
   const { client, socket } = newClient(url, password, Math.min(10, readTimeoutSeconds));
   let broken: Error | undefined;
   // A connection that breaks while idle must not end the process: the next query reports it, at
@@ -108,10 +111,10 @@ export async function openPostgresSource(url: string, password: string | undefin
     broken ??= error;
     socket.destroy();
   });
-  const deadline = new ReadDeadline(readTimeoutSeconds, redactUrl(url), () => socket.destroy());
+  const deadline = new ReadDeadline(readTimeoutSeconds, redactUrl(url), () => socket.destroy(), stop);
   const query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string) =>
     broken === undefined ? deadline.within(client.query<R>(sql)) : Promise.reject(broken);
-  const { version, versionNumber } = await begin(client, socket, query, url);
+  const { version, versionNumber } = await begin(client, deadline, query, url);
   const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
   const digestOf = digestColumns(versionNumber, async (text) => {
     try {
@@ -199,18 +202,18 @@ export async function openPostgresSource(url: string, password: string | undefin
  */
 async function begin(
   client: pg.Client,
-  socket: Socket,
+  deadline: ReadDeadline,
   query: (sql: string) => Promise<pg.QueryResult<Record<string, unknown>>>,
   url: string,
 ): Promise<{ version: string; versionNumber: number }> {
   try {
-    await client.connect();
+    await deadline.within(client.connect());
     await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const version = String((await query('SHOW server_version')).rows[0]?.server_version ?? '');
     const versionNumber = Number((await query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);
     return { version, versionNumber };
   } catch (error) {
-    socket.destroy();
+    deadline.drop();
     if (error instanceof SourceUnavailableError) throw error;
     // pg's words when the server asks for a password and none was found.
     const noPassword = /client password must be a string/.test((error as Error).message);

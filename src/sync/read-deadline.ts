@@ -1,10 +1,13 @@
-import { SourceUnavailableError } from './sync-errors.js';
+import { SourceStopped, SourceUnavailableError } from './sync-errors.js';
 
 /**
  * How long a source may stay silent while vidfeeds waits for it: a server frozen (stopped, swapped
  * out, behind a stalled proxy) keeps its TCP connection open, so nothing but a deadline ends the
  * wait. The deadline counts from the moment vidfeeds asks and stops when an answer comes: a long
  * sync of a large table is fine, a source that says nothing for that long is not.
+ *
+ * A stop asked for (SIGINT, SIGTERM: `stop`) ends a wait at once too: a mapping query that takes
+ * minutes must not hold a stopped sync until it returns.
  */
 
 /** The default of `sync.readTimeoutSeconds`. */
@@ -16,6 +19,8 @@ export class ReadDeadline {
     private readonly where: string,
     /** Drops the connection: a frozen server would never let it close politely. */
     readonly drop: () => void,
+    /** Aborted when the sync is asked to stop. */
+    private readonly stop?: AbortSignal,
   ) {}
 
   /** The error a wait past the deadline ends with. */
@@ -25,19 +30,28 @@ export class ReadDeadline {
     );
   }
 
-  /** `promise`, or the deadline's error (the connection dropped) if it is not settled in time. */
+  /**
+   * `promise`, or, the connection dropped, the deadline's error if it is not settled in time, or
+   * SourceStopped as soon as a stop is asked for (at once if it already was).
+   */
   async within<T>(promise: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
+    let stopped = () => {};
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      const end = (error: Error) => {
         this.drop();
-        reject(this.error());
-      }, this.seconds * 1000);
+        reject(error);
+      };
+      timer = setTimeout(() => end(this.error()), this.seconds * 1000);
+      stopped = () => end(new SourceStopped(this.where));
     });
+    if (this.stop?.aborted) stopped();
+    else this.stop?.addEventListener('abort', stopped, { once: true });
     try {
       return await Promise.race([promise, late]);
     } finally {
       clearTimeout(timer);
+      this.stop?.removeEventListener('abort', stopped);
     }
   }
 }

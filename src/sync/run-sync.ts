@@ -48,6 +48,11 @@ export interface SyncHooks {
   issue?(issue: ValueIssue): void;
   /** The signal that asks the sync to stop, or null; read between rows, and while `--wait` waits. */
   stopRequested?(): 'SIGINT' | 'SIGTERM' | null;
+  /**
+   * Aborted when the sync is asked to stop (`stopRequested` then says by what): a wait for the
+   * source ends at once, its connection dropped, rather than when its query returns.
+   */
+  stop?: AbortSignal;
   /** Another sync holds the database: `--wait` waits for it (what holds it). */
   waiting?(what: string): void;
 }
@@ -107,7 +112,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
   let source: SyncSource | undefined;
   try {
     lock = await takeLock(request, hooks);
-    source = await openSource(request.from, request.source);
+    source = await openSource(request.from, { ...request.source, stop: hooks.stop });
     const plans = await planTables(target, source, request.tables);
     const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [], notes: [] };
     const checkStop = () => {
@@ -173,6 +178,8 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     }
     report.seconds = (performance.now() - started) / 1000;
     return report;
+  } catch (error) {
+    throw stopped(error, hooks);
   } finally {
     await source?.close().catch(() => undefined);
     target.close();
@@ -204,6 +211,15 @@ async function syncOne(
   const earlier = marks.read(plan.table);
   const first = earlier?.mapping !== mapping;
   return { counts, mode, mark: { mapping, previous: first ? latest : earlier!.latest, latest, log: 0 }, first };
+}
+
+/**
+ * What ended a sync that was asked to stop: the stop, whatever error the wait it cut short ended
+ * with (the source's connection dropped under a query, most often).
+ */
+function stopped(error: unknown, hooks: SyncHooks): unknown {
+  const signal = hooks.stopRequested?.() ?? null;
+  return signal === null || error instanceof SyncInterrupted ? error : new SyncInterrupted(signal);
 }
 
 /** The sync's lock; a signal while `--wait` waits for it ends the wait at once. */

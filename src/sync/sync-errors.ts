@@ -17,6 +17,17 @@ export class SourceUnavailableError extends VidfeedsError {
 }
 
 /**
+ * The sync was asked to stop (SIGINT, SIGTERM) while it waited for the source, and dropped the
+ * connection there and then. A SourceUnavailableError for the drivers, which then treat the
+ * connection as gone and ask it for nothing more; runSync reports the stop (SyncInterrupted).
+ */
+export class SourceStopped extends SourceUnavailableError {
+  constructor(where: string) {
+    super(`stopped while waiting for the source database (${where}): its connection was dropped`);
+  }
+}
+
+/**
  * The site's database answers but refuses the login (user or password), has no database of that
  * name, or asks for a password vidfeeds was not given: the URL, `sync.passwordFile` or the account
  * needs fixing, and trying again later changes nothing. Exit code 2, as for a bad configuration.

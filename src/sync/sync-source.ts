@@ -55,6 +55,11 @@ export interface SourceOptions {
   environmentPassword?: string;
   /** How long the source may stay silent while vidfeeds waits for it (src/sync/read-deadline.ts). */
   readTimeoutSeconds?: number;
+  /**
+   * Aborted when the sync is asked to stop: a wait for the source ends at once, its connection
+   * dropped, rather than when the query returns (src/sync/read-deadline.ts).
+   */
+  stop?: AbortSignal;
 }
 
 /**

@@ -9,8 +9,11 @@ import type { SyncReport } from '../sync/run-sync.js';
  */
 export interface SyncIntervalOptions {
   everyMs: number;
-  /** Runs one sync; `stopping` tells it to roll back and stop early. */
-  run(stopping: () => boolean): Promise<SyncReport>;
+  /**
+   * Runs one sync; `stopping` tells it to roll back and stop early, and `stop`, aborted then, ends
+   * a wait for the source at once (a slow mapping query would otherwise hold the watch's stop).
+   */
+  run(stopping: () => boolean, stop: AbortSignal): Promise<SyncReport>;
   onSynced(report: SyncReport): void;
   onProblem(error: unknown): void;
 }
@@ -19,6 +22,7 @@ export class SyncInterval {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopping = false;
+  private readonly abort = new AbortController();
 
   constructor(private readonly options: SyncIntervalOptions) {}
 
@@ -29,6 +33,7 @@ export class SyncInterval {
   /** Stops the timer and a running sync (which rolls back), and waits for it. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.abort.abort();
     clearTimeout(this.timer);
     await this.running;
   }
@@ -45,7 +50,7 @@ export class SyncInterval {
 
   private async once(): Promise<void> {
     try {
-      this.options.onSynced(await this.options.run(() => this.stopping));
+      this.options.onSynced(await this.options.run(() => this.stopping, this.abort.signal));
     } catch (error) {
       if (!this.stopping) this.options.onProblem(error);
     }

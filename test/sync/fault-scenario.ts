@@ -30,6 +30,7 @@ export interface RunningSync {
   /** Resolves with the exit code (or the signal) and stderr once the sync exits. */
   ended: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
   exited(): boolean;
+  kill(signal: NodeJS.Signals): void;
 }
 
 /**
@@ -48,7 +49,7 @@ export function startSync(site: SyncSite, from: string | null, limitMs = 90_000)
       resolve({ code, signal, stderr });
     }),
   );
-  return { ended, exited: () => child.exitCode !== null || child.signalCode !== null };
+  return { ended, exited: () => child.exitCode !== null || child.signalCode !== null, kill: (signal) => child.kill(signal) };
 }
 
 /** Polls `find` until it gives a value; fails when the sync exited first or a minute passed. */
@@ -89,4 +90,17 @@ export async function slowSite(dir: string, from: string, fast: string, slow: st
   await change();
   mapUsers(site, slow);
   return site;
+}
+
+/**
+ * Sends `signal` to a sync once `waiting` finds it waiting for a slow query of its source, and
+ * checks that it ends at once, as a stopped sync does (130 or 143, nothing written), not when the
+ * query returns.
+ */
+export async function expectStoppedAtOnce(sync: RunningSync, signal: 'SIGINT' | 'SIGTERM', waiting: () => Promise<unknown>, db: string, before: string): Promise<void> {
+  await waitFor('the sync waiting for its slow query', sync, waiting);
+  const sent = Date.now();
+  sync.kill(signal);
+  await expectEnded(sync, signal === 'SIGINT' ? 130 : 143, new RegExp(`${signal}: stopping the sync[\\s\\S]*stopped by ${signal}: nothing was written`), db, before);
+  expect(Date.now() - sent).toBeLessThan(5000);
 }

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import type { SyncSite } from './sync-scenario.js';
-import { databaseBytes, expectEnded, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
+import { databaseBytes, expectEnded, expectStoppedAtOnce, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
 
 /**
  * A MariaDB source failing under a running sync: its connection killed at several points, the
@@ -20,12 +20,20 @@ const missing = mariadbMissing();
 
 const USERS = 'SELECT id, login AS username, 1238587200 AS created_at, changed AS updated_at FROM members';
 const SLOW_USERS = `${USERS} WHERE SLEEP(0.002) = 0`;
+/** The members through a view that takes 30 s to answer, as a view over a large join may. */
+const SLEEPING_USERS = USERS.replace('FROM members', 'FROM sleepy_members');
 
 describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails', () => {
   let server: RunningMariadb;
   let site: SyncSite;
   let before: string;
   const temp = tempDir('vidfeeds-sync-mariadb-faults-');
+
+  /** The id of the sync's connection while it waits for the view that sleeps. */
+  const sleeping = async () => {
+    const [rows] = await server.admin.query("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE USER = 'site' AND INFO LIKE '%sleepy_members%'");
+    return (rows as Array<{ id: number }>)[0]?.id;
+  };
 
   /** The id of the sync's connection once its query of the members runs (or, with `anyQuery`, once it has connected). */
   const syncConnection = (sync: RunningSync, anyQuery = false) =>
@@ -40,7 +48,8 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
     server = await startMariadb();
     await server.admin.query(
       'CREATE TABLE members (id INT PRIMARY KEY, login VARCHAR(40) NOT NULL, changed INT NOT NULL); ' +
-        "INSERT INTO members SELECT seq, CONCAT('member', seq), 1238587200 FROM seq_1_to_2000",
+        "INSERT INTO members SELECT seq, CONCAT('member', seq), 1238587200 FROM seq_1_to_2000; " +
+        'CREATE VIEW sleepy_members AS SELECT members.* FROM members CROSS JOIN (SELECT SLEEP(30) AS pause) AS pause',
     );
     site = await slowSite(temp.dir, server.url, USERS, SLOW_USERS, () => server.admin.query('UPDATE members SET changed = changed + 1 WHERE id % 10 = 0'));
   });
@@ -106,6 +115,16 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
     mapUsers(site, SLOW_USERS);
   });
 
+  it.each(['SIGINT', 'SIGTERM'] as const)('hears %s at once while the source is slow to answer: 130/143, nothing written', async (signal) => {
+    // The read timeout far longer than the sync may take to end.
+    mapUsers(site, SLEEPING_USERS, { readTimeoutSeconds: 60 });
+    try {
+      await expectStoppedAtOnce(startSync(site, server.url), signal, sleeping, site.db, before);
+    } finally {
+      mapUsers(site, SLOW_USERS);
+    }
+  });
+
   it('ends with 2 on a host without an address: trying again would not help', async () => {
     const sync = startSync(site, 'mysql://site:secret@no-such-host.invalid/site');
     await expectEnded(sync, 2, /MySQL\/MariaDB at no-such-host\.invalid:3306.*cannot be read: .*ENOTFOUND.*fix the URL/, site.db, before);
@@ -156,6 +175,32 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
     } finally {
       watch.kill('SIGINT');
       await new Promise((r) => watch.once('exit', r));
+      mapUsers(site, SLOW_USERS);
+    }
+  });
+
+  it('watch --sync-every stops at once on SIGINT while its sync waits for a slow source', async () => {
+    mapUsers(site, SLEEPING_USERS, { fromEnv: 'SYNC_URL', readTimeoutSeconds: 60 });
+    const watch = spawn(process.execPath, [BIN, 'watch', '--db', site.db, '--out', join(temp.dir, 'watch-slow-out'), '--config', site.config, '--sync-every', '1'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, SYNC_URL: server.url },
+    });
+    let stderr = '';
+    watch.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => watch.once('exit', resolve));
+    try {
+      for (let waited = 0; (await sleeping()) === undefined; waited += 50) {
+        if (waited > 60_000 || watch.exitCode !== null) throw new Error(`the watch's sync never waited for the view:\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const sent = Date.now();
+      watch.kill('SIGINT');
+      expect(await exited, stderr).toBe(0);
+      expect(Date.now() - sent).toBeLessThan(5000);
+      expect(stderr).toMatch(/stopped/);
+      expect(stderr).not.toMatch(/sync failed/);
+    } finally {
+      watch.kill('SIGKILL');
       mapUsers(site, SLOW_USERS);
     }
   });

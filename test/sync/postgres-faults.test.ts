@@ -3,8 +3,8 @@ import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers
 import { tempDir } from '../helpers/temp-dir.js';
 import type { SyncSite } from './sync-scenario.js';
 import { openSource } from '../../src/sync/open-source.js';
-import { SourceUnavailableError } from '../../src/sync/sync-errors.js';
-import { databaseBytes, expectEnded, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
+import { SourceStopped, SourceUnavailableError } from '../../src/sync/sync-errors.js';
+import { databaseBytes, expectEnded, expectStoppedAtOnce, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
 
 /**
  * A PostgreSQL source failing under a running sync: its backend terminated while the rows stream
@@ -17,6 +17,8 @@ const missing = postgresMissing();
 
 const USERS = 'SELECT id, login AS username, 1238587200 AS created_at, changed AS updated_at FROM members';
 const SLOW_USERS = `${USERS} WHERE pg_sleep(0.002)::text = ''`;
+/** The members after 30 s, as a query over a large join may take. */
+const SLEEPING_USERS = `${USERS} CROSS JOIN (SELECT pg_sleep(30)) AS pause`;
 
 describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fails', () => {
   let server: RunningPostgres;
@@ -32,6 +34,12 @@ describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fail
       );
       return rows.rows[0]?.pid;
     });
+
+  /** The process id of the backend of the source's connection while its query sleeps, if there is one. */
+  const sleeping = async () => {
+    const rows = await server.admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE usename = 'site' AND query LIKE '%pg_sleep(30)%'");
+    return rows.rows[0]?.pid;
+  };
 
   beforeAll(async () => {
     server = await startPostgres();
@@ -100,6 +108,45 @@ describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fail
       const closing = Date.now();
       await source.close();
       expect(Date.now() - closing).toBeLessThan(1000);
+    }
+  });
+
+  it.each(['SIGINT', 'SIGTERM'] as const)('hears %s at once while the source is slow to answer: 130/143, nothing written', async (signal) => {
+    mapUsers(site, SLEEPING_USERS, { readTimeoutSeconds: 60 });
+    try {
+      await expectStoppedAtOnce(startSync(site, server.url), signal, sleeping, site.db, before);
+    } finally {
+      mapUsers(site, SLOW_USERS);
+    }
+  });
+
+  it('drops the connection at once when the sync is asked to stop during a query', async () => {
+    // The backend then checks its client every 100 ms while the query runs, and ends when it is gone.
+    await server.admin.query("ALTER ROLE site SET client_connection_check_interval = '100ms'");
+    const stop = new AbortController();
+    const source = await openSource(server.url, { readTimeoutSeconds: 60, stop: stop.signal });
+    try {
+      const read = (async () => {
+        for await (const batch of source.rows(SLEEPING_USERS, ['id'])) void batch;
+      })();
+      read.catch(() => undefined);
+      let pid: number | undefined;
+      for (let waited = 0; (pid = await sleeping()) === undefined; waited += 20) {
+        if (waited > 30_000) throw new Error('the query never ran');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const asked = Date.now();
+      stop.abort();
+      await expect(read).rejects.toThrow(SourceStopped);
+      expect(Date.now() - asked).toBeLessThan(1000);
+      const gone = async () => (await server.admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0;
+      for (let waited = 0; !(await gone()); waited += 20) {
+        if (waited > 5000) throw new Error('the backend still has its client 5 s after the stop: the connection was not closed');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await source.close();
+      await server.admin.query('ALTER ROLE site RESET client_connection_check_interval');
     }
   });
 

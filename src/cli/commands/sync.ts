@@ -71,7 +71,7 @@ async function syncAction(flags: SyncFlags, io: Console, runner: CommandRun): Pr
   let report: SyncReport;
   try {
     const waiting = (what: string) => io.log.info(`waiting up to ${request.waitSeconds} s for the lock: ${what}`);
-    report = await runSync(request, { ...problems.hooks, stopRequested: stop.requested, waiting });
+    report = await runSync(request, { ...problems.hooks, stopRequested: stop.requested, stop: stop.aborted, waiting });
   } catch (error) {
     problems.flush();
     throw error;

@@ -196,11 +196,11 @@ function syncsEvery(seconds: number, request: () => ReturnType<typeof syncReques
   request();
   return new SyncInterval({
     everyMs: seconds * 1000,
-    run: async (stopping) => {
+    run: async (stopping, stop) => {
       const problems = syncProblems(io);
       let report: SyncReport | undefined;
       try {
-        report = await runSync(request(), { ...problems.hooks, stopRequested: () => (stopping() ? 'SIGTERM' : null) });
+        report = await runSync(request(), { ...problems.hooks, stopRequested: () => (stopping() ? 'SIGTERM' : null), stop });
         return report;
       } finally {
         problems.flush(report);
