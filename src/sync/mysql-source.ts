@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { MYSQL_ROW_DIGEST_METHOD, packetDigests } from './mysql-row-digest.js';
 import { ReadDeadline } from './read-deadline.js';
 import type { DigestSeed } from './row-digest.js';
-import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
+import { MappingError, noTls, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, type Dialect, type SyncSource } from './sync-source.js';
 
 /**
@@ -91,8 +91,10 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
   } catch (error) {
     socket.destroy();
     if (error instanceof SourceUnavailableError) throw error;
-    const message = `the source database (MySQL/MariaDB at ${where}, database ${connection.config.database}) cannot be read: ${(error as Error).message}`;
-    throw REFUSED_CODES.has((error as { code?: string }).code ?? '') ? new SourceRefusedError(message) : new SourceUnavailableError(message);
+    const code = (error as { code?: string }).code ?? '';
+    const cause = code === 'HANDSHAKE_NO_SSL_SUPPORT' ? `${noTls('?ssl=')} (${code})` : (error as Error).message;
+    const message = `the source database (MySQL/MariaDB at ${where}, database ${connection.config.database}) cannot be read: ${cause}`;
+    throw REFUSED_CODES.has(code) ? new SourceRefusedError(message) : new SourceUnavailableError(message);
   }
   const describe = (error: unknown, query: string) => mysqlError(broken ?? error, where, query);
   return {

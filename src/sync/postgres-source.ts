@@ -4,7 +4,7 @@ import { parseIntoClientConfig } from 'pg-connection-string';
 import Cursor from 'pg-cursor';
 import pgpass from 'pgpass';
 import { ReadDeadline } from './read-deadline.js';
-import { MappingError, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
+import { MappingError, noTls, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import { seedBits, type DigestSeed } from './row-digest.js';
 import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, passwordHint, redactUrl, SOURCE_BATCH, type Dialect, type SourceDigests, type SyncSource } from './sync-source.js';
 
@@ -215,15 +215,27 @@ async function begin(
   } catch (error) {
     deadline.drop();
     if (error instanceof SourceUnavailableError) throw error;
-    // pg's words when the server asks for a password and none was found.
-    const noPassword = /client password must be a string/.test((error as Error).message);
-    const cause = noPassword
-      ? 'the server asks for a password and none was given (in the URL, sync.passwordFile, PGPASSWORD, or a line of ~/.pgpass or PGPASSFILE for this host, port, database and user)'
-      : (error as Error).message;
+    const { cause, refused } = loginFailure(error as Error);
     const message = `the source database (PostgreSQL at ${redactUrl(url)}) cannot be read: ${cause}`;
-    const refused = noPassword || REFUSED_STATES.test((error as { code?: string }).code ?? '');
-    throw refused ? new SourceRefusedError(message) : new SourceUnavailableError(message);
+    throw refused || REFUSED_STATES.test((error as { code?: string }).code ?? '') ? new SourceRefusedError(message) : new SourceUnavailableError(message);
   }
+}
+
+/**
+ * What pg's failure to connect means, in words an operator acts on, and whether trying again
+ * would change nothing: pg says so only in its messages, without a code.
+ */
+function loginFailure(error: Error): { cause: string; refused: boolean } {
+  // When the server asks for a password and none was found.
+  if (/client password must be a string/.test(error.message)) {
+    return {
+      cause: 'the server asks for a password and none was given (in the URL, sync.passwordFile, PGPASSWORD, or a line of ~/.pgpass or PGPASSFILE for this host, port, database and user)',
+      refused: true,
+    };
+  }
+  // When the URL's sslmode asks for TLS (pg does for every sslmode but disable) and the server has none.
+  if (/does not support SSL connections/.test(error.message)) return { cause: noTls('sslmode'), refused: true };
+  return { cause: error.message, refused: false };
 }
 
 /** Types whose own hash tells apart every two values of different text: bool, bytea, int8, int2, int4, oid, date, timestamp, timestamptz, uuid. */

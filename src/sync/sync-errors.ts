@@ -39,6 +39,14 @@ export class SourceRefusedError extends VidfeedsError {
 }
 
 /**
+ * Why a server without TLS cannot be synced from when the URL asks for TLS (`parameter`): a
+ * server set up so stays so, hence a SourceRefusedError, not one to try again later.
+ */
+export function noTls(parameter: string): string {
+  return `the server does not offer TLS, which the URL asks for (${parameter}): turn TLS on in the server (vidfeeds does not fall back to clear text), or change the URL`;
+}
+
+/**
  * The mapping is wrong: a query the source refuses, a column vidfeeds's table does not have, a
  * required one missing, keys out of order. Exit code 2: the configuration needs fixing.
  */

@@ -132,7 +132,7 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
 
   it('ends with 2 when the URL asks for TLS (?ssl=true) and the server has none: never in clear text instead', async () => {
     const sync = startSync(site, `${server.url}?ssl=true`);
-    await expectEnded(sync, 2, /MySQL\/MariaDB at 127\.0\.0\.1:\d+.*cannot be read: Server does not support secure connection.*fix the URL/, site.db, before);
+    await expectEnded(sync, 2, /MySQL\/MariaDB at 127\.0\.0\.1:\d+.*cannot be read: the server does not offer TLS, which the URL asks for \(\?ssl=\).*HANDSHAKE_NO_SSL_SUPPORT.*fix the URL/, site.db, before);
   });
 
   it('ends with 75 when every connection is reset', async () => {

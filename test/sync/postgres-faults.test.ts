@@ -168,6 +168,11 @@ describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fail
     }
   });
 
+  it('ends with 2 when the URL asks for TLS (sslmode=require) and the server has none: never in clear text instead', async () => {
+    const sync = startSync(site, `${server.url}?sslmode=require`);
+    await expectEnded(sync, 2, /PostgreSQL at postgres:\/\/site:\*\*\*@127\.0\.0\.1:\d+\/site\?sslmode=require\) cannot be read: the server does not offer TLS, which the URL asks for \(sslmode\).*fix the URL/, site.db, before);
+  });
+
   it('ends with 2 on a host without an address: trying again would not help', async () => {
     const sync = startSync(site, 'postgres://site:secret@no-such-host.invalid/site');
     await expectEnded(sync, 2, /PostgreSQL at postgres:\/\/site:\*\*\*@no-such-host\.invalid\/site\) cannot be read: .*ENOTFOUND.*fix the URL/, site.db, before);

@@ -39,7 +39,7 @@ export function registerSync(program: Command, io: Console, setExit: (code: numb
   exitCodesHelp(command, {
     0: 'synced (rows skipped with reasons are named, not failures)',
     1: 'the sync would delete more of a table than maxRemovalShare allows: nothing was written (--allow-removals)',
-    2: 'bad flags, configuration or mapping, or the source refused the login, has no such database or host: nothing was written',
+    2: 'bad flags, configuration or mapping, or the source refused the login, has no such database or host, or has no TLS where the URL asks for it: nothing was written',
     75: 'the source is unreachable, dropped the connection or stayed silent past sync.readTimeoutSeconds, or another sync holds the database (try again later, or --wait SECONDS): nothing was written',
     130: 'stopped by SIGINT (143: SIGTERM): nothing was written',
   })
