@@ -17,10 +17,10 @@ export async function openSource(url: string, options: SourceOptions = {}): Prom
   switch (scheme) {
     case 'mysql:':
     case 'mariadb:':
-      return (await import('./mysql-source.js')).openMysqlSource(mysqlUrl(url), passwordOf(options), timeout, options.stop);
+      return (await import('./mysql-source.js')).openMysqlSource(mysqlUrl(url), passwordOf(url, options), timeout, options.stop);
     case 'postgres:':
     case 'postgresql:':
-      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(options) ?? options.environmentPassword, timeout, options.stop);
+      return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(url, options) ?? options.environmentPassword, timeout, options.stop);
     case 'sqlite:':
       return (await import('./sqlite-source.js')).openSqliteSource(sqlitePath(url));
     default:
@@ -79,14 +79,32 @@ function sqlitePath(url: string): string {
   return path;
 }
 
-function passwordOf(options: SourceOptions): string | undefined {
+/**
+ * The first line of sync.passwordFile. A file that cannot be read stops the sync when the URL
+ * holds no password; when it holds one, which wins over the file's anyway, the sync goes on with
+ * it and the file is warned about: an operator who moved the password into the URL, or whose
+ * file went missing, is told, and a working source is not stopped for a file it does not need.
+ */
+function passwordOf(url: string, options: SourceOptions): string | undefined {
   if (options.passwordFile === undefined || options.passwordFile === null) return undefined;
   try {
     return readFileSync(options.passwordFile, 'utf8').split(/\r?\n/)[0];
   } catch (error) {
     const path = resolve(options.passwordFile);
     const named = path === options.passwordFile ? path : `${options.passwordFile} (${path})`;
-    throw new MappingError(`sync.passwordFile ${named} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    const message = `sync.passwordFile ${named} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+    if (!holdsPassword(url)) throw new MappingError(message);
+    options.warn?.(`${message}; the URL's password is used`);
+    return undefined;
+  }
+}
+
+/** Whether a URL holds a password (one that does not parse is left to its driver to name). */
+function holdsPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return false;
   }
 }
 

@@ -53,6 +53,8 @@ export interface SyncHooks {
    * source ends at once, its connection dropped, rather than when its query returns.
    */
   stop?: AbortSignal;
+  /** What the operator should fix though the sync goes on (SourceOptions.warn). */
+  warn?(message: string): void;
   /** Another sync holds the database: `--wait` waits for it (what holds it). */
   waiting?(what: string): void;
 }
@@ -112,7 +114,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
   let source: SyncSource | undefined;
   try {
     lock = await takeLock(request, hooks);
-    source = await openSource(request.from, { ...request.source, stop: hooks.stop });
+    source = await openSource(request.from, { ...request.source, stop: hooks.stop, warn: hooks.warn });
     const plans = await planTables(target, source, request.tables);
     const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [], notes: [] };
     const checkStop = () => {

@@ -46,7 +46,10 @@ export const DIGEST_COLUMN = 'vidfeeds_row_digest';
 export const SOURCE_BATCH = 2000;
 
 export interface SourceOptions {
-  /** A file whose first line is the password, used when the URL holds none. */
+  /**
+   * A file whose first line is the password, used when the URL holds none. When the URL holds
+   * one, it wins, and a file that cannot be read is only warned about.
+   */
   passwordFile?: string | null;
   /**
    * PGPASSWORD of the environment vidfeeds runs in, which a PostgreSQL source uses as libpq does:
@@ -60,6 +63,8 @@ export interface SourceOptions {
    * dropped, rather than when the query returns (src/sync/read-deadline.ts).
    */
   stop?: AbortSignal;
+  /** Hears what the operator should fix though the sync goes on (a passwordFile the URL's password makes needless, missing). */
+  warn?(message: string): void;
 }
 
 /**

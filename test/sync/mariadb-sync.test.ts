@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -253,6 +253,16 @@ describe.skipIf(missing !== null)('vidfeeds sync from MariaDB (docs/adopting.md,
     const withFile = syncWithPasswordFile(site, noPassword, 'secret');
     expect(withFile.code, withFile.stderr).toBe(0);
     expect(syncWithPasswordFile(site, noPassword, 'wrong').code).toBe(2);
+  });
+
+  it('uses the password the URL holds when sync.passwordFile cannot be read, and warns naming the file', () => {
+    const config = JSON.parse(readFileSync(site.config, 'utf8')) as { sync: Record<string, unknown> };
+    config.sync.passwordFile = 'no-such-password';
+    const file = join(site.dir, 'missing-password-file.config.json');
+    writeFileSync(file, JSON.stringify(config));
+    const result = cli(['sync', '--db', site.db, '--config', file, '--from', server.url, '--dry-run'], { cwd: site.dir });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(`sync: sync.passwordFile no-such-password (${join(site.dir, 'no-such-password')}) cannot be read: ENOENT; the URL's password is used`);
   });
 
   it('exits 75 and writes nothing when the server has stopped', async () => {

@@ -90,7 +90,8 @@ export function syncProblems(io: Console, keep?: { skipped: SkippedSourceRow[]; 
   const each = io.log.enabled('debug');
   const skips = new SkipSummary();
   const replaced = new SkipSummary();
-  const hooks: Pick<SyncHooks, 'skipped' | 'issue'> = {
+  const hooks: Pick<SyncHooks, 'skipped' | 'issue' | 'warn'> = {
+    warn: (message) => io.log.warn(`sync: ${message}`),
     skipped: (row) => {
       keep?.skipped.push(row);
       if (each) io.log.warn(`sync: skipped ${row.table} ${row.row}: ${row.reason}`);
