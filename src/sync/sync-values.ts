@@ -137,6 +137,59 @@ export function describeSourceValue(raw: unknown): string {
   if (typeof raw === 'number' || typeof raw === 'bigint') return `the number ${raw}`;
   if (typeof raw === 'boolean') return `the boolean ${raw}`;
   if (raw instanceof Date) return `the date ${Number.isNaN(raw.getTime()) ? 'Invalid Date' : raw.toISOString()}`;
-  if (raw instanceof Uint8Array) return `${raw.length} bytes`;
+  if (raw instanceof Uint8Array) return describeBytes(raw);
   return `a value of type ${typeof raw}`;
+}
+
+/** Bytes shown before and after the first one that is not UTF-8: enough to find them in the source, few enough for a line. */
+const BYTES_AROUND = 8;
+
+/**
+ * Bytes in a message: how many, and where they are not UTF-8, if anywhere, with the bytes around
+ * that spot in hex, the first bad one in brackets (`5 bytes (not UTF-8 at offset 3: 42 61 64 [FF] 21)`),
+ * so that an operator can find the value in the source.
+ */
+function describeBytes(bytes: Uint8Array): string {
+  const bad = firstInvalidUtf8(bytes);
+  if (bad < 0) return `${bytes.length} bytes`;
+  const from = Math.max(0, bad - BYTES_AROUND);
+  const to = Math.min(bytes.length, bad + 1 + BYTES_AROUND);
+  const hex = [...bytes.subarray(from, to)].map((byte, i) => {
+    const text = byte.toString(16).toUpperCase().padStart(2, '0');
+    return from + i === bad ? `[${text}]` : text;
+  });
+  return `${bytes.length} bytes (not UTF-8 at offset ${bad}: ${from > 0 ? '… ' : ''}${hex.join(' ')}${to < bytes.length ? ' …' : ''})`;
+}
+
+/**
+ * Where the first sequence that is not well-formed UTF-8 starts (a byte that cannot lead one, or
+ * a sequence cut short, overlong, a surrogate or past U+10FFFF), counted from 0; -1 if there is none.
+ */
+export function firstInvalidUtf8(bytes: Uint8Array): number {
+  for (let i = 0; i < bytes.length; ) {
+    const length = sequenceLength(bytes, i);
+    if (length === 0) return i;
+    i += length;
+  }
+  return -1;
+}
+
+/** The length of the well-formed UTF-8 sequence at `i`, or 0 (the ranges of the Unicode standard's table 3-7). */
+function sequenceLength(bytes: Uint8Array, i: number): number {
+  const lead = bytes[i]!;
+  if (lead < 0x80) return 1;
+  const [length, low, high] =
+    lead >= 0xc2 && lead <= 0xdf ? [2, 0x80, 0xbf]
+    : lead === 0xe0 ? [3, 0xa0, 0xbf]
+    : lead === 0xed ? [3, 0x80, 0x9f]
+    : lead >= 0xe1 && lead <= 0xef ? [3, 0x80, 0xbf]
+    : lead === 0xf0 ? [4, 0x90, 0xbf]
+    : lead >= 0xf1 && lead <= 0xf3 ? [4, 0x80, 0xbf]
+    : lead === 0xf4 ? [4, 0x80, 0x8f]
+    : [0, 0, 0];
+  for (let k = 1; k < length; k++) {
+    const byte = bytes[i + k];
+    if (byte === undefined || byte < (k === 1 ? low : 0x80) || byte > (k === 1 ? high : 0xbf)) return 0;
+  }
+  return length;
 }

@@ -49,7 +49,12 @@ describe.skipIf(missing !== null)('vidfeeds sync of a latin1 table holding UTF-8
     const { result, report } = site.syncJson();
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).not.toMatch(/looks like UTF-8 read as latin1/);
-    expect(report.issues.map((i) => `${i.row} ${i.column}: ${i.found}`)).toEqual(['id=3 display_name: 4 bytes', 'id=4 display_name: 3 bytes']);
+    expect(report.issues.map((i) => `${i.row} ${i.column}: ${i.found}`)).toEqual([
+      'id=3 display_name: 4 bytes (not UTF-8 at offset 3: 42 61 64 [FF])',
+      'id=4 display_name: 3 bytes (not UTF-8 at offset 2: 43 61 [C3])',
+    ]);
+    // The summary line shows them too, so that the operator can find them in the source.
+    expect(result.stderr).toMatch(/users id=3, column display_name: found 4 bytes \(not UTF-8 at offset 3: 42 61 64 \[FF\]\), expected text/);
     const db = new Database(site.db, { readonly: true });
     try {
       const names = db.prepare('SELECT id, display_name FROM users ORDER BY id').all() as Array<{ id: number; display_name: string | null }>;

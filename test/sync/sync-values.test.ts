@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SITE_TABLES } from '../../src/db/columns.js';
-import { normaliseValue, WRONG } from '../../src/sync/sync-values.js';
+import { describeSourceValue, firstInvalidUtf8, normaliseValue, WRONG } from '../../src/sync/sync-values.js';
 
 /** How a source's values become vidfeeds's, column kind by column kind (docs/database.md, "Values of the wrong type"). */
 
@@ -22,5 +22,31 @@ describe('source values', () => {
     expect(normaliseValue(videos.duration_seconds!, '-1.0')).toBe(WRONG);
     // A time given as whole seconds in a DECIMAL.
     expect(normaliseValue(videos.created_at!, '1262304000.000')).toBe(1_262_304_000);
+  });
+
+  it('shows bytes that are not UTF-8 in hex around the first bad one, however long the value', () => {
+    expect(describeSourceValue(Buffer.from('Jo\u00e3o'))).toBe('5 bytes');
+    expect(describeSourceValue(Buffer.from([0x42, 0x61, 0x64, 0xff]))).toBe('4 bytes (not UTF-8 at offset 3: 42 61 64 [FF])');
+    // A character cut short: the sequence is named where it starts.
+    expect(describeSourceValue(Buffer.from([0x43, 0x61, 0xc3]))).toBe('3 bytes (not UTF-8 at offset 2: 43 61 [C3])');
+    const long = Buffer.concat([Buffer.from('a'.repeat(100)), Buffer.from([0xc0, 0xaf]), Buffer.from('b'.repeat(100))]);
+    expect(describeSourceValue(long)).toBe('202 bytes (not UTF-8 at offset 100: … 61 61 61 61 61 61 61 61 [C0] AF 62 62 62 62 62 62 62 …)');
+  });
+
+  it('finds a value not UTF-8 exactly where a strict decoder fails it', () => {
+    const strict = new TextDecoder('utf-8', { fatal: true });
+    const edges = [0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf4, 0xf5, 0xff];
+    let seed = 1;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let n = 0; n < 20_000; n++) {
+      const bytes = Uint8Array.from({ length: 1 + (next() % 6) }, () => edges[next() % edges.length]!);
+      let valid = true;
+      try {
+        strict.decode(bytes);
+      } catch {
+        valid = false;
+      }
+      expect(firstInvalidUtf8(bytes) === -1, Buffer.from(bytes).toString('hex')).toBe(valid);
+    }
   });
 });
