@@ -6,6 +6,7 @@ import { openForUpdate } from '../db/open-database.js';
 import { changeLogPosition, deletionsSince, tableSize } from '../db/sync-log.js';
 import { describeHolder, LockHeldError, waitForBuildLock, type BuildLock } from '../lock/lock.js';
 import type { MojibakeColumn } from './mojibake.js';
+import { mojibakeColumns } from './mojibake-memory.js';
 import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted, SyncRemovalGuardError } from './sync-errors.js';
 import { openSource } from './open-source.js';
@@ -95,7 +96,11 @@ export interface SyncReport {
   seconds: number;
   /** For a dry run, why the removal guard would stop the real sync. */
   removalGuard?: string;
-  /** Text columns whose values look like UTF-8 read as latin1 (docs/adopting.md, character sets). */
+  /**
+   * Text columns whose values look like UTF-8 read as latin1 (docs/adopting.md, character sets),
+   * counted in vidfeeds's rows: also those an earlier sync found and no sync has seen clean since
+   * (src/sync/mojibake-memory.ts).
+   */
   mojibake: MojibakeColumn[];
   /** What the operator is told once at info level: row digests of an earlier vidfeeds made again. */
   notes: string[];
@@ -157,6 +162,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
       }
       checkStop();
       countCascades(report, deletionsSince(target, before));
+      report.mojibake = mojibakeColumns(target, plans, report.mojibake, (table) => tableChanged(report.tables[table]));
       const guarded = request.removalGuard === undefined ? null : removalsPastGuard(report, (table) => tableSize(target, table), request.removalGuard);
       if (guarded !== null && !request.dryRun) throw new SyncRemovalGuardError(guarded);
       if (guarded !== null) report.removalGuard = guarded;
@@ -255,6 +261,11 @@ function begin(target: Database.Database, file: string): void {
     }
     throw error;
   }
+}
+
+/** Whether the sync inserted, updated or deleted rows of a table (with those deleted with their parent). */
+function tableChanged(counts: TableCounts | undefined): boolean {
+  return counts !== undefined && counts.inserted + counts.updated + counts.deleted > 0;
 }
 
 /** Adds to each table's deletions the rows a foreign key removed with their parent (the log has every deletion). */

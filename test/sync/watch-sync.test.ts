@@ -98,6 +98,20 @@ describe('vidfeeds watch --sync-every', () => {
     expect(await watch.exited).toBe(0);
   });
 
+  it('warns of text that looks like mojibake when the column is new or its count moved, not on every sync', async () => {
+    const watch = watchSyncing(USERS);
+    await watch.waitFor(/made 1 change \(users \+1\)/);
+    watch.site.exec(`UPDATE accounts SET full_name = 'Jo\u00c3\u00a3o' WHERE uid = 1`);
+    await watch.waitFor(/made 1 change \(users ~1\)/);
+    await watch.waitFor(/made 0 changes[\s\S]*made 0 changes[\s\S]*made 0 changes/, watch.stderr.lastIndexOf('made 1 change (users ~1)'));
+    expect(watch.stderr.match(/users\.display_name holds text that looks like UTF-8 read as latin1 in 1 row /g)).toHaveLength(1);
+    watch.site.exec(`INSERT INTO accounts VALUES (2, 'zoe', 'Zo\u00c3\u00ab', 1238587200, 1)`);
+    watch.site.close();
+    await watch.waitFor(/users\.display_name holds text that looks like UTF-8 read as latin1 in 2 rows /);
+    watch.stop();
+    expect(await watch.exited).toBe(0);
+  });
+
   it('refuses --sync-changed-only without --sync-every, before anything runs', () => {
     const { dir, cleanup } = tempDir('vidfeeds-watch-sync-');
     cleanups.push(cleanup);

@@ -194,6 +194,14 @@ function syncRequestOf(config: SiteConfig, db: string, flags: WatchFlags, run: R
 /** `--sync-every`: a sync every so often, its skipped rows summarised as `sync` does; its settings are checked now. */
 function syncsEvery(seconds: number, request: () => ReturnType<typeof syncRequestOf>, io: Console): SyncInterval {
   request();
+  // Every sync names the columns that look like mojibake (kept between syncs): the watch says so
+  // when one is new or its count moved, not every few seconds.
+  let warned = new Map<string, number>();
+  const news = (report: SyncReport): SyncReport => {
+    const fresh = report.mojibake.filter((m) => warned.get(`${m.table}.${m.column}`) !== m.rows);
+    warned = new Map(report.mojibake.map((m) => [`${m.table}.${m.column}`, m.rows]));
+    return { ...report, mojibake: fresh };
+  };
   return new SyncInterval({
     everyMs: seconds * 1000,
     run: async (stopping, stop) => {
@@ -203,7 +211,7 @@ function syncsEvery(seconds: number, request: () => ReturnType<typeof syncReques
         report = await runSync(request(), { ...problems.hooks, stopRequested: () => (stopping() ? 'SIGTERM' : null), stop });
         return report;
       } finally {
-        problems.flush(report);
+        problems.flush(report === undefined ? undefined : news(report));
       }
     },
     onSynced: (report) => io.log.info(syncSummary(report)),
