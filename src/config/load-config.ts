@@ -57,11 +57,16 @@ export function loadSettings(options: LoadOptions): { site: SiteConfig; run: Run
   const fromFile = structuredClone(data);
   const flags = applyOverrides(data, options.overrides ?? {});
   const config = checkConfig(data, source, flags);
-  // A relative templates directory in a file means a folder beside that file, wherever vidfeeds
-  // runs from (a cron job's working directory is rarely the site's).
-  const templatesDir = (fromFile as { player?: { templatesDir?: unknown } }).player?.templatesDir;
+  // A relative path in a file (the templates directory, the sync's password file) means a place
+  // beside that file, wherever vidfeeds runs from (a cron job's working directory is rarely the site's).
+  const written = fromFile as { player?: { templatesDir?: unknown }; sync?: { passwordFile?: unknown } };
+  const templatesDir = written.player?.templatesDir;
   if (typeof templatesDir === 'string' && config.player.templatesDir === templatesDir) {
     config.player.templatesDir = resolve(dirname(file), templatesDir);
+  }
+  const passwordFile = written.sync?.passwordFile;
+  if (typeof passwordFile === 'string' && config.sync.passwordFile === passwordFile) {
+    config.sync.passwordFile = resolve(dirname(file), passwordFile);
   }
   const read = source.name === 'defaults' ? null : file;
   const run = takeRunSettings(config as unknown as Record<string, unknown>, read);

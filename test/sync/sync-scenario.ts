@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'vitest';
 import { BIN, cli, readTree, type CliResult } from '../helpers/cli.js';
@@ -82,12 +83,14 @@ export function syncWithPasswordFile(site: SyncSite, url: string, password: stri
   const config = JSON.parse(readFileSync(site.config, 'utf8')) as { sync: Record<string, unknown> };
   delete config.sync.passwordFile;
   if (password !== null) {
-    config.sync.passwordFile = join(site.dir, 'source-password');
-    writeFileSync(config.sync.passwordFile as string, `${password}\n`);
+    // Relative, as a configuration beside its secrets names it: a place beside the file, wherever
+    // the sync runs from (the test runs it from another folder).
+    config.sync.passwordFile = 'source-password';
+    writeFileSync(join(site.dir, 'source-password'), `${password}\n`);
   }
   const file = join(site.dir, 'password-file.config.json');
   writeFileSync(file, JSON.stringify(config));
-  return cli(['sync', '--db', site.db, '--config', file, '--from', url, '--dry-run']);
+  return cli(['sync', '--db', site.db, '--config', file, '--from', url, '--dry-run'], { cwd: tmpdir() });
 }
 
 /** Every row of every vidfeeds table (and the change log's length): equal dumps are equal databases. */
