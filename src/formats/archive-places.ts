@@ -3,8 +3,8 @@
  * from their renderers so that the feeds can link to their newest page without importing them.
  *
  * `/<user>/rss/archive/<N>/` and `/<user>/atom/archive/<N>/`, in the files
- * `<user>/rss/archive/<N>/page.rss` and `<user>/atom/archive/<N>/page.atom`; N is a page's number
- * (`planArchivePages`).
+ * `<user>/rss/archive/<N>/page.rss` and `<user>/atom/archive/<N>/page.atom`; N is a page's number,
+ * the id of its newest row (`planArchivePages`).
  */
 
 /** The folder, below the feed's, that holds the numbered pages. */
@@ -29,29 +29,40 @@ export interface ArchivePagePlan {
 /**
  * The pages of an archived list, oldest first, from the ids of its rows oldest first. A row
  * starts a page when its id says so (`startsPage`), whatever the rows around it, so removing
- * or adding a row changes the page that holds it and no other; the page is numbered by the id
- * of the row that starts it (the first page, before any such row, is 0), so no page is
- * renumbered either. Only when the row that starts a page goes do its rows join the page before,
- * and the pages either side change their links. A page that reaches PAGE_MAX_ROWS ends at the
- * next row with a usable id, so ids that seldom start a page still give pages of bounded size; a
- * removal from such a page moves that cut, and so changes the pages up to the next row whose id
- * starts one (rare: it takes 400 rows in a row none of whose ids starts a page).
+ * or adding a row changes the page that holds it and no other. A page that reaches PAGE_MAX_ROWS
+ * ends at the next row with a usable id, so ids that seldom start a page still give pages of
+ * bounded size; a removal from such a page moves that cut, and so changes the pages up to the
+ * next row whose id starts one (rare: it takes 400 rows in a row none of whose ids starts a page).
+ *
+ * A page is numbered by the id of its newest row (the row nearest the feed), so that a URL only
+ * ever names the page whose newest row is that one, and an archive document's entries do not
+ * change under its URL (RFC 5005 section 4): a reader that stops walking `prev-archive` at a page
+ * it has read (section 4.2) misses nothing. A page keeps its number when the next page starts;
+ * the newest page takes a new one whenever its newest end moves (an upload pushes the feed's
+ * oldest row onto it, a deletion from the feed pulls one back), as does a page whose newest row
+ * goes. A row whose id is not usable (`usableId`) names no page: the page is numbered by its
+ * newest row that has a usable id; only the oldest page can hold no such row (every other starts
+ * at one), and it is page 0.
  */
 export function planArchivePages(ids: readonly number[]): ArchivePagePlan[] {
   const pages: Array<{ number: number; rows: number }> = [];
   let page = { number: 0, rows: 0 };
   for (const id of ids) {
-    const starts = Number.isSafeInteger(id) && id > 0 && (startsPage(id) || page.rows >= PAGE_MAX_ROWS);
-    if (starts && page.rows > 0) {
+    const usable = usableId(id);
+    if (usable && page.rows > 0 && (startsPage(id) || page.rows >= PAGE_MAX_ROWS)) {
       pages.push(page);
-      page = { number: id, rows: 0 };
-    } else if (starts) {
-      page.number = id; // the oldest row starts a page: no page 0
+      page = { number: 0, rows: 0 };
     }
+    if (usable) page.number = id;
     page.rows++;
   }
   if (page.rows > 0) pages.push(page);
   return pages;
+}
+
+/** Whether an id can start and name a page: a positive safe integer (a URL's N, PAGE_NUMBER). */
+function usableId(id: number): boolean {
+  return Number.isSafeInteger(id) && id > 0;
 }
 
 /** The number of the newest page of an archived list (null when the list is empty). */

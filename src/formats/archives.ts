@@ -12,11 +12,13 @@ import { archiveLink, rss, rssDocument } from './rss.js';
  * archive (`fh:archive`).
  *
  * The pages hold the rows beyond the feed's newest, oldest first by upload time (then id); which
- * rows start a page depends on the rows alone (`planArchivePages`), so a page other than the
- * newest changes only when one of its own items is edited, removed or made private, and a new
- * upload changes the newest page alone. Within a page, as in the feed, the items are newest
- * first: a reader that follows `prev-archive` from the current feed meets every item once, newest
- * to oldest.
+ * rows start a page depends on the rows alone, and a page is numbered by its newest row
+ * (`planArchivePages`), so a page's URL always names the same entries (RFC 5005 section 4): a
+ * page's entries change only when one of its own items is edited, removed or made private, and a
+ * new upload moves the newest page to a new URL (and so changes the `next-archive` link of the
+ * page before it). Within a page, as in the feed, the items are newest first: a
+ * reader that follows `prev-archive` from the current feed meets every item once, newest to
+ * oldest.
  */
 
 /** The RFC 5005 links of a page: the pages either side, and the current feed. */
@@ -35,7 +37,7 @@ export const rssArchive: ArchiveFormat = {
   mediaType: 'application/rss+xml; charset=utf-8',
   inSitemap: false,
   summary: "RFC 5005 archive pages of the RSS feed: every public upload older than the feed's, about 100 a page",
-  // The newest page takes the feed's oldest item at each upload: kept no longer than the feed.
+  // An upload moves the newest page to a new URL, and rewrites the link to it: kept no longer than the feed.
   cacheClass: 'feeds',
   list: 'uploads',
   needs: ['archivedUploads'],
@@ -54,7 +56,7 @@ export const atomArchive: ArchiveFormat = {
   mediaType: 'application/atom+xml; charset=utf-8',
   inSitemap: false,
   summary: "RFC 5005 archive pages of the Atom feed: every group older than the feed's, about 100 a page",
-  // The newest page takes the feed's oldest item at each upload: kept no longer than the feed.
+  // An upload moves the newest page to a new URL, and rewrites the link to it: kept no longer than the feed.
   cacheClass: 'feeds',
   list: 'groups',
   needs: ['archivedGroups'],

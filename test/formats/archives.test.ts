@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { planArchivePages } from '../../src/formats/archive-places.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { createSiteContext } from '../../src/pipeline/render/site-context.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
@@ -210,42 +211,53 @@ describe('RFC 5005 archives', () => {
     expect(after.has(pages[2]!)).toBe(false);
   });
 
-  it('after an edit, a video made private, a removal and an upload, an incremental build rewrites only the pages that hold them and equals a full build', () => {
+  it('after an edit, a video made private, a removal and an upload, an incremental build rewrites only the pages they change and equals a full build', () => {
     const { file } = historySite();
     const work = tempDir('vidfeeds-archive-').dir;
     const before = build(file, join(work, 'incremental'));
     // The archive pages oldest first, and the public id of each page's items, oldest first.
     const pages = walk(before, 'hist/rss/index.rss', 'page.rss').documents.slice(1).reverse();
     expect(pages.length, 'enough pages for the changes below').toBeGreaterThanOrEqual(8);
-    const items = (page: string) =>
-      (feedparser({ doc: before.get(page)!.body.toString('utf8') }).doc!.entries as Array<{ id: string }>).map((e) => e.id.slice(BASE.length + 1, -'/embed/'.length)).reverse();
+    const entries = (path: string) =>
+      (feedparser({ doc: before.get(path)!.body.toString('utf8') }).doc!.entries as Array<{ id: string }>).map((e) => e.id.slice(BASE.length + 1, -'/embed/'.length)).reverse();
     const [edited, hidden, starter] = [1, 3, 6].map((i) => pages[i]!);
     const db = new Database(file);
     cleanUpAfterTest(() => db.close());
     // An item in the middle of page 1 is edited; one in the middle of page 3 made private; the
     // oldest item of page 6, which starts it, deleted; a new upload moves the feed's oldest item
-    // into the newest page (or, if that item starts a page, a new one after it).
-    const middle = (page: string) => items(page)[Math.floor(items(page).length / 2)]!;
-    expect(items(hidden).length, hidden).toBeGreaterThan(1);
+    // onto the newest page (or, if that item starts a page, onto a new one after it).
+    const middle = (page: string) => entries(page)[Math.floor(entries(page).length / 2)]!;
+    expect(entries(hidden).length, hidden).toBeGreaterThan(2);
+    expect(entries(starter).length, starter).toBeGreaterThan(1);
     db.prepare(`UPDATE videos SET title = 'Edited', updated_at = updated_at + 1 WHERE public_id = ?`).run(middle(edited));
     db.prepare(`UPDATE videos SET visibility = 'private' WHERE public_id = ?`).run(middle(hidden));
-    db.prepare(`DELETE FROM videos WHERE public_id = ?`).run(items(starter)[0]!);
+    db.prepare(`DELETE FROM videos WHERE public_id = ?`).run(entries(starter)[0]!);
+    const leaving = db.prepare(`SELECT id FROM videos WHERE public_id = ?`).pluck().get(entries('hist/rss/index.rss')[0]!) as number;
+    const startsPage = planArchivePages([1, leaving]).length === 2;
     insertVideo(db, 1, { id: 5000, public_id: 'fresh', title: 'Fresh upload', created_at: T0 + 10_000_000 });
     const after = build(file, join(work, 'incremental'));
     const full = build(file, join(work, 'full'));
     expect(treeDifferences(after, full)).toEqual([]);
     expect(touchedButSame(before, after)).toEqual([]);
-    const rewritten = [...before.keys()].filter((path) => after.has(path) && !before.get(path)!.body.equals(after.get(path)!.body));
-    const removed = [...before.keys()].filter((path) => !after.has(path));
-    const added = [...after.keys()].filter((path) => !before.has(path));
-    // The pages holding the edited and the hidden item, the pages either side of the one whose
-    // first item went (its items join the page before, the page after links past it), the newest
-    // page (the upload's row, or the link to a new page after it) and the feed; no other page.
+    const rss = (paths: Iterable<string>) => [...paths].filter((path) => path.startsWith('hist/rss/')).sort();
+    const rewritten = rss([...before.keys()].filter((path) => after.has(path) && !before.get(path)!.body.equals(after.get(path)!.body)));
+    const removed = rss([...before.keys()].filter((path) => !after.has(path)));
+    const added = rss([...after.keys()].filter((path) => !before.has(path)));
+    // A page is numbered by its newest item: the edited and the hidden item's pages keep their
+    // URLs; page 6, whose first item went, takes page 5's items under its own URL (page 5 goes,
+    // page 4 links past it, page 7's link is unchanged); the upload gives the newest page a new
+    // URL (the page before it links there) or adds a page after it (which it links to).
     const newest = pages.at(-1)!;
-    expect(rewritten.filter((path) => path.startsWith('hist/rss/')).sort()).toEqual([...new Set([edited, hidden, pages[5]!, pages[7]!, newest, 'hist/rss/index.rss'])].sort());
-    expect(removed.filter((path) => path.startsWith('hist/rss/'))).toEqual([starter]);
-    expect(added.filter((path) => path.startsWith('hist/rss/')).length).toBeLessThanOrEqual(1);
-    expect(rewritten.filter((path) => path.startsWith('hist/atom/'))).toEqual([]);
+    const newNewest = walk(after, 'hist/rss/index.rss', 'page.rss').documents[1]!;
+    const upload = startsPage ? { rewritten: [newest], removed: [] } : { rewritten: [pages.at(-2)!], removed: [newest] };
+    expect(rewritten).toEqual(rss(new Set([edited, hidden, pages[4]!, starter, ...upload.rewritten, 'hist/rss/index.rss'])));
+    expect(removed).toEqual(rss([pages[5]!, ...upload.removed]));
+    expect(added).toEqual([newNewest]);
+    expect([...before.keys()].filter((path) => path.startsWith('hist/atom/') && !before.get(path)!.body.equals(after.get(path)?.body ?? Buffer.alloc(0)))).toEqual([]);
+    // The pages that kept their URL kept their entries, but the edited, the hidden and the merged one.
+    for (const page of pages.filter((path) => after.has(path) && ![edited, hidden, starter].includes(path))) {
+      expect(feedparser({ doc: after.get(page)!.body.toString('utf8') }).doc!.entries.length, page).toBe(entries(page).length);
+    }
   });
 
   it('built alone (--only rss-archive, --only atom-archive) are the pages of a whole build', () => {

@@ -163,8 +163,9 @@ describe('the upload manifest', () => {
   });
 
   it('lists archive pages numbered by ids past 10 digits, which check finds as built', () => {
-    // 40 public videos with ids past 10^10: the 20 beyond the feed are the RSS archive's pages 0 and
-    // 10000000207 (a page is numbered by the id of the row that starts it, docs/formats.md).
+    // 40 public videos with ids past 10^10: the 20 beyond the feed are the RSS archive's pages
+    // 10000000206 and 10000000209 (10000000207 starts the second, and a page is numbered by the id
+    // of its newest row, docs/formats.md).
     const dir = work();
     const fixture = createTestDb();
     cleanUpAfterTest(fixture.cleanup);
@@ -175,14 +176,14 @@ describe('the upload manifest', () => {
     const out = join(dir, 'out');
     const built = cli(['build', '--db', fixture.file, '--out', out, '--base-url', 'https://videos.example.org']);
     expect(built.code, built.stderr).toBe(0);
-    expect(readdirSync(join(out, 'many/rss/archive')).sort()).toEqual(['0', '10000000207']);
+    expect(readdirSync(join(out, 'many/rss/archive')).sort()).toEqual(['10000000206', '10000000209']);
     const result = cli(['hosting', 'manifest', '--root', out]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).not.toMatch(/not documents/);
     const manifest = JSON.parse(result.stdout) as { files: Array<{ file: string; keys: string[] }> };
     const pages = manifest.files.filter((f) => f.file.startsWith('many/rss/archive/'));
-    expect(pages.map((f) => f.file).sort()).toEqual(['many/rss/archive/0/page.rss', 'many/rss/archive/10000000207/page.rss']);
-    expect(pages.find((f) => f.file === 'many/rss/archive/10000000207/page.rss')?.keys).toEqual(['many/rss/archive/10000000207/', 'many/rss/archive/10000000207']);
+    expect(pages.map((f) => f.file).sort()).toEqual(['many/rss/archive/10000000206/page.rss', 'many/rss/archive/10000000209/page.rss']);
+    expect(pages.find((f) => f.file === 'many/rss/archive/10000000209/page.rss')?.keys).toEqual(['many/rss/archive/10000000209/', 'many/rss/archive/10000000209']);
     const check = cli(['check', '--out', out, '--db', fixture.file]);
     expect(check.code, `${check.stdout}${check.stderr}`).toBe(0);
   });

@@ -54,9 +54,10 @@ beforeAll(async () => {
   const odd = insertUser(fixture.db, { username: ODD_USER });
   insertVideo(fixture.db, odd.id, { public_id: ODD_VIDEO, title: 'Odd <one> & "two"' });
   // A history beyond the feeds: archive pages of uploads and of groups, under the odd name. A
-  // page is numbered by the id of its first row, and ids run up to 2^53 - 1 (docs/database.md):
-  // the uploads' ids are past 10^10 (the pages 10000000207 and 10000000218, 11 digits), the
-  // groups' near 2^53 (the pages 9007199254740947 and 9007199254740967, 16 digits).
+  // page is numbered by the id of its newest row, and ids run up to 2^53 - 1 (docs/database.md):
+  // the uploads' ids are past 10^10 (the pages 10000000206, 10000000217 and 10000000280, 11
+  // digits), the groups' near 2^53 (the pages 9007199254740946, 9007199254740966 and
+  // 9007199254740970, 16 digits).
   for (let i = 0; i < 150; i++) insertVideo(fixture.db, odd.id, { id: 10_000_000_150 + i, public_id: `odd-history-${i}`, created_at: T0 - 1000 + i });
   for (let g = 0; g < 125; g++) {
     insertRow(fixture.db, 'groups', { id: 9_007_199_254_740_866 + g, slug: `odd-group-${g}`, title: `Odd group ${g}`, owner_id: odd.id, created_at: T0 + g, updated_at: T0 + g });
@@ -81,7 +82,7 @@ beforeAll(async () => {
   // What must never be served, planted in the tree.
   archives = (['rss', 'atom'] as const).flatMap((feed) => readdirSync(join(root, ODD_USER, feed, 'archive')).map((page) => ({ user: ODD_USER, feed, page: Number(page) })));
   expect(archives.map((a) => `${a.feed} ${a.page}`).sort()).toEqual(
-    ['atom 0', 'atom 9007199254740947', 'atom 9007199254740967', 'rss 0', 'rss 10000000207', 'rss 10000000218'],
+    ['atom 9007199254740946', 'atom 9007199254740966', 'atom 9007199254740970', 'rss 10000000206', 'rss 10000000217', 'rss 10000000280'],
   );
   writeFileSync(join(root, '.secret'), 'secret');
   writeFileSync(join(root, 'alice', '.secret'), 'secret');
