@@ -187,7 +187,9 @@ export function archiveLink(rel: string, href: string): string {
 
 /** A user's RSS document holding `uploads` (newest first): the current feed or an archive page. */
 export function rssDocument(user: UserView, uploads: readonly VideoView[], site: SiteContext, page: RssPage): string {
-  const name = page.archive ? user.username : user.displayName || user.username;
+  // A display name blank once XML can carry it (U+0007, spaces) would title the feed "latest
+  // videos of ": the username stands in, as in the Atom feed and itunes:author.
+  const name = page.archive || blank(user.displayName) ? user.username : user.displayName;
   const title = `${site.config.siteName}: ${page.archive ? 'videos' : 'latest videos'} of ${name}`;
   const link = site.paths.userPage(user.username);
   const podcast = site.config.feeds.podcast;

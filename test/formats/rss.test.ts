@@ -13,7 +13,7 @@ import { NS, xmlDocument } from '../../src/render/xml.js';
 import type { XmlEngine } from '../../src/render/xml-engine.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { checkRssFeed } from '../helpers/feed-validator-rules.js';
-import { feedparser, xmllintWellFormed } from '../helpers/validators.js';
+import { feedparser, xmllintWellFormed, xpath } from '../helpers/validators.js';
 
 describe('RSS 2.0 feed of latest uploads', () => {
   it('lists the 20 newest public uploads, newest first, as feedparser reads them', () => {
@@ -88,6 +88,32 @@ describe('RSS 2.0 feed of latest uploads', () => {
     expect(entries.map((e) => (e.summary as string).includes('About video'))).toEqual([true, true, true, true]);
   });
 
+  it('titles the feed by the username when the display name is blank once XML can carry it, as the Atom feed and itunes:author do', () => {
+    const { db, file } = createTestDb();
+    // U+0007 is removed (XML 1.0 cannot carry it), which leaves nothing; the others are whitespace.
+    const names = { bell: '\u0007', spaces: '   ', mixed: ' \u0001\t', named: 'Ann Named' };
+    for (const [username, display_name] of Object.entries(names)) {
+      const u = insertUser(db, { username, display_name });
+      insertVideo(db, u.id, { public_id: `v-${username}`, created_at: T0 });
+    }
+    const podcast = { category: 'Technology', explicit: false, owner: { name: 'O', email: 'o@example.org' }, language: null, locked: false, image: null };
+    const config = testConfig({ logoUrl: 'https://videos.example.org/logo.png', feeds: { podcast } });
+    const { writer } = buildInMemory(file, { only: new Set(['rss', 'atom']), config });
+    for (const username of Object.keys(names)) {
+      const shown = username === 'named' ? 'Ann Named' : username;
+      const rssBody = writer.text(`${username}/rss/index.rss`);
+      const [feed, atomFeed] = Object.values(feedparser({ rss: rssBody, atom: writer.text(`${username}/atom/index.atom`) }));
+      expect(feed!.bozo, username).toBe(false);
+      expect(feed!.feed.title, username).toBe(`${config.siteName}: latest videos of ${shown}`);
+      // The channel's image carries the same title.
+      expect(xpath(rssBody, 'string(/rss/channel/image/title)'), username).toBe(`${config.siteName}: latest videos of ${shown}`);
+      const itunesAuthor = `string(/rss/channel/*[local-name()='author' and namespace-uri()='${PODCAST_NS.itunes}'])`;
+      expect(xpath(rssBody, itunesAuthor), `${username}: itunes:author`).toBe(shown);
+      expect(atomFeed!.feed.title, `${username}: Atom`).toBe(`${config.siteName}: groups of ${shown}`);
+      expect(checkRssFeed(rssBody).filter((problem) => problem.level === 'error'), username).toEqual([]);
+    }
+  });
+
   it('keeps hostile text readable and well-formed in every demo feed', () => {
     const { file } = createDemoDb();
     const { writer } = buildInMemory(file, { only: new Set(['rss']) });
@@ -113,7 +139,9 @@ function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engi
   const namespaces = podcast === null ? {} : { 'xmlns:itunes': PODCAST_NS.itunes, 'xmlns:podcast': PODCAST_NS.podcast };
   return xmlDocument('rss', { version: '2.0', 'xmlns:media': NS.media, 'xmlns:dc': NS.dc, 'xmlns:atom': NS.atom, ...namespaces }, (root) => {
     const channel = root.el('channel');
-    const title = `${site.config.siteName}: latest videos of ${user.displayName || user.username}`;
+    // A display name blank once XML can carry it gives way to the username.
+    const blankName = user.displayName.replace(/[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '').trim() === '';
+    const title = `${site.config.siteName}: latest videos of ${blankName ? user.username : user.displayName}`;
     const link = site.paths.userPage(user.username);
     channel
       .leaf('title', title)
