@@ -1,3 +1,4 @@
+import { isMediaType } from '../render/media-type.js';
 import { columnSpec, expected, MAX_UNIX_SECONDS, type ColumnSpec, type WrongValueRule } from './columns.js';
 
 /**
@@ -110,6 +111,17 @@ export class RowDecoder {
       return this.wrong(column, value, `text that is not valid UTF-8 (${describeValue(value)})`);
     }
     return value;
+  }
+
+  /**
+   * Text that is a media type (src/render/media-type.ts). Escaped, `video/mp4" onload="x`, `mp4` or
+   * '' would stay inside their attribute, but be published as a type that is not one: such text is
+   * a wrong value, by the column's rule.
+   */
+  mediaType(column: string, value: unknown): string | null {
+    const text = this.text(column, value);
+    if (text === null || isMediaType(text)) return text;
+    return this.wrong(column, value);
   }
 
   /** An integer in the column's range (`count` from 0, `dimension` from 1). */

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { expected, MAX_UNIX_SECONDS, typeCondition, type ColumnSpec, type TableSpec } from './columns.js';
+import { expected, MAX_UNIX_SECONDS, storageKind, typeCondition, type ColumnSpec, type TableSpec } from './columns.js';
 import { describeValue, issueOf, type ValueIssue } from './decode.js';
 
 /**
@@ -16,9 +16,10 @@ export function typeCheckMigration(tables: Readonly<Record<string, TableSpec>>):
   const statements: string[] = [];
   for (const [table, spec] of Object.entries(tables)) {
     for (const [event, name] of [['INSERT', 'insert'], ['UPDATE', 'update']] as const) {
-      const checks = Object.entries(spec.columns).map(
-        ([column, c]) => `  SELECT RAISE(ABORT, ${sqlString(`${table}.${column}: expected ${expected(c)}`)}) WHERE NOT ${typeCondition(c, `NEW.${column}`)};`,
-      );
+      const checks = Object.entries(spec.columns).map(([column, c]) => {
+        const stored = storageKind(c);
+        return `  SELECT RAISE(ABORT, ${sqlString(`${table}.${column}: expected ${expected(stored)}`)}) WHERE NOT ${typeCondition(stored, `NEW.${column}`)};`;
+      });
       statements.push(`CREATE TRIGGER ${table}_types_${name} BEFORE ${event} ON ${table} BEGIN\n${checks.join('\n')}\nEND;`);
     }
   }
@@ -76,7 +77,11 @@ export function* wrongTypeRows(
   }
 }
 
-/** Whether a value as better-sqlite3 returns it is of a column's kind: the JavaScript side of `typeCondition`. */
+/**
+ * Whether a value as better-sqlite3 returns it is of a column's kind: the JavaScript side of
+ * `typeCondition`, storage classes and ranges only (a URL's or a media type's form is checked
+ * where it is read).
+ */
 export function matchesKind(spec: ColumnSpec, value: unknown): boolean {
   if (value === null) return spec.nullable === true;
   const integer = typeof value === 'number' && Number.isSafeInteger(value);
@@ -99,6 +104,7 @@ export function matchesKind(spec: ColumnSpec, value: unknown): boolean {
     case 'text':
     case 'url':
     case 'name':
+    case 'mediaType':
       return typeof value === 'string';
   }
 }

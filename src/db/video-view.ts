@@ -118,7 +118,7 @@ export function ownVideoOrProblem(ctx: DecodeContext, raw: RawOwnVideo, uploader
     durationSeconds: d.integer('duration_seconds', durationSeconds),
     fileUrl: checked.fileUrl,
     fileSize: d.integer('file_size', fileSize),
-    fileType: d.text('file_type', fileType) ?? 'application/octet-stream',
+    fileType: d.mediaType('file_type', fileType) ?? 'application/octet-stream',
     width: d.integer('width', width),
     height: d.integer('height', height),
     thumbnailUrl: checked.thumbnailUrl,

@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { PlayerConfig } from '../config/site-config.js';
 import type { VideoView } from '../model/views.js';
+import { isMediaType } from './media-type.js';
 import { loadTemplate, TemplateError, templateProblem, type CompiledTemplate } from './templates.js';
 import { xmlChars } from './xml-text.js';
 
@@ -50,9 +51,11 @@ export interface EmbedContext {
   fileUrl: string;
   fileType: string;
   /**
-   * `fileType` when it is a well-formed media type (`type/subtype`, parameters allowed), else
-   * null. Browsers skip a `<source>` whose type they cannot parse, but sniff one without a type,
-   * so a malformed value in the database is better left out of the markup.
+   * `fileType` when it is a media type a browser may play: well-formed (`type/subtype`,
+   * parameters allowed) and not `application/octet-stream`, which stands in for a type the
+   * database lacks or holds malformed (it names no media). Else null. Browsers skip a `<source>`
+   * whose type they cannot parse or play, but sniff one without a type, so such a type is better
+   * left out of the markup.
    */
   sourceType: string | null;
   thumbnailUrl: string;
@@ -132,9 +135,10 @@ function flashvarList(context: Omit<EmbedContext, 'flashvars' | 'flashvarsEmbed'
   ];
 }
 
-/** A media type as RFC 9110 writes one: type/subtype and `; name=value` parameters (value a token or quoted). */
-const TOKEN = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[^"\\\\\\x00-\\x1f]|\\\\.)*"))*$`);
+/** The type of a `<source>` (EmbedContext.sourceType). */
+function playableType(fileType: string): string | null {
+  return isMediaType(fileType) && !/^application\/octet-stream\s*(;|$)/i.test(fileType) ? fileType : null;
+}
 
 export function embedContext(video: VideoView, player: PlayerConfig, links: EmbedLinks, size?: PlayerSize): EmbedContext {
   const base = {
@@ -145,7 +149,7 @@ export function embedContext(video: VideoView, player: PlayerConfig, links: Embe
     pageUrl: links.videoPage(video.publicId),
     fileUrl: video.fileUrl,
     fileType: video.fileType,
-    sourceType: MEDIA_TYPE.test(video.fileType) ? video.fileType : null,
+    sourceType: playableType(video.fileType),
     thumbnailUrl: video.thumbnailUrl,
     thumbnailWidth: video.thumbnailWidth,
     thumbnailHeight: video.thumbnailHeight,

@@ -49,9 +49,8 @@ export function shapeRow(plan: TablePlan, raw: Record<string, unknown>, name: ()
     const column = plan.columns[i]!;
     const spec = plan.specs[i]!;
     const found = raw[column];
-    let value = normaliseValue(spec, found);
+    const value = plan.decode.has(i) ? decodedValue(spec, found) : normaliseValue(spec, found);
     if (value !== WRONG) {
-      if (plan.decode.has(i) && typeof value === 'string' && value.includes('&')) value = decodeHTML(value);
       values[i] = value;
       if (column === 'created_at') createdAt = value;
       continue;
@@ -80,10 +79,23 @@ export function shapeRow(plan: TablePlan, raw: Record<string, unknown>, name: ()
   return { values, issues };
 }
 
+/**
+ * The value of a column whose HTML character references are decoded: read as text, decoded, then
+ * held to the column's kind, which sees the text as the documents will (a media type written
+ * `video/mp4; codecs=&quot;avc1&quot;` is one once decoded; `&quot;` is no part of one).
+ */
+function decodedValue(spec: ColumnSpec, found: unknown): StoredValue | typeof WRONG {
+  const text = normaliseValue({ ...spec, kind: 'text' }, found);
+  if (typeof text !== 'string') return text;
+  return normaliseValue(spec, text.includes('&') ? decodeHTML(text) : text);
+}
+
 /** What a column stores in place of a wrong value: what `build` shows in its place. */
 function standIn(spec: ColumnSpec): StoredValue {
   if (spec.nullable) return null;
   if (spec.rule === 'order') return spec.kind === 'time' ? 0 : Number.MAX_SAFE_INTEGER;
-  if (spec.kind === 'text' || spec.kind === 'url' || spec.kind === 'name') return spec.fallback === 'application/octet-stream' ? spec.fallback : '';
+  // What the documents show in place of a media type (`file_type`'s application/octet-stream).
+  if (spec.kind === 'mediaType') return spec.fallback ?? '';
+  if (spec.kind === 'text' || spec.kind === 'url' || spec.kind === 'name') return '';
   return 0;
 }

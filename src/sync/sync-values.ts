@@ -1,4 +1,5 @@
 import { MAX_UNIX_SECONDS, type ColumnSpec } from '../db/columns.js';
+import { isMediaType } from '../render/media-type.js';
 
 /**
  * Values as the source's driver returns them, made into what vidfeeds's database stores, before
@@ -52,6 +53,8 @@ export function normaliseValue(spec: ColumnSpec, raw: unknown): StoredValue | ty
     case 'url':
     case 'name':
       return textOf(raw);
+    case 'mediaType':
+      return mediaTypeOf(raw);
   }
 }
 
@@ -128,6 +131,17 @@ function textOf(raw: unknown): string | typeof WRONG {
     }
   }
   return WRONG;
+}
+
+/**
+ * A media type, as `build` publishes one (src/render/media-type.ts). White space around it is
+ * dropped: a CHAR column pads its value with spaces, which are no part of the type.
+ */
+function mediaTypeOf(raw: unknown): string | typeof WRONG {
+  const text = textOf(raw);
+  if (text === WRONG) return WRONG;
+  const type = text.trim();
+  return isMediaType(type) ? type : WRONG;
 }
 
 /** A source value in a message: its type and a short view, as the build names stored values. */

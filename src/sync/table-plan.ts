@@ -118,7 +118,7 @@ function planTable(target: Database.Database, table: string, map: TableMapping, 
   }
   for (const column of map.decodeEntities) {
     if (!seen.has(column)) problems.push(`${where}.decodeEntities: the query does not return column ${column}`);
-    else if (!['text', 'url', 'name'].includes(spec.columns[column]?.kind ?? '')) problems.push(`${where}.decodeEntities: ${column} is not a text column`);
+    else if (!['text', 'url', 'name', 'mediaType'].includes(spec.columns[column]?.kind ?? '')) problems.push(`${where}.decodeEntities: ${column} is not a text column`);
   }
   if (problems.length > 0) return problems;
   const columns = [...spec.key, ...returned.filter((c) => !spec.key.includes(c) && c !== watermark)];

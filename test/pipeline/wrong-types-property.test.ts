@@ -52,7 +52,7 @@ const VALUES: Record<string, string> = {
  * stores it (its affinity), so one number stands for all of them there; a numeric column keeps
  * text as text, so one kind of text stands for all of them there.
  */
-const TEXT_KINDS = new Set(['text', 'url', 'name', 'enum']);
+const TEXT_KINDS = new Set(['text', 'url', 'name', 'mediaType', 'enum']);
 function valuesFor(kind: string): Array<[string, string]> {
   const textual = TEXT_KINDS.has(kind);
   return Object.entries(VALUES).filter(([name]) =>
@@ -214,7 +214,7 @@ describe('values of every storage class in every column', () => {
       for (const [column, c] of Object.entries(spec.columns)) {
         // Keys stay, and user 1 stays published (its creation time), so its other columns are read.
         if (c.kind === 'id' || c.kind === 'ref' || c.kind === 'name' || (table === 'users' && column === 'created_at')) continue;
-        const value = c.kind === 'text' || c.kind === 'url' || c.kind === 'enum' ? VALUES.blob : VALUES.text;
+        const value = TEXT_KINDS.has(c.kind) ? VALUES.blob : VALUES.text;
         try {
           db.prepare(`UPDATE ${table} SET ${column} = ${value} WHERE ${target(table)}`).run();
         } catch {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SITE_TABLES } from '../../src/db/columns.js';
+import { shapeRow } from '../../src/sync/source-row.js';
 import { describeSourceValue, firstInvalidUtf8, normaliseValue, WRONG } from '../../src/sync/sync-values.js';
+import type { TablePlan } from '../../src/sync/table-plan.js';
 
 /** How a source's values become vidfeeds's, column kind by column kind (docs/database.md, "Values of the wrong type"). */
 
@@ -47,6 +49,39 @@ describe('source values', () => {
         valid = false;
       }
       expect(firstInvalidUtf8(bytes) === -1, Buffer.from(bytes).toString('hex')).toBe(valid);
+    }
+  });
+});
+
+describe('a media type from the source', () => {
+  const fileType = videos.file_type!;
+
+  it('is stored without the white space around it (a CHAR column pads it), and text of another form is wrong', () => {
+    expect(normaliseValue(fileType, 'video/mp4')).toBe('video/mp4');
+    expect(normaliseValue(fileType, 'video/mp4      ')).toBe('video/mp4');
+    expect(normaliseValue(fileType, Buffer.from('video/webm; codecs="vp9"'))).toBe('video/webm; codecs="vp9"');
+    for (const wrong of ['mp4', '', '   ', 'video/mp4" onload="x', 'video/', 42]) expect(normaliseValue(fileType, wrong), String(wrong)).toBe(WRONG);
+  });
+
+  it('that is wrong is stored as application/octet-stream, what the documents show in its place, and named; so is one that decoding entities spoils', () => {
+    const plan: TablePlan = {
+      table: 'videos',
+      query: '',
+      keys: ['id'],
+      columns: ['id', 'file_type'],
+      specs: [videos.id!, fileType],
+      decode: new Set([1]),
+      references: new Map(),
+      watermark: null,
+    };
+    const shape = (type: unknown) => shapeRow(plan, { id: 7, file_type: type }, () => 'id=7');
+    expect(shape('video/mp4')).toEqual({ values: [7, 'video/mp4'], issues: [] });
+    expect(shape('video/mp4; codecs=&quot;avc1&quot;')).toEqual({ values: [7, 'video/mp4; codecs="avc1"'], issues: [] });
+    for (const wrong of ['mp4', 'video/mp4&quot; onload=&quot;x']) {
+      expect(shape(wrong), wrong).toEqual({
+        values: [7, 'application/octet-stream'],
+        issues: [expect.objectContaining({ column: 'file_type', outcome: 'stored as "application/octet-stream" (the field is left out)' })],
+      });
     }
   });
 });
