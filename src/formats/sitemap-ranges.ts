@@ -1,5 +1,5 @@
 import type { RenderedSiteFile, SiteContext, SiteFile } from './format.js';
-import type { KeyedRow, SiteIndex, VideoView } from '../model/views.js';
+import type { KeyedRow, ShownEntries, SiteIndex, VideoView } from '../model/views.js';
 import { FlatXmlDocument } from '../render/flat-xml-document.js';
 import { NS } from '../render/xml.js';
 import { entryBytes, listedFormats, ownerUrls, urlset, URLSET_WRAPPER_BYTES, type OwnerKind, type SitemapEntry, type SitemapLimits, type Urlset } from './sitemap-entries.js';
@@ -62,10 +62,14 @@ function rangePart(file: string, urls: Iterable<SitemapEntry>, limits: SitemapLi
   return { file, body: part.end() };
 }
 
-/** What a part's owners read besides their rows: their documents' change times (null: no `lastmod`), the videos' views. */
+/**
+ * What a part's owners read besides their rows: their documents' change times (null: no
+ * `lastmod`), the videos' views, and what their entries showed when it last changed.
+ */
 interface PartReads {
   dates: ReadonlyMap<string, Date> | null;
   videos: ReadonlyMap<number, VideoView> | null;
+  shown: ShownEntries | null;
 }
 
 /** One owner's entries in a part being made: their markup, how many, an upper bound of their bytes. */
@@ -182,11 +186,12 @@ class RangeParts {
     return rendered;
   }
 
-  /** What the owners with `from <= id <= to` read besides their rows: their documents' change times, the videos' views. */
+  /** What the owners with `from <= id <= to` read besides their rows (PartReads). */
   private reads(from: number, to: number): PartReads {
     const dates = this.index.lastModifiedIn?.(this.kind, from, to) ?? null;
     const videos = this.kind === 'videos' ? new Map([...(this.index.videoViewsById?.(from, to) ?? [])].map((v) => [v.id, v])) : null;
-    return { dates, videos };
+    const shown = this.kind === 'videos' ? (this.index.shownEntriesIn?.(from, to) ?? null) : null;
+    return { dates, videos, shown };
   }
 
   private *everyEntry(owners: Iterable<KeyedRow>, reads: PartReads): Generator<SitemapEntry> {
@@ -197,7 +202,7 @@ class RangeParts {
   private entriesOf(owner: KeyedRow, reads: PartReads): SitemapEntry[] {
     const entries = ownerUrls(this.index, this.site, this.kind, owner.key, reads.dates);
     const video = reads.videos?.get(owner.id);
-    if (video !== undefined) entries.push(videoEntry(video, this.site, reads.dates));
+    if (video !== undefined) entries.push(videoEntry(video, this.site, reads.dates, reads.shown));
     return entries;
   }
 

@@ -1,6 +1,7 @@
 import type { SiteContext, VideoFormat } from './format.js';
-import type { VideoView } from '../model/views.js';
+import type { ShownEntries, VideoView } from '../model/views.js';
 import { rfc3339 } from '../render/dates.js';
+import { documentHash } from '../render/document-hash.js';
 import type { XmlElement } from '../render/xml-element.js';
 import { xmlChars } from '../render/xml-text.js';
 import { truncate } from '../render/truncate.js';
@@ -24,7 +25,7 @@ const MAX_TITLE_CHARS = 100;
 /** Google reads at most this many characters of an uploader's name. */
 const MAX_UPLOADER_CHARS = 255;
 
-/** The `<url>` of a video's page with its `<video:video>`; the page's date is that of the video's documents. */
+/** The `<url>` of a video's page with its `<video:video>`; the page's date is that of the video's documents, or of the entry's own change. */
 export interface VideoEntry {
   loc: string;
   lastmod: string | null;
@@ -33,21 +34,36 @@ export interface VideoEntry {
 
 /**
  * The entry for a video, dated by the last change of its documents' bytes (`dates`: files under
- * out/ to when their bytes last changed; null when the sitemap carries no dates).
+ * out/ to when their bytes last changed; null when the sitemap carries no dates) or of what the
+ * entry itself shows, whichever is later. The entry shows the description and the duration, which
+ * none of the video's documents does (the RSS item is the uploader's document): dated by its
+ * documents alone, an edit of them rewrote the entry under its old `lastmod`, and a crawler that
+ * trusts it would not read the page again. `shown` keeps a hash of what each entry shows and when
+ * it changed (in the build state), so a full build and an incremental one date it alike.
  */
-export function videoEntry(video: VideoView, site: SiteContext, dates: ReadonlyMap<string, Date> | null): VideoEntry {
-  let lastmod: string | null = null;
-  if (dates !== null) {
-    let latest: Date | null = null;
-    for (const format of site.formats) {
-      if (format.scope !== 'video') continue;
-      const changed = dates.get(site.paths.file(format as VideoFormat, video.publicId));
-      if (changed !== undefined && (latest === null || changed > latest)) latest = changed;
-    }
-    lastmod = rfc3339(latest ?? site.now);
+export function videoEntry(video: VideoView, site: SiteContext, dates: ReadonlyMap<string, Date> | null, shown: ShownEntries | null = null): VideoEntry {
+  const entry: VideoEntry = { loc: site.paths.videoPage(video.publicId), lastmod: null, video };
+  if (dates === null) return entry;
+  let latest: Date | null = null;
+  for (const format of site.formats) {
+    if (format.scope !== 'video') continue;
+    const changed = dates.get(site.paths.file(format as VideoFormat, video.publicId));
+    if (changed !== undefined && (latest === null || changed > latest)) latest = changed;
   }
-  return { loc: site.paths.videoPage(video.publicId), lastmod, video };
+  const changed = shown?.changed(video.id, shownHash(entry, site)) ?? null;
+  if (changed !== null && (latest === null || changed > latest)) latest = changed;
+  entry.lastmod = rfc3339(latest ?? site.now);
+  return entry;
 }
+
+/** A hash of everything the entry shows but its date: its page, and its `<video:video>` when it has one. */
+function shownHash(entry: VideoEntry, site: SiteContext): Buffer {
+  const shown = [entry.loc, describable(entry, site) ? videoFields(entry, site) : null];
+  return documentHash(Buffer.from(JSON.stringify(shown)));
+}
+
+/** One child of `<video:video>`: its name, its text, its attributes. */
+type VideoField = [name: string, text: string | number, attrs?: Record<string, string>];
 
 /**
  * Fills `<video:video>` in the order of Google's schema: thumbnail, title (cut to 100 characters),
@@ -57,19 +73,27 @@ export function videoEntry(video: VideoView, site: SiteContext, dates: ReadonlyM
  * is not the listed page itself.
  */
 export function buildVideoElement(element: XmlElement, entry: VideoEntry, site: SiteContext): void {
+  for (const [name, text, attrs] of videoFields(entry, site)) element.leaf(name, text, attrs);
+}
+
+/** The children of `<video:video>`, in order (buildVideoElement): written, and hashed to date the entry (videoEntry). */
+function videoFields(entry: VideoEntry, site: SiteContext): VideoField[] {
   const { video } = entry;
   const texts = videoTexts(video);
-  element.leaf('video:thumbnail_loc', video.thumbnailUrl);
-  element.leaf('video:title', texts.title);
-  element.leaf('video:description', texts.description);
+  const fields: VideoField[] = [
+    ['video:thumbnail_loc', video.thumbnailUrl],
+    ['video:title', texts.title],
+    ['video:description', texts.description],
+  ];
   const content = contentLoc(video, entry.loc);
-  if (content !== null) element.leaf('video:content_loc', content);
+  if (content !== null) fields.push(['video:content_loc', content]);
   const player = playerLoc(video, entry.loc, site);
-  if (player !== null) element.leaf('video:player_loc', player);
+  if (player !== null) fields.push(['video:player_loc', player]);
   const seconds = video.durationSeconds;
-  if (seconds !== null && seconds >= DURATION_RANGE.min && seconds <= DURATION_RANGE.max) element.leaf('video:duration', seconds);
-  element.leaf('video:publication_date', rfc3339(video.createdAt));
-  element.leaf('video:uploader', texts.uploader, { info: site.paths.userPage(video.uploader.username) });
+  if (seconds !== null && seconds >= DURATION_RANGE.min && seconds <= DURATION_RANGE.max) fields.push(['video:duration', seconds]);
+  fields.push(['video:publication_date', rfc3339(video.createdAt)]);
+  fields.push(['video:uploader', texts.uploader, { info: site.paths.userPage(video.uploader.username) }]);
+  return fields;
 }
 
 /**

@@ -56,7 +56,8 @@ export function* sitemapEntries(index: SiteIndex, site: SiteContext): Generator<
   if (listedFormats(site.formats, 'video').length === 0) return;
   const videoDates = all('videos');
   for (const id of index.videoIds()) yield* ownerUrls(index, site, 'videos', id, videoDates);
-  for (const video of index.videoViewsById?.(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) ?? []) yield videoEntry(video, site, videoDates);
+  const shown = index.shownEntriesIn?.(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) ?? null;
+  for (const video of index.videoViewsById?.(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) ?? []) yield videoEntry(video, site, videoDates, shown);
 }
 
 /** Every URL the sitemap lists, in its order. */

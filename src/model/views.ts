@@ -217,6 +217,16 @@ export interface IdBounds {
   max: number;
 }
 
+/** When what a video's sitemap entry shows last changed (SiteIndex.shownEntriesIn). */
+export interface ShownEntries {
+  /**
+   * For an entry that now shows what `shown` hashes: when that last changed, recording it when it
+   * differs from what was recorded. Null when no change of it is known: the entry's first record
+   * (a new video, or a state from before entries were recorded), dated by its documents alone.
+   */
+  changed(videoId: number, shown: Buffer): Date | null;
+}
+
 /**
  * What site-wide documents read: streams of published keys, never the whole site in memory; and,
  * for documents split by row id (the sitemap of a large site), what the build knows of what changed.
@@ -232,6 +242,12 @@ export interface SiteIndex {
    * `lastmod`, read for a whole part at once. Absent: no `lastmod` is written.
    */
   lastModifiedIn?(kind: 'users' | 'videos', from: number, to: number): ReadonlyMap<string, Date>;
+  /**
+   * What the build state recorded of the sitemap entries of the videos with `from <= id <= to`
+   * (a part's, read at once), to date each entry by the last change of what it shows. Absent: an
+   * entry is dated by its documents alone.
+   */
+  shownEntriesIn?(from: number, to: number): ShownEntries;
   /** Whether the document of `format` for this key failed to render in this build (lists leave it out). */
   documentFailed?(format: string, key: string): boolean;
   /** Lowest and highest id of any user and any video row, published or not (null: no rows). */

@@ -126,7 +126,14 @@ export class BuildRun {
     };
     const onDisk =
       changes === undefined ? undefined : { ...changes, siteFilesOnDisk: this.state.siteFiles(), ...(this.failedDocuments.size === 0 ? { recorded } : {}) };
-    return siteIndex(this.reader, this.site.paths, this.failedDocuments, onDisk, (kind, from, to) => this.state.changedIn(kind === 'users' ? 'user' : 'video', from, to));
+    return siteIndex(
+      this.reader,
+      this.site.paths,
+      this.failedDocuments,
+      onDisk,
+      (kind, from, to) => this.state.changedIn(kind === 'users' ? 'user' : 'video', from, to),
+      (from, to) => this.state.shownEntriesIn(from, to),
+    );
   }
 
   /** The site files' render, a file at a time. */

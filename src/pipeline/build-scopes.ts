@@ -167,6 +167,9 @@ export function settle(run: BuildRun, { plan, affected }: Planned, siteFiles: Si
   if (run.formats.site.length > 0) state.setLastmodsOwed(null);
   if (plan.mode === 'full') {
     state.setSiteFilesStale(false);
+    // Every video's outputs are this build's: an entry of none is a video gone. A shard's state
+    // holds its own videos' outputs only, while its sitemap lists them all.
+    if (options.shard === undefined || options.shard.count === 1) state.forgetGoneEntries();
     // Every document was seen: the forms beside them are now the configured ones (unless one
     // failed, whose old file and forms were kept: the next full build looks again).
     if (tally.report.failedCount === 0) state.setCompression(options.compression);

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isEncoding, type Encoding } from '../paths/compression.js';
+import type { ShownEntries } from '../model/views.js';
 import { DOCUMENT_HASH } from '../render/document-hash.js';
 import { addChangeSequence, isUnreadableState, openState, setAside } from './state-file.js';
 
@@ -17,7 +18,9 @@ import { addChangeSequence, isUnreadableState, openState, setAside } from './sta
  *
  * Each output also keeps when its bytes last changed (`changed`, Unix seconds of the build that
  * wrote different bytes): the sitemap's `<lastmod>`, which a rebuild that changes nothing leaves as
- * it was.
+ * it was. A video's own entry in the sitemap shows what no document of the video does (its
+ * description, its duration): `video_entries` keeps a hash of what each entry shows and when that
+ * last changed, which dates the entry too (src/formats/sitemap-video.ts).
  *
  * It is a small SQLite file kept outside the served tree (by default `.vidfeeds/<out>.state.sqlite`
  * beside the output directory), queried per path so memory stays flat in site size.
@@ -121,6 +124,11 @@ export class BuildState {
       );
       ${USER_INDEX};
       CREATE INDEX IF NOT EXISTS outputs_owner ON outputs(owner_kind, owner_id);
+      CREATE TABLE IF NOT EXISTS video_entries (
+        video_id  INTEGER PRIMARY KEY,
+        shown     BLOB NOT NULL,
+        changed   INTEGER
+      );
     `);
     addChangeSequence(this.db);
     this.setMeta('state_version', String(STATE_VERSION));
@@ -138,6 +146,14 @@ export class BuildState {
       changedIn: this.db
         .prepare<[string, number, number], [string, number]>('SELECT path, changed FROM outputs WHERE owner_kind = ? AND owner_id BETWEEN ? AND ? AND changed IS NOT NULL')
         .raw(true),
+      shownIn: this.db
+        .prepare<[number, number], [number, Buffer, number | null]>('SELECT video_id, shown, changed FROM video_entries WHERE video_id BETWEEN ? AND ?')
+        .raw(true),
+      putShown: this.db.prepare(
+        'INSERT INTO video_entries (video_id, shown, changed) VALUES (?, ?, ?) ON CONFLICT(video_id) DO UPDATE SET shown = excluded.shown, changed = excluded.changed',
+      ),
+      // The entries of videos no output belongs to any more (pruned, or never written).
+      forgetShown: this.db.prepare(`DELETE FROM video_entries WHERE video_id NOT IN (SELECT owner_id FROM outputs WHERE owner_kind = 'video')`),
       revive: this.db.prepare('DELETE FROM removed WHERE path = ?'),
       tombstone: this.db.prepare('INSERT INTO removed (path, seq) VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET seq = excluded.seq'),
       touch: this.db.prepare('UPDATE outputs SET build = ? WHERE path = ?'),
@@ -177,7 +193,7 @@ export class BuildState {
     const hasOutputs = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outputs'`).get() !== undefined;
     this.db.transaction(() => {
       if (hasOutputs) this.db.exec('ALTER TABLE outputs RENAME TO outputs_old');
-      this.db.exec(`DELETE FROM meta; DROP INDEX IF EXISTS outputs_user; DROP INDEX IF EXISTS outputs_owner;`);
+      this.db.exec(`DELETE FROM meta; DROP INDEX IF EXISTS outputs_user; DROP INDEX IF EXISTS outputs_owner; DROP TABLE IF EXISTS video_entries;`);
       this.db.exec(`CREATE TABLE outputs (
         path TEXT PRIMARY KEY, format TEXT NOT NULL, owner_kind TEXT, owner_id INTEGER, user TEXT,
         hash BLOB NOT NULL, size INTEGER NOT NULL, build INTEGER NOT NULL, changed INTEGER, seq INTEGER, added INTEGER)`);
@@ -335,6 +351,32 @@ export class BuildState {
     const dates = new Map<string, Date>();
     for (const [path, changed] of this.stmt.changedIn.all(kind, from, to)) dates.set(path, new Date(changed * 1000));
     return dates;
+  }
+
+  /**
+   * What the sitemap entries of the videos with `from <= id <= to` showed, read at once for a
+   * part; `changed` records what an entry shows now when it differs, dated by this build, or by
+   * nothing when it is the entry's first record (see ShownEntries).
+   */
+  shownEntriesIn(from: number, to: number): ShownEntries {
+    const recorded = new Map<number, { shown: Buffer; changed: number | null }>();
+    for (const [id, shown, changed] of this.stmt.shownIn.all(from, to)) recorded.set(id, { shown, changed });
+    return {
+      changed: (videoId, shown) => {
+        const before = recorded.get(videoId);
+        if (before !== undefined && before.shown.equals(shown)) return before.changed === null ? null : new Date(before.changed * 1000);
+        const changed = before === undefined ? null : this.changeTime;
+        this.stmt.putShown.run(videoId, shown, changed);
+        recorded.set(videoId, { shown, changed });
+        this.tick();
+        return changed === null ? null : new Date(changed * 1000);
+      },
+    };
+  }
+
+  /** Forgets the sitemap entries of videos that have no output any more (a full build, after its prune). */
+  forgetGoneEntries(): void {
+    this.stmt.forgetShown.run();
   }
 
   /** The site-wide files recorded (sitemap parts among them), as paths under out/. */

@@ -10,7 +10,11 @@ import { SiteReader } from '../../src/db/site-reader.js';
 import { readLimits } from '../../src/formats/read-limits.js';
 import type { UserFormat, VideoFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
+import { sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
+import { buildSite } from '../../src/pipeline/site-build.js';
+import { readTree } from '../helpers/cli.js';
 import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { SCHEMAS, xmllintSchema } from '../helpers/validators.js';
 
 /**
@@ -90,5 +94,73 @@ describe('the sitemap lastmod', () => {
     expect(moved.size).toBeLessThan(after.size / 4);
     for (const [url, lastmod] of after) if (!moved.has(url)) expect(lastmod, url).toBe('2026-01-01T00:00:00Z');
     state.close();
+  });
+});
+
+describe("a video's own entry in the sitemap", () => {
+  // Split by id, so that "its part and nothing else" can be told from the rest; and in one file.
+  it.each([
+    ['split by id', { ...SITEMAP_LIMITS, maxUrls: 30, partUrls: 24 }],
+    ['in one file', SITEMAP_LIMITS],
+  ])('moves its lastmod when only its description, then only its duration, changes: its part is rewritten, nothing else, and a full build agrees (%s)', (_, limits) => {
+    const fixture = createDemoDb({ users: 24, seed: 5 });
+    const work = tempDir('vidfeeds-entry-lastmod-');
+    const formats = FORMATS.map((f) => (f.name === 'sitemap' ? sitemapFormat(limits) : f));
+    const config = testConfig();
+    const out = join(work.dir, 'out');
+    const build = (at: string, full = false) => {
+      const written: string[] = [];
+      const site = createSiteContext(config, formats, new Date(at));
+      const report = buildSite({ db: fixture.file, out, stateFile: join(work.dir, 'state.sqlite'), config, site, formats, full, reporter: { wrote: (path) => written.push(path) } });
+      expect(report.failed).toEqual([]);
+      return { report, written: written.sort(), site };
+    };
+    const { site } = build('2026-01-01T00:00:00Z');
+    // The files that list URLs: the parts, or sitemap.xml itself on a site in one file.
+    const listing = (path: string) => (limits === SITEMAP_LIMITS ? path === 'sitemap.xml' : /^sitemap-(users|videos)-/.test(path));
+    const parts = () => new Map([...readTree(out)].filter(([path]) => listing(path)).map(([path, body]) => [path, lastmods(body.toString('utf8'))]));
+    const first = parts();
+    // A published video whose page is listed with a duration Google takes.
+    const candidates = fixture.db
+      .prepare<[], { id: number; public_id: string }>(`SELECT id, public_id FROM videos WHERE visibility = 'public' AND duration_seconds BETWEEN 1 AND 28000 ORDER BY id`)
+      .all();
+    const video = candidates.find((v) => [...first.values()].some((dates) => dates.has(site.paths.videoPage(v.public_id))))!;
+    const page = site.paths.videoPage(video.public_id);
+    const part = [...first].find(([, dates]) => dates.has(page))![0];
+
+    const edits: Array<[string, string, string]> = [
+      ['2026-01-02T00:00:00Z', 'description', `UPDATE videos SET description = 'Only the description changed' WHERE id = ${video.id}`],
+      ['2026-01-03T00:00:00Z', 'duration', `UPDATE videos SET duration_seconds = duration_seconds + 1 WHERE id = ${video.id}`],
+    ];
+    let before = first;
+    for (const [at, what, sql] of edits) {
+      const tree = readTree(out);
+      fixture.db.exec(sql);
+      const { report, written } = build(at);
+      expect(report.mode, what).toBe('incremental');
+      const after = parts();
+      // The entry of the video's page moved; no other URL of its part did.
+      expect(after.get(part)!.get(page), what).toBe(at);
+      for (const [loc, lastmod] of after.get(part)!) if (loc !== page) expect(lastmod, `${what}: ${loc}`).toBe(before.get(part)!.get(loc));
+      // None of the video's documents shows the field: none was written. Its part was, and of
+      // the other parts only those listing a document that was (an uploader's feed shows both fields).
+      const ownDocuments = written.filter((path) => path.startsWith(`${video.public_id}/`));
+      expect(ownDocuments, what).toEqual([]);
+      expect(written, what).toContain(part);
+      // The index lists the same parts.
+      if (part !== 'sitemap.xml') expect(written, what).not.toContain('sitemap.xml');
+      const documents = written.filter((path) => !path.startsWith('sitemap'));
+      for (const other of written.filter((path) => listing(path) && path !== part)) {
+        const moved = [...after.get(other)!].filter(([loc, lastmod]) => before.get(other)?.get(loc) !== lastmod);
+        expect(moved.length, `${what}: ${other} rewritten for nothing`).toBeGreaterThan(0);
+        for (const [loc] of moved) expect(documents.some((path) => loc.endsWith(`/${path.split('/').slice(0, 2).join('/')}/`)), `${what}: ${loc}`).toBe(true);
+      }
+      for (const [path, body] of readTree(out)) if (!written.includes(path)) expect(tree.get(path)?.equals(body), `${what}: ${path} changed unwritten`).toBe(true);
+      // A full build of the same database dates every entry as the incremental one did: it writes nothing.
+      const again = build(at.replace('T00', 'T12'), true);
+      expect(again.report.mode, what).toBe('full');
+      expect(again.written, what).toEqual([]);
+      before = after;
+    }
   });
 });

@@ -105,9 +105,11 @@ export function siteIndex(
   failed: ReadonlySet<string>,
   changes?: SiteIndex['changes'],
   lastModifiedIn?: SiteIndex['lastModifiedIn'],
+  shownEntriesIn?: SiteIndex['shownEntriesIn'],
 ): SiteIndex {
   return {
     ...(lastModifiedIn === undefined ? {} : { lastModifiedIn }),
+    ...(shownEntriesIn === undefined ? {} : { shownEntriesIn }),
     documentFailed: (format, key) => failed.has(`${format}\u0000${key}`),
     *usernames() {
       for (const row of reader.users()) if (paths.problem(row.username) === null) yield row.username;
