@@ -3,6 +3,7 @@ import type { PersonRef, UserBundle } from '../model/views.js';
 import { mailtoUri, telUri } from '../render/urls.js';
 import { NS, xmlDocument } from '../render/xml.js';
 import { type XmlElement } from '../render/xml-element.js';
+import { personName } from '../render/xml-text.js';
 
 /**
  * FOAF profile (seed 2.3): a `foaf:PersonalProfileDocument` about the `foaf:Person` `#me`, with
@@ -45,7 +46,7 @@ function resource(parent: XmlElement, property: string, uri: string | null): voi
 function friend(parent: XmlElement, person: PersonRef, site: SiteContext): void {
   const foafUrl = site.paths.url(foaf, person.username);
   const node = parent.el('foaf:knows').el('foaf:Person', { 'rdf:about': `${foafUrl}#me` });
-  node.leaf('foaf:name', person.displayName || person.username).leaf('foaf:nick', person.username);
+  node.leaf('foaf:name', personName(person)).leaf('foaf:nick', person.username);
   resource(node, 'foaf:depiction', person.avatarUrl);
   node.optionalLeaf('foaf:mbox_sha1sum', person.emailSha1);
   resource(node, 'foaf:homepage', person.homepageUrl);
@@ -66,7 +67,7 @@ export const foaf: UserFormat = {
 
   render({ user, friends, accounts, interests }: UserBundle, site: SiteContext): string {
     const self = site.paths.url(foaf, user.username);
-    const name = user.displayName || user.username;
+    const name = personName(user);
     return xmlDocument('rdf:RDF', { ...RDF_NS, 'xml:base': self }, (root) => {
 
       const profile = root.el('foaf:PersonalProfileDocument', { 'rdf:about': '' });

@@ -83,7 +83,8 @@ export function hcardView({ user }: UserBundle, site: SiteContext): HcardView {
   return {
     language: site.config.language,
     siteName: htmlText(site.config.siteName),
-    name: htmlText(user.displayName || user.username),
+    // Blank once cleaned for HTML (C1 controls too), the display name gives way to the username.
+    name: htmlText(user.displayName).trim() === '' ? user.username : htmlText(user.displayName),
     username: user.username,
     profileUrl: site.paths.userPage(user.username),
     foafUrl: site.paths.url(foaf, user.username),

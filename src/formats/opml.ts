@@ -3,7 +3,7 @@ import type { ReadingListEntry, UserBundle } from '../model/views.js';
 import { earliest, latest, rfc822 } from '../render/dates.js';
 import { NS, xmlDocument } from '../render/xml.js';
 import { type XmlElement } from '../render/xml-element.js';
-import { xmlChars } from '../render/xml-text.js';
+import { personName, xmlChars } from '../render/xml-text.js';
 
 /**
  * OPML 2.0 reading list (seed 2.7): the feeds the user reads, one `outline` per category holding
@@ -61,7 +61,7 @@ export const opml: UserFormat = {
   needs: ['readingList'],
 
   render({ user, readingList }: UserBundle, site: SiteContext): string {
-    const owner = user.displayName || user.username;
+    const owner = personName(user);
     const created = earliest(readingList.map((e) => e.createdAt), user.createdAt);
     const modified = latest(readingList.map((e) => e.updatedAt), user.updatedAt);
 

@@ -3,7 +3,7 @@ import type { PersonRef, UserBundle, UserView, VideoView } from '../model/views.
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
 import { NS } from '../render/xml.js';
-import { blank, flat, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
+import { blank, flat, personName, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 import { FH_NS, newestArchivePage, RSS_ARCHIVE_PLACE } from './archive-places.js';
 import { itunesSiteTags, PODCAST_NS, podcastChannel, podcastItem, podcastLanguage } from './podcast-tags.js';
 
@@ -188,8 +188,8 @@ export function archiveLink(rel: string, href: string): string {
 /** A user's RSS document holding `uploads` (newest first): the current feed or an archive page. */
 export function rssDocument(user: UserView, uploads: readonly VideoView[], site: SiteContext, page: RssPage): string {
   // A display name blank once XML can carry it (U+0007, spaces) would title the feed "latest
-  // videos of ": the username stands in, as in the Atom feed and itunes:author.
-  const name = page.archive || blank(user.displayName) ? user.username : user.displayName;
+  // videos of ": the username stands in (personName), as in the Atom feed and itunes:author.
+  const name = page.archive ? user.username : personName(user);
   const title = `${site.config.siteName}: ${page.archive ? 'videos' : 'latest videos'} of ${name}`;
   const link = site.paths.userPage(user.username);
   const podcast = site.config.feeds.podcast;

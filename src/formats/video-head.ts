@@ -4,7 +4,7 @@ import { oembedDiscoveryLinks } from './oembed.js';
 import type { VideoView } from '../model/views.js';
 import { rfc3339 } from '../render/dates.js';
 import { scriptSafeJson } from '../render/script-json.js';
-import { escapeAttr, xmlChars } from '../render/xml-text.js';
+import { escapeAttr, personName, xmlChars } from '../render/xml-text.js';
 
 /**
  * The snippet for the `<head>` of the site's own page of a public video: what link previews
@@ -106,6 +106,6 @@ function videoObject(video: VideoView, site: SiteContext, text: { page: string; 
     contentUrl: video.fileUrl,
     embedUrl: text.embed,
     url: text.page,
-    author: { '@type': 'Person', name: xmlChars(video.uploader.displayName || author), url: site.paths.userPage(author) },
+    author: { '@type': 'Person', name: xmlChars(personName(video.uploader)), url: site.paths.userPage(author) },
   };
 }

@@ -31,6 +31,14 @@ export function blank(text: string): boolean {
 }
 
 /**
+ * What names a person in a document: the display name, or the username where the display name is
+ * blank (U+0007, spaces), which would leave the person nameless ("FOAF profile of ").
+ */
+export function personName(person: { displayName: string; username: string }): string {
+  return blank(person.displayName) ? person.username : person.displayName;
+}
+
+/**
  * `text` as one flat string. V8 keeps a concatenation as a tree of its pieces until something
  * reads it; a piece kept and copied into many documents (an uploader's or a tag list's markup) is
  * walked again inside each document's tree when that document is encoded, unless flattened once.
