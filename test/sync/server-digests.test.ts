@@ -41,7 +41,7 @@ const MAPPING: Record<string, TableMapping> = {
     query: `SELECT mid AS id, 'v' || mid AS public_id, owner AS user_id, name AS title, notes AS description, length AS duration_seconds,
       'http://x.example/' || mid || '.mp4' AS file_url, 'http://x.example/' || mid || '.jpg' AS thumbnail_url,
       120 AS thumbnail_width, 90 AS thumbnail_height, CASE state WHEN 'public' THEN 'public' ELSE 'private' END AS visibility,
-      state::text AS file_type, ${T} + mid AS created_at, ${T} + mid AS updated_at FROM media`,
+      'video/' || state::text AS file_type, ${T} + mid AS created_at, ${T} + mid AS updated_at FROM media`,
     decodeEntities: [],
   },
   // Two rows of the key (1, 5): the second is named.
@@ -107,7 +107,7 @@ describe.skipIf(missing !== null)('sync by the digests PostgreSQL makes', () => 
     expect(siteRows(target)).toBe(expected.rows);
     expect(changed.skippedRows).toEqual(expected.skipped);
     expect(changed.tables.users).toMatchObject({ updated: 1, skipped: 1 });
-    // 3 (case) and the five once 'hidden' (file_type) updated; 41 inserted; 12 deleted.
+    // 3 (case) and the five once 'hidden' (file_type video/hidden) updated; 41 inserted; 12 deleted.
     expect(changed.tables.videos).toMatchObject({ inserted: 1, updated: 6, deleted: 1, unchanged: 33 });
     // The second row of (1, 5), and the save of video 12, now gone.
     expect(changed.tables.saved_videos).toMatchObject({ updated: 1, skipped: 2 });
