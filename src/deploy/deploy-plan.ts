@@ -11,8 +11,11 @@ import type { RouteMatch, Routes } from '../hosting/routes.js';
  * with `.gz`/`.br` appended, all below the target's prefix.
  *
  * The order is what keeps every reader of the store from finding a link to nothing:
- * 1. documents no key of which is in the store yet (a new user's, a new video's);
- * 2. documents that changed (a feed now listing the new video);
+ * 1. documents no key of which is in the store yet, a video's before a user's (a new video's
+ *    documents, then a new user's, or the new URL of a feed's newest archive page, which lists
+ *    the new video);
+ * 2. documents that changed (a feed now listing the new video, and linking to that new page),
+ *    again a video's before a user's;
  * 3. the site-wide files: first the plain ones (opensearch.xml, crossdomain.xml), then the
  *    numbered sitemap parts, then the sitemap index that lists them, last the files that name
  *    the others (`deployLast` of their descriptor: robots.txt);
@@ -41,13 +44,17 @@ export interface PlannedDocument {
   /** The document's file under the tree. */
   file: string;
   format: string;
-  /** 0 for user and video documents; site files 1 (plain), 2 (numbered parts), 3 (their index), 4 (`deployLast`: robots.txt). */
+  /** DOCUMENT_RANKS for video and user documents; SITE_RANKS for the site files. */
   rank: number;
   /** Its compressed forms' objects, then its own keys'. */
   objects: PlannedObject[];
 }
 
-export const SITE_RANKS = { plain: 1, parts: 2, index: 3, last: 4 } as const;
+/** A video's documents go up before a user's in each step: a user's feeds and archive pages list videos, no video's document lists a user's. */
+export const DOCUMENT_RANKS = { video: 0, user: 1 } as const;
+
+/** The site files after every document: plain, numbered parts, their index, `deployLast` (robots.txt). */
+export const SITE_RANKS = { plain: 2, parts: 3, index: 4, last: 5 } as const;
 
 /** The rank of a site file in the upload order. */
 function siteRank(match: Extract<RouteMatch, { kind: 'site' }>): number {
@@ -73,7 +80,7 @@ export function planDocument(entry: ManifestEntry, routes: Routes, prefix: strin
   return {
     file: entry.file,
     format: match.format.name,
-    rank: match.kind === 'site' ? siteRank(match) : 0,
+    rank: match.kind === 'site' ? siteRank(match) : match.format.scope === 'video' ? DOCUMENT_RANKS.video : DOCUMENT_RANKS.user,
     objects: objectsOf(entry, prefix),
   };
 }

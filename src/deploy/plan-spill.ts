@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
-import type { PlannedDocument } from './deploy-plan.js';
+import { SITE_RANKS, type PlannedDocument } from './deploy-plan.js';
 import type { StoredObject } from './object-store.js';
-import { SITE_STEP_RANKS, type PendingDocument, type PendingObject, type Source, type StepKind, type WritePlan } from './write-plan.js';
+import { DOCUMENT_STEP_RANKS, SITE_STEP_RANKS, type PendingDocument, type PendingObject, type Source, type StepKind, type WritePlan } from './write-plan.js';
 
 /**
  * A full compare's plan on disk: every planned object with its hashes and verdict, the documents
@@ -148,8 +148,8 @@ export class PlanSpill {
       ...record,
       changedForReaders: () => this.changedForReaders(),
       steps: () => [
-        { kind: 'new', documents: this.pending(0, 0) },
-        { kind: 'changed', documents: this.pending(0, 1) },
+        ...DOCUMENT_STEP_RANKS.map((rank) => ({ kind: 'new' as StepKind, documents: this.pending(rank, 0) })),
+        ...DOCUMENT_STEP_RANKS.map((rank) => ({ kind: 'changed' as StepKind, documents: this.pending(rank, 1) })),
         ...SITE_STEP_RANKS.map((rank) => ({ kind: 'site' as StepKind, documents: this.pending(rank, null) })),
       ],
       deletions: (size) => this.deletionBatches(size),
@@ -163,7 +163,7 @@ export class PlanSpill {
     return this.db
       .prepare<[], string>(
         `SELECT file FROM docs WHERE writes = 1 AND EXISTS (SELECT 1 FROM objects o WHERE o.doc = docs.id AND o.verdict = 'write' AND o.encoding IS NULL AND o.headers_only = 0)
-         ORDER BY rank, CASE WHEN rank = 0 THEN stored ELSE 0 END, id`,
+         ORDER BY CASE WHEN rank < ${SITE_RANKS.plain} THEN stored ELSE 2 END, rank, id`,
       )
       .pluck()
       .iterate();

@@ -1,4 +1,4 @@
-import { SITE_RANKS, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
+import { DOCUMENT_RANKS, SITE_RANKS, type PlannedDocument, type PlannedObject } from './deploy-plan.js';
 import type { TargetRecord } from './deploy-record.js';
 
 /**
@@ -48,6 +48,9 @@ export interface WritePlan {
 /** The site files' ranks in the order their steps are taken. */
 export const SITE_STEP_RANKS: readonly number[] = [SITE_RANKS.plain, SITE_RANKS.parts, SITE_RANKS.index, SITE_RANKS.last];
 
+/** The documents' ranks in the order their steps are taken, within the new ones and within the changed ones. */
+export const DOCUMENT_STEP_RANKS: readonly number[] = [DOCUMENT_RANKS.video, DOCUMENT_RANKS.user];
+
 export function fromArray<T>(items: readonly T[]): Source<T> {
   let next = 0;
   return () => items[next++];
@@ -76,13 +79,17 @@ export function incrementalPlan(
     unchanged: 0,
     checked: 0,
     ...record,
-    changedForReaders: () =>
-      [...documents.filter((d) => d.rank === 0 && newFiles.has(d.file)), ...documents.filter((d) => d.rank === 0 && !newFiles.has(d.file)), ...SITE_STEP_RANKS.flatMap((rank) => documents.filter((d) => d.rank === rank))].map(
-        (d) => d.file,
-      ),
+    changedForReaders: () => {
+      const inStep = (rank: number, isNew?: boolean) => documents.filter((d) => d.rank === rank && (isNew === undefined || newFiles.has(d.file) === isNew));
+      return [
+        ...DOCUMENT_STEP_RANKS.flatMap((rank) => inStep(rank, true)),
+        ...DOCUMENT_STEP_RANKS.flatMap((rank) => inStep(rank, false)),
+        ...SITE_STEP_RANKS.flatMap((rank) => inStep(rank)),
+      ].map((d) => d.file);
+    },
     steps: () => [
-      { kind: 'new', documents: pending(0, true) },
-      { kind: 'changed', documents: pending(0, false) },
+      ...DOCUMENT_STEP_RANKS.map((rank) => ({ kind: 'new' as const, documents: pending(rank, true) })),
+      ...DOCUMENT_STEP_RANKS.map((rank) => ({ kind: 'changed' as const, documents: pending(rank, false) })),
       ...SITE_STEP_RANKS.map((rank) => ({ kind: 'site' as const, documents: pending(rank) })),
     ],
     deletions: (size) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ownedDocumentOf, planDocuments, SITE_RANKS } from '../../src/deploy/deploy-plan.js';
+import { DOCUMENT_RANKS, ownedDocumentOf, planDocuments, SITE_RANKS } from '../../src/deploy/deploy-plan.js';
 import type { Format, SiteFormat } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { robots } from '../../src/formats/robots.js';
@@ -7,8 +7,8 @@ import type { Manifest } from '../../src/hosting/manifest.js';
 import { routesOf } from '../../src/hosting/routes.js';
 
 /**
- * The upload order a deploy plans, from the format descriptors alone: user and video documents
- * first, then the plain site files, the sitemap's parts, its index, and last the site files whose
+ * The upload order a deploy plans, from the format descriptors alone: video documents, then user
+ * documents (whose feeds and archive pages list videos), then the plain site files, the sitemap's parts, its index, and last the site files whose
  * descriptor says `deployLast` (robots.txt, which names the sitemap). The store is exercised in
  * deploy-s3.test.ts; this is the order itself, over a manifest written by hand.
  */
@@ -26,10 +26,10 @@ function ranks(formats: readonly Format[], files: readonly string[] = FILES): Re
 }
 
 describe('the deploy plan', () => {
-  it('ranks documents, plain site files, sitemap parts, the sitemap index, then robots.txt', () => {
+  it("ranks a video's documents, a user's, plain site files, sitemap parts, the sitemap index, then robots.txt", () => {
     expect(ranks(FORMATS)).toEqual({
-      'alice/rss/index.rss': 0,
-      '42/oembed/index.json': 0,
+      '42/oembed/index.json': DOCUMENT_RANKS.video,
+      'alice/rss/index.rss': DOCUMENT_RANKS.user,
       'opensearch.xml': SITE_RANKS.plain,
       'sitemap-users-0-9.xml': SITE_RANKS.parts,
       'sitemap.xml': SITE_RANKS.index,
@@ -49,9 +49,9 @@ describe('the deploy plan', () => {
     const pages = ['alice/rss/archive/0/page.rss', 'alice/rss/archive/10000000207/page.rss', 'alice/atom/archive/9007199254740991/page.atom'];
     const documents = planDocuments(manifestOf(pages), routesOf(FORMATS), 'site/', undefined);
     expect(documents.map((d) => [d.file, d.format, d.rank])).toEqual([
-      [pages[0], 'rss-archive', 0],
-      [pages[1], 'rss-archive', 0],
-      [pages[2], 'atom-archive', 0],
+      [pages[0], 'rss-archive', DOCUMENT_RANKS.user],
+      [pages[1], 'rss-archive', DOCUMENT_RANKS.user],
+      [pages[2], 'atom-archive', DOCUMENT_RANKS.user],
     ]);
     // A page's object, once uploaded, is the deploy's to replace or delete.
     expect(ownedDocumentOf(routesOf(FORMATS), 'site/', 'site/alice/rss/archive/10000000207/', undefined)).toBe(pages[1]);
