@@ -68,22 +68,28 @@ function publicVideos(db: Database.Database): string[] {
 /** Whether a row with this id, appended to an archive, starts a page of its own. */
 const startsPage = (id: number) => planArchivePages([1, id]).length === 2;
 
+/** A site with a long history, a subscriber that has read its feed once, and uploads from id 5000. */
+function subscription() {
+  const { file } = historySite();
+  const work = tempDir('vidfeeds-archive-consumer-').dir;
+  const db = new Database(file);
+  cleanUpAfterTest(() => db.close());
+  const subscriber: Subscriber = { read: new Set(), entries: new Set() };
+  readFeed(build(file, work), subscriber);
+  const next = { id: 5000 };
+  const upload = () => insertVideo(db, 1, { id: next.id, public_id: `u${next.id}`, created_at: T0 + next.id * 60 }) && next.id++;
+  return { file, work, db, subscriber, next, upload };
+}
+
 describe('an RFC 5005 subscriber that stops at a page it has read', () => {
   it('ends with every public video across uploads, deletions from the feed and a video made private', () => {
-    const { file } = historySite();
-    const work = tempDir('vidfeeds-archive-consumer-').dir;
-    const db = new Database(file);
-    cleanUpAfterTest(() => db.close());
-    const subscriber: Subscriber = { read: new Set(), entries: new Set() };
-    readFeed(build(file, work), subscriber);
-    let id = 5000;
-    const upload = () => insertVideo(db, 1, { id, public_id: `u${id}`, created_at: T0 + id * 60 }) && id++;
+    const { file, work, db, subscriber, next, upload } = subscription();
     const feedItems = () => db.prepare(`SELECT id FROM videos WHERE user_id = 1 AND visibility = 'public' ORDER BY created_at DESC, id DESC LIMIT 20`).pluck().all() as number[];
     let crossed = 0;
     for (let round = 0; round < 12; round++) {
       // 25 uploads between readings: more than the feed holds, so some reach the archive unread.
       for (let n = 0; n < 25; n++) {
-        if (startsPage(id)) crossed++;
+        if (startsPage(next.id)) crossed++;
         upload();
       }
       if (round === 4) for (const gone of feedItems().slice(0, 3)) db.prepare(`DELETE FROM videos WHERE id = ?`).run(gone);
@@ -96,26 +102,19 @@ describe('an RFC 5005 subscriber that stops at a page it has read', () => {
   });
 
   it('ends with every public video when it reads just after an upload that starts a page', () => {
-    const { file } = historySite();
-    const work = tempDir('vidfeeds-archive-consumer-').dir;
-    const db = new Database(file);
-    cleanUpAfterTest(() => db.close());
-    const subscriber: Subscriber = { read: new Set(), entries: new Set() };
-    readFeed(build(file, work), subscriber);
-    let id = 5000;
-    const upload = () => insertVideo(db, 1, { id, public_id: `u${id}`, created_at: T0 + id * 60 }) && id++;
+    const { file, work, db, subscriber, next, upload } = subscription();
     // Upload until a row that starts a page has left the feed for the archive: it is the newest
     // page's only row, and the subscriber reads the page then. The page fills up unread, and is
     // complete once the next page starts: it must not be under a URL the subscriber has read.
     let starter = 0;
     while (starter === 0) {
-      if (startsPage(id)) starter = id;
+      if (startsPage(next.id)) starter = next.id;
       upload();
     }
     for (let n = 0; n < 20; n++) upload();
     readFeed(build(file, work), subscriber);
     // Then enough uploads for the next page to start, read once at the end.
-    while (!startsPage(id)) upload();
+    while (!startsPage(next.id)) upload();
     for (let n = 0; n < 21; n++) upload();
     readFeed(build(file, work), subscriber);
     const missed = publicVideos(db).filter((entry) => !subscriber.entries.has(entry));
