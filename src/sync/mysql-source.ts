@@ -1,6 +1,7 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import type { Socket } from 'node:net';
 import { MYSQL_ROW_DIGEST_METHOD, packetDigests } from './mysql-row-digest.js';
+import { CancelOnStop } from './cancel-on-stop.js';
 import { ReadDeadline } from './read-deadline.js';
 import type { DigestSeed } from './row-digest.js';
 import { MappingError, noTls, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
@@ -43,7 +44,7 @@ export interface MysqlUrl {
 
 /** `stop`: aborted when the sync is asked to stop, which drops the connection at once (src/sync/read-deadline.ts). */
 export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | undefined, readTimeoutSeconds: number, stop?: AbortSignal): Promise<SyncSource> {
-  const connection = mysql.createConnection({
+  const options: mysql.ConnectionOptions = {
     uri: url.uri,
     socketPath: url.socketPath,
     ssl: url.ssl,
@@ -52,7 +53,8 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
     supportBigNumbers: true,
     dateStrings: true,
     connectTimeout: Math.min(10, readTimeoutSeconds) * 1000,
-  });
+  };
+  const connection = mysql.createConnection(options);
   const { host, port, socketPath } = connection.config;
   const where = socketPath ?? `${host}:${port}`;
   // A connection to a frozen server is dropped by destroying its socket: mysql2's `destroy` only
@@ -97,6 +99,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
     throw REFUSED_CODES.has(code) ? new SourceRefusedError(message) : new SourceUnavailableError(message);
   }
   const describe = (error: unknown, query: string) => mysqlError(broken ?? error, where, query);
+  const cancel = new CancelOnStop(stop, Math.min(5, readTimeoutSeconds), (give) => killQuery(options, connection.threadId, give));
   return {
     description: `${version.includes('MariaDB') ? 'MariaDB' : 'MySQL'} ${version} at ${where}`,
     async columnsOf(query) {
@@ -129,10 +132,20 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
       }
     },
     async close() {
+      await cancel.settled();
       if (!dropped && broken === undefined) await deadline.within(new Promise<void>((resolve) => connection.end(() => resolve()))).catch(() => undefined);
       socket.destroy();
     },
   };
+}
+
+/** Ends the statement thread `threadId` runs, from a connection of its own (CancelOnStop). */
+async function killQuery(options: mysql.ConnectionOptions, threadId: number, give: AbortSignal): Promise<void> {
+  const killer = mysql.createConnection(options);
+  const socket = (killer as unknown as { stream: Socket }).stream;
+  give.addEventListener('abort', () => socket.destroy(), { once: true });
+  killer.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => killer.query(`KILL QUERY ${Math.trunc(threadId)}`, (error) => (error ? reject(error) : resolve())));
 }
 
 interface QueryOptions {

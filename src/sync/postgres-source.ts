@@ -3,6 +3,7 @@ import pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import Cursor from 'pg-cursor';
 import pgpass from 'pgpass';
+import { CancelOnStop } from './cancel-on-stop.js';
 import { ReadDeadline } from './read-deadline.js';
 import { MappingError, noTls, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
 import { seedBits, type DigestSeed } from './row-digest.js';
@@ -116,6 +117,8 @@ export async function openPostgresSource(url: string, password: string | undefin
     broken === undefined ? deadline.within(client.query<R>(sql)) : Promise.reject(broken);
   const { version, versionNumber } = await begin(client, deadline, query, url);
   const describe = (error: unknown, query: string) => postgresError(broken ?? error, url, query);
+  const backend = (client as unknown as { processID: number | null }).processID;
+  const cancel = new CancelOnStop(stop, Math.min(5, readTimeoutSeconds), (give) => cancelBackend(url, password, backend, give));
   const digestOf = digestColumns(versionNumber, async (text) => {
     try {
       return (await query(columnsQuery(text))).fields;
@@ -190,10 +193,21 @@ export async function openPostgresSource(url: string, password: string | undefin
       }
     },
     async close() {
+      await cancel.settled();
       if (!socket.destroyed && broken === undefined) await deadline.within(client.end()).catch(() => undefined);
       socket.destroy();
     },
   };
+}
+
+/** Cancels the statement the backend `pid` runs, from a connection of its own (CancelOnStop). */
+async function cancelBackend(url: string, password: string | undefined, pid: number | null, give: AbortSignal): Promise<void> {
+  if (pid === null) return;
+  const { client, socket } = newClient(url, password, 5);
+  give.addEventListener('abort', () => socket.destroy(), { once: true });
+  client.on('error', () => undefined);
+  await client.connect();
+  await client.query('SELECT pg_cancel_backend($1)', [pid]);
 }
 
 /**

@@ -97,6 +97,21 @@ export async function slowSite(dir: string, from: string, fast: string, slow: st
  * checks that it ends at once, as a stopped sync does (130 or 143, nothing written), not when the
  * query returns.
  */
+/**
+ * The server no longer runs the stopped sync's query (`running` finds it): asked to end it before
+ * the sync exits, it has; left alone, PostgreSQL runs a 30 s sleep to its end, and MariaDB notices
+ * the dropped client only at its next check, some 5 s on.
+ */
+export async function expectQueryEndedOnServer(running: () => Promise<unknown>): Promise<void> {
+  let still: unknown;
+  for (let waited = 0; waited < 2000; waited += 100) {
+    still = await running();
+    if (still === undefined) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  expect(still, 'the query still runs on the server').toBeUndefined();
+}
+
 export async function expectStoppedAtOnce(sync: RunningSync, signal: 'SIGINT' | 'SIGTERM', waiting: () => Promise<unknown>, db: string, before: string): Promise<void> {
   await waitFor('the sync waiting for its slow query', sync, waiting);
   const sent = Date.now();

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import type { SyncSite } from './sync-scenario.js';
-import { databaseBytes, expectEnded, expectStoppedAtOnce, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
+import { databaseBytes, expectEnded, expectQueryEndedOnServer, expectStoppedAtOnce, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
 
 /**
  * A MariaDB source failing under a running sync: its connection killed at several points, the
@@ -120,6 +120,8 @@ describe.skipIf(missing !== null)('vidfeeds sync when the MariaDB source fails',
     mapUsers(site, SLEEPING_USERS, { readTimeoutSeconds: 60 });
     try {
       await expectStoppedAtOnce(startSync(site, server.url), signal, sleeping, site.db, before);
+      // Asked to end the query from a connection of its own: left alone, the server would run it to its end.
+      await expectQueryEndedOnServer(sleeping);
     } finally {
       mapUsers(site, SLOW_USERS);
     }

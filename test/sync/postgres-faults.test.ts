@@ -4,7 +4,7 @@ import { tempDir } from '../helpers/temp-dir.js';
 import type { SyncSite } from './sync-scenario.js';
 import { openSource } from '../../src/sync/open-source.js';
 import { SourceStopped, SourceUnavailableError } from '../../src/sync/sync-errors.js';
-import { databaseBytes, expectEnded, expectStoppedAtOnce, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
+import { databaseBytes, expectEnded, expectQueryEndedOnServer, expectStoppedAtOnce, mapUsers, READ_TIMEOUT_SECONDS, slowSite, startSync, waitFor, type RunningSync } from './fault-scenario.js';
 
 /**
  * A PostgreSQL source failing under a running sync: its backend terminated while the rows stream
@@ -115,6 +115,8 @@ describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fail
     mapUsers(site, SLEEPING_USERS, { readTimeoutSeconds: 60 });
     try {
       await expectStoppedAtOnce(startSync(site, server.url), signal, sleeping, site.db, before);
+      // Asked to end the query from a connection of its own: left alone, the server would run it to its end.
+      await expectQueryEndedOnServer(sleeping);
     } finally {
       mapUsers(site, SLOW_USERS);
     }
