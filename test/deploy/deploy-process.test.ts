@@ -37,6 +37,12 @@ function startWorker(): Worker {
 
 const codes = (worker: Worker) => worker.messages.flatMap((m) => (m.code === undefined ? [] : [m.code]));
 
+/**
+ * Whether `count` deploys have answered and printed their summaries: the exit code comes by IPC,
+ * the summary through the stderr pipe, and either may reach the test first.
+ */
+const answered = (worker: Worker, count: number) => codes(worker).length === count && (worker.stderr().match(/^vidfeeds: deploy to /gm)?.length ?? 0) >= count;
+
 function retitle(title: string): void {
   fx.site.db.prepare(`UPDATE videos SET title = ? WHERE id = (SELECT min(id) FROM videos WHERE visibility = 'public')`).run(title);
   const built = cli(['build', '--db', fx.site.file, '--out', fx.out, '--config', fx.config]);
@@ -55,7 +61,7 @@ describe("watch --deploy's deploy process", () => {
   it('runs a deploy for each message in one process, says when the lock is released, and ends on SIGTERM', async () => {
     const worker = startWorker();
     worker.child.send('deploy');
-    expect(await until(() => codes(worker).length === 1, 60_000), worker.stderr()).toBe(true);
+    expect(await until(() => answered(worker, 1), 60_000), worker.stderr()).toBe(true);
     expect(codes(worker)).toEqual([0]);
     expect(worker.stderr()).toMatch(/full compare/);
 
@@ -66,7 +72,7 @@ describe("watch --deploy's deploy process", () => {
     expect(await until(() => fx.s3.heldCount() > 0, 30_000)).toBe(true);
     expect(worker.messages.filter((m) => m.treeReleased === true).length).toBe(2);
     fx.s3.release();
-    expect(await until(() => codes(worker).length === 2, 60_000), worker.stderr()).toBe(true);
+    expect(await until(() => answered(worker, 2), 60_000), worker.stderr()).toBe(true);
     expect(codes(worker)).toEqual([0, 0]);
     expect(worker.stderr()).toMatch(/incremental/);
     const { stored, tree } = await oembedInStoreAndTree();
