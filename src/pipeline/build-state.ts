@@ -154,6 +154,7 @@ export class BuildState {
       ),
       // The entries of videos no output belongs to any more (pruned, or never written).
       forgetShown: this.db.prepare(`DELETE FROM video_entries WHERE video_id NOT IN (SELECT owner_id FROM outputs WHERE owner_kind = 'video')`),
+      forgetShownOf: this.db.prepare(`DELETE FROM video_entries WHERE video_id = ? AND NOT EXISTS (SELECT 1 FROM outputs WHERE owner_kind = 'video' AND owner_id = video_entries.video_id)`),
       revive: this.db.prepare('DELETE FROM removed WHERE path = ?'),
       tombstone: this.db.prepare('INSERT INTO removed (path, seq) VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET seq = excluded.seq'),
       touch: this.db.prepare('UPDATE outputs SET build = ? WHERE path = ?'),
@@ -377,6 +378,14 @@ export class BuildState {
   /** Forgets the sitemap entries of videos that have no output any more (a full build, after its prune). */
   forgetGoneEntries(): void {
     this.stmt.forgetShown.run();
+  }
+
+  /**
+   * Forgets the sitemap entries of these videos that have no output any more (an incremental
+   * build, after its prune): a row that later takes a gone video's id is not dated by its entry.
+   */
+  forgetEntriesIfGone(videoIds: Iterable<number>): void {
+    for (const id of videoIds) if (this.stmt.forgetShownOf.run(id).changes > 0) this.tick();
   }
 
   /** The site-wide files recorded (sitemap parts among them), as paths under out/. */

@@ -13,7 +13,7 @@ import { FORMATS } from '../../src/formats/registry.js';
 import { sitemapFormat, SITEMAP_LIMITS } from '../../src/formats/sitemap.js';
 import { buildSite } from '../../src/pipeline/site-build.js';
 import { readTree } from '../helpers/cli.js';
-import { createDemoDb, testConfig } from '../helpers/site-fixture.js';
+import { createDemoDb, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { SCHEMAS, xmllintSchema } from '../helpers/validators.js';
 
@@ -162,5 +162,35 @@ describe("a video's own entry in the sitemap", () => {
       expect(again.written, what).toEqual([]);
       before = after;
     }
+  });
+
+  it("keeps its lastmod when its row takes the id of a video deleted before: the deleted video's entry is not taken for its own", () => {
+    const fixture = createTestDb();
+    const work = tempDir('vidfeeds-entry-reused-id-');
+    const config = testConfig();
+    const out = join(work.dir, 'out');
+    const build = (at: string) => {
+      const site = createSiteContext(config, FORMATS, new Date(at));
+      const report = buildSite({ db: fixture.file, out, stateFile: join(work.dir, 'state.sqlite'), config, site, formats: FORMATS });
+      expect(report.failed).toEqual([]);
+      return { report, site };
+    };
+    const { id: uploader } = insertUser(fixture.db, { username: 'uploader' });
+    const gone = insertVideo(fixture.db, uploader, { id: 10, public_id: 'gone', title: 'Deleted later' });
+    const kept = insertVideo(fixture.db, uploader, { id: 20, public_id: 'kept', title: 'Renumbered later' });
+    const { site } = build('2026-01-01T00:00:00Z');
+    const page = site.paths.videoPage(kept.publicId);
+    expect(lastmods(readTree(out).get('sitemap.xml')!.toString('utf8')).get(page)).toBe('2026-01-01T00:00:00Z');
+
+    fixture.db.prepare('DELETE FROM videos WHERE id = ?').run(gone.id);
+    expect(build('2026-01-02T00:00:00Z').report.mode).toBe('incremental');
+    // The site renumbers a row (a merge, a restore): nothing the video's documents or its entry show changes.
+    const before = readTree(out);
+    fixture.db.prepare('UPDATE videos SET id = ? WHERE id = ?').run(gone.id, kept.id);
+    expect(build('2026-01-03T00:00:00Z').report.mode).toBe('incremental');
+    const after = readTree(out);
+    for (const [path, body] of after) if (path.startsWith('kept/')) expect(body.equals(before.get(path)!), path).toBe(true);
+    expect(lastmods(after.get('sitemap.xml')!.toString('utf8')).get(page)).toBe('2026-01-01T00:00:00Z');
+    fixture.cleanup();
   });
 });
