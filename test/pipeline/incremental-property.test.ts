@@ -27,6 +27,11 @@ const SPLIT_SITEMAP = sitemapFormat({ ...SITEMAP_LIMITS, maxUrls: 30, partUrls: 
 const PROBED_SPLIT: readonly Format[] = PROBED.map((format) => (format.name === 'sitemap' ? SPLIT_SITEMAP : format));
 
 
+const PODCAST = {
+  category: 'Society & Culture > Documentary', explicit: false, owner: { name: 'Example Videos', email: 'podcasts@example.org' },
+  language: null, locked: false, image: 'https://videos.example.org/static/podcast.jpg',
+};
+
 type Mutation = (db: Database.Database, r: Random) => string;
 
 class Random {
@@ -48,6 +53,27 @@ class Random {
 }
 
 let serial = 0;
+/** The user given enough uploads and groups for archive pages of both feeds (archivedFixture). */
+const ARCHIVED_USER = 1;
+
+/**
+ * 32 more uploads and 24 more groups for user 1, so that both feeds have archive pages (the rows
+ * beyond their 20 newest) from the first build on.
+ */
+function archivedFixture(db: Database.Database, r: Random): void {
+  const upload = db.prepare(
+    `INSERT INTO videos (public_id, user_id, title, file_url, thumbnail_url, visibility, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const group = db.prepare('INSERT INTO groups (slug, title, owner_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)');
+  const member = db.prepare('INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)');
+  db.transaction(() => {
+    for (let i = 0; i < 32; i++) {
+      const at = T0 + r.int(0, 4e7);
+      upload.run(`arch${i}`, ARCHIVED_USER, `Archived ${i}`, `https://cdn.example.org/a${i}.mp4`, `https://cdn.example.org/a${i}.jpg`, 'public', at, at);
+    }
+    for (let i = 0; i < 24; i++) member.run(group.run(`archg${i}`, `Group ${i}`, ARCHIVED_USER, T0 + r.int(0, 4e7), T0).lastInsertRowid, ARCHIVED_USER, T0);
+  })();
+}
 const NAMES = ['zed', 'yan', 'xu', 'robots.txt', '.hidden', 'a b', 'élan', '🎬new'];
 
 /** Changes a site makes, each through plain SQL. Each returns what it did, for the failure message. */
@@ -291,6 +317,60 @@ const MUTATIONS: Record<string, Mutation> = {
     }
     return `replace ${table} ${id} as a row of user ${user}`;
   },
+  // Archive pages (RFC 5005): uploads that push rows past the feed and start, grow or renumber pages.
+  bulkUploads(db, r) {
+    const user = r.chance(0.5) ? ARCHIVED_USER : r.row(db, 'users');
+    const count = r.int(1, 12);
+    const insert = db.prepare(
+      `INSERT INTO videos (public_id, user_id, title, description, duration_seconds, file_url, thumbnail_url, visibility, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'public', ?, ?)`,
+    );
+    // Some dated into the archived range (a backdated upload), some after everything.
+    const backdated = r.chance(0.3);
+    for (let i = 0; i < count; i++) {
+      const at = backdated ? T0 + r.int(0, 4e7) : T0 + 7e7 + ++serial;
+      insert.run(`bu${++serial}`, user, `Bulk ${serial}`, `About ${serial}`, r.int(0, 40000), `https://cdn.example.org/b${serial}.mp4`, `https://cdn.example.org/b${serial}.jpg`, at, at);
+    }
+    return `${count} uploads by user ${user}${backdated ? ', backdated' : ''}`;
+  },
+  bulkPrivacyOrDelete(db, r) {
+    const user = r.chance(0.6) ? ARCHIVED_USER : r.row(db, 'users');
+    const what = r.pick(['private', 'public', 'delete']);
+    const some = `SELECT id FROM videos WHERE user_id = ? ORDER BY random() LIMIT ${r.int(1, 12)}`;
+    if (what === 'delete') db.prepare(`DELETE FROM videos WHERE id IN (${some})`).run(user);
+    else db.prepare(`UPDATE videos SET visibility = ? WHERE id IN (${some})`).run(what, user);
+    return `some videos of user ${user}: ${what}`;
+  },
+  renumberVideo(db, r) {
+    // A row given another id (a merge, a restore): it moves between sitemap parts, and may name, or stop naming, an archive page.
+    const id = r.row(db, 'videos');
+    const to = r.pick([r.int(1, 400), r.int(1, 400), 5000 + r.int(0, 5000), 0, -r.int(1, 9)]);
+    db.prepare('UPDATE videos SET id = ? WHERE id = ?').run(to, id);
+    return `video ${id} renumbered ${to}`;
+  },
+  groupDates(db, r) {
+    // The Atom feed's archive: a group created, or its creation time moved, for a user in many groups.
+    if (r.chance(0.5)) {
+      const group = db.prepare('INSERT INTO groups (slug, title, owner_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(`ag${++serial}`, `Archived ${serial}`, r.row(db, 'users'), T0 + r.int(0, 6e7), T0).lastInsertRowid;
+      db.prepare('INSERT INTO group_members (group_id, user_id, joined_at) VALUES (?, ?, ?)').run(group, ARCHIVED_USER, T0);
+      return `group ${group} with user ${ARCHIVED_USER}`;
+    }
+    const group = r.row(db, 'groups');
+    db.prepare('UPDATE groups SET created_at = ? WHERE id = ?').run(T0 + r.int(0, 6e7), group);
+    return `group ${group} created_at moved`;
+  },
+  blankShownText(db, r) {
+    // A name or title blank once the characters XML cannot carry are gone: documents fall back to another field.
+    const blank = r.pick(['', ' ', '\u0001\u0002', '\uFFFE']);
+    if (r.chance(0.5)) {
+      const id = r.row(db, 'users');
+      db.prepare('UPDATE users SET display_name = ? WHERE id = ?').run(blank, id);
+      return `user ${id} display name blanked`;
+    }
+    const id = r.row(db, 'videos');
+    db.prepare(`UPDATE videos SET ${r.pick(['title', 'description'])} = ? WHERE id = ?`).run(blank, id);
+    return `video ${id} text blanked`;
+  },
   toggleUserFlag(db, r) {
     const id = r.row(db, 'users');
     const column = r.pick(['show_email', 'show_phone', 'show_chat_ids', 'show_address', 'history_public']);
@@ -320,7 +400,8 @@ describe('incremental builds', () => {
     it(`give the bytes of a full rebuild after random changes, and leave unchanged files untouched (seed ${seed}${split})`, () => {
       const fixture = createDemoDb({ users: 16, seed });
       const work = tempDir('vidfeeds-incr-');
-      const config = testConfig();
+      // The head snippet file and the podcast tags: documents and tags a default configuration leaves out.
+      const config = testConfig({ videoHead: { file: true }, feeds: { podcast: PODCAST } });
       const site = createSiteContext(config, formats, new Date(Date.UTC(2026, 0, 1)));
       const out = join(work.dir, 'incremental', 'out');
       const stateFile = join(work.dir, 'incremental', 'state.sqlite');
@@ -331,8 +412,12 @@ describe('incremental builds', () => {
       site_db.pragma('foreign_keys = ON');
       cleanUpAfterTest(() => site_db.close());
       const r = new Random(prng(seed));
+      archivedFixture(site_db, r);
 
       expect(build().mode).toBe('full');
+      const archived = (tree: ReturnType<typeof readTree>, feed: string) => [...tree.keys()].filter((path) => path.includes(`/${feed}/archive/`)).length;
+      expect(archived(readTree(out), 'rss')).toBeGreaterThan(0);
+      expect(archived(readTree(out), 'atom')).toBeGreaterThan(0);
       const history: string[] = [];
       for (let round = 0; round < rounds; round++) {
         const steps = r.int(1, 6);
