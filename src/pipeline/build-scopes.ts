@@ -60,6 +60,8 @@ export function ownersToRead(run: BuildRun, { plan, affected }: Planned, options
   if (affected === undefined) {
     const every: OwnerSelection = { every: true, ofUser: options.user };
     const whole = plan.mode === 'full' && options.user === undefined;
+    // A partial build without the site files owes the dates of the documents it changes (settle).
+    if (plan.mode === 'partial' && formats.site.length === 0) run.followRelisted({ user: true, video: true });
     return { users: formats.user.length > 0 ? every : 'none', videos: formats.video.length > 0 ? every : 'none', whole };
   }
   // The site files list every owner of a kind that is 'all' anyway (siteFilesPlan): only the others are followed.
@@ -179,8 +181,13 @@ export function settle(run: BuildRun, { plan, affected }: Planned, siteFiles: Si
     // failed, whose old file and forms were kept: the next full build looks again).
     if (tally.report.failedCount === 0) state.setCompression(options.compression);
   }
-  // A partial build does not render the site files: the next build must, if names came or went.
+  // A partial build does not render the site files: the next build must, if names came or went,
+  // and must date what it changed (the next build finds those documents unchanged).
   else if (run.newPaths || pruned > 0) state.setSiteFilesStale(true);
+  else if (run.lastmodMoved && run.formats.site.length === 0) {
+    const owed = state.lastmodsOwed();
+    state.setLastmodsOwed({ user: union(owed?.user, run.relisted.user), video: union(owed?.video, run.relisted.video) });
+  }
 }
 
 /**

@@ -193,4 +193,40 @@ describe("a video's own entry in the sitemap", () => {
     expect(lastmods(after.get('sitemap.xml')!.toString('utf8')).get(page)).toBe('2026-01-01T00:00:00Z');
     fixture.cleanup();
   });
+
+  it('dates what a partial build changed by that build, once the next build renders the sitemap, as a full build does', () => {
+    const fixture = createTestDb();
+    const work = tempDir('vidfeeds-partial-lastmod-');
+    const config = testConfig();
+    const out = join(work.dir, 'out');
+    const build = (at: string, options: { user?: string; full?: boolean } = {}) => {
+      const site = createSiteContext(config, FORMATS, new Date(at));
+      const written: string[] = [];
+      const report = buildSite({ db: fixture.file, out, stateFile: join(work.dir, 'state.sqlite'), config, site, formats: FORMATS, reporter: { wrote: (path) => written.push(path) }, ...options });
+      expect(report.failed).toEqual([]);
+      return { report, site, written };
+    };
+    const { id: uploader, username } = insertUser(fixture.db, { username: 'uploader' });
+    insertUser(fixture.db, { username: 'bystander' });
+    const video = insertVideo(fixture.db, uploader, { public_id: 'shown' });
+    const { site } = build('2026-01-01T00:00:00Z');
+    const foafFormat = FORMATS.find((f): f is UserFormat => f.name === 'foaf')!;
+    const foaf = site.paths.url(foafFormat, username);
+    const page = site.paths.videoPage(video.publicId);
+
+    // What the user's profiles show changes (nothing of their videos); an operator rebuilds the user at once.
+    fixture.db.prepare('UPDATE users SET given_name = ? WHERE id = ?').run('Given', uploader);
+    const partial = build('2026-01-02T00:00:00Z', { user: username });
+    expect(partial.report.mode).toBe('partial');
+    expect(partial.written).toContain(`${username}/foaf/index.rdf`);
+    // The next build finds those documents as they should be, and the sitemap dates them by the partial build.
+    expect(build('2026-01-03T00:00:00Z').report.mode).toBe('incremental');
+    const dates = lastmods(readTree(out).get('sitemap.xml')!.toString('utf8'));
+    expect(dates.get(foaf)).toBe('2026-01-02T00:00:00Z');
+    expect(dates.get(page)).toBe('2026-01-01T00:00:00Z');
+    expect(dates.get(site.paths.url(foafFormat, 'bystander'))).toBe('2026-01-01T00:00:00Z');
+    // A full build of the same database agrees: it writes nothing.
+    expect(build('2026-01-04T00:00:00Z', { full: true }).written).toEqual([]);
+    fixture.cleanup();
+  });
 });
