@@ -4,10 +4,10 @@ import { quoteIdentifier } from './quote-identifier.js';
 
 /**
  * What `vidfeeds sync` reads of vidfeeds's own bookkeeping while it writes, on its write
- * connection: where the change log ends, how many rows a table holds, how many rows left each
- * table since a position of the log, whatever removed them (the sync itself, or a foreign key's
- * cascade when a parent row went), and whether, and which rows, something else wrote since the
- * last sync (its digests and watermarks are trusted only for rows nothing else wrote).
+ * connection: where the change log ends, how many rows a table holds, and whether, and which
+ * rows, something else wrote since the last sync (its digests and watermarks are trusted only for
+ * rows nothing else wrote). What the sync itself did to each row, cascades included, is read in
+ * src/db/net-changes.ts.
  */
 
 /** The change log's last entry (0 when it is empty). */
@@ -19,12 +19,6 @@ export function changeLogPosition(db: Database.Database): number {
 export function tableSize(db: Database.Database, table: string): number {
   if (SITE_TABLES[table] === undefined) throw new Error(`${table} is not a site table`);
   return (db.prepare(`SELECT count(*) AS n FROM ${quoteIdentifier(table)}`).get() as { n: number }).n;
-}
-
-/** Per table, the rows deleted since log position `after`. */
-export function deletionsSince(db: Database.Database, after: number): Map<string, number> {
-  const rows = db.prepare(`SELECT table_name AS t, count(*) AS n FROM change_log WHERE seq > ? AND op = 'delete' GROUP BY table_name`).all(after) as Array<{ t: string; n: number }>;
-  return new Map(rows.map(({ t, n }) => [t, n]));
 }
 
 /** Whether entries past position `log` are missing from the change log, so that what was written since cannot be told. */

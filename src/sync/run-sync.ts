@@ -3,7 +3,8 @@ import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ValueIssue } from '../db/decode.js';
 import { openForUpdate } from '../db/open-database.js';
-import { changeLogPosition, deletionsSince, tableSize } from '../db/sync-log.js';
+import { keepDeletedRows, loggedSince, netChangesSince } from '../db/net-changes.js';
+import { changeLogPosition, tableSize } from '../db/sync-log.js';
 import { describeHolder, LockHeldError, waitForBuildLock, type BuildLock } from '../lock/lock.js';
 import type { MojibakeColumn } from './mojibake.js';
 import { mojibakeColumns } from './mojibake-memory.js';
@@ -145,6 +146,7 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
     begin(target, request.db);
     try {
       const before = changeLogPosition(target);
+      keepDeletedRows(target);
       const marks = new SyncMarks(target);
       const newMarks = new Map<string, TableMarks>();
       const digests: DigestTable[] = [];
@@ -157,11 +159,10 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
         const { counts, mode, mark, first } = await syncOne(target, source, plan, request, marks, new TableSync(plan, new TableWriter(target, plan), digest, diffHooks));
         firstMarks ||= first === true;
         report.tables[plan.table] = { ...counts, mode: mode.mode, ...(request.changedOnly && mode.mode === 'full' ? { reason: mode.reason } : {}) };
-        report.changes += counts.inserted + counts.updated + counts.deleted;
         if (mark !== undefined) newMarks.set(plan.table, mark);
       }
       checkStop();
-      countCascades(report, deletionsSince(target, before));
+      countNet(report, target, before);
       report.mojibake = mojibakeColumns(target, plans, report.mojibake, (table) => tableChanged(report.tables[table]));
       const guarded = request.removalGuard === undefined ? null : removalsPastGuard(report, (table) => tableSize(target, table), request.removalGuard);
       if (guarded !== null && !request.dryRun) throw new SyncRemovalGuardError(guarded);
@@ -268,16 +269,25 @@ function tableChanged(counts: TableCounts | undefined): boolean {
   return counts !== undefined && counts.inserted + counts.updated + counts.deleted > 0;
 }
 
-/** Adds to each table's deletions the rows a foreign key removed with their parent (the log has every deletion). */
-function countCascades(report: SyncReport, deletions: ReadonlyMap<string, number>): void {
-  for (const [table, deleted] of deletions) {
+/**
+ * Each table's counts as what the sync made of each row, cascades included: a row a foreign key
+ * deleted with its parent is deleted (`cascaded`), one whose reference it cleared (ON DELETE SET
+ * NULL: a video of a deleted category) updated, and one it deleted that the sync then wrote again
+ * (the videos of a user whose id changed) updated, or unchanged when it came back as it was, not
+ * deleted and inserted: the removal guard counts only rows that left. The change log has every
+ * write; a table whose entries are exactly the sync's own writes needs no more reading.
+ */
+function countNet(report: SyncReport, target: Database.Database, before: number): void {
+  for (const [table, logged] of loggedSince(target, before)) {
     const counts = (report.tables[table] ??= { inserted: 0, updated: 0, deleted: 0, unchanged: 0, skipped: 0, mode: 'cascade' });
-    const cascaded = deleted - counts.deleted;
-    if (cascaded <= 0) continue;
-    counts.deleted = deleted;
-    counts.cascaded = cascaded;
-    report.changes += cascaded;
+    if (logged.inserted === counts.inserted && logged.updated === counts.updated && logged.deleted === counts.deleted) continue;
+    const net = netChangesSince(target, table, before);
+    // Rows the sync wrote that came to nothing, less rows it found equal after a cascade had changed them.
+    counts.unchanged = Math.max(0, counts.unchanged + counts.inserted + counts.updated - net.inserted - net.updated);
+    if (net.deleted > counts.deleted) counts.cascaded = net.deleted - counts.deleted;
+    Object.assign(counts, net);
   }
+  report.changes = Object.values(report.tables).reduce((n, c) => n + c.inserted + c.updated + c.deleted, 0);
 }
 
 /**

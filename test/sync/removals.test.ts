@@ -47,6 +47,38 @@ describe('vidfeeds sync: removals', () => {
     vidfeeds.close();
   });
 
+  it('counts the videos of a user whose id changed as updated, not as deleted and inserted: the guard lets it through', () => {
+    const { site, sync, json } = syncedSite({ maxRemovalShare: 0.2, removalGuardMinimum: 3 });
+    // The site renumbers the owner of 5 of the 24 videos. In vidfeeds the old user's videos go with
+    // them by the cascade, and come back under the new user: the same 5 rows, changed, none gone.
+    site.exec('UPDATE accounts SET uid = 99 WHERE uid = 1; UPDATE media SET owner = 99 WHERE owner = 1');
+    const dry = sync(['--dry-run']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stderr).toMatch(/would make 7 changes \(users \+1 -1, videos ~5\) in/);
+    const real = json();
+    expect(real).toMatchObject({ ok: true, changes: 7, logged: 12, tables: { users: { inserted: 1, deleted: 1 }, videos: { inserted: 0, updated: 5, deleted: 0, unchanged: 19 } } });
+    expect(real.tables.videos!.cascaded).toBeUndefined();
+  });
+
+  it('counts the rows a foreign key cleared: the videos of a category that went are updated', () => {
+    const { site, sync } = sqliteSyncSite(
+      'vidfeeds-sync-removals-',
+      `CREATE TABLE accounts (uid INTEGER PRIMARY KEY, login TEXT, joined INTEGER); CREATE TABLE topics (tid INTEGER PRIMARY KEY, label TEXT);
+       CREATE TABLE media (mid INTEGER PRIMARY KEY, owner INTEGER, code TEXT, topic INTEGER, added INTEGER);
+       INSERT INTO accounts VALUES (1, 'user1', 1238587200); INSERT INTO topics VALUES (1, 'Travel'), (2, 'Music');
+       INSERT INTO media VALUES (1, 1, 'v1', 1, 1238587200), (2, 1, 'v2', 1, 1238587200), (3, 1, 'v3', 2, 1238587200);`,
+      { ...MAPPING, categories: 'SELECT tid AS id, label AS name FROM topics', videos: MAPPING.videos.replace(' FROM media', ', topic AS category_id FROM media') },
+    );
+    expect(sync().code).toBe(0);
+    // The source keeps the videos' topic 1 (no foreign keys): they are stored without a category, which the cascade already did.
+    site.exec('DELETE FROM topics WHERE tid = 1');
+    const dry = sync(['--dry-run']);
+    expect(dry.stderr).toMatch(/would make 3 changes \(categories -1, videos ~2\), 2 bad values replaced/);
+    const real = JSON.parse(sync(['--json']).stdout) as SyncJson;
+    expect(real).toMatchObject({ ok: true, changes: 3, logged: 3, tables: { categories: { deleted: 1 }, videos: { inserted: 0, updated: 2, deleted: 0, unchanged: 1 } } });
+    expect(sync(['--json']).stdout).toMatch(/"changes":0,/);
+  });
+
   it('stops a sync that would delete more of a table than maxRemovalShare allows: exit 1, nothing written; --allow-removals lets it through', () => {
     const { site, db, sync, json } = syncedSite({ maxRemovalShare: 0.2, removalGuardMinimum: 3 });
     // A mapping edit that loses a join looks like this: most videos gone from the query.
