@@ -35,13 +35,18 @@ export async function openSqliteSource(file: string): Promise<SyncSource> {
     },
     rows(query, keys, filter) {
       const { sql, params } = orderedQuery(query, keys, DIALECT, filter);
-      return iterate<Record<string, unknown>>(prepare(sql, query).safeIntegers(true), params);
+      return iterate<Record<string, unknown>>(prepare(sql, query).safeIntegers(true), params, query);
     },
     keys(query, keys) {
-      return iterate<Record<string, unknown>>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true), []);
+      return iterate<Record<string, unknown>>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true), [], query);
     },
     async max(query, column) {
-      return (prepare(maxQuery(query, column, DIALECT), query).safeIntegers(true).get() as { vidfeeds_max: unknown } | undefined)?.vidfeeds_max ?? null;
+      const statement = prepare(maxQuery(query, column, DIALECT), query).safeIntegers(true);
+      try {
+        return (statement.get() as { vidfeeds_max: unknown } | undefined)?.vidfeeds_max ?? null;
+      } catch (error) {
+        throw queryError(error, query);
+      }
     },
     async close() {
       if (db.inTransaction) db.exec('COMMIT');
@@ -55,14 +60,28 @@ const DIALECT: Dialect = {
   param: () => '?',
 };
 
-async function* iterate<T>(statement: Database.Statement, params: unknown[]): AsyncIterable<T[]> {
+/**
+ * The rows of a statement in batches. A query SQLite accepts can still fail on a row (malformed
+ * JSON for `json_extract`, a function's domain): the mapping's fault as much as a query the
+ * source refuses outright, so a MappingError naming the query (exit 2), as the servers' errors are.
+ */
+async function* iterate<T>(statement: Database.Statement, params: unknown[], query: string): AsyncIterable<T[]> {
   let batch: T[] = [];
-  for (const row of statement.iterate(...params) as Iterable<T>) {
-    if (batch.push(row) < SOURCE_BATCH) continue;
-    yield batch;
-    batch = [];
-    // The rows come without waiting on anything: let signals and timers in between batches.
-    await new Promise((resolve) => setImmediate(resolve));
+  try {
+    for (const row of statement.iterate(...params) as Iterable<T>) {
+      if (batch.push(row) < SOURCE_BATCH) continue;
+      yield batch;
+      batch = [];
+      // The rows come without waiting on anything: let signals and timers in between batches.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  } catch (error) {
+    throw queryError(error, query);
   }
   if (batch.length > 0) yield batch;
+}
+
+/** An error of the query itself (SQLITE_ERROR) as a MappingError naming it; any other as it is. */
+function queryError(error: unknown, query: string): unknown {
+  return error instanceof Database.SqliteError && error.code === 'SQLITE_ERROR' ? new MappingError(`${error.message}; the query: ${query.trim()}`) : error;
 }

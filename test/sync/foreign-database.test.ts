@@ -7,7 +7,7 @@ import { cli, cliAsync } from '../helpers/cli.js';
 import { until } from '../helpers/until.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { MAX_ROWS_OF_ONE_KEY } from '../../src/sync/key-groups.js';
-import { dumpTables } from './sync-scenario.js';
+import { dumpTables, sqliteSyncSite } from './sync-scenario.js';
 
 /**
  * The traps of pointing vidfeeds at another application's database, each closed with a message
@@ -184,6 +184,19 @@ describe('vidfeeds sync from an SQLite file', () => {
     expect(changed.code, changed.stderr).toBe(0);
     expect(JSON.parse(changed.stdout)).toMatchObject({ changes: 1, tables: { users: { inserted: 1 } } });
     expect(names()).toEqual([{ id: 1, display_name: 'Alice L.' }, { id: 2, display_name: 'Bob' }, { id: 3, display_name: 'Carol' }]);
+  });
+
+  it('stops with exit 2, naming the query, when a query SQLite accepted fails on a row it reads, and writes nothing', () => {
+    const { db, sync } = sqliteSyncSite(
+      'vidfeeds-foreign-',
+      `CREATE TABLE accounts (uid INTEGER PRIMARY KEY, profile TEXT); INSERT INTO accounts VALUES (1, '{"login":"alice"}'), (2, 'not JSON');`,
+      { users: "SELECT uid AS id, json_extract(profile, '$.login') AS username, 0 AS created_at, 0 AS updated_at FROM accounts" },
+    );
+    const before = dumpTables(db);
+    const result = sync(['--json']);
+    expect(result.code, result.stderr).toBe(2);
+    expect(JSON.parse(result.stdout)).toMatchObject({ ok: false, exitCode: 2, error: expect.stringMatching(/^malformed JSON; the query: SELECT uid AS id, json_extract/) });
+    expect(dumpTables(db)).toBe(before);
   });
 
   it('refuses a table vidfeeds does not have, a missing source and another sync holding the database, whose --wait hears Ctrl-C', async () => {
