@@ -268,15 +268,21 @@ export class BuildState {
 
   /**
    * The encodings of the compressed forms beside every document, as the last full build left them
-   * (src/pipeline/compression.ts); null when no build recorded them.
+   * (src/pipeline/compression.ts); null when no build recorded them, or a build since wrote others.
    */
   compression(): Encoding[] | null {
     const text = this.getMeta('compression');
-    return text === null ? null : text.split(',').filter(isEncoding);
+    return text === null || this.getMeta('forms_unsettled') !== null ? null : text.split(',').filter(isEncoding);
   }
 
   setCompression(encodings: readonly Encoding[]): void {
     this.setMeta('compression', encodings.join(','));
+    this.deleteMeta('forms_unsettled');
+  }
+
+  /** A build writes other forms than recorded: which are beside a document is unknown until a full build records them. */
+  unsettleCompression(): void {
+    this.setMeta('forms_unsettled', '1');
   }
 
   /** A build began on this state and never finished (it was killed, or crashed). */

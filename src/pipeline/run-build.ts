@@ -185,7 +185,12 @@ function startBuild(deps: BuildDeps, options: BuildOptions): { run: BuildRun; sa
   reader.onIssue((issue) => tally.issue(issue));
   const saved = savedState(state, writer);
   const compression = deps.compression ?? [];
-  const forms = formsPlan(saved.empty ? null : state.compression(), compression, saved.outputEmpty);
+  const recorded = saved.empty ? null : state.compression();
+  const forms = formsPlan(recorded, compression, saved.outputEmpty);
+  // Forms of other encodings than recorded go beside what this build writes, and killed, stopped,
+  // partial or failing, it records none: until a full build does, which forms are where is unknown
+  // (to the next builds, which bring the forms they meet in line, and to the incremental deploy).
+  if (!saved.empty && !sameEncodings(recorded, compression)) state.unsettleCompression();
   const target = { writer, state, verify: false, startedEmpty: saved.outputEmpty, compression, formsUnknown: forms.unknown };
   const beforeEach = () => {
     const signal = deps.stopRequested?.() ?? null;
@@ -261,7 +266,7 @@ export function formsPlan(
   configured: readonly Encoding[],
   startedEmpty: boolean,
 ): { unknown: boolean; onDisk: readonly Encoding[] } {
-  const same = saved !== null && saved.length === configured.length && saved.every((encoding) => configured.includes(encoding));
+  const same = sameEncodings(saved, configured);
   return {
     unknown: !startedEmpty && !same,
     onDisk: saved === null ? (startedEmpty ? configured : ALL_ENCODINGS) : [...new Set([...saved, ...configured])],
@@ -280,4 +285,8 @@ function expectedDocuments(deps: BuildDeps, plan: BuildPlan, stateEmpty: boolean
   const formats = enabledFormats(selectFormats(deps.formats, options.only), deps.site);
   const count = (scope: string) => formats.filter((f) => f.scope === scope).length;
   return users * count('user') + videos * count('video') + (options.user === undefined ? count('site') : 0);
+}
+
+function sameEncodings(saved: readonly Encoding[] | null, configured: readonly Encoding[]): boolean {
+  return saved !== null && saved.length === configured.length && saved.every((encoding) => configured.includes(encoding));
 }

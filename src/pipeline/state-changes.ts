@@ -13,7 +13,10 @@ export interface StateChanges {
   lastBuild: number;
   /** A build began and never finished (killed): its files and records may disagree. */
   interrupted: boolean;
-  /** The encodings of the compressed forms beside documents, as the last full build left them. */
+  /**
+   * The encodings of the compressed forms beside documents, as the last full build left them; null
+   * when none recorded them, or a build since wrote forms of others (a changed `compress`).
+   */
   compression: string | null;
   /** Paths whose bytes changed after build `after`, in path order, with whether each was added after it. */
   changedAfter(after: number): Iterable<{ path: string; isNew: boolean }>;
@@ -64,7 +67,7 @@ export function readStateChanges(file: string): StateChanges | { problem: string
       stateId,
       lastBuild: Number(meta('last_build') ?? '0'),
       interrupted: meta('in_progress') !== null,
-      compression: meta('compression'),
+      compression: meta('forms_unsettled') === null ? meta('compression') : null,
       *changedAfter(after) {
         for (const row of changed.iterate(after, after)) yield { path: row.path, isNew: row.isNew === 1 };
       },
