@@ -144,7 +144,7 @@ async function publishPlan(request: Publishing, plan: WritePlan, report: DeployR
   Object.assign(report, { documents: plan.documents, objects: plan.objects, unchanged: plan.unchanged, checked: plan.checked });
   if (!request.dryRun) request.beforeWrites?.(plan.changedForReaders(), removedFiles(request, plan));
 
-  const state = { etagsAreMd5: plan.known?.etagsAreMd5 ?? true, halted: false };
+  const state: WriteState = { etagsAreMd5: plan.known?.etagsAreMd5 ?? true, halted: false, beforeFirstWrite: request.incremental === undefined ? () => unvouch(request, plan) : null };
   // The keys of what a step has left, read from the plan a page at a time.
   const keysOf = function* (documents: Source<PendingDocument>) {
     for (let document = documents(); document !== undefined; document = documents()) for (const object of document.writes) yield object.key;
@@ -219,6 +219,27 @@ interface WriteState {
   etagsAreMd5: boolean;
   /** An object failed: no other request starts. */
   halted: boolean;
+  /** Called once, before the first write or deletion is sent. */
+  beforeFirstWrite: (() => void) | null;
+}
+
+function firstWrite(state: WriteState): void {
+  const call = state.beforeFirstWrite;
+  state.beforeFirstWrite = null;
+  call?.();
+}
+
+/**
+ * A full compare is about to change the store: until it has done everything it planned, the record
+ * vouches for nothing. Stopped or failed part-way, it leaves objects whose bytes or headers the
+ * recorded build and header fingerprint do not describe (another Cache-Control, a tree a killed
+ * build left): an incremental deploy would never look at them again, nor, once the configuration
+ * is set back, a compare that trusts the listing's ETags under the recorded headers.
+ */
+function unvouch(request: Publishing, plan: WritePlan): void {
+  const known = request.record.get(request.recordId);
+  if (known === undefined || (known.published === undefined && known.headers === plan.fingerprint)) return;
+  request.record.set(request.recordId, { headers: known.headers === plan.fingerprint ? known.headers : '', etagsAreMd5: known.etagsAreMd5 });
 }
 
 function halted(request: Publishing, state: WriteState): boolean {
@@ -236,6 +257,7 @@ async function writeDocument(request: Publishing, document: PendingDocument, kin
     }
     try {
       if (!request.dryRun) {
+        firstWrite(state);
         const etag = await request.store.put(putOf(request.bodies?.get(object.file) ?? readTreeFile(request.out, object.file), object));
         if (etag !== object.md5) state.etagsAreMd5 = false;
         request.progress?.({ key: object.key, action: 'uploaded' });
@@ -265,6 +287,7 @@ async function deleteAll(request: Publishing, plan: WritePlan, report: DeployRep
     async (batch) => {
       let failures: DeployFailure[];
       try {
+        if (!request.dryRun) firstWrite(state);
         failures = request.dryRun ? [] : (await request.store.remove(batch)).map((f) => ({ key: f.key, action: 'delete' as const, message: f.message, transient: false }));
       } catch (error) {
         if (error instanceof StopRequested) {
