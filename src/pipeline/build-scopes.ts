@@ -162,8 +162,7 @@ export function settle(run: BuildRun, { plan, affected }: Planned, siteFiles: Si
     };
     // As a full build forgets the entries of videos gone (below), for the videos this one followed.
     if (options.shard === undefined || options.shard.count === 1) {
-      if (affected.videos === 'all') state.forgetGoneEntries();
-      else state.forgetEntriesIfGone(affected.videos);
+      state.forgetGoneEntries(affected.videos === 'all' ? undefined : affected.videos);
     }
     if (siteFiles.kind === 'deferred') state.setLastmodsOwed(siteFiles.owed);
     if (siteFiles.kind !== 'render') return;

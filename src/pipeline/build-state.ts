@@ -27,7 +27,6 @@ import { addChangeSequence, isUnreadableState, openState, setAside } from './sta
  */
 export const STATE_VERSION = 4;
 
-
 /** Stale outputs are read this many at a time. */
 const STALE_PAGE = 1000;
 
@@ -271,18 +270,16 @@ export class BuildState {
    * (src/pipeline/compression.ts); null when no build recorded them, or a build since wrote others.
    */
   compression(): Encoding[] | null {
-    const text = this.getMeta('compression');
-    return text === null || this.getMeta('forms_unsettled') !== null ? null : text.split(',').filter(isEncoding);
+    return this.getMeta('compression')?.split(',').filter(isEncoding) ?? null;
   }
 
   setCompression(encodings: readonly Encoding[]): void {
     this.setMeta('compression', encodings.join(','));
-    this.deleteMeta('forms_unsettled');
   }
 
   /** A build writes other forms than recorded: which are beside a document is unknown until a full build records them. */
   unsettleCompression(): void {
-    this.setMeta('forms_unsettled', '1');
+    this.deleteMeta('compression');
   }
 
   /** A build began on this state and never finished (it was killed, or crashed). */
@@ -381,17 +378,14 @@ export class BuildState {
     };
   }
 
-  /** Forgets the sitemap entries of videos that have no output any more (a full build, after its prune). */
-  forgetGoneEntries(): void {
-    this.stmt.forgetShown.run();
-  }
-
   /**
-   * Forgets the sitemap entries of these videos that have no output any more (an incremental
-   * build, after its prune): a row that later takes a gone video's id is not dated by its entry.
+   * Forgets the sitemap entries of videos that have no output any more, after a build's prune: of
+   * every video (a full build), or of those an incremental build followed. A row that later takes
+   * a gone video's id is not dated by its entry.
    */
-  forgetEntriesIfGone(videoIds: Iterable<number>): void {
-    for (const id of videoIds) if (this.stmt.forgetShownOf.run(id).changes > 0) this.tick();
+  forgetGoneEntries(videoIds?: Iterable<number>): void {
+    if (videoIds === undefined) this.stmt.forgetShown.run();
+    else for (const id of videoIds) if (this.stmt.forgetShownOf.run(id).changes > 0) this.tick();
   }
 
   /** The site-wide files recorded (sitemap parts among them), as paths under out/. */

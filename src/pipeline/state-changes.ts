@@ -67,7 +67,7 @@ export function readStateChanges(file: string): StateChanges | { problem: string
       stateId,
       lastBuild: Number(meta('last_build') ?? '0'),
       interrupted: meta('in_progress') !== null,
-      compression: meta('forms_unsettled') === null ? meta('compression') : null,
+      compression: meta('compression'),
       *changedAfter(after) {
         for (const row of changed.iterate(after, after)) yield { path: row.path, isNew: row.isNew === 1 };
       },
