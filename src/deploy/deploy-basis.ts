@@ -53,7 +53,7 @@ export function chooseBasis(request: BasisRequest): DeployBasis {
   if (last.stateId !== state.stateId) return full('the build state is not the one the last deploy published (set aside, replaced or made anew)');
   if (last.build > state.lastBuild) return full(`the last deploy published build ${last.build}, which this build state does not know`);
   // Which forms are beside a changed document, and which of its forms the store may hold, only a full compare can tell.
-  if (state.compression === null) return full('the compressed forms beside the documents are not known: a build since wrote others (a changed compress), and no full build has finished since');
+  if (state.compression === null) return full('the compressed forms beside the documents are not known: no full build has finished without failures since `compress` changed (or ever)');
   if (last.config !== request.config || last.compression !== state.compression) return full('the configuration, the headers or the compressed forms changed since the last deploy');
   const most = request.incrementalMost ?? INCREMENTAL_MOST;
   if (state.countAfter(last.build, most + 1) > most) return full(`the builds after build ${last.build} changed or removed more than ${most} documents: compared a page at a time, not held`);
