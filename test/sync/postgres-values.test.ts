@@ -1,0 +1,60 @@
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+import { syncSite } from './sync-scenario.js';
+
+/**
+ * Values of the types a PostgreSQL site's own schema holds, as its server's settings spell them:
+ * the sync reads what the source meant whatever the database or the sync's role was set to.
+ */
+
+const missing = postgresMissing();
+
+const TABLES = {
+  users: 'SELECT id, handle AS username, joined AS created_at, edited AS updated_at FROM accounts',
+  videos: [
+    "SELECT id, slug AS public_id, account_id AS user_id, slug AS title, 'https://m.example.org/' || slug || '.mp4' AS file_url,",
+    "       'https://m.example.org/' || slug || '.jpg' AS thumbnail_url, 120 AS thumbnail_width, 90 AS thumbnail_height,",
+    "       'public' AS visibility, uploaded AS created_at, published AS updated_at FROM clips",
+  ].join('\n'),
+};
+
+describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the server spells them', () => {
+  let server: RunningPostgres;
+
+  beforeAll(async () => {
+    server = await startPostgres();
+    await server.admin.query(
+      'CREATE TABLE accounts (id int8 PRIMARY KEY, handle text NOT NULL, joined timestamptz NOT NULL, edited date NOT NULL); ' +
+        'CREATE TABLE clips (id int8 PRIMARY KEY, slug text NOT NULL, account_id int8 NOT NULL, uploaded timestamp NOT NULL, published timestamptz NOT NULL); ' +
+        "INSERT INTO accounts VALUES (1, 'ana', '2015-03-01 10:00:00+02', '2016-01-02'); " +
+        "INSERT INTO clips VALUES (1, 'trams', 1, '2016-01-01 08:00:00.75', '2016-01-01 09:30:00-05:30')",
+    );
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it.each(['SQL, DMY', 'German', 'Postgres, MDY'])('reads dates and times whatever DateStyle the site set (%s)', async (style) => {
+    // As a site's DBA sets it for its own code: on the role the sync logs in as (or the database).
+    await server.admin.query(`ALTER ROLE site SET DateStyle = '${style}'`);
+    try {
+      const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables: TABLES } }), server.url);
+      const { result, report } = site.syncJson();
+      expect(result.code, result.stderr).toBe(0);
+      expect(report.skipped).toEqual([]);
+      expect(report.issues).toEqual([]);
+      const db = new Database(site.db, { readonly: true });
+      try {
+        expect(db.prepare('SELECT created_at, updated_at FROM users').get()).toEqual({ created_at: Date.UTC(2015, 2, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 2) / 1000 });
+        expect(db.prepare('SELECT created_at, updated_at FROM videos').get()).toEqual({ created_at: Date.UTC(2016, 0, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 1, 15) / 1000 });
+      } finally {
+        db.close();
+      }
+    } finally {
+      await server.admin.query('ALTER ROLE site RESET DateStyle');
+    }
+  });
+});
