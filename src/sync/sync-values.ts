@@ -19,6 +19,8 @@ export const WRONG: unique symbol = Symbol('wrong value');
 
 /** An integer, also as a DECIMAL with a zero fraction (`47.000000`, from `extract(epoch ...)` or a DECIMAL column). */
 const INTEGER_TEXT = /^[+-]?\d+(\.0*)?$/;
+/** Seconds with a fraction, cut at the point (not through a double, which would round `.9999999999` up to the next second). */
+const FRACTION_TEXT = /^\+?\d+\.\d+$/;
 const DECIMAL_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 /** `YYYY-MM-DD`, optionally `[ T]HH:MM[:SS[.fraction]]`, optionally `Z` or `±HH[:MM]`. */
 const DATE_TEXT = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
@@ -92,11 +94,19 @@ function flagOf(raw: unknown): number | typeof WRONG {
   return n === 0 || n === 1 ? n : WRONG;
 }
 
-/** Unix seconds from a number, a Date, or date text; text without a zone is UTC. Zero dates are wrong. */
+/**
+ * Unix seconds from a number, a Date, or date text; text without a zone is UTC. Zero dates are
+ * wrong. A fraction of a second is dropped, as from a date's text: the second the time falls in
+ * (`UNIX_TIMESTAMP()` of a `DATETIME(6)` and `extract(epoch FROM ...)` of a time with microseconds
+ * give `1425204000.999999`, as text or, before PostgreSQL 14, a double).
+ */
 export function timeOf(raw: unknown): number | typeof WRONG {
   let seconds: number | typeof WRONG = WRONG;
+  const text = typeof raw === 'string' ? raw.trim() : undefined;
   if (raw instanceof Date) seconds = Number.isNaN(raw.getTime()) ? WRONG : Math.floor(raw.getTime() / 1000);
-  else if (typeof raw === 'string' && !INTEGER_TEXT.test(raw.trim())) seconds = dateTextSeconds(raw.trim());
+  else if (typeof raw === 'number') seconds = Number.isFinite(raw) ? integerOf(Math.floor(raw)) : WRONG;
+  else if (text !== undefined && FRACTION_TEXT.test(text)) seconds = integerOf(text.slice(0, text.indexOf('.')));
+  else if (text !== undefined && !INTEGER_TEXT.test(text)) seconds = dateTextSeconds(text);
   else seconds = integerOf(raw);
   return seconds !== WRONG && seconds >= 0 && seconds <= MAX_UNIX_SECONDS ? seconds : WRONG;
 }

@@ -29,12 +29,32 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
       'CREATE TABLE accounts (id int8 PRIMARY KEY, handle text NOT NULL, joined timestamptz NOT NULL, edited date NOT NULL); ' +
         'CREATE TABLE clips (id int8 PRIMARY KEY, slug text NOT NULL, account_id int8 NOT NULL, uploaded timestamp NOT NULL, published timestamptz NOT NULL); ' +
         "INSERT INTO accounts VALUES (1, 'ana', '2015-03-01 10:00:00+02', '2016-01-02'); " +
-        "INSERT INTO clips VALUES (1, 'trams', 1, '2016-01-01 08:00:00.75', '2016-01-01 09:30:00-05:30')",
+        "INSERT INTO clips VALUES (1, 'trams', 1, '2016-01-01 08:00:00.75', '2016-01-01 09:30:00.25-05:30')",
     );
   });
 
   afterAll(async () => {
     await server?.stop();
+  });
+
+  it('extract(epoch FROM ...) of a time with microseconds (numeric seconds with a fraction) is the second it falls in', () => {
+    const epoch = (column: string) => `extract(epoch FROM ${column})`;
+    const tables = {
+      users: `SELECT id, handle AS username, ${epoch('joined')} AS created_at, ${epoch('edited')} AS updated_at FROM accounts`,
+      videos: TABLES.videos.replace('uploaded AS created_at, published AS updated_at', `${epoch('uploaded')} AS created_at, ${epoch('published')}::float8 AS updated_at`),
+    };
+    const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables } }), server.url);
+    const { result, report } = site.syncJson();
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.skipped).toEqual([]);
+    expect(report.issues).toEqual([]);
+    const db = new Database(site.db, { readonly: true });
+    try {
+      expect(db.prepare('SELECT created_at, updated_at FROM users').get()).toEqual({ created_at: Date.UTC(2015, 2, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 2) / 1000 });
+      expect(db.prepare('SELECT created_at, updated_at FROM videos').get()).toEqual({ created_at: Date.UTC(2016, 0, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 1, 15) / 1000 });
+    } finally {
+      db.close();
+    }
   });
 
   it.each(['SQL, DMY', 'German', 'Postgres, MDY'])('reads dates and times whatever DateStyle the site set (%s)', async (style) => {

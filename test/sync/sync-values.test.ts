@@ -26,6 +26,22 @@ describe('source values', () => {
     expect(normaliseValue(videos.created_at!, '1262304000.000')).toBe(1_262_304_000);
   });
 
+  it('takes a time with a fraction of a second as the second it falls in, as from date text', () => {
+    const createdAt = videos.created_at!;
+    expect(normaliseValue(createdAt, '1262304000.999999')).toBe(1_262_304_000);
+    expect(normaliseValue(createdAt, '2010-01-01 00:00:00.999999')).toBe(1_262_304_000);
+    // Cut at the point: through a double, this one would round up to the next second.
+    expect(normaliseValue(createdAt, '1262304000.99999999999')).toBe(1_262_304_000);
+    expect(normaliseValue(createdAt, 1262304000.5)).toBe(1_262_304_000);
+    expect(normaliseValue(createdAt, '-0.5')).toBe(WRONG);
+    expect(normaliseValue(createdAt, -0.5)).toBe(WRONG);
+    expect(normaliseValue(createdAt, Number.NaN)).toBe(WRONG);
+    expect(normaliseValue(createdAt, '253402300799.9')).toBe(253_402_300_799);
+    expect(normaliseValue(createdAt, '253402300800.0001')).toBe(WRONG);
+    // A duration or a size is still a whole number.
+    expect(normaliseValue(videos.duration_seconds!, '195.5')).toBe(WRONG);
+  });
+
   it('shows bytes that are not UTF-8 in hex around the first bad one, however long the value', () => {
     expect(describeSourceValue(Buffer.from('Jo\u00e3o'))).toBe('5 bytes');
     expect(describeSourceValue(Buffer.from([0x42, 0x61, 0x64, 0xff]))).toBe('4 bytes (not UTF-8 at offset 3: 42 61 64 [FF])');

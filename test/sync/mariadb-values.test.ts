@@ -1,0 +1,80 @@
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+import { syncSite } from './sync-scenario.js';
+
+/**
+ * Values of the types a MariaDB site's own schema holds, as the server sends them: the sync reads
+ * what the source meant, whatever the type the site chose or the expression the mapping uses.
+ */
+
+const missing = mariadbMissing();
+
+/** The mapping of a site's members and clips, with `created` giving both tables' times. */
+function mapping(created: (column: string) => string): string {
+  return JSON.stringify({
+    sync: {
+      tables: {
+        users: `SELECT id, login AS username, ${created('joined')} AS created_at, ${created('joined')} AS updated_at FROM members`,
+        videos: [
+          "SELECT id, clip_key AS public_id, member_id AS user_id, clip_key AS title, CONCAT('https://m.example.org/', clip_key, '.mp4') AS file_url,",
+          "       CONCAT('https://m.example.org/', clip_key, '.jpg') AS thumbnail_url, 120 AS thumbnail_width, 90 AS thumbnail_height,",
+          `       'public' AS visibility, ${created('uploaded')} AS created_at, ${created('uploaded')} AS updated_at FROM clips`,
+        ].join('\n'),
+      },
+    },
+  });
+}
+
+describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server sends them', () => {
+  let server: RunningMariadb;
+
+  beforeAll(async () => {
+    server = await startMariadb();
+    await server.admin.query(
+      'CREATE TABLE members (id INT PRIMARY KEY, login VARCHAR(20) NOT NULL, joined DATETIME(6) NOT NULL); ' +
+        'CREATE TABLE clips (id INT PRIMARY KEY, clip_key CHAR(12) NOT NULL, member_id INT NOT NULL, uploaded DATETIME(6) NOT NULL); ' +
+        "INSERT INTO members VALUES (1, 'alice', '2015-03-01 10:00:00.999999'), (2, 'bob', '2015-03-02 11:00:00.000000'); " +
+        "INSERT INTO clips VALUES (1, 'abc123', 1, '2016-01-01 08:00:00.5'), (2, 'def456', 2, '2016-01-02 08:00:00')",
+    );
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  function syncedTimes(config: string): unknown {
+    const site = syncSite(useTempDir('vidfeeds-sync-mariadb-values-'), config, server.url);
+    const { result, report } = site.syncJson();
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.skipped).toEqual([]);
+    expect(report.issues).toEqual([]);
+    const db = new Database(site.db, { readonly: true });
+    try {
+      return [
+        db.prepare('SELECT id, created_at, updated_at FROM users ORDER BY id').all(),
+        db.prepare('SELECT id, created_at, updated_at FROM videos ORDER BY id').all(),
+      ];
+    } finally {
+      db.close();
+    }
+  }
+
+  it('a DATETIME(6) as UNIX_TIMESTAMP() (seconds with a fraction) is the second it falls in, as the DATETIME itself is', () => {
+    const expected = [
+      [
+        { id: 1, created_at: Date.UTC(2015, 2, 1, 10) / 1000, updated_at: Date.UTC(2015, 2, 1, 10) / 1000 },
+        { id: 2, created_at: Date.UTC(2015, 2, 2, 11) / 1000, updated_at: Date.UTC(2015, 2, 2, 11) / 1000 },
+      ],
+      [
+        { id: 1, created_at: Date.UTC(2016, 0, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 1, 8) / 1000 },
+        { id: 2, created_at: Date.UTC(2016, 0, 2, 8) / 1000, updated_at: Date.UTC(2016, 0, 2, 8) / 1000 },
+      ],
+    ];
+    expect(syncedTimes(mapping((column) => column))).toEqual(expected);
+    expect(syncedTimes(mapping((column) => `UNIX_TIMESTAMP(${column})`))).toEqual(expected);
+    // A PHP site's microtime(true), kept in a DOUBLE.
+    expect(syncedTimes(mapping((column) => `CAST(UNIX_TIMESTAMP(${column}) AS DOUBLE)`))).toEqual(expected);
+  });
+});
