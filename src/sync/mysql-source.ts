@@ -87,6 +87,9 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
   let version: string;
   try {
     await deadline.within(new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))));
+    // The character set asked for at the handshake, again: a server's init_connect runs after it,
+    // and `SET NAMES utf8` there (old guides' my.cnf line) made every character past U+FFFF a `?`.
+    await run('SET NAMES utf8mb4 COLLATE utf8mb4_general_ci');
     await run("SET time_zone = '+00:00'");
     await run('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY');
     version = String(((await run('SELECT VERSION() AS v')).rows as Array<{ v: string }>)[0]?.v ?? '');

@@ -36,7 +36,9 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
       'CREATE TABLE members (id INT PRIMARY KEY, login VARCHAR(20) NOT NULL, joined DATETIME(6) NOT NULL); ' +
         'CREATE TABLE clips (id INT PRIMARY KEY, clip_key CHAR(12) NOT NULL, member_id INT NOT NULL, uploaded DATETIME(6) NOT NULL); ' +
         "INSERT INTO members VALUES (1, 'alice', '2015-03-01 10:00:00.999999'), (2, 'bob', '2015-03-02 11:00:00.000000'); " +
-        "INSERT INTO clips VALUES (1, 'abc123', 1, '2016-01-01 08:00:00.5'), (2, 'def456', 2, '2016-01-02 08:00:00')",
+        "INSERT INTO clips VALUES (1, 'abc123', 1, '2016-01-01 08:00:00.5'), (2, 'def456', 2, '2016-01-02 08:00:00'); " +
+        'CREATE TABLE profiles (id INT PRIMARY KEY, login VARCHAR(20) NOT NULL, realname VARCHAR(50) NOT NULL) CHARACTER SET utf8mb4; ' +
+        "INSERT INTO profiles VALUES (1, 'zoe', _utf8mb4 X'5A6FC3AB20F09F9880' COLLATE utf8mb4_general_ci)",
     );
   });
 
@@ -76,5 +78,25 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
     expect(syncedTimes(mapping((column) => `UNIX_TIMESTAMP(${column})`))).toEqual(expected);
     // A PHP site's microtime(true), kept in a DOUBLE.
     expect(syncedTimes(mapping((column) => `CAST(UNIX_TIMESTAMP(${column}) AS DOUBLE)`))).toEqual(expected);
+  });
+
+  it("reads text as UTF-8 when the server's init_connect sets another character set for every client (SET NAMES utf8)", async () => {
+    // The my.cnf line old guides gave PHP sites; it runs for every account without SUPER, the sync's included.
+    await server.admin.query("SET GLOBAL init_connect = 'SET NAMES utf8mb3'");
+    try {
+      const tables = { users: 'SELECT id, login AS username, realname AS display_name, 1238587200 AS created_at, 1238587200 AS updated_at FROM profiles' };
+      const site = syncSite(useTempDir('vidfeeds-sync-mariadb-values-'), JSON.stringify({ sync: { tables } }), server.url);
+      const { result, report } = site.syncJson();
+      expect(result.code, result.stderr).toBe(0);
+      expect(report.issues).toEqual([]);
+      const db = new Database(site.db, { readonly: true });
+      try {
+        expect(db.prepare('SELECT display_name FROM users').pluck().get()).toBe('Zo\u00eb \u{1f600}');
+      } finally {
+        db.close();
+      }
+    } finally {
+      await server.admin.query("SET GLOBAL init_connect = ''");
+    }
   });
 });
