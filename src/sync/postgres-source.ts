@@ -12,7 +12,7 @@ import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, passwor
 /**
  * PostgreSQL through pg. int8 comes as a number where it fits one exactly and as text where it
  * does not, numeric as text (pg's default), and dates as their text (`timestamp`, `timestamptz`,
- * `date`, in ISO style whatever DateStyle the site set): pg would otherwise read a `timestamp` without zone in this machine's zone. src/sync/sync-values.ts reads `timestamp` text as UTC. All queries run
+ * `date`, in ISO style whatever DateStyle the site set; floats with every digit): pg would otherwise read a `timestamp` without zone in this machine's zone. src/sync/sync-values.ts reads `timestamp` text as UTC. All queries run
  * in one REPEATABLE READ, READ ONLY transaction; rows are read through a cursor, 2,000 at a time.
  * Without a password in the URL, sync.passwordFile or PGPASSWORD (which src/cli reads), the
  * password file (~/.pgpass or PGPASSFILE) is read as libpq does.
@@ -223,10 +223,12 @@ async function begin(
   try {
     await deadline.within(client.connect());
     await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    // Dates and times as src/sync/sync-values.ts reads them, whatever the site set for its own code
-    // (ALTER DATABASE or ROLE ... SET DateStyle = 'SQL, DMY' spells them 01/03/2015 08:00:00 UTC).
-    // For this transaction alone: a pooler's connection is left as it was.
+    // Values as src/sync/sync-values.ts reads them, whatever the site set for its own code (ALTER
+    // DATABASE or ROLE ... SET): DateStyle = 'SQL, DMY' spells times 01/03/2015 08:00:00 UTC, and
+    // extra_float_digits below 0 rounds floats (1425196800 as 1e+09); 3 is every digit on every
+    // version. For this transaction alone: a pooler's connection is left as it was.
     await query("SET LOCAL DateStyle = 'ISO'");
+    await query('SET LOCAL extra_float_digits = 3');
     const version = String((await query('SHOW server_version')).rows[0]?.server_version ?? '');
     const versionNumber = Number((await query('SHOW server_version_num')).rows[0]?.server_version_num ?? 0);
     return { version, versionNumber };

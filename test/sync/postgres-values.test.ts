@@ -57,6 +57,31 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
     }
   });
 
+  it('reads floating-point values exactly whatever extra_float_digits the site set', async () => {
+    // Negative, the server rounds what it sends: 1425196800 as 1e+09, in 2001.
+    await server.admin.query('ALTER ROLE site SET extra_float_digits = -15');
+    try {
+      const tables = {
+        users: 'SELECT id, handle AS username, extract(epoch FROM joined)::float8 AS created_at, edited AS updated_at FROM accounts',
+        categories: "SELECT 1 AS id, 'Travel' AS name",
+        attention_concepts: 'SELECT id AS user_id, 1 AS category_id, 0.123456789::float8 AS value FROM accounts',
+      };
+      const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables } }), server.url);
+      const { result, report } = site.syncJson();
+      expect(result.code, result.stderr).toBe(0);
+      expect(report.issues).toEqual([]);
+      const db = new Database(site.db, { readonly: true });
+      try {
+        expect(db.prepare('SELECT created_at FROM users').pluck().get()).toBe(Date.UTC(2015, 2, 1, 8) / 1000);
+        expect(db.prepare('SELECT value FROM attention_concepts').pluck().get()).toBe(0.123456789);
+      } finally {
+        db.close();
+      }
+    } finally {
+      await server.admin.query('ALTER ROLE site RESET extra_float_digits');
+    }
+  });
+
   it.each(['SQL, DMY', 'German', 'Postgres, MDY'])('reads dates and times whatever DateStyle the site set (%s)', async (style) => {
     // As a site's DBA sets it for its own code: on the role the sync logs in as (or the database).
     await server.admin.query(`ALTER ROLE site SET DateStyle = '${style}'`);
