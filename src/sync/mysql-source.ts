@@ -87,10 +87,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
   let version: string;
   try {
     await deadline.within(new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))));
-    // The character set asked for at the handshake, again: a server's init_connect runs after it,
-    // and `SET NAMES utf8` there (old guides' my.cnf line) made every character past U+FFFF a `?`.
-    await run('SET NAMES utf8mb4 COLLATE utf8mb4_general_ci');
-    await run("SET time_zone = '+00:00'");
+    await setUpSession(run);
     await run('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY');
     version = String(((await run('SELECT VERSION() AS v')).rows as Array<{ v: string }>)[0]?.v ?? '');
   } catch (error) {
@@ -140,6 +137,20 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
       socket.destroy();
     },
   };
+}
+
+/**
+ * The session's settings that decide how the server spells values, as src/sync/sync-values.ts
+ * reads them, whatever the server sets for its clients.
+ */
+async function setUpSession(run: (sql: string) => Promise<unknown>): Promise<void> {
+  // The character set asked for at the handshake, again: a server's init_connect runs after it,
+  // and `SET NAMES utf8` there (old guides' my.cnf line) made every character past U+FFFF a `?`.
+  await run('SET NAMES utf8mb4 COLLATE utf8mb4_general_ci');
+  await run("SET time_zone = '+00:00'");
+  // A CHAR column's value without the spaces it is stored with, as MySQL sends it by default:
+  // a server whose sql_mode pads it sent `abc123      ` for a public id, and into every URL made of it.
+  await run("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'PAD_CHAR_TO_FULL_LENGTH', '')");
 }
 
 /** Ends the statement thread `threadId` runs, from a connection of its own (CancelOnStop). */

@@ -99,4 +99,26 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
       await server.admin.query("SET GLOBAL init_connect = ''");
     }
   });
+
+  it("reads a CHAR column without padding when the server's sql_mode pads it (PAD_CHAR_TO_FULL_LENGTH)", async () => {
+    await server.admin.query("SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',PAD_CHAR_TO_FULL_LENGTH')");
+    try {
+      const site = syncSite(useTempDir('vidfeeds-sync-mariadb-values-'), mapping((column) => column), server.url);
+      const { result, report } = site.syncJson();
+      expect(result.code, result.stderr).toBe(0);
+      expect(report.skipped).toEqual([]);
+      const db = new Database(site.db, { readonly: true });
+      try {
+        // CHAR(12): the key, and the URLs the mapping makes of it with CONCAT.
+        expect(db.prepare('SELECT public_id, file_url FROM videos ORDER BY id').all()).toEqual([
+          { public_id: 'abc123', file_url: 'https://m.example.org/abc123.mp4' },
+          { public_id: 'def456', file_url: 'https://m.example.org/def456.mp4' },
+        ]);
+      } finally {
+        db.close();
+      }
+    } finally {
+      await server.admin.query("SET GLOBAL sql_mode = REPLACE(@@GLOBAL.sql_mode, ',PAD_CHAR_TO_FULL_LENGTH', '')");
+    }
+  });
 });
