@@ -22,8 +22,15 @@ const INTEGER_TEXT = /^[+-]?\d+(\.0*)?$/;
 /** Seconds with a fraction, cut at the point (not through a double, which would round `.9999999999` up to the next second). */
 const FRACTION_TEXT = /^\+?\d+\.\d+$/;
 const DECIMAL_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
-/** `YYYY-MM-DD`, optionally `[ T]HH:MM[:SS[.fraction]]`, optionally `Z` or `±HH[:MM]`. */
-const DATE_TEXT = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+/**
+ * `YYYY-MM-DD`, optionally `[ T]HH:MM[:SS[.fraction]]`, optionally `Z` or `±HH[:MM[:SS]]`. As
+ * PostgreSQL spells a `timestamptz` in any session time zone: a year of five digits (the last
+ * hours of 9999 in UTC are in 10000 east of it), an offset with seconds (Africa/Monrovia's
+ * -00:44:30 until 1972).
+ */
+const DATE_TEXT = /^(\d{4,5})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?\s*(Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)?$/i;
+/** No time in a year before it is 1970 or later in UTC (offsets reach 14 hours); Date.UTC would read the years 0 to 99 as 1900 to 1999. */
+const FIRST_YEAR = 1969;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -115,15 +122,15 @@ function dateTextSeconds(text: string): number | typeof WRONG {
   const m = DATE_TEXT.exec(text);
   if (m === null) return WRONG;
   const [year, month, day, hour = 0, minute = 0, second = 0] = m.slice(1, 7).map((part) => (part === undefined ? undefined : Number(part))) as number[];
-  if (month! < 1 || month! > 12 || day! < 1 || day! > 31 || hour > 23 || minute > 59 || second > 60) return WRONG;
+  if (year! < FIRST_YEAR || month! < 1 || month! > 12 || day! < 1 || day! > 31 || hour > 23 || minute > 59 || second > 60) return WRONG;
   const utc = Date.UTC(year!, month! - 1, day!, hour, minute, second);
   // Date.UTC rolls 31 February over into March: such a date is not one.
   if (new Date(utc).getUTCDate() !== day) return WRONG;
   let offset = 0;
   const zone = m[7];
   if (zone !== undefined && zone.toUpperCase() !== 'Z') {
-    const digits = zone.replace(':', '');
-    offset = (digits.startsWith('-') ? -1 : 1) * (Number(digits.slice(1, 3)) * 60 + Number(digits.slice(3, 5) || '0')) * 60;
+    const digits = zone.slice(1).replaceAll(':', '');
+    offset = (zone.startsWith('-') ? -1 : 1) * (Number(digits.slice(0, 2)) * 3600 + Number(digits.slice(2, 4) || '0') * 60 + Number(digits.slice(4, 6) || '0'));
   }
   return Math.floor(utc / 1000) - offset;
 }

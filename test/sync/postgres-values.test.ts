@@ -57,6 +57,36 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
     }
   });
 
+  it.each([
+    ['Africa/Monrovia', '1971-06-01 12:00:00+00'],
+    ['Pacific/Chatham', '9999-12-31 20:00:00+00'],
+  ])('reads a timestamptz as the session time zone %s spells it (%s)', async (zone, time) => {
+    await server.admin.query(`ALTER ROLE site SET TimeZone = '${zone}'`);
+    try {
+      const tables = { users: `SELECT id, handle AS username, '${time}'::timestamptz AS created_at, '${time}'::timestamptz AS updated_at FROM accounts` };
+      const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables } }), server.url);
+      const { result, report } = site.syncJson();
+      expect(result.code, result.stderr).toBe(0);
+      expect(report.skipped).toEqual([]);
+      const db = new Database(site.db, { readonly: true });
+      try {
+        expect(db.prepare('SELECT created_at FROM users').pluck().get()).toBe(Date.parse(time.replace(' ', 'T').replace('+00', 'Z')) / 1000);
+      } finally {
+        db.close();
+      }
+    } finally {
+      await server.admin.query('ALTER ROLE site RESET TimeZone');
+    }
+  });
+
+  it('a date of the year 99 is no time, not 1999', () => {
+    const tables = { users: "SELECT id, handle AS username, joined AS created_at, '0099-06-01'::date AS updated_at FROM accounts" };
+    const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables } }), server.url);
+    const { result, report } = site.syncJson();
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.issues).toEqual([expect.objectContaining({ table: 'users', row: 'id=1', column: 'updated_at', found: 'text "0099-06-01"', outcome: 'stored as created_at (the field is left out)' })]);
+  });
+
   it('reads floating-point values exactly whatever extra_float_digits the site set', async () => {
     // Negative, the server rounds what it sends: 1425196800 as 1e+09, in 2001.
     await server.admin.query('ALTER ROLE site SET extra_float_digits = -15');

@@ -26,6 +26,20 @@ describe('source values', () => {
     expect(normaliseValue(videos.created_at!, '1262304000.000')).toBe(1_262_304_000);
   });
 
+  it('reads date text as PostgreSQL spells it in any session time zone, and years before 100 as themselves', () => {
+    const createdAt = videos.created_at!;
+    // Africa/Monrovia until 1972: an offset with seconds.
+    expect(normaliseValue(createdAt, '1971-06-01 11:15:30-00:44:30')).toBe(Date.UTC(1971, 5, 1, 12) / 1000);
+    expect(normaliseValue(createdAt, '1971-06-01 11:15:30.25-004430')).toBe(Date.UTC(1971, 5, 1, 12) / 1000);
+    // Pacific/Chatham: the last hours of 9999 in UTC are in the year 10000 there.
+    expect(normaliseValue(createdAt, '10000-01-01 09:45:00+13:45')).toBe(Date.UTC(9999, 11, 31, 20) / 1000);
+    expect(normaliseValue(createdAt, '10000-01-01 00:00:00+00')).toBe(WRONG);
+    // The year 99, not 1999 (Date.UTC's reading of two-digit years).
+    expect(normaliseValue(createdAt, '0099-06-01')).toBe(WRONG);
+    expect(normaliseValue(createdAt, '0070-01-01 00:00:00')).toBe(WRONG);
+    expect(normaliseValue(createdAt, '1969-12-31 20:00:00-04')).toBe(0);
+  });
+
   it('takes a time with a fraction of a second as the second it falls in, as from date text', () => {
     const createdAt = videos.created_at!;
     expect(normaliseValue(createdAt, '1262304000.999999')).toBe(1_262_304_000);
