@@ -29,10 +29,25 @@ import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, passwor
 
 const DATE_TYPES = new Set([1082, 1114, 1184]);
 const INT8 = 20;
+const BPCHAR = 1042;
 const TYPES = {
   getTypeParser: ((oid: number, format?: string) =>
-    DATE_TYPES.has(oid) ? (text: string) => text : oid === INT8 ? int8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    DATE_TYPES.has(oid) ? (text: string) => text
+    : oid === INT8 ? int8
+    : oid === BPCHAR ? unpadded
+    : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
+
+/**
+ * A `character(n)` value without the spaces that pad it to n: PostgreSQL disregards them (in
+ * comparisons, and in a cast to text, which the server's digests read), and so does MySQL.
+ * Padded, `active  ` was no user state and `ana         ` no username.
+ */
+function unpadded(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0x20) end--;
+  return text.slice(0, end);
+}
 
 /** An int8 as a number where it is one exactly, else its text (which the sync then names as too large). */
 function int8(text: string): number | string {

@@ -79,6 +79,27 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
     }
   });
 
+  it('reads a character(n) value without the padding PostgreSQL disregards', async () => {
+    await server.admin.query(
+      'CREATE TABLE members (id int PRIMARY KEY, login character(12) NOT NULL, status character(8) NOT NULL); ' +
+        "INSERT INTO members VALUES (1, 'ana', 'active'), (2, 'ben', 'deleted'); GRANT SELECT ON members TO site",
+    );
+    const tables = { users: 'SELECT id, login AS username, status AS state, joined AS created_at, joined AS updated_at FROM members JOIN (SELECT joined FROM accounts) a ON true' };
+    const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables } }), server.url);
+    const { result, report } = site.syncJson();
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.skipped).toEqual([]);
+    const db = new Database(site.db, { readonly: true });
+    try {
+      expect(db.prepare('SELECT username, state FROM users ORDER BY id').all()).toEqual([
+        { username: 'ana', state: 'active' },
+        { username: 'ben', state: 'deleted' },
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+
   it('a date of the year 99 is no time, not 1999', () => {
     const tables = { users: "SELECT id, handle AS username, joined AS created_at, '0099-06-01'::date AS updated_at FROM accounts" };
     const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables } }), server.url);
