@@ -60,6 +60,35 @@ describe('webUrl', () => {
     expect(parsed).toBeGreaterThan(3_000);
   });
 
+  it('publishes only RFC 3986 URIs, as the documents\' grammars read them', () => {
+    // RFC 3986 appendix A for an http(s) URI: authority, path-abempty, query, fragment.
+    const pct = '%[0-9A-Fa-f]{2}';
+    const pchar = `(?:[A-Za-z0-9\\-._~!$&'()*+,;=:@]|${pct})`;
+    const authority = `(?:(?:[A-Za-z0-9\\-._~!$&'()*+,;=:]|${pct})*@)?(?:\\[[0-9A-Fa-f:.]+\\]|(?:[A-Za-z0-9\\-._~!$&'()*+,;=]|${pct})*)(?::[0-9]*)?`;
+    const rfc3986 = new RegExp(`^https?://${authority}(?:/${pchar}*)*(?:\\?(?:${pchar}|[/?])*)?(?:#(?:${pchar}|[/?])*)?$`);
+    const next = random(29);
+    let published = 0;
+    for (let i = 0; i < 30_000; i++) {
+      const value = candidate(next);
+      const url = webUrl(value);
+      if (url === null) continue;
+      published++;
+      if (!rfc3986.test(url)) expect.fail(`${JSON.stringify(value)} is published as ${JSON.stringify(url)}, which is no RFC 3986 URI`);
+    }
+    expect(published).toBeGreaterThan(10_000);
+    const encoded: Record<string, string> = {
+      'https://example.org/%zz': 'https://example.org/%25zz',
+      'https://example.org/a%': 'https://example.org/a%25',
+      'https://example.org/[1]?q=[2]#[3]': 'https://example.org/%5B1%5D?q=%5B2%5D#%5B3%5D',
+      'https://example.org/a|b?c^d{e}`f\\g': 'https://example.org/a%7Cb?c%5Ed%7Be%7D%60f%5Cg',
+      'https://example.org/#a#b': 'https://example.org/#a%23b',
+      'https://example.org/#': 'https://example.org/#',
+      'http://[::1]:8080/x': 'http://[::1]:8080/x',
+      'http://a{b}.example/': 'http://a%7Bb%7D.example/',
+    };
+    for (const [value, expected] of Object.entries(encoded)) expect(webUrl(value), value).toBe(expected);
+  });
+
   it('takes plain URLs as they are and leaves the rest to the parser', () => {
     for (const value of ['https://videos.example.org/files/v005crn.flv', 'http://localhost/a?b=c&d=%41', 'https://a-b.example/x/y/']) {
       expect(isPlainWebUrl(value)).toBe(true);
