@@ -24,6 +24,14 @@ export const DURATION_RANGE = { min: 1, max: 28_800 } as const;
 const MAX_TITLE_CHARS = 100;
 /** Google reads at most this many characters of an uploader's name. */
 const MAX_UPLOADER_CHARS = 255;
+/**
+ * The longest URL a sitemap may carry (sitemaps.org, and the extension's schema for every URL of
+ * `<video:video>`). A longer stored URL cannot be cut: the entry goes without it, and without
+ * `<video:video>` when it is the thumbnail, which Google requires.
+ */
+export const MAX_URL_CHARS = 2048;
+
+const listable = (url: string) => url.length <= MAX_URL_CHARS;
 
 /** The `<url>` of a video's page with its `<video:video>`; the page's date is that of the video's documents, or of the entry's own change. */
 export interface VideoEntry {
@@ -102,7 +110,8 @@ function videoFields(entry: VideoEntry, site: SiteContext): VideoField[] {
   const seconds = video.durationSeconds;
   if (seconds !== null && seconds >= DURATION_RANGE.min && seconds <= DURATION_RANGE.max) fields.push(['video:duration', seconds]);
   fields.push(['video:publication_date', rfc3339(video.createdAt)]);
-  fields.push(['video:uploader', texts.uploader, { info: site.paths.userPage(video.uploader.username) }]);
+  const info = site.paths.userPage(video.uploader.username);
+  fields.push(['video:uploader', texts.uploader, listable(info) ? { info } : undefined]);
   return fields;
 }
 
@@ -111,7 +120,7 @@ function videoFields(entry: VideoEntry, site: SiteContext): VideoField[] {
  * file or a player other than the page itself.
  */
 export function describable(entry: VideoEntry, site: SiteContext): boolean {
-  if (videoTexts(entry.video).title.trim() === '') return false;
+  if (videoTexts(entry.video).title.trim() === '' || !listable(entry.video.thumbnailUrl)) return false;
   return contentLoc(entry.video, entry.loc) !== null || playerLoc(entry.video, entry.loc, site) !== null;
 }
 
@@ -142,7 +151,7 @@ function videoTexts(video: VideoView): { title: string; description: string; upl
 }
 
 function contentLoc(video: VideoView, loc: string): string | null {
-  return /^https?:\/\//i.test(video.fileUrl) && video.fileUrl !== loc ? video.fileUrl : null;
+  return /^https?:\/\//i.test(video.fileUrl) && video.fileUrl !== loc && listable(video.fileUrl) ? video.fileUrl : null;
 }
 
 /** The page that plays the video, when the site has one (a format marked `player`, the embed page) and it is not the listed page. */
@@ -150,5 +159,5 @@ function playerLoc(video: VideoView, loc: string, site: SiteContext): string | n
   const player = site.formats.find((f): f is VideoFormat => f.scope === 'video' && f.player === true);
   if (player === undefined) return null;
   const url = site.paths.url(player, video.publicId);
-  return url === loc ? null : url;
+  return url === loc || !listable(url) ? null : url;
 }

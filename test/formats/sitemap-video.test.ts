@@ -136,6 +136,25 @@ describe('the video sitemap', () => {
     expect(field(sitemap, 'https://videos.example.org/flag/embed/', 'description')).toBe('a'.repeat(2047));
   });
 
+  it('carries no URL longer than 2,048 characters: the entry goes without it, and without video:video for a thumbnail', () => {
+    const { db, file } = createTestDb();
+    const ann = insertUser(db, { username: 'ann' });
+    const long = (what: string) => `https://cdn.example.org/${what}/${'x'.repeat(2100)}`;
+    insertVideo(db, ann.id, { public_id: 'thumb', thumbnail_url: long('t') });
+    insertVideo(db, ann.id, { public_id: 'file', title: 'Long file', file_url: long('v') });
+    // Pages of the site's own, so that the embed page is the player a video:video can name.
+    const config = testConfig({ pages: { ...testConfig().pages, video: '{base}/watch/{video}' } });
+    const sitemap = buildInMemory(file, { only: new Set(['sitemap']), config }).writer.text('sitemap.xml');
+    expect(xmllintSchema(join(SCHEMAS, 'sitemap-with-video.xsd'), { sitemap })).toMatchObject({ ok: true });
+    expect(sitemap).toContain('<url><loc>https://videos.example.org/watch/thumb</loc>');
+    expect(field(sitemap, 'https://videos.example.org/watch/thumb', 'title')).toBe('');
+    const loc = 'https://videos.example.org/watch/file';
+    expect(field(sitemap, loc, 'title')).toBe('Long file');
+    expect(field(sitemap, loc, 'player_loc')).toBe('https://videos.example.org/file/embed/');
+    expect(field(sitemap, loc, 'content_loc')).toBe('');
+    expect(sitemap).not.toContain('x'.repeat(2100));
+  });
+
   it('counts the text it writes, not the text it cuts: a title far over 100 characters keeps the sitemap one file', () => {
     const { db, file } = createTestDb();
     const ann = insertUser(db, { username: 'ann', display_name: 'D'.repeat(10_000) });
