@@ -1,6 +1,6 @@
 import type { SiteContext, VideoFormat } from './format.js';
 import type { VideoView } from '../model/views.js';
-import { escapeAttr, escapeText, xmlChars } from '../render/xml-text.js';
+import { escapeAttr, escapeText, videoName, xmlChars } from '../render/xml-text.js';
 
 /**
  * The embed page of a public video, `/<video>/embed/`: a complete HTML document holding the
@@ -36,7 +36,7 @@ const attr = (value: string) => escapeAttr(xmlChars(value));
 export function embedPage(video: VideoView, site: SiteContext): string {
   const { config, paths } = site;
   const page = paths.videoPage(video.publicId);
-  const title = video.title.trim() === '' ? video.publicId : video.title;
+  const title = videoName(video);
   return (
     '<!DOCTYPE html>\n' +
     `<html lang="${attr(config.language)}">\n` +

@@ -5,7 +5,7 @@ import { embedPageFormat } from './embed-page.js';
 import { scriptSafeJson } from '../render/script-json.js';
 import { xmlDocument } from '../render/xml.js';
 import type { XmlEngine } from '../render/xml-engine.js';
-import { escapeAttr, xmlChars } from '../render/xml-text.js';
+import { escapeAttr, videoName, xmlChars } from '../render/xml-text.js';
 
 /**
  * oEmbed 1.0 for every public video (seed 2.2), in four forms at four paths:
@@ -142,7 +142,7 @@ export function oembedResponse(video: VideoView, site: SiteContext, options: Oem
 export function embedIframe(video: VideoView, site: SiteContext, size: { width: number; height: number }): string {
   const src = site.paths.url(embedPageFormat, video.publicId);
   return (
-    `<iframe src="${escapeAttr(src)}" width="${size.width}" height="${size.height}" title="${escapeAttr(xmlChars(video.title))}"` +
+    `<iframe src="${escapeAttr(src)}" width="${size.width}" height="${size.height}" title="${escapeAttr(xmlChars(videoName(video)))}"` +
     ' frameborder="0" allow="fullscreen; picture-in-picture" allowfullscreen loading="lazy"></iframe>'
   );
 }

@@ -4,7 +4,7 @@ import { oembedDiscoveryLinks } from './oembed.js';
 import type { VideoView } from '../model/views.js';
 import { rfc3339 } from '../render/dates.js';
 import { scriptSafeJson } from '../render/script-json.js';
-import { escapeAttr, personName, xmlChars } from '../render/xml-text.js';
+import { escapeAttr, personName, videoName, xmlChars } from '../render/xml-text.js';
 
 /**
  * The snippet for the `<head>` of the site's own page of a public video: what link previews
@@ -46,7 +46,7 @@ export function videoHead(video: VideoView, site: SiteContext): string {
   const { config, paths } = site;
   const page = paths.videoPage(video.publicId);
   const embed = paths.url(embedPageFormat, video.publicId);
-  const title = xmlChars(video.title);
+  const title = xmlChars(videoName(video));
   const description = xmlChars(video.description).trim();
   const { width, height } = config.player;
   const stream = BROWSER_PLAYABLE.has(bareType(video.fileType)) ? video.fileUrl : null;

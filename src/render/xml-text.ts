@@ -39,6 +39,15 @@ export function personName(person: { displayName: string; username: string }): s
 }
 
 /**
+ * What names a video where a page needs a name (the embed page's title and link, the head
+ * snippet's titles and JSON-LD `name`, the oEmbed iframe's `title`): the title, or the video's id
+ * where the title is blank (white space, or characters XML cannot carry such as U+0007).
+ */
+export function videoName(video: { title: string; publicId: string }): string {
+  return blank(video.title) ? video.publicId : video.title;
+}
+
+/**
  * `text` as one flat string. V8 keeps a concatenation as a tree of its pieces until something
  * reads it; a piece kept and copied into many documents (an uploader's or a tag list's markup) is
  * walked again inside each document's tree when that document is encoded, unless flattened once.

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../src/config/config-schema.js';
 import { validateConfig } from '../../src/config/load-config.js';
 import { FORMATS } from '../../src/formats/registry.js';
-import { allElements, isElement, parseHtmlPage, type HtmlElement } from '../helpers/oembed-consumers.js';
+import { allElements, isElement, parseHtml, parseHtmlPage, type HtmlElement } from '../helpers/oembed-consumers.js';
 import { buildInMemory, createTestDb, insertUser, insertVideo, testConfig } from '../helpers/site-fixture.js';
 
 /**
@@ -58,6 +58,29 @@ describe('the embed page', () => {
   it('exists only for published videos', () => {
     const writer = build();
     expect([...writer.files.keys()].sort()).toEqual(['clip/embed/index.html']);
+  });
+
+  it('names a video whose title is blank once cleaned by its id, as one whose title is white space', () => {
+    const { db, file } = createTestDb();
+    const user = insertUser(db, { username: 'uploader' });
+    insertVideo(db, user.id, { public_id: 'bell', title: '\u0007\u0008' });
+    insertVideo(db, user.id, { public_id: 'space', title: ' \u00A0 ' });
+    const config = testConfig({ videoHead: { file: true } });
+    const { writer } = buildInMemory(file, { config, only: new Set(['embed', 'head', 'oembed']) });
+    for (const id of ['bell', 'space']) {
+      const page = parseHtmlPage(writer.text(`${id}/embed/index.html`));
+      expect(page.title).toBe(`${id} – vidfeeds demo`);
+      const link = allElements(page.body).find((e) => e.tag === 'a' && e.attrs.rel === 'noopener')!;
+      expect(link.children).toEqual([{ text: id }]);
+      // The frame's accessible name, which WordPress requires of an embed.
+      const [iframe] = allElements(parseHtml((JSON.parse(writer.text(`${id}/oembed/index.json`)) as { html: string }).html));
+      expect(iframe!.attrs.title).toBe(id);
+      const meta = allElements(parseHtml(writer.text(`${id}/embed/head.html`))).filter((e) => e.tag === 'meta');
+      expect(meta.find((e) => e.attrs.property === 'og:title')?.attrs.content).toBe(id);
+      expect(meta.find((e) => e.attrs.name === 'twitter:title')?.attrs.content).toBe(id);
+      const ld = JSON.parse(/<script type="application\/ld\+json">(.*)<\/script>/.exec(writer.text(`${id}/embed/head.html`))![1]!) as { name: string };
+      expect(ld.name).toBe(id);
+    }
   });
 
   it('is in the URL table, at /<video>/embed/, served as HTML with frame-ancestors *, out of the sitemap', () => {
