@@ -105,3 +105,7 @@ export const VIDEO_COLUMNS = `${OWN_VIDEO_COLUMNS},
 
 /** Columns of a video that decide whether it can be published, in the order of VIDEO_COLUMNS' first 18. */
 export const VIDEO_DECIDING = `v.id, v.public_id, v.title, v.file_url, v.thumbnail_url, v.thumbnail_width, v.thumbnail_height, v.created_at`;
+/** A row's VIDEO_DECIDING columns, as videoProblem reads them. */
+export type VideoDeciding = [
+  id: number, publicId: unknown, title: unknown, fileUrl: unknown, thumbnailUrl: unknown, thumbnailWidth: unknown, thumbnailHeight: unknown, createdAt: unknown,
+];

@@ -13,6 +13,7 @@ import {
   type RawUser,
   type RawVideo,
   type UserRow,
+  type VideoDeciding,
   type VideoRow,
 } from './reader-columns.js';
 
@@ -164,8 +165,9 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
       `SELECT c.id, c.name AS category, a.value, a.updated_at FROM categories c
        LEFT JOIN attention_concepts a ON a.category_id = c.id AND a.user_id = ? WHERE typeof(c.name) = 'text' ORDER BY c.name`,
     ).raw(true),
-    sources: p<[id: number, videoId: number, publicId: unknown, title: unknown, value: unknown, updatedAt: unknown, ...supplier: RawPerson]>(
-      `SELECT s.id, v.id, v.public_id, v.title, s.value, s.updated_at, ${PERSON_COLUMNS('su')}
+    // The video's columns that decide whether it can be published (VIDEO_DECIDING), then the source's.
+    sources: p<[...video: VideoDeciding, id: number, value: unknown, updatedAt: unknown, ...supplier: RawPerson]>(
+      `SELECT ${VIDEO_DECIDING}, s.id, s.value, s.updated_at, ${PERSON_COLUMNS('su')}
        FROM attention_sources s JOIN videos v ON v.id = s.video_id JOIN users u ON u.id = v.user_id
             JOIN users su ON su.id = s.supplier_id
        WHERE s.user_id = ? AND ${PUBLISHED_VIDEO} AND ${publishedUser('su')}

@@ -17,6 +17,7 @@ import { decoder, validName, type DecodeContext } from './decode-context.js';
 import type { RowDecoder } from './decode.js';
 import { userColumn, type RawOwnVideo, type RawUser, type RawVideo } from './reader-columns.js';
 import { bundleStatements, type BundleStatements, type RawGroup, type ReaderLimits } from './reader-statements.js';
+import { keyProblemOf } from './publishable-key.js';
 import { decodePerson, person, userView } from './user-view.js';
 import { ownVideoOrProblem, publishable, videoOrProblem, videoProblem, type VideoProblem } from './video-view.js';
 
@@ -60,7 +61,7 @@ export class UserBundleReader {
     const rowsRead: { uploads: FeedRead | null; groups: FeedRead | null } = { uploads: null, groups: null };
     if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw, rowsRead);
     if (parts.has('groups')) bundle.groups = this.groupsOf(id, rowsRead);
-    if (parts.has('friends')) bundle.friends = this.stmt.friends.all(id).map((r) => person(this.ctx, r));
+    if (parts.has('friends')) bundle.friends = this.friendsOf(id);
     if (parts.has('accounts')) bundle.accounts = this.accountsOf(id);
     if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name).filter(validName);
     if (parts.has('playlist')) bundle.playlist = this.playlistOf(id, userColumn(raw, 'history_public') === 1);
@@ -143,6 +144,13 @@ export class UserBundleReader {
       if (!('problem' in view)) views.push(view);
     }
     return views;
+  }
+
+  /** The user's friends as people, less those the build skips for their name: no link to a profile that is never written. */
+  private friendsOf(id: number): PersonRef[] {
+    const friends: PersonRef[] = [];
+    for (const row of this.stmt.friends.all(id)) if (keyProblemOf(row[1]) === null) friends.push(person(this.ctx, row));
+    return friends;
   }
 
   private groupsOf(userId: number, rowsRead: { groups: FeedRead | null }): GroupView[] {
@@ -240,14 +248,15 @@ export class UserBundleReader {
 
   private sourcesOf(userId: number): AttentionSource[] {
     const sources: AttentionSource[] = [];
-    for (const [id, videoId, publicId, title, value, updatedAt, ...supplier] of this.stmt.sources.all(userId)) {
-      const video = decoder(this.ctx, 'videos', videoId);
-      const videoTitle = video.text('title', title);
+    for (const row of this.stmt.sources.all(userId)) {
+      // A video the build skips (its name, its URLs) or a supplier it skips for their name is no source.
+      const [, publicId, title, , , , , , id, value, updatedAt, ...supplier] = row;
+      if (videoProblem(this.ctx, row) !== null || keyProblemOf(supplier[1]) !== null) continue;
       const d = decoder(this.ctx, 'attention_sources', id);
       const fraction = d.fraction('value', value);
       const updated = d.time('updated_at', updatedAt);
-      if (typeof publicId !== 'string' || video.rejected !== null || d.rejected !== null) continue;
-      sources.push({ video: { publicId, title: videoTitle! }, value: fraction!, supplier: person(this.ctx, supplier), updatedAt: updated! });
+      if (d.rejected !== null) continue;
+      sources.push({ video: { publicId: publicId as string, title: title as string }, value: fraction!, supplier: person(this.ctx, supplier), updatedAt: updated! });
     }
     return sources;
   }

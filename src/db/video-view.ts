@@ -4,6 +4,7 @@ import { byCodePoint } from './by-code-point.js';
 import { decoder, TAGS_KEPT, validName, type DecodeContext } from './decode-context.js';
 import type { ValueIssue } from './decode.js';
 import { OWN_VIDEO_COLUMN_COUNT, type RawOwnVideo, type RawPerson, type RawVideo } from './reader-columns.js';
+import { keyProblemOf } from './publishable-key.js';
 import { person } from './user-view.js';
 
 /**
@@ -43,6 +44,9 @@ function checkVideo(
   const created = d.time('created_at', createdAt);
   const issue = d.rejected;
   if (issue !== null) return { problem: `has ${issue.found} in ${issue.column} (expected ${issue.expected})`, issue };
+  // Its id is a folder of the tree: a video the build skips for it is in no other document either.
+  const name = keyProblemOf(publicId);
+  if (name !== null) return { problem: `has a public_id that cannot be a path: it ${name}` };
   const published = { fileUrl: webUrl(file), thumbnailUrl: webUrl(thumbnail) };
   if (published.fileUrl === null) return { problem: 'has a file_url that is not an absolute http(s) URL' };
   if (published.thumbnailUrl === null) return { problem: 'has a thumbnail_url that is not an absolute http(s) URL' };
