@@ -17,7 +17,7 @@ import { schemaChecked } from '../helpers/report-schema.js';
 const BASE = 'https://videos.example.org';
 const HUB = 'https://hub.example.net/';
 
-const fx = useDeployFixture('vidfeeds-deploy-', { users: 6, seed: 11 }, { baseUrl: BASE, compress: ['gzip'], websub: { hubs: [HUB] }, notifyAfter: 'deploy' });
+const fx = useDeployFixture('vidfeeds-deploy-', { users: 6, seed: 11 }, { baseUrl: BASE, compress: ['gzip', 'br'], websub: { hubs: [HUB] }, notifyAfter: 'deploy' });
 
 function deploy(prefix: string, extra: string[] = [], onStart?: (child: ChildProcess) => void) {
   return runCli(['deploy', '--out', fx.out, '--to', `s3://${BUCKET}/${prefix}`, '--endpoint', fx.s3.endpoint, '--config', fx.config, '--no-notify', '--json', ...extra], { cwd: fx.dir, onStart }).then(schemaChecked);

@@ -40,7 +40,7 @@ export function expectedObjects(files: readonly ManifestFile[], prefix: string):
   for (const f of files) {
     for (const key of f.keys) {
       objects.set(`${prefix}/${key}`, { file: f.file, document: f.file, link: f.link });
-      for (const form of f.compressed) objects.set(`${prefix}/${key}.gz`, { file: form.file, encoding: form.contentEncoding, document: f.file, link: f.link });
+      for (const form of f.compressed) objects.set(`${prefix}/${key}${form.file.slice(form.file.lastIndexOf('.'))}`, { file: form.file, encoding: form.contentEncoding, document: f.file, link: f.link });
     }
   }
   return objects;
