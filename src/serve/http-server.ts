@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { RECOMMENDATION_POST_MAX_BYTES } from '../hosting/routes.js';
 import { textResponse, type ServeResponse } from './responses.js';
@@ -80,6 +81,13 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-la
   });
 }
 
+/** A whole HTTP/1.1 answer as bytes, for a socket that has no response object; the connection then closes. */
+function rawAnswer(response: ServeResponse): Buffer {
+  const headers = { ...response.headers, 'Content-Length': String(response.body.length), Connection: 'close' };
+  const head = `HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? ''}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`;
+  return Buffer.concat([Buffer.from(head, 'latin1'), response.body]);
+}
+
 export function listen(core: SiteServer, options: ListenOptions): Promise<RunningServer> {
   const server = createServer((req, res) => {
     const started = process.hrtime.bigint();
@@ -110,6 +118,19 @@ export function listen(core: SiteServer, options: ListenOptions): Promise<Runnin
       },
       () => res.destroy(),
     );
+  });
+  // What Node answers itself (a request it cannot parse, headers too large, a CONNECT) is
+  // written here instead, so that every answer carries nosniff and a body that says why.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    socket.end(rawAnswer(textResponse(status, status === 400 ? 'not an HTTP request this server can read' : (STATUS_CODES[status] ?? '').toLowerCase())));
+  });
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    socket.end(rawAnswer(textResponse(405, 'CONNECT is not allowed here', { Allow: 'GET, HEAD' })));
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
