@@ -5,7 +5,7 @@ import { CancelOnStop } from './cancel-on-stop.js';
 import { ReadDeadline } from './read-deadline.js';
 import type { DigestSeed } from './row-digest.js';
 import { MappingError, noTls, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, type Dialect, type SyncSource } from './sync-source.js';
+import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, type Dialect, type ServerMessage, type SourceOptions, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. A BIGINT comes as a number where it fits one exactly and as
@@ -14,7 +14,10 @@ import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, type Di
  * reads them. The session's time zone is UTC, so TIMESTAMP columns come in UTC; DATETIME columns
  * hold no zone and are read as UTC. The rows of a query arrive in batches, the connection paused
  * while the sync works through one. Rows are digested from the bytes the server sent
- * (src/sync/mysql-row-digest.ts).
+ * (src/sync/mysql-row-digest.ts). After each query that reads rows, the server is asked how many
+ * warnings it raised (`SHOW COUNT(*) WARNINGS`, one round trip on the same connection), and, only
+ * when there are some, which (`SHOW WARNINGS`): a query that reads text as a number where a
+ * condition expects one gets 0 for it, and only a warning says so (docs/adopting.md).
  */
 
 /**
@@ -42,8 +45,11 @@ export interface MysqlUrl {
   hasPassword: boolean;
 }
 
-/** `stop`: aborted when the sync is asked to stop, which drops the connection at once (src/sync/read-deadline.ts). */
-export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | undefined, readTimeoutSeconds: number, stop?: AbortSignal): Promise<SyncSource> {
+/**
+ * `stop`: aborted when the sync is asked to stop, which drops the connection at once (src/sync/read-deadline.ts).
+ * `warned`: hears the warnings of each query that reads rows and had any.
+ */
+export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | undefined, readTimeoutSeconds: number, stop?: AbortSignal, warned?: Warned): Promise<SyncSource> {
   const options: mysql.ConnectionOptions = {
     uri: url.uri,
     socketPath: url.socketPath,
@@ -83,7 +89,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
       ),
     );
   const batches = <T>(options: QueryOptions, query: string, seed?: DigestSeed) =>
-    queryBatches<T>({ connection, streams, deadline, options, seed, describe: (error) => describe(error, query), left: () => deadline.drop() });
+    queryBatches<T>({ connection, streams, deadline, options, seed, describe: (error) => describe(error, query), left: () => deadline.drop(), ended: () => askWarnings(run, query, warned) });
   let version: string;
   try {
     await deadline.within(new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))));
@@ -162,6 +168,31 @@ async function killQuery(options: mysql.ConnectionOptions, threadId: number, giv
   await new Promise<void>((resolve, reject) => killer.query(`KILL QUERY ${Math.trunc(threadId)}`, (error) => (error ? reject(error) : resolve())));
 }
 
+/** The warnings the server lists of a statement: the first of them, of which the distinct ones are kept. */
+const WARNINGS_LISTED = 64;
+/** Distinct messages kept of a statement's warnings. */
+const MESSAGES_KEPT = 5;
+
+type Warned = SourceOptions['serverWarnings'];
+
+/**
+ * The warnings of the statement the connection ran last, which read `query`, handed to `warned`
+ * when it had any. Both statements only read the server's diagnostics, which they leave as they are.
+ */
+async function askWarnings(run: (sql: string) => Promise<{ rows: unknown }>, query: string, warned: Warned): Promise<void> {
+  if (warned === undefined) return;
+  const counted = (await run('SHOW COUNT(*) WARNINGS')).rows as Array<Record<string, unknown>>;
+  const count = Number(Object.values(counted[0] ?? {})[0] ?? 0);
+  if (!(count > 0)) return;
+  const listed = (await run(`SHOW WARNINGS LIMIT ${WARNINGS_LISTED}`)).rows as Array<{ Code?: unknown; Message?: unknown }>;
+  const messages: ServerMessage[] = [];
+  for (const { Code, Message } of listed) {
+    const message = { code: Number(Code), message: String(Message) };
+    if (messages.length < MESSAGES_KEPT && !messages.some((m) => m.code === message.code && m.message === message.message)) messages.push(message);
+  }
+  warned(query, { count, messages });
+}
+
 interface QueryOptions {
   sql: string;
   values?: unknown[];
@@ -179,6 +210,8 @@ interface BatchRead {
   describe(error: unknown): Error;
   /** Drops the connection: the query was left before its end, and cannot be asked to finish. */
   left(): void;
+  /** Runs once the query's last row came, before its last batch is handed over (nothing else can ask the server first). */
+  ended(): Promise<void>;
 }
 
 /**
@@ -194,10 +227,11 @@ const ROWS_PER_BATCH = 256;
  * one. It ends with the query's error, the connection's, or the deadline's when the server stays
  * silent. A query left before its end cannot be asked to finish: the connection is dropped.
  */
-async function* queryBatches<T>({ connection, streams, deadline, options, seed, describe, left }: BatchRead): AsyncIterable<T[]> {
+async function* queryBatches<T>({ connection, streams, deadline, options, seed, describe, left, ended: afterEnd }: BatchRead): AsyncIterable<T[]> {
   let batch: T[] = [];
   let ended = false;
   let failure: unknown;
+  let askedAfterEnd = false;
   let wake: (() => void) | undefined;
   const notify = () => {
     const resolve = wake;
@@ -236,6 +270,10 @@ async function* queryBatches<T>({ connection, streams, deadline, options, seed, 
         } catch (error) {
           failure ??= error;
         }
+      }
+      if (ended && failure === undefined && !askedAfterEnd) {
+        askedAfterEnd = true;
+        await afterEnd().catch((error: unknown) => (failure ??= error));
       }
       if (failure !== undefined) throw failure instanceof SourceUnavailableError ? failure : describe(failure);
       const full = batch;

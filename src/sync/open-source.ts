@@ -17,7 +17,7 @@ export async function openSource(url: string, options: SourceOptions = {}): Prom
   switch (scheme) {
     case 'mysql:':
     case 'mariadb:':
-      return (await import('./mysql-source.js')).openMysqlSource(mysqlUrl(url), passwordOf(url, options), timeout, options.stop);
+      return (await import('./mysql-source.js')).openMysqlSource(mysqlUrl(url), passwordOf(url, options), timeout, options.stop, options.serverWarnings);
     case 'postgres:':
     case 'postgresql:':
       return (await import('./postgres-source.js')).openPostgresSource(url, passwordOf(url, options) ?? options.environmentPassword, timeout, options.stop);

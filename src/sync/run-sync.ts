@@ -11,7 +11,7 @@ import { mojibakeColumns } from './mojibake-memory.js';
 import type { SkippedSourceRow } from './source-row.js';
 import { SyncBusyError, SyncInterrupted, SyncRemovalGuardError } from './sync-errors.js';
 import { openSource } from './open-source.js';
-import type { SourceOptions, SyncSource } from './sync-source.js';
+import type { QueryWarnings, ServerMessage, SourceOptions, SyncSource } from './sync-source.js';
 import { syncRows } from './table-strategies.js';
 import { planTables, type TableMapping, type TablePlan } from './table-plan.js';
 import { DigestTable } from './digest-table.js';
@@ -105,6 +105,15 @@ export interface SyncReport {
   mojibake: MojibakeColumn[];
   /** What the operator is told once at info level: row digests of an earlier vidfeeds made again. */
   notes: string[];
+  /** The warnings the source's server raised while it read each table's query (MySQL, MariaDB). */
+  serverWarnings: TableWarnings[];
+}
+
+/** A table whose query the server warned about: how many warnings, over every statement of it, and the first, each once. */
+export interface TableWarnings {
+  table: string;
+  count: number;
+  messages: ServerMessage[];
 }
 
 /** The lock file of a database's syncs: `.vidfeeds/<db file>.sync.lock` beside it. */
@@ -120,9 +129,11 @@ export async function runSync(request: SyncRequest, hooks: SyncHooks = {}): Prom
   let source: SyncSource | undefined;
   try {
     lock = await takeLock(request, hooks);
-    source = await openSource(request.from, { ...request.source, stop: hooks.stop, warn: hooks.warn });
+    const serverWarnings: TableWarnings[] = [];
+    const warned = (query: string, found: QueryWarnings) => addWarnings(serverWarnings, request.tables, query, found);
+    source = await openSource(request.from, { ...request.source, stop: hooks.stop, warn: hooks.warn, serverWarnings: warned });
     const plans = await planTables(target, source, request.tables);
-    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [], notes: [] };
+    const report: SyncReport = { source: source.description, dryRun: request.dryRun, changedOnly: request.changedOnly ?? false, tables: {}, changes: 0, logged: 0, skipped: 0, issues: 0, seconds: 0, mojibake: [], notes: [], serverWarnings };
     const checkStop = () => {
       const signal = hooks.stopRequested?.() ?? null;
       if (signal !== null) throw new SyncInterrupted(signal);
@@ -221,6 +232,20 @@ async function syncOne(
   const first = earlier?.mapping !== mapping;
   return { counts, mode, mark: { mapping, previous: first ? latest : earlier!.latest, latest, log: 0 }, first };
 }
+
+/** Counts a query's warnings to the table it maps, keeping the first MESSAGES_KEPT distinct messages. */
+function addWarnings(list: TableWarnings[], tables: Readonly<Record<string, TableMapping>>, query: string, found: QueryWarnings): void {
+  const table = Object.keys(tables).find((name) => tables[name].query === query) ?? query;
+  let known = list.find((w) => w.table === table);
+  if (known === undefined) list.push((known = { table, count: 0, messages: [] }));
+  known.count += found.count;
+  for (const m of found.messages) {
+    if (known.messages.length < MESSAGES_KEPT && !known.messages.some((k) => k.code === m.code && k.message === m.message)) known.messages.push(m);
+  }
+}
+
+/** Distinct messages a table's warnings keep. */
+const MESSAGES_KEPT = 5;
 
 /**
  * What ended a sync that was asked to stop: the stop, whatever error the wait it cut short ended

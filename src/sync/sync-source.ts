@@ -65,6 +65,24 @@ export interface SourceOptions {
   stop?: AbortSignal;
   /** Hears what the operator should fix though the sync goes on (a passwordFile the URL's password makes needless, missing). */
   warn?(message: string): void;
+  /**
+   * Hears the warnings the server raised while it read a mapping's query (MySQL, MariaDB), once
+   * per statement that had any: a value the query converted (`Truncated incorrect DOUBLE value`),
+   * which the rows it sent do not show.
+   */
+  serverWarnings?(query: string, warnings: QueryWarnings): void;
+}
+
+/** The warnings of one statement: how many the server counted, and the first of them, each once. */
+export interface QueryWarnings {
+  count: number;
+  messages: ServerMessage[];
+}
+
+/** One of the server's warnings: its code (1292) and its text. */
+export interface ServerMessage {
+  code: number;
+  message: string;
 }
 
 /**

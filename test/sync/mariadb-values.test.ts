@@ -11,8 +11,8 @@ import { syncSite } from './sync-scenario.js';
 
 const missing = mariadbMissing();
 
-/** The mapping of a site's members and clips, with `created` giving both tables' times. */
-function mapping(created: (column: string) => string): string {
+/** The mapping of a site's members and clips, with `created` giving both tables' times, and `visibility` the clips'. */
+function mapping(created: (column: string) => string, visibility = "'public'"): string {
   return JSON.stringify({
     sync: {
       tables: {
@@ -20,7 +20,7 @@ function mapping(created: (column: string) => string): string {
         videos: [
           "SELECT id, clip_key AS public_id, member_id AS user_id, clip_key AS title, CONCAT('https://m.example.org/', clip_key, '.mp4') AS file_url,",
           "       CONCAT('https://m.example.org/', clip_key, '.jpg') AS thumbnail_url, 120 AS thumbnail_width, 90 AS thumbnail_height,",
-          `       'public' AS visibility, ${created('uploaded')} AS created_at, ${created('uploaded')} AS updated_at FROM clips`,
+          `       ${visibility} AS visibility, ${created('uploaded')} AS created_at, ${created('uploaded')} AS updated_at FROM clips`,
         ].join('\n'),
       },
     },
@@ -37,6 +37,8 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
         'CREATE TABLE clips (id INT PRIMARY KEY, clip_key CHAR(12) NOT NULL, member_id INT NOT NULL, uploaded DATETIME(6) NOT NULL); ' +
         "INSERT INTO members VALUES (1, 'alice', '2015-03-01 10:00:00.999999'), (2, 'bob', '2015-03-02 11:00:00.000000'); " +
         "INSERT INTO clips VALUES (1, 'abc123', 1, '2016-01-01 08:00:00.5'), (2, 'def456', 2, '2016-01-02 08:00:00'); " +
+        // A PHP site's flag as text.
+        "ALTER TABLE clips ADD COLUMN is_private VARCHAR(5) NOT NULL DEFAULT 'N'; UPDATE clips SET is_private = 'Y' WHERE id = 1; " +
         'CREATE TABLE profiles (id INT PRIMARY KEY, login VARCHAR(20) NOT NULL, realname VARCHAR(50) NOT NULL) CHARACTER SET utf8mb4; ' +
         "INSERT INTO profiles VALUES (1, 'zoe', _utf8mb4 X'5A6FC3AB20F09F9880' COLLATE utf8mb4_general_ci)",
     );
@@ -121,6 +123,49 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
       }
     } finally {
       await server.admin.query(`SET GLOBAL sql_mode = '${mode}'`);
+    }
+  });
+
+  it("names the warnings the server raised for a table's query, such as text a condition read as a number, and goes on", () => {
+    const site = syncSite(useTempDir('vidfeeds-sync-mariadb-values-'), mapping((column) => column, "IF(is_private, 'private', 'public')"), server.url);
+    for (const run of [1, 2]) {
+      // The second sync changes nothing, and reads the query again: the server warns again.
+      const { result, report } = site.syncJson();
+      expect(result.code, result.stderr).toBe(0);
+      expect(report.changes).toBe(run === 1 ? 4 : 0);
+      expect(report.serverWarnings).toEqual([
+        {
+          table: 'videos',
+          count: 2,
+          messages: [
+            { code: 1292, message: "Truncated incorrect DOUBLE value: 'Y'" },
+            { code: 1292, message: "Truncated incorrect DOUBLE value: 'N'" },
+          ],
+        },
+      ]);
+      expect(result.stderr).toMatch(/the server sent 2 warnings for the query of videos: Truncated incorrect DOUBLE value: 'Y' \(1292\), Truncated incorrect DOUBLE value: 'N' \(1292\)/);
+    }
+    // What the warnings are about: the text 'Y' read as 0, so the private clip came out public.
+    const db = new Database(site.db, { readonly: true });
+    try {
+      expect(db.prepare('SELECT visibility FROM videos ORDER BY id').pluck().all()).toEqual(['public', 'public']);
+    } finally {
+      db.close();
+    }
+    expect(site.sync(['--quiet']).stderr).toMatch(/for the query of videos/);
+  });
+
+  it('names no warnings for a query the server reads without any', () => {
+    const site = syncSite(useTempDir('vidfeeds-sync-mariadb-values-'), mapping((column) => column, "IF(is_private = 'Y', 'private', 'public')"), server.url);
+    const { result, report } = site.syncJson();
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.serverWarnings).toEqual([]);
+    expect(result.stderr).not.toMatch(/warnings? for the query/);
+    const db = new Database(site.db, { readonly: true });
+    try {
+      expect(db.prepare('SELECT visibility FROM videos ORDER BY id').pluck().all()).toEqual(['private', 'public']);
+    } finally {
+      db.close();
     }
   });
 });

@@ -44,6 +44,7 @@ export interface SyncJson {
   tables: Record<string, { inserted: number; updated: number; deleted: number; unchanged: number; skipped: number; mode: 'full' | 'changed'; reason?: string }>;
   skipped: Array<{ table: string; row: string; reason: string }>;
   issues: Array<{ table: string; row: string; column: string; found: string; outcome: string }>;
+  serverWarnings?: Array<{ table: string; count: number; messages: Array<{ code: number; message: string }> }>;
   error?: string;
 }
 

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { SiteConfig } from '../../config/site-config.js';
 import { describeIssue, type ValueIssue } from '../../db/decode.js';
-import { runSync, type SyncHooks, type SyncRemovalGuard, type SyncReport, type SyncRequest } from '../../sync/run-sync.js';
+import { runSync, type SyncHooks, type SyncRemovalGuard, type SyncReport, type SyncRequest, type TableWarnings } from '../../sync/run-sync.js';
 import { bytesExpression } from '../../sync/mojibake.js';
 import { SkipSummary } from '../../sync/skip-summary.js';
 import type { SkippedSourceRow } from '../../sync/source-row.js';
@@ -111,8 +111,19 @@ export function syncProblems(io: Console, keep?: { skipped: SkippedSourceRow[]; 
           `a latin1 column holding UTF-8 bytes is mapped as ${bytesExpression(report!.source)} (docs/adopting.md, "Character sets")`,
       );
     }
+    for (const w of report?.serverWarnings ?? []) io.log.warn(serverWarningsLine(w));
   };
   return { hooks, flush };
+}
+
+/** The warnings the server raised reading a table's query, in one line with the first few of them. */
+export function serverWarningsLine(w: TableWarnings): string {
+  const shown = w.messages.slice(0, 3).map((m) => `${m.message} (${m.code})`);
+  const more = w.messages.length > shown.length || w.count > shown.length ? ', ...' : '';
+  return (
+    `sync: the server sent ${w.count.toLocaleString('en-US')} ${w.count === 1 ? 'warning' : 'warnings'} for the query of ${w.table}: ${shown.join(', ')}${more}: ` +
+    'a value the query converts may not be what the site meant (docs/adopting.md, "The mapping")'
+  );
 }
 
 /** What a sync needs from the configuration, the flags and the environment (for `sync.fromEnv`, and PGPASSWORD). */

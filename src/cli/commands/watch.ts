@@ -194,13 +194,14 @@ function syncRequestOf(config: SiteConfig, db: string, flags: WatchFlags, run: R
 /** `--sync-every`: a sync every so often, its skipped rows summarised as `sync` does; its settings are checked now. */
 function syncsEvery(seconds: number, request: () => ReturnType<typeof syncRequestOf>, io: Console): SyncInterval {
   request();
-  // Every sync names the columns that look like mojibake (kept between syncs): the watch says so
-  // when one is new or its count moved, not every few seconds.
+  // Every sync names the columns that look like mojibake (kept between syncs), and the queries the
+  // server warned about: the watch says so when one is new or its count moved, not every few seconds.
   let warned = new Map<string, number>();
   const news = (report: SyncReport): SyncReport => {
     const fresh = report.mojibake.filter((m) => warned.get(`${m.table}.${m.column}`) !== m.rows);
-    warned = new Map(report.mojibake.map((m) => [`${m.table}.${m.column}`, m.rows]));
-    return { ...report, mojibake: fresh };
+    const freshWarnings = report.serverWarnings.filter((w) => warned.get(`${w.table} query`) !== w.count);
+    warned = new Map([...report.mojibake.map((m) => [`${m.table}.${m.column}`, m.rows] as const), ...report.serverWarnings.map((w) => [`${w.table} query`, w.count] as const)]);
+    return { ...report, mojibake: fresh, serverWarnings: freshWarnings };
   };
   return new SyncInterval({
     everyMs: seconds * 1000,
