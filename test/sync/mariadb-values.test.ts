@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -54,15 +53,12 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
     expect(result.code, result.stderr).toBe(0);
     expect(report.skipped).toEqual([]);
     expect(report.issues).toEqual([]);
-    const db = new Database(site.db, { readonly: true });
-    try {
+    return site.read((db) => {
       return [
         db.prepare('SELECT id, created_at, updated_at FROM users ORDER BY id').all(),
         db.prepare('SELECT id, created_at, updated_at FROM videos ORDER BY id').all(),
       ];
-    } finally {
-      db.close();
-    }
+    });
   }
 
   it('a DATETIME(6) as UNIX_TIMESTAMP() (seconds with a fraction) is the second it falls in, as the DATETIME itself is', () => {
@@ -91,12 +87,9 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
       const { result, report } = site.syncJson();
       expect(result.code, result.stderr).toBe(0);
       expect(report.issues).toEqual([]);
-      const db = new Database(site.db, { readonly: true });
-      try {
+      site.read((db) => {
         expect(db.prepare('SELECT display_name FROM users').pluck().get()).toBe('Zo\u00eb \u{1f600}');
-      } finally {
-        db.close();
-      }
+      });
     } finally {
       await server.admin.query("SET GLOBAL init_connect = ''");
     }
@@ -111,16 +104,13 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
       const { result, report } = site.syncJson();
       expect(result.code, result.stderr).toBe(0);
       expect(report.skipped).toEqual([]);
-      const db = new Database(site.db, { readonly: true });
-      try {
+      site.read((db) => {
         // CHAR(12): the key, and the URLs the mapping makes of it with CONCAT.
         expect(db.prepare('SELECT public_id, file_url FROM videos ORDER BY id').all()).toEqual([
           { public_id: 'abc123', file_url: 'https://m.example.org/abc123.mp4' },
           { public_id: 'def456', file_url: 'https://m.example.org/def456.mp4' },
         ]);
-      } finally {
-        db.close();
-      }
+      });
     } finally {
       await server.admin.query(`SET GLOBAL sql_mode = '${mode}'`);
     }
@@ -146,12 +136,9 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
       expect(result.stderr).toMatch(/the server sent 2 warnings for the query of videos: Truncated incorrect DOUBLE value: 'Y' \(1292\), Truncated incorrect DOUBLE value: 'N' \(1292\)/);
     }
     // What the warnings are about: the text 'Y' read as 0, so the private clip came out public.
-    const db = new Database(site.db, { readonly: true });
-    try {
+    site.read((db) => {
       expect(db.prepare('SELECT visibility FROM videos ORDER BY id').pluck().all()).toEqual(['public', 'public']);
-    } finally {
-      db.close();
-    }
+    });
     expect(site.sync(['--quiet']).stderr).toMatch(/for the query of videos/);
   });
 
@@ -161,11 +148,8 @@ describe.skipIf(missing !== null)('vidfeeds sync of MariaDB values as the server
     expect(result.code, result.stderr).toBe(0);
     expect(report.serverWarnings).toEqual([]);
     expect(result.stderr).not.toMatch(/warnings? for the query/);
-    const db = new Database(site.db, { readonly: true });
-    try {
+    site.read((db) => {
       expect(db.prepare('SELECT visibility FROM videos ORDER BY id').pluck().all()).toEqual(['private', 'public']);
-    } finally {
-      db.close();
-    }
+    });
   });
 });

@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresMissing, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -37,24 +36,26 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
     await server?.stop();
   });
 
+  /** Syncs by `tables` and finds the fixture's times as the server holds them (to the second), with no row skipped. */
+  function expectFixtureTimes(tables: Record<string, string>): void {
+    const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables } }), server.url);
+    const { result, report } = site.syncJson();
+    expect(result.code, result.stderr).toBe(0);
+    expect(report.skipped).toEqual([]);
+    expect(report.issues).toEqual([]);
+    site.read((db) => {
+      expect(db.prepare('SELECT created_at, updated_at FROM users').get()).toEqual({ created_at: Date.UTC(2015, 2, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 2) / 1000 });
+      expect(db.prepare('SELECT created_at, updated_at FROM videos').get()).toEqual({ created_at: Date.UTC(2016, 0, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 1, 15) / 1000 });
+    });
+  }
+
   it('extract(epoch FROM ...) of a time with microseconds (numeric seconds with a fraction) is the second it falls in', () => {
     const epoch = (column: string) => `extract(epoch FROM ${column})`;
     const tables = {
       users: `SELECT id, handle AS username, ${epoch('joined')} AS created_at, ${epoch('edited')} AS updated_at FROM accounts`,
       videos: TABLES.videos.replace('uploaded AS created_at, published AS updated_at', `${epoch('uploaded')} AS created_at, ${epoch('published')}::float8 AS updated_at`),
     };
-    const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables } }), server.url);
-    const { result, report } = site.syncJson();
-    expect(result.code, result.stderr).toBe(0);
-    expect(report.skipped).toEqual([]);
-    expect(report.issues).toEqual([]);
-    const db = new Database(site.db, { readonly: true });
-    try {
-      expect(db.prepare('SELECT created_at, updated_at FROM users').get()).toEqual({ created_at: Date.UTC(2015, 2, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 2) / 1000 });
-      expect(db.prepare('SELECT created_at, updated_at FROM videos').get()).toEqual({ created_at: Date.UTC(2016, 0, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 1, 15) / 1000 });
-    } finally {
-      db.close();
-    }
+    expectFixtureTimes(tables);
   });
 
   it.each([
@@ -68,12 +69,9 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
       const { result, report } = site.syncJson();
       expect(result.code, result.stderr).toBe(0);
       expect(report.skipped).toEqual([]);
-      const db = new Database(site.db, { readonly: true });
-      try {
+      site.read((db) => {
         expect(db.prepare('SELECT created_at FROM users').pluck().get()).toBe(Date.parse(time.replace(' ', 'T').replace('+00', 'Z')) / 1000);
-      } finally {
-        db.close();
-      }
+      });
     } finally {
       await server.admin.query('ALTER ROLE site RESET TimeZone');
     }
@@ -89,15 +87,12 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
     const { result, report } = site.syncJson();
     expect(result.code, result.stderr).toBe(0);
     expect(report.skipped).toEqual([]);
-    const db = new Database(site.db, { readonly: true });
-    try {
+    site.read((db) => {
       expect(db.prepare('SELECT username, state FROM users ORDER BY id').all()).toEqual([
         { username: 'ana', state: 'active' },
         { username: 'ben', state: 'deleted' },
       ]);
-    } finally {
-      db.close();
-    }
+    });
   });
 
   it('a date of the year 99 is no time, not 1999', () => {
@@ -121,13 +116,10 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
       const { result, report } = site.syncJson();
       expect(result.code, result.stderr).toBe(0);
       expect(report.issues).toEqual([]);
-      const db = new Database(site.db, { readonly: true });
-      try {
+      site.read((db) => {
         expect(db.prepare('SELECT created_at FROM users').pluck().get()).toBe(Date.UTC(2015, 2, 1, 8) / 1000);
         expect(db.prepare('SELECT value FROM attention_concepts').pluck().get()).toBe(0.123456789);
-      } finally {
-        db.close();
-      }
+      });
     } finally {
       await server.admin.query('ALTER ROLE site RESET extra_float_digits');
     }
@@ -137,18 +129,7 @@ describe.skipIf(missing !== null)('vidfeeds sync of PostgreSQL values as the ser
     // As a site's DBA sets it for its own code: on the role the sync logs in as (or the database).
     await server.admin.query(`ALTER ROLE site SET DateStyle = '${style}'`);
     try {
-      const site = syncSite(useTempDir('vidfeeds-sync-pg-values-'), JSON.stringify({ sync: { tables: TABLES } }), server.url);
-      const { result, report } = site.syncJson();
-      expect(result.code, result.stderr).toBe(0);
-      expect(report.skipped).toEqual([]);
-      expect(report.issues).toEqual([]);
-      const db = new Database(site.db, { readonly: true });
-      try {
-        expect(db.prepare('SELECT created_at, updated_at FROM users').get()).toEqual({ created_at: Date.UTC(2015, 2, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 2) / 1000 });
-        expect(db.prepare('SELECT created_at, updated_at FROM videos').get()).toEqual({ created_at: Date.UTC(2016, 0, 1, 8) / 1000, updated_at: Date.UTC(2016, 0, 1, 15) / 1000 });
-      } finally {
-        db.close();
-      }
+      expectFixtureTimes(TABLES);
     } finally {
       await server.admin.query('ALTER ROLE site RESET DateStyle');
     }

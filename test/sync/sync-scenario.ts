@@ -34,6 +34,8 @@ export interface SyncSite {
   sync(extra?: string[]): CliResult;
   syncJson(extra?: string[]): { result: CliResult; report: SyncJson };
   build(extra?: string[]): CliResult;
+  /** What `read` finds in vidfeeds's database, opened read-only for it and closed after. */
+  read<T>(read: (db: Database.Database) => T): T;
 }
 
 export interface SyncJson {
@@ -73,6 +75,14 @@ export function syncSite(dir: string, configBlock: string, from: string | null):
       return { result, report };
     },
     build: (extra: string[] = []) => cli(['build', '--db', db, '--config', config, '--out', out, ...extra]),
+    read(read) {
+      const opened = new Database(db, { readonly: true });
+      try {
+        return read(opened);
+      } finally {
+        opened.close();
+      }
+    },
   };
 }
 
