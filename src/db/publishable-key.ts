@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import { SITE_FORMATS } from '../formats/site-formats.js';
 import { keyProblem } from '../paths/url-scheme.js';
 
@@ -15,3 +16,11 @@ export function keyProblemOf(key: unknown): string | null {
 }
 
 const PLAIN_KEY = /^[A-Za-z0-9_-]{1,255}$/;
+
+/** The SQL function, 1 when `keyProblemOf` finds no problem, that the reader's conditions call (listedUser). */
+export const KEY_FUNCTION = 'vidfeeds_publishable_key';
+
+/** Defines KEY_FUNCTION on a connection, before statements that call it are prepared. */
+export function registerKeyFunction(db: Database.Database): void {
+  db.function(KEY_FUNCTION, { deterministic: true }, (key: unknown) => (keyProblemOf(key) === null ? 1 : 0));
+}

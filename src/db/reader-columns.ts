@@ -1,4 +1,5 @@
 import { SITE_TABLES, typeCondition } from './columns.js';
+import { KEY_FUNCTION } from './publishable-key.js';
 
 /**
  * The columns the site reader reads, as the arrays its statements return, and the SQL conditions
@@ -83,8 +84,22 @@ export function publishedUser(alias: string): string {
   return [`${alias}.state = 'active'`, ...owner.map(([column, spec]) => typeCondition(spec, `${alias}.${column}`))].join(' AND ');
 }
 
+/**
+ * A user another row lists (a video's uploader, a friend, a group's owner, a source's supplier):
+ * published, and with a name the build can publish (src/db/publishable-key.ts). A user the build
+ * skips for their name is thereby listed nowhere and their videos are not published, as when the
+ * user is not active: no document links to pages that are never written. Names of letters,
+ * digits, `-` and `_` are decided in SQL; the others by the build's rule, through the connection's
+ * KEY_FUNCTION (`registerKeyFunction`).
+ */
+export function listedUser(alias: string): string {
+  const name = `${alias}.username`;
+  return `${publishedUser(alias)} AND (length(${name}) BETWEEN 1 AND 255 AND ${name} NOT GLOB '*[^A-Za-z0-9_-]*' OR ${KEY_FUNCTION}(${name}))`;
+}
+
 export const PUBLISHED_USER = publishedUser('u');
-export const PUBLISHED_VIDEO = `v.visibility = 'public' AND typeof(v.public_id) = 'text' AND ${PUBLISHED_USER}`;
+export const LISTED_USER = listedUser('u');
+export const PUBLISHED_VIDEO = `v.visibility = 'public' AND typeof(v.public_id) = 'text' AND ${LISTED_USER}`;
 
 /**
  * Columns of a video without its uploader's, in the order of `RawOwnVideo`: for a statement whose

@@ -1,10 +1,12 @@
 import type Database from 'better-sqlite3';
+import { registerKeyFunction } from './publishable-key.js';
 import {
   OWN_VIDEO_COLUMNS,
   PERSON_COLUMNS,
+  LISTED_USER,
+  listedUser,
   PUBLISHED_USER,
   PUBLISHED_VIDEO,
-  publishedUser,
   USER_COLUMNS,
   VIDEO_COLUMNS,
   VIDEO_DECIDING,
@@ -39,6 +41,7 @@ export interface ReaderLimits {
 
 /** Statements that list published users and videos, look them up, and name tags and categories. */
 export function lookupStatements(db: Database.Database) {
+  registerKeyFunction(db);
   const p = <T>(sql: string) => db.prepare<unknown[], T>(sql);
   const rawVideos = (sql: string) => db.prepare<unknown[], RawVideo>(sql).raw(true);
   return {
@@ -80,7 +83,7 @@ export function lookupStatements(db: Database.Database) {
     userIdBounds: p<{ min: number | null; max: number | null }>(`SELECT (SELECT min(id) FROM users) AS min, (SELECT max(id) FROM users) AS max`),
     videoIdBounds: p<{ min: number | null; max: number | null }>(`SELECT (SELECT min(id) FROM videos) AS min, (SELECT max(id) FROM videos) AS max`),
     videoStatus: p<{ id: number; status: 'published' | 'private' | 'missing' }>(
-      `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${PUBLISHED_USER} THEN 'private' ELSE 'missing' END AS status
+      `SELECT v.id, CASE WHEN ${PUBLISHED_VIDEO} THEN 'published' WHEN ${LISTED_USER} THEN 'private' ELSE 'missing' END AS status
        FROM videos v JOIN users u ON u.id = v.user_id WHERE v.public_id = ?`,
     ),
     videoById: rawVideos(`SELECT ${VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.id = ? AND ${PUBLISHED_VIDEO}`),
@@ -95,15 +98,16 @@ export type RawGroup = [
   createdAt: unknown, updatedAt: unknown, ...owner: RawPerson,
 ];
 
-/** The visible groups a user (the one parameter) belongs to, of published owners. */
+/** The visible groups a user (the one parameter) belongs to, of listed owners (listedUser). */
 const GROUPS_OF = `SELECT g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at, ${PERSON_COLUMNS('o')}
        FROM group_members m JOIN groups g ON g.id = m.group_id JOIN users o ON o.id = g.owner_id
-       WHERE m.user_id = ? AND g.hidden = 0 AND ${publishedUser('o')}`;
+       WHERE m.user_id = ? AND g.hidden = 0 AND ${listedUser('o')}`;
 
 /** Statements that read the parts of one user's bundle, newest first where a document lists the newest. */
 export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
   const p = <T>(sql: string) => db.prepare<unknown[], T>(sql);
   const rawVideos = (sql: string) => db.prepare<unknown[], RawVideo>(sql).raw(true);
+  registerKeyFunction(db);
   for (const [name, limit] of Object.entries(limits)) {
     // Written into the SQL as a number: only a whole number may go there.
     if (!Number.isSafeInteger(limit) || limit < 0) throw new Error(`the reader's ${name} limit must be a whole number, not ${String(limit)}`);
@@ -135,7 +139,7 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
     friends: p<RawPerson>(
       `SELECT ${PERSON_COLUMNS('u')}
        FROM friendships f JOIN users u ON u.id = f.friend_id
-       WHERE f.user_id = ? AND ${PUBLISHED_USER} ORDER BY u.username`,
+       WHERE f.user_id = ? AND ${LISTED_USER} ORDER BY u.username`,
     ).raw(true),
     accounts: p<{ id: number; service_homepage_url: unknown; account_name: unknown; profile_url: unknown }>(
       `SELECT id, service_homepage_url, account_name, profile_url FROM online_accounts WHERE user_id = ? ORDER BY id`,
@@ -170,7 +174,7 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
       `SELECT ${VIDEO_DECIDING}, s.id, s.value, s.updated_at, ${PERSON_COLUMNS('su')}
        FROM attention_sources s JOIN videos v ON v.id = s.video_id JOIN users u ON u.id = v.user_id
             JOIN users su ON su.id = s.supplier_id
-       WHERE s.user_id = ? AND ${PUBLISHED_VIDEO} AND ${publishedUser('su')}
+       WHERE s.user_id = ? AND ${PUBLISHED_VIDEO} AND ${listedUser('su')}
        ORDER BY s.value DESC, v.public_id, su.username`,
     ).raw(true),
     readingList: p<{

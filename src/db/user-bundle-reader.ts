@@ -17,7 +17,6 @@ import { decoder, validName, type DecodeContext } from './decode-context.js';
 import type { RowDecoder } from './decode.js';
 import { userColumn, type RawOwnVideo, type RawUser, type RawVideo } from './reader-columns.js';
 import { bundleStatements, type BundleStatements, type RawGroup, type ReaderLimits } from './reader-statements.js';
-import { keyProblemOf } from './publishable-key.js';
 import { decodePerson, person, userView } from './user-view.js';
 import { ownVideoOrProblem, publishable, videoOrProblem, videoProblem, type VideoProblem } from './video-view.js';
 
@@ -146,11 +145,9 @@ export class UserBundleReader {
     return views;
   }
 
-  /** The user's friends as people, less those the build skips for their name: no link to a profile that is never written. */
+  /** The user's friends as people (listed users only: no link to a profile that is never written). */
   private friendsOf(id: number): PersonRef[] {
-    const friends: PersonRef[] = [];
-    for (const row of this.stmt.friends.all(id)) if (keyProblemOf(row[1]) === null) friends.push(person(this.ctx, row));
-    return friends;
+    return this.stmt.friends.all(id).map((row) => person(this.ctx, row));
   }
 
   private groupsOf(userId: number, rowsRead: { groups: FeedRead | null }): GroupView[] {
@@ -249,9 +246,9 @@ export class UserBundleReader {
   private sourcesOf(userId: number): AttentionSource[] {
     const sources: AttentionSource[] = [];
     for (const row of this.stmt.sources.all(userId)) {
-      // A video the build skips (its name, its URLs) or a supplier it skips for their name is no source.
+      // A video the build skips (its name, its URLs) is no source; suppliers are listed users.
       const [, publicId, title, , , , , , id, value, updatedAt, ...supplier] = row;
-      if (videoProblem(this.ctx, row) !== null || keyProblemOf(supplier[1]) !== null) continue;
+      if (videoProblem(this.ctx, row) !== null) continue;
       const d = decoder(this.ctx, 'attention_sources', id);
       const fraction = d.fraction('value', value);
       const updated = d.time('updated_at', updatedAt);
