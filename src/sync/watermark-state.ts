@@ -55,16 +55,29 @@ export function decodeMark(mark: StoredMark): unknown {
   return mark.type === 'bigint' ? BigInt(mark.value) : mark.type === 'number' ? Number(mark.value) : mark.value;
 }
 
-/** Orders two marks of one column: integers (a BIGINT comes as text) by value, other numbers as numbers, text as the drivers give dates. */
+/**
+ * Orders two marks of one column: decimal numbers (a BIGINT or a DECIMAL comes as text) exactly by
+ * value, other numbers as numbers, other text as the drivers give dates.
+ */
 export function compareMarks(a: StoredMark, b: StoredMark): number {
-  const integer = /^-?\d+$/;
-  if (integer.test(a.value) && integer.test(b.value)) {
-    const x = BigInt(a.value);
-    const y = BigInt(b.value);
-    return x === y ? 0 : x < y ? -1 : 1;
-  }
+  const byValue = compareDecimals(a.value, b.value);
+  if (byValue !== null) return byValue;
   if (a.type !== 'string' && b.type !== 'string') return Math.sign(Number(a.value) - Number(b.value));
   return a.value === b.value ? 0 : a.value < b.value ? -1 : 1;
+}
+
+const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
+
+/** Two decimal numbers written out (`10`, `-9.50`) in order, exactly; null unless both are. */
+function compareDecimals(a: string, b: string): number | null {
+  const x = DECIMAL.exec(a);
+  const y = DECIMAL.exec(b);
+  if (x === null || y === null) return null;
+  const scale = Math.max(x[3]?.length ?? 0, y[3]?.length ?? 0);
+  const scaled = (m: RegExpExecArray) => BigInt(`${m[1]}${m[2]}${(m[3] ?? '').padEnd(scale, '0')}`);
+  const p = scaled(x);
+  const q = scaled(y);
+  return p === q ? 0 : p < q ? -1 : 1;
 }
 
 export class SyncMarks {
