@@ -169,7 +169,23 @@ export function describeSourceValue(raw: unknown): string {
   if (typeof raw === 'boolean') return `the boolean ${raw}`;
   if (raw instanceof Date) return `the date ${Number.isNaN(raw.getTime()) ? 'Invalid Date' : raw.toISOString()}`;
   if (raw instanceof Uint8Array) return describeBytes(raw);
+  if (typeof raw === 'object') return describeObject(raw);
   return `a value of type ${typeof raw}`;
+}
+
+/**
+ * What a driver made of a value that is not a scalar: an array (a PostgreSQL array), an object (a
+ * PostgreSQL interval, a MySQL JSON or POINT), named with a short JSON view of it.
+ */
+function describeObject(raw: object): string {
+  const kind = Array.isArray(raw) ? 'an array' : raw.constructor === Object || raw.constructor === undefined ? 'an object' : `an object (${raw.constructor.name})`;
+  let view: string;
+  try {
+    view = JSON.stringify(raw, (_, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)) ?? '';
+  } catch {
+    return kind;
+  }
+  return `${kind} ${view.length > 40 ? `${view.slice(0, 40)}…` : view}`;
 }
 
 /** Bytes shown before and after the first one that is not UTF-8: enough to find them in the source, few enough for a line. */

@@ -65,6 +65,17 @@ describe('source values', () => {
     expect(describeSourceValue(long)).toBe('202 bytes (not UTF-8 at offset 100: … 61 61 61 61 61 61 61 61 [C0] AF 62 62 62 62 62 62 62 …)');
   });
 
+  it('names arrays and objects a driver returns with a short view of them, not only their JavaScript type', () => {
+    expect(describeSourceValue([1, 'two', null])).toBe('an array [1,"two",null]');
+    expect(describeSourceValue({ hours: 1, minutes: 30 })).toBe('an object {"hours":1,"minutes":30}');
+    class PostgresInterval { days = 3; }
+    expect(describeSourceValue(new PostgresInterval())).toBe('an object (PostgresInterval) {"days":3}');
+    expect(describeSourceValue({ big: 12n, text: 'x'.repeat(60) })).toBe(`an object {"big":"12","text":"${'x'.repeat(20)}…`);
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(describeSourceValue(cycle)).toBe('an object');
+  });
+
   it('finds a value not UTF-8 exactly where a strict decoder fails it', () => {
     const strict = new TextDecoder('utf-8', { fatal: true });
     const edges = [0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf4, 0xf5, 0xff];
