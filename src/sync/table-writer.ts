@@ -102,9 +102,9 @@ export class TableWriter {
 
   /**
    * Updates the columns whose values differ from `stored` (every column when the stored row is not
-   * known, as on a retry after rows were moved aside): SQLite then leaves alone the indexes and the
-   * references of the columns it does not set, which made a title edit cost three times what it
-   * needs (docs/performance.md, "vidfeeds sync").
+   * known, as on a retry after rows were moved aside): SQLite leaves alone the indexes and the
+   * references of the columns it does not set, so a title edit costs a third of an update of every
+   * column (docs/performance.md, "vidfeeds sync").
    */
   private updateOf(values: StoredValue[], stored: readonly unknown[] | undefined): void {
     const changed: number[] = [];
