@@ -4,7 +4,7 @@ import { latest, rfc3339 } from '../render/dates.js';
 import { NS, xmlDocument } from '../render/xml.js';
 import type { XmlElement } from '../render/xml-element.js';
 import { ATOM_ARCHIVE_PLACE, FH_NS, newestArchivePage } from './archive-places.js';
-import { blank } from '../render/xml-text.js';
+import { blank, htmlText } from '../render/xml-text.js';
 
 /**
  * Atom 1.0 feed of the 20 most recent groups a user belongs to (seed 2.9), one entry per group.
@@ -47,7 +47,7 @@ export function atomDocument(user: UserView, groups: readonly GroupView[], site:
     const updated = latest(groups.map((g) => g.updatedAt), page.archive ? user.createdAt : user.updatedAt);
     feed
       .leaf('title', `${site.config.siteName}: groups of ${name}`, { type: 'text' })
-      .leaf('subtitle', `The groups ${user.username} belongs to on ${site.config.siteName}.`, { type: 'html' })
+      .leaf('subtitle', `The groups ${htmlText(user.username)} belongs to on ${htmlText(site.config.siteName)}.`, { type: 'html' })
       .leaf('updated', rfc3339(updated))
       .leaf('id', tagUri(site, user.createdAt, `users/${encodeURIComponent(user.username)}/groups`));
     feed.el('link', { rel: 'alternate', type: 'text/html', hreflang: site.config.language, href: site.paths.userPage(user.username) });

@@ -3,7 +3,7 @@ import type { PersonRef, UserBundle, UserView, VideoView } from '../model/views.
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
 import { NS } from '../render/xml.js';
-import { blank, flat, personName, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
+import { blank, flat, htmlText, personName, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 import { FH_NS, newestArchivePage, RSS_ARCHIVE_PLACE } from './archive-places.js';
 import { itunesSiteTags, PODCAST_NS, podcastChannel, podcastItem, podcastLanguage } from './podcast-tags.js';
 
@@ -199,7 +199,9 @@ export function rssDocument(user: UserView, uploads: readonly VideoView[], site:
     `${XML_DECLARATION}<rss version="2.0" xmlns:media="${NS.media}" xmlns:dc="${NS.dc}" xmlns:atom="${NS.atom}"${namespaces}><channel>` +
     xmlLeaf('title', title) +
     xmlLeaf('link', link) +
-    xmlLeaf('description', `${page.archive ? 'Videos' : 'The latest videos'} ${user.username} uploaded to ${site.config.siteName}.`) +
+    // Many readers show a channel's description as HTML (feedparser does), others as text: the
+    // names in it are text either way (htmlText).
+    xmlLeaf('description', `${page.archive ? 'Videos' : 'The latest videos'} ${htmlText(user.username)} uploaded to ${htmlText(site.config.siteName)}.`) +
     xmlLeaf('language', podcastLanguage(podcast, site.config.language)) +
     xmlLeaf('copyright', site.config.copyright);
   if (uploads.length > 0) out += xmlLeaf('pubDate', rfc822(uploads[0]!.createdAt));

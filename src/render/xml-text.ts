@@ -131,3 +131,13 @@ export function xmlCdata(name: string, html: string): string {
 export function leafElement(name: string, text: string): string {
   return text === '' ? `<${name}/>` : `<${name}>${escapeText(text)}</${name}>`;
 }
+
+/**
+ * Text for an element readers take as HTML, written so that it reads the same as plain text
+ * wherever it can: a `<` is escaped (it could open a tag), and an `&` only where it could start a
+ * character reference (`AT&T`, `&copy`), so `Q & A` and `Bob's` stay as they are. What a name
+ * holds then shows as written in a reader that renders HTML, and never becomes markup.
+ */
+export function htmlText(text: string): string {
+  return /<|&[A-Za-z0-9#]/.test(text) ? text.replace(/<|&(?=[A-Za-z0-9#])/g, (c) => (c === '<' ? '&lt;' : '&amp;')) : text;
+}

@@ -9,6 +9,7 @@ import { itemDescription, rss } from '../../src/formats/rss.js';
 import type { UserBundle, VideoView } from '../../src/model/views.js';
 import { createSiteContext, SAMPLE_VIDEO } from '../../src/pipeline/render/site-context.js';
 import { rfc822 } from '../../src/render/dates.js';
+import { htmlText } from '../../src/render/xml-text.js';
 import { NS, xmlDocument } from '../../src/render/xml.js';
 import type { XmlEngine } from '../../src/render/xml-engine.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
@@ -146,7 +147,7 @@ function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engi
     channel
       .leaf('title', title)
       .leaf('link', link)
-      .leaf('description', `The latest videos ${user.username} uploaded to ${site.config.siteName}.`)
+      .leaf('description', `The latest videos ${htmlText(user.username)} uploaded to ${htmlText(site.config.siteName)}.`)
       .leaf('language', podcast?.language ?? site.config.language)
       .leaf('copyright', site.config.copyright);
     if (uploads.length > 0) channel.leaf('pubDate', rfc822(uploads[0]!.createdAt));

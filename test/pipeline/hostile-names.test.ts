@@ -26,6 +26,12 @@ const UNPUBLISHABLE = ['..', '.', '', 'a/b', '../escape', 'back\\slash', 'robots
   '\u202eevil', 'gnp\u202e.exe', 'zero\u200bwidth', 'soft\u00adhyphen', 'bom\ufeff', 'non\ufdd0char', 'end\u{10ffff}', 'bad\ufffdbytes'];
 const PUBLISHABLE = ['<b>bold<b>', ']]>', `q"uo'te&amp;`, 'עברית', 'e\u0301', '🎬', 'a'.repeat(255)];
 
+/** The text an HTML fragment without elements shows: its character references read. */
+function shownText(fragment: string): string {
+  expect(fragment).not.toMatch(/</);
+  return fragment.replace(/&(lt|gt|quot|amp|#x27|#39|#x3D|#x60);/g, (_, name: string) => ({ lt: '<', gt: '>', quot: '"', amp: '&', '#x27': "'", '#39': "'", '#x3D': '=', '#x60': '`' })[name]!);
+}
+
 describe('hostile usernames and video ids', () => {
   it('never writes outside out/, reports every unpublishable row, and keeps every document valid', () => {
     const { db, file } = createTestDb();
@@ -43,7 +49,8 @@ describe('hostile usernames and video ids', () => {
     const writer = new DirectoryWriter(out);
     const reader = new SiteReader(new Database(file, { readonly: true }), readLimits(8));
     const warnings: string[] = [];
-    const report = runBuild({ reader, writer, state, site: createSiteContext(testConfig(), FORMATS), formats: FORMATS, reporter: { warn: (m) => warnings.push(m) } });
+    const site = createSiteContext(testConfig({ siteName: 'Q&A <Videos>' }), FORMATS);
+    const report = runBuild({ reader, writer, state, site, formats: FORMATS, reporter: { warn: (m) => warnings.push(m) } });
     writer.close();
     state.close();
 
@@ -73,8 +80,15 @@ describe('hostile usernames and video ids', () => {
     for (const [name, feed] of Object.entries(feedparser(feeds))) {
       expect(feed.bozo, `${name}: ${feed.bozo_exception}`).toBe(false);
       expect(feed.entries[0]!.title).toBe(`<i>${name}</i> ]]> &copy;`);
+      // The channel's description is HTML to feedparser, as to most readers: the name is text in it.
+      expect(feed.feed.subtitle_detail).toMatchObject({ type: 'text/html' });
+      expect(shownText(feed.feed.subtitle as string)).toBe(`The latest videos ${name} uploaded to ${site.config.siteName}.`);
     }
     expect(jing(join(SCHEMAS, 'atom-rfc4287.rnc'), atoms)).toEqual({ ok: true, output: '' });
+    for (const [name, feed] of Object.entries(feedparser(atoms))) {
+      expect(feed.feed.subtitle_detail).toMatchObject({ type: 'text/html' });
+      expect(shownText(feed.feed.subtitle as string)).toBe(`The groups ${name} belongs to on ${site.config.siteName}.`);
+    }
   });
 
   it('reports names that one case-insensitive or normalising file system would merge, naming both rows, and writes both', () => {
