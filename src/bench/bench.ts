@@ -46,6 +46,9 @@ import { packTree } from './pack.js';
  *   npm run bench -- --deploy          instead: `vidfeeds deploy` of a built tree to a local store
  *                                      (deploy-bench.ts), s3rver, or the RADOS Gateway with
  *                                      --store radosgw
+ *   npm run bench -- --sync            instead: `vidfeeds sync` from MariaDB and PostgreSQL servers
+ *                                      it starts (sync-bench.ts); --servers, --pairs, and
+ *                                      --baseline DIR to time another built checkout beside it
  *   npm run bench -- --freshness --deploy   instead: the time from a commit to its objects in a
  *                                      local store and its feeds' hub pings while `vidfeeds watch
  *                                      --deploy` runs (live-deploy.ts), with the writer above;

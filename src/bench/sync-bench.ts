@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,7 @@ import { SYNC_ORDER } from '../sync/table-plan.js';
 import { serverAvailable, startBenchServer, type BenchServer } from './sync-servers.js';
 
 /**
- * `npm run bench -- --sync [--users 100000] [--servers mariadb,postgres] [--pairs N]`: the
+ * `npm run bench -- --sync [--users 100000] [--servers mariadb,postgres] [--pairs N] [--baseline DIR]`: the
  * feed-heavy demo site loaded into a real MariaDB (and PostgreSQL) server with vidfeeds's own
  * column names and a `changed_at` the server sets on every write (the watermark of `sync
  * --changed-only`), then timed: the first sync into an empty vidfeeds database, a sync in which
@@ -22,10 +22,26 @@ import { serverAvailable, startBenchServer, type BenchServer } from './sync-serv
  * --changed-only, and after 1% of the videos changed a --changed-only sync, then after another 1%
  * a full one; each with its peak RSS. The no-change and 1% syncs are judged against 1.5 times the
  * floor, the peaks against 200 MB.
+ *
+ * `--baseline DIR`: another checkout of vidfeeds, built (`npm run build`), whose syncs run beside
+ * each of this one's, into a database of its own, from the same servers and rows: two versions of
+ * the code compared back to back against one floor.
  */
 
-const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'sync-bench-child.js');
-const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../bin/vidfeeds.js');
+const HERE = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** A checkout whose syncs the bench times: this one, or a baseline (`--baseline`). */
+interface Checkout {
+  name: string;
+  child: string;
+  bin: string;
+}
+
+function checkout(name: string, root: string): Checkout {
+  const found = { name, child: join(root, 'dist/bench/sync-bench-child.js'), bin: join(root, 'bin/vidfeeds.js') };
+  for (const file of [found.child, found.bin]) if (!existsSync(file)) throw new Error(`--baseline ${root}: no ${file} (build that checkout first: npm run build)`);
+  return found;
+}
 
 interface Timed {
   seconds: number;
@@ -37,11 +53,13 @@ export async function syncBenchMain(argv: string[]): Promise<void> {
   let users = 100_000;
   let kinds: Array<'mariadb' | 'postgres'> = ['mariadb', 'postgres'];
   let pairs = 1;
+  const checkouts = [checkout('this', HERE)];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--users') users = Number((argv[++i] ?? '').replace(/_/g, ''));
     else if (argv[i] === '--servers') kinds = (argv[++i] ?? '').split(',') as typeof kinds;
     else if (argv[i] === '--pairs') pairs = Number(argv[++i]);
-    else if (argv[i] !== '--sync') throw new Error(`unknown option ${argv[i]} with --sync; options: --users N, --servers mariadb,postgres, --pairs N`);
+    else if (argv[i] === '--baseline') checkouts.push(checkout('baseline', resolve(argv[++i] ?? '')));
+    else if (argv[i] !== '--sync') throw new Error(`unknown option ${argv[i]} with --sync; options: --users N, --servers mariadb,postgres, --pairs N, --baseline DIR`);
   }
   if (!Number.isInteger(pairs) || pairs < 1) throw new Error('--pairs must be a whole number of at least 1');
   const dir = mkdtempSync(join(tmpdir(), 'vidfeeds-sync-bench-'));
@@ -60,7 +78,7 @@ export async function syncBenchMain(argv: string[]): Promise<void> {
       }
       const server = await startBenchServer(kind);
       try {
-        await benchServer(server, demo, dir, pairs);
+        await benchServer(server, demo, dir, pairs, checkouts);
       } finally {
         server.stop();
       }
@@ -70,9 +88,54 @@ export async function syncBenchMain(argv: string[]): Promise<void> {
   }
 }
 
-async function benchServer(server: BenchServer, demo: string, dir: string, pairs: number): Promise<void> {
-  const loadStarted = performance.now();
+async function benchServer(server: BenchServer, demo: string, dir: string, pairs: number, checkouts: readonly Checkout[]): Promise<void> {
   const exec = await connect(server);
+  const mapping = await loadSource(server, exec, demo, dir);
+  // Each checkout syncs into a database of its own; the floor is this checkout's read.
+  const runs = await Promise.all(checkouts.map((c) => syncRuns(server, c, mapping, dir)));
+  const label = (c: Checkout, what: string) => (checkouts.length > 1 ? `${c.name}: ${what}` : what);
+  const each = async (what: string, key: Exclude<keyof Timings, 'nones'>, mode: 'sync' | 'sync-changed') => {
+    for (const r of runs) {
+      r.timings[key] = await r.run(mode);
+      line(label(r.checkout, what), r.timings[key]);
+    }
+  };
+  const editPercent = (rest: number) =>
+    exec.query(
+      server.kind === 'mariadb'
+        ? `UPDATE videos SET title = CONCAT(title, ' (edited)') WHERE id % 100 = ${rest}`
+        : `UPDATE videos SET title = title || ' (edited)' WHERE id % 100 = ${rest}`,
+    );
+  await each('first sync', 'first', 'sync');
+  // The no-change sync and the driver's read, back to back, `pairs` times: the medians are judged,
+  // since the server's reads vary with what the OS has cached from one run to the next.
+  const reads: Timed[] = [];
+  for (let i = 0; i < pairs; i++) {
+    // With a baseline, each pair starts with the other checkout: neither always runs right after the read.
+    for (const r of i % 2 === 0 ? runs : [...runs].reverse()) {
+      const t = await r.run('sync');
+      r.timings.nones.push(t);
+      line(label(r.checkout, 'no-change sync'), t);
+    }
+    reads.push(await runs[0]!.run('read'));
+    line('driver read', reads[i]!);
+  }
+  const read = median(reads);
+  await each('no-change, --changed-only', 'noneChanged', 'sync-changed');
+  await editPercent(0);
+  await each('1%, --changed-only', 'changedOnly', 'sync-changed');
+  await editPercent(1);
+  await each('1%-changed sync', 'changed', 'sync');
+  for (const { checkout: c, timings } of runs) {
+    if (pairs > 1) console.log(`   ${label(c, `medians of ${pairs}`)}: no-change sync ${median(timings.nones).seconds.toFixed(2)} s, driver read ${read.seconds.toFixed(2)} s`);
+    judge(label(c, '/ driver read'), read, timings);
+  }
+  await exec.end();
+}
+
+/** Loads the demo site into the server's tables; returns the mapping file that reads them. */
+async function loadSource(server: BenchServer, exec: Exec, demo: string, dir: string): Promise<string> {
+  const loadStarted = performance.now();
   const source = new Database(demo, { readonly: true });
   const tables: Record<string, string> = {};
   let rows = 0;
@@ -89,47 +152,42 @@ async function benchServer(server: BenchServer, demo: string, dir: string, pairs
   console.log(`-- ${server.kind}: ${rows} rows in ${Object.keys(tables).length} tables loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`);
   const mapping = join(dir, `${server.kind}.mapping.json`);
   writeFileSync(mapping, JSON.stringify(Object.fromEntries(Object.entries(tables).map(([t, query]) => [t, { query, decodeEntities: [], watermark: 'changed_at' }]))));
-  const target = join(dir, `${server.kind}.vidfeeds.sqlite`);
-  await runProcess(process.execPath, [BIN, 'init', '--db', target]);
-  const run = (mode: 'sync' | 'sync-changed' | 'read') => runChild([mode, target, server.url, mapping]);
-  const editPercent = (rest: number) =>
-    exec.query(
-      server.kind === 'mariadb'
-        ? `UPDATE videos SET title = CONCAT(title, ' (edited)') WHERE id % 100 = ${rest}`
-        : `UPDATE videos SET title = title || ' (edited)' WHERE id % 100 = ${rest}`,
-    );
-  const first = await run('sync');
-  line('first sync', first);
-  // The no-change sync and the driver's read, back to back, `pairs` times: the medians are judged,
-  // since the server's reads vary with what the OS has cached from one run to the next.
-  const nones: Timed[] = [];
-  const reads: Timed[] = [];
-  for (let i = 0; i < pairs; i++) {
-    nones.push(await run('sync'));
-    line('no-change sync', nones[i]!);
-    reads.push(await run('read'));
-    line('driver read', reads[i]!);
-  }
-  const none = median(nones);
-  const read = median(reads);
-  if (pairs > 1) console.log(`   medians of ${pairs}: no-change sync ${none.seconds.toFixed(2)} s, driver read ${read.seconds.toFixed(2)} s`);
-  const noneChanged = await run('sync-changed');
-  line('no-change, --changed-only', noneChanged);
-  await editPercent(0);
-  const changedOnly = await run('sync-changed');
-  line('1%, --changed-only', changedOnly);
-  await editPercent(1);
-  const changed = await run('sync');
-  line('1%-changed sync', changed);
-  const ratio = (t: Timed) => (t.seconds / read.seconds).toFixed(2);
-  const judged = (t: Timed) => `${ratio(t)} (${t.seconds <= 1.5 * read.seconds ? 'met' : 'NOT met'})`;
-  const peak = Math.max(first.maxRssKb, ...nones.map((t) => t.maxRssKb), noneChanged.maxRssKb, changedOnly.maxRssKb, changed.maxRssKb) / 1024;
+  return mapping;
+}
+
+/** What the bench times of one checkout's syncs. */
+interface Timings {
+  first?: Timed;
+  nones: Timed[];
+  noneChanged?: Timed;
+  changedOnly?: Timed;
+  changed?: Timed;
+}
+
+interface CheckoutRuns {
+  checkout: Checkout;
+  timings: Timings;
+  run(mode: 'sync' | 'sync-changed' | 'read'): Promise<Timed>;
+}
+
+/** A checkout's database, made with its own `init`, and how to time one of its runs into it. */
+async function syncRuns(server: BenchServer, checkout: Checkout, mapping: string, dir: string): Promise<CheckoutRuns> {
+  const target = join(dir, `${server.kind}.${checkout.name}.vidfeeds.sqlite`);
+  await runProcess(process.execPath, [checkout.bin, 'init', '--db', target]);
+  return { checkout, timings: { nones: [] }, run: (mode) => runChild(checkout.child, [mode, target, server.url, mapping]) };
+}
+
+/** Prints a checkout's ratios to the driver's read against the targets, and its peak RSS. */
+function judge(what: string, read: Timed, t: Timings): void {
+  const ratio = (run: Timed) => (run.seconds / read.seconds).toFixed(2);
+  const judged = (run: Timed | undefined) => (run === undefined ? 'not run' : `${ratio(run)} (${run.seconds <= 1.5 * read.seconds ? 'met' : 'NOT met'})`);
+  const all = [t.first, ...t.nones, t.noneChanged, t.changedOnly, t.changed].filter((run): run is Timed => run !== undefined);
+  const peak = Math.max(...all.map((run) => run.maxRssKb)) / 1024;
   console.log(
-    `   / driver read, target at most 1.5: no-change ${judged(none)}, 1%-changed ${judged(changed)}; ` +
-      `with --changed-only: no-change ${judged(noneChanged)}, 1%-changed ${judged(changedOnly)}; ` +
+    `   ${what}, target at most 1.5: no-change ${judged(median(t.nones))}, 1%-changed ${judged(t.changed)}; ` +
+      `with --changed-only: no-change ${judged(t.noneChanged)}, 1%-changed ${judged(t.changedOnly)}; ` +
       `peak RSS ${peak.toFixed(0)} MB (target under 200: ${peak < 200 ? 'met' : 'NOT met'})`,
   );
-  await exec.end();
 }
 
 /** The run of median seconds (the lower middle of an even count). */
@@ -140,7 +198,7 @@ function median(runs: readonly Timed[]): Timed {
 function line(what: string, t: Timed): void {
   const changed = Number(t.report.changedTables ?? 0) > 0 ? `, ${t.report.changedTables} tables by changed rows` : '';
   const detail = 'rows' in t.report ? `${t.report.rows} rows` : `${t.report.changes} changes, ${t.report.skipped} skipped${changed}`;
-  console.log(`   ${what.padEnd(26)} ${t.seconds.toFixed(2).padStart(8)} s  ${(t.maxRssKb / 1024).toFixed(0).padStart(5)} MB  ${detail}`);
+  console.log(`   ${what.padEnd(36)} ${t.seconds.toFixed(2).padStart(8)} s  ${(t.maxRssKb / 1024).toFixed(0).padStart(5)} MB  ${detail}`);
 }
 
 type Exec = { query(sql: string, values?: unknown[]): Promise<unknown>; end(): Promise<void> };
@@ -221,10 +279,10 @@ async function loadTable(kind: BenchServer['kind'], exec: Exec, source: Database
   return count;
 }
 
-function runChild(args: string[]): Promise<Timed> {
+function runChild(child: string, args: string[]): Promise<Timed> {
   // VIDFEEDS_BENCH_PROFILE_DIR=<dir>: each timed run writes a CPU profile there.
   const profile = process.env.VIDFEEDS_BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.VIDFEEDS_BENCH_PROFILE_DIR}`] : [];
-  return runProcess(process.execPath, [...profile, CHILD, ...args]).then((stdout) => {
+  return runProcess(process.execPath, [...profile, child, ...args]).then((stdout) => {
     const found = stdout.split('\n').find((l) => l.startsWith('BENCH '));
     if (found === undefined) throw new Error(`sync bench child printed no result: ${stdout}`);
     const report = JSON.parse(found.slice(6)) as Record<string, unknown>;
