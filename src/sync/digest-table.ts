@@ -8,7 +8,8 @@ import { keysLoggedSince, logPrunedSince } from '../db/sync-log.js';
 import type { DigestPages } from './digest-chunks.js';
 import { ChunkedDigestStore, type DigestStore } from './digest-store.js';
 import { newDigestSeed, ROW_DIGEST_METHOD, rowDigest, type DigestSeed } from './row-digest.js';
-import { DIGEST_COLUMN, type RowFilter, type SourceDigests, type SyncSource } from './sync-source.js';
+import type { SourceRow } from './key-groups.js';
+import { DIGEST_COLUMN, type RowBatch, type RowFilter, type SourceDigests, type SyncSource } from './sync-source.js';
 import type { TablePlan } from './table-plan.js';
 
 /**
@@ -97,15 +98,16 @@ export class DigestTable {
   /**
    * The digest of a source row as it is kept here: of every value the query returns, the
    * watermark too (a row whose watermark moved is compared once), in the query's order; or the
-   * one the source sent with it.
+   * one the source made: handed over beside the row by the driver, or sent in it by the server.
    */
-  digestOf(raw: Record<string, unknown>): number | null {
-    if (this.source !== undefined) return (raw[DIGEST_COLUMN] as number | null | undefined) ?? null;
-    return rowDigest(Object.values(raw), this.seed);
+  digestOf(row: SourceRow): number | null {
+    if (row.digest !== undefined) return row.digest;
+    if (this.source !== undefined) return (row.raw[DIGEST_COLUMN] as number | null | undefined) ?? null;
+    return rowDigest(Object.values(row.raw), this.seed);
   }
 
   /** The rows of the table's query (those `filter` picks), with their digests where the source makes them. */
-  rows(source: SyncSource, filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>> {
+  rows(source: SyncSource, filter?: RowFilter): AsyncIterable<RowBatch> {
     const { query, keys } = this.plan;
     return this.source === undefined ? source.rows(query, keys, filter) : this.source.rows(query, keys, this.seed, filter);
   }

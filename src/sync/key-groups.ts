@@ -1,5 +1,6 @@
 import { keyProblem, rowName } from './source-row.js';
 import { MappingError } from './sync-errors.js';
+import { BATCH_DIGESTS, type RowBatch } from './sync-source.js';
 import { normaliseValue, WRONG } from './sync-values.js';
 import type { TablePlan } from './table-plan.js';
 
@@ -14,6 +15,8 @@ import type { TablePlan } from './table-plan.js';
 export interface SourceRow {
   raw: Record<string, unknown>;
   key: number[];
+  /** The digest the driver handed over beside the row (BATCH_DIGESTS); undefined when it handed none. */
+  digest?: number | null;
   /** The row's name for messages, made when one needs it. */
   name: () => string;
 }
@@ -63,18 +66,20 @@ export function sameKeyReason(plan: TablePlan): string {
  * a batch, not a row), with the rows whose key cannot be stored where they were read. Keys out of
  * numeric order stop the sync: the merges rely on them.
  */
-export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<Array<Record<string, unknown>>>, hooks: GroupHooks): AsyncIterable<Array<KeyGroup | UnkeyedRow>> {
+export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<RowBatch>, hooks: GroupHooks): AsyncIterable<Array<KeyGroup | UnkeyedRow>> {
   const keyCount = plan.keys.length;
   /** The rows of the last key read, grouped once a row of another key (or the end) shows there are no more. */
-  let rows: SourceRow[] = [];
+  let rows: KeyedRow[] = [];
   let groups: Array<KeyGroup | UnkeyedRow> = [];
   const close = () => {
-    if (rows.length > 0) groups.push(rows.length === 1 ? { key: rows[0]!.key, kept: rows[0]!, others: NONE, unstorable: NONE } : choose(rows, hooks));
+    if (rows.length > 0) groups.push(rows.length === 1 ? rows[0]! : choose(rows, hooks));
     rows = [];
   };
   for await (const batch of batches) {
     hooks.checkStop();
-    for (const raw of batch) {
+    const digests = batch[BATCH_DIGESTS];
+    for (let r = 0; r < batch.length; r++) {
+      const raw = batch[r]!;
       const key: number[] = new Array(keyCount);
       let wrong = -1;
       for (let i = 0; i < keyCount; i++) {
@@ -82,7 +87,7 @@ export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<Array<R
         if (wrong < 0 && (value === WRONG || value === null)) wrong = i;
         key[i] = value as number;
       }
-      const row = new KeyedRow(plan, raw, key);
+      const row = new KeyedRow(plan, raw, key, digests?.[r]);
       if (wrong >= 0) {
         groups.push({ row, reason: keyProblem(plan, wrong, raw) });
         continue;
@@ -110,18 +115,36 @@ export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<Array<R
   if (groups.length > 0) yield groups;
 }
 
-/** A source row with its key; most rows are unchanged and never named, so the name is made when a message needs it. */
-class KeyedRow implements SourceRow {
+/**
+ * A source row with its key; most rows are unchanged and never named, so the name is made when a
+ * message needs it. A row alone with its key (nearly every row) is its own group: a sync allocates
+ * no more per row than it must, since what a batch allocates decides whether it outlives V8's
+ * young generation (docs/performance.md, "vidfeeds sync").
+ */
+class KeyedRow implements SourceRow, KeyGroup {
   private named: string | undefined;
 
   constructor(
     private readonly plan: TablePlan,
     readonly raw: Record<string, unknown>,
     readonly key: number[],
+    readonly digest: number | null | undefined,
   ) {}
 
   name(): string {
     return (this.named ??= rowName(this.plan, this.raw));
+  }
+
+  get kept(): SourceRow {
+    return this;
+  }
+
+  get others(): readonly SourceRow[] {
+    return NONE;
+  }
+
+  get unstorable(): readonly UnkeyedRow[] {
+    return NONE;
   }
 }
 

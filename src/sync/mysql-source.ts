@@ -5,7 +5,7 @@ import { CancelOnStop } from './cancel-on-stop.js';
 import { ReadDeadline } from './read-deadline.js';
 import type { DigestSeed } from './row-digest.js';
 import { MappingError, noTls, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import { columnsQuery, DIGEST_COLUMN, keysQuery, maxQuery, orderedQuery, type Dialect, type ServerMessage, type SourceOptions, type SyncSource } from './sync-source.js';
+import { BATCH_DIGESTS, columnsQuery, keysQuery, maxQuery, orderedQuery, type Dialect, type RowBatch, type ServerMessage, type SourceOptions, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. A BIGINT comes as a number where it fits one exactly and as
@@ -205,7 +205,7 @@ interface BatchRead {
   streams: Set<(error: Error) => void>;
   deadline: ReadDeadline;
   options: QueryOptions;
-  /** Given: each row comes with its digest under DIGEST_COLUMN, made with this seed. */
+  /** Given: each batch carries its rows' digests (BATCH_DIGESTS), made with this seed. */
   seed: DigestSeed | undefined;
   describe(error: unknown): Error;
   /** Drops the connection: the query was left before its end, and cannot be asked to finish. */
@@ -229,6 +229,8 @@ const ROWS_PER_BATCH = 256;
  */
 async function* queryBatches<T>({ connection, streams, deadline, options, seed, describe, left, ended: afterEnd }: BatchRead): AsyncIterable<T[]> {
   let batch: T[] = [];
+  /** The digests of `batch`'s rows, by index, when the query's rows are digested. */
+  let digests: Array<number | null> = [];
   let ended = false;
   let failure: unknown;
   let askedAfterEnd = false;
@@ -248,7 +250,7 @@ async function* queryBatches<T>({ connection, streams, deadline, options, seed, 
   if (seed !== undefined) query.on('fields', (fields: FieldPacket[]) => (digest = packetDigests(seed, query, fields)));
   query
     .on('result', (row) => {
-      if (digest !== undefined) (row as Record<string, unknown>)[DIGEST_COLUMN] = digest();
+      if (digest !== undefined) digests.push(digest());
       if (batch.push(row as T) >= ROWS_PER_BATCH) {
         connection.pause();
         notify();
@@ -278,6 +280,10 @@ async function* queryBatches<T>({ connection, streams, deadline, options, seed, 
       if (failure !== undefined) throw failure instanceof SourceUnavailableError ? failure : describe(failure);
       const full = batch;
       batch = [];
+      if (digest !== undefined) {
+        (full as RowBatch)[BATCH_DIGESTS] = digests;
+        digests = [];
+      }
       // Resuming hands over the rows that came while paused, at once: they start the next batch.
       if (!ended) connection.resume();
       if (full.length > 0) yield full;

@@ -44,7 +44,7 @@ export async function reconcile(sync: TableSync, groups: AsyncIterable<Array<Key
       }
       for (const { row, reason } of unstorable) sync.skip(row.name(), reason);
       const digest = stored.digest;
-      if (stored.trustDigest && digest !== undefined && digest !== null && digest === digests.digestOf(kept.raw)) sync.unchanged(key, digest);
+      if (stored.trustDigest && digest !== undefined && digest !== null && digest === digests.digestOf(kept)) sync.unchanged(key, digest);
       else {
         const shaped = sync.shape(kept);
         // A row that can no longer be stored goes: its old form is not kept.

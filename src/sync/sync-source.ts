@@ -34,13 +34,23 @@ export interface SourceDigests {
   /** How the source digests a row: digests made another way are never compared with these. */
   readonly method: string;
   /** As `SyncSource.rows`, each row with its digest (null where the source has none for it). */
-  rows(query: string, keys: readonly string[], seed: DigestSeed, filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>>;
+  rows(query: string, keys: readonly string[], seed: DigestSeed, filter?: RowFilter): AsyncIterable<RowBatch>;
   /** The key columns of a query's rows and each row's digest, in key order, in batches: present where the server makes the digests. */
   keys?(query: string, keys: readonly string[], seed: DigestSeed): AsyncIterable<Array<Record<string, unknown>>>;
 }
 
 /** The column a source's row digest comes in; no vidfeeds table has a column of this name, so no mapping returns one. */
 export const DIGEST_COLUMN = 'vidfeeds_row_digest';
+
+/**
+ * Where a driver that digests each row as it reads it (MySQL, from the row's bytes) hands the
+ * digests over: beside the batch, one per row in the batch's order. In each row, one more
+ * property would grow every row the driver made.
+ */
+export const BATCH_DIGESTS: unique symbol = Symbol('vidfeeds row digests');
+
+/** A batch of rows, with their digests where the driver made them (BATCH_DIGESTS). */
+export type RowBatch = Array<Record<string, unknown>> & { [BATCH_DIGESTS]?: ReadonlyArray<number | null> };
 
 /** Rows a source hands over at a time. */
 export const SOURCE_BATCH = 2000;

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { keyGroups, type KeyGroup, type UnkeyedRow } from './key-groups.js';
 import { lookedUp, mergedWith, reconcile } from './reconcile.js';
-import type { RowFilter, SyncSource } from './sync-source.js';
+import type { RowBatch, RowFilter, SyncSource } from './sync-source.js';
 import { passRest, passTo, TargetPages } from './target-pages.js';
 import type { TableSync } from './table-sync.js';
 import type { Mode } from './watermark-state.js';
@@ -47,7 +47,7 @@ export async function syncRows(target: Database.Database, source: SyncSource, sy
   return mode;
 }
 
-function rowGroups(sync: TableSync, rows: AsyncIterable<Array<Record<string, unknown>>>): AsyncIterable<Array<KeyGroup | UnkeyedRow>> {
+function rowGroups(sync: TableSync, rows: AsyncIterable<RowBatch>): AsyncIterable<Array<KeyGroup | UnkeyedRow>> {
   return keyGroups(sync.plan, rows, { checkStop: () => sync.checkStop(), problem: (row) => sync.shaper.problem(row) });
 }
 
@@ -75,7 +75,7 @@ async function movedRows(source: SyncSource, sync: TableSync): Promise<boolean> 
         const head = passTo(pages, item.key, keyCount, (key) => gone.push(key));
         const digest = head === undefined ? undefined : (head[keyCount] as number | null);
         // A key of several rows is read in full: the row kept is chosen among all of them.
-        if (item.others.length === 0 && digest !== undefined && digest !== null && digest === digests.digestOf(item.kept.raw)) unchanged++;
+        if (item.others.length === 0 && digest !== undefined && digest !== null && digest === digests.digestOf(item.kept)) unchanged++;
         else moved.push(sourceKey(sync, item));
       }
       tooMany = over();

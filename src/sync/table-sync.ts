@@ -127,7 +127,7 @@ export class TableSync {
 
   /** The digest of the source row a stored row now equals; NULL (compare in full) when it was stored with an issue. */
   private keepDigest(row: SourceRow, clean: boolean, stored: number | null | undefined): void {
-    this.digests.keep(row.key, clean ? this.digests.digestOf(row.raw) : null, stored);
+    this.digests.keep(row.key, clean ? this.digests.digestOf(row) : null, stored);
   }
 
   /** A row the source holds but that cannot be written is not left behind in its old form either. */

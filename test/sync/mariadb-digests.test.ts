@@ -7,7 +7,7 @@ import { MYSQL_ROW_DIGEST_METHOD } from '../../src/sync/mysql-row-digest.js';
 import { openSource } from '../../src/sync/open-source.js';
 import type { DigestSeed } from '../../src/sync/row-digest.js';
 import { runSync } from '../../src/sync/run-sync.js';
-import { DIGEST_COLUMN, type RowFilter } from '../../src/sync/sync-source.js';
+import { BATCH_DIGESTS, type RowFilter } from '../../src/sync/sync-source.js';
 import type { TableMapping } from '../../src/sync/table-plan.js';
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -52,7 +52,9 @@ describe.skipIf(missing !== null)('row digests from MariaDB', () => {
     try {
       const found = new Map<number, unknown>();
       for await (const batch of source.digests!.rows(query, ['id'], seed, filter)) {
-        for (const row of batch) found.set(row.id as number, row[DIGEST_COLUMN]);
+        const digests = batch[BATCH_DIGESTS];
+        expect(digests?.length).toBe(batch.length);
+        batch.forEach((row, i) => found.set(row.id as number, digests![i]));
       }
       return found;
     } finally {
