@@ -217,8 +217,8 @@ interface BatchRead {
 /**
  * Rows a MariaDB or MySQL query hands over at a time. Fewer than other sources' (SOURCE_BATCH): a
  * paused stream costs no round trip to resume, and a batch worked through while the next one's
- * rows are parsed stays small enough to die young: a larger batch outlives V8's young-generation
- * collections, which then copy and promote it, and a full sync pays for that in time and memory.
+ * rows are parsed dies young, which a batch of thousands may not: what it allocates then outlives
+ * V8's young-generation collections, which copy and promote it (docs/performance.md).
  */
 const ROWS_PER_BATCH = 256;
 
