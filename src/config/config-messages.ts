@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv';
 import { CONFIG_SCHEMA, type JsonSchema } from './config-schema.js';
+import { quoted } from '../render/shown-text.js';
 
 /**
  * Configuration problems in words: a setting's name as a user writes it (`player.width`), what a
@@ -126,6 +127,6 @@ export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'nothing';
   if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'string') return quoted(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   return typeof value === 'object' ? 'an object' : String(value);
 }

@@ -1,4 +1,5 @@
 import { isMediaType } from '../render/media-type.js';
+import { quoted } from '../render/shown-text.js';
 import { columnSpec, expected, MAX_UNIX_SECONDS, type ColumnSpec, type WrongValueRule } from './columns.js';
 
 /**
@@ -32,7 +33,7 @@ export type InvalidUtf8Check = (table: string, column: string, rowId: number) =>
 export function describeValue(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'string') {
-    const shown = JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+    const shown = quoted(value.length > 40 ? `${value.slice(0, 40)}…` : value);
     return value.length > 40 ? `text ${shown} (${value.length} characters)` : `text ${shown}`;
   }
   if (typeof value === 'bigint') return `the integer ${value}`;

@@ -3,6 +3,8 @@
  * A name that cannot is never written: the build reports it and skips the row.
  */
 
+import { quoted } from '../render/shown-text.js';
+
 /** The longest file name the file systems we target allow, in UTF-8 bytes. */
 export const MAX_SEGMENT_BYTES = 255;
 
@@ -59,6 +61,6 @@ export function foldedName(name: string): string {
 
 /** Shows a name in a message: quoted, control characters visible, long names cut. */
 export function showName(name: string): string {
-  const shown = JSON.stringify(name);
+  const shown = quoted(name);
   return shown.length > 80 ? `${shown.slice(0, 60)}…" (${Buffer.byteLength(name)} bytes)` : shown;
 }

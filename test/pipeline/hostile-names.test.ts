@@ -63,6 +63,10 @@ describe('hostile usernames and video ids', () => {
     expect(warnings.find((w) => w.includes('"a/b"'))).toMatch(/skipped user "a\/b": its name contains "\/"/);
     expect(warnings.find((w) => w.includes('robots.txt'))).toMatch(/name of a site-wide file/);
     expect(warnings.find((w) => w.includes('éé'))).toMatch(/300 bytes long \(at most 255\)/);
+    // A name that would reorder or hide part of the line is shown by its escapes.
+    expect(warnings.find((w) => w.includes('gnp'))).toMatch(/skipped (user|video) "gnp\\u202e\.exe"/);
+    expect(warnings.find((w) => w.includes('"zero'))).toContain('"zero\\u200bwidth"');
+    for (const w of warnings) expect(w).not.toMatch(/[\u202e\u200b\u00ad\ufeff]/);
 
     // Nothing outside out/: the parent holds only out/ and the state files.
     expect(readdirSync(dir).sort()).toEqual(['out', 'state.sqlite', 'state.sqlite-shm', 'state.sqlite-wal'].filter((n) => readdirSync(dir).includes(n)));

@@ -110,7 +110,9 @@ describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fail
     } finally {
       const closing = Date.now();
       await source.close();
-      expect(Date.now() - closing).toBeLessThan(1000);
+      // A close that waited on the dead connection would take the 30 s read timeout; 3 s leaves a
+      // loaded CI machine its room.
+      expect(Date.now() - closing).toBeLessThan(3000);
     }
   });
 
@@ -143,7 +145,8 @@ describe.skipIf(missing !== null)('vidfeeds sync when the PostgreSQL source fail
       const asked = Date.now();
       stop.abort();
       await expect(read).rejects.toThrow(SourceStopped);
-      expect(Date.now() - asked).toBeLessThan(1000);
+      // Against the query's 60 s read timeout and the server's sleep: a loaded machine's room, not a benchmark.
+      expect(Date.now() - asked).toBeLessThan(3000);
       const gone = async () => (await server.admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0;
       for (let waited = 0; !(await gone()); waited += 20) {
         if (waited > 5000) throw new Error('the backend still has its client 5 s after the stop: the connection was not closed');

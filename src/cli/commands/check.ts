@@ -16,6 +16,7 @@ import { reportHead } from '../json-report.js';
 import { runCommand } from '../command-runner.js';
 import type { Console } from '../output.js';
 import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, stateOf } from './shared-options.js';
+import { hasUnshowable, quoted } from '../../render/shown-text.js';
 
 /**
  * `vidfeeds check --out DIR [--db FILE]`: is the tree a server serves the tree the last build made
@@ -98,10 +99,10 @@ export function registerCheck(program: Command, io: Console, setExit: (code: num
     }));
 }
 
-/** One line per problem, whatever a stray file's name holds: a name with control characters is quoted. */
+/** One line per problem, whatever a stray file's name holds: a name with characters a terminal acts on is quoted. */
 export function problemLine({ file, problem }: CheckProblem): string {
   if (file === '') return problem;
-  return `${/[\u0000-\u001f\u007f]/.test(file) ? JSON.stringify(file) : file}: ${problem}`;
+  return `${hasUnshowable(file) ? quoted(file) : file}: ${problem}`;
 }
 
 function checkSummary(result: TreeCheckResult, seconds: number): string {

@@ -5,6 +5,7 @@ import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
 import { requireOption } from '../check-command-line.js';
 import { configOptions, databaseOf, exitCodesHelp, positiveInteger, readSettings } from './shared-options.js';
+import { replacedUnshowable } from '../../render/shown-text.js';
 
 /**
  * `vidfeeds recommendations list|approve|reject`: moderation of submitted recommendations
@@ -43,7 +44,7 @@ function parseIds(raw: readonly string[]): number[] {
 
 /** Text from the database on a terminal: control and bidirectional characters cannot act on it. */
 function shown(text: string | null): string {
-  return text === null ? '-' : text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '\ufffd');
+  return text === null ? '-' : replacedUnshowable(text);
 }
 
 function line(row: ReviewRow): string {

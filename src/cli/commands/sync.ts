@@ -12,6 +12,7 @@ import { runCommand, waitSeconds, type CommandRun, type Ending } from '../comman
 import type { Console } from '../output.js';
 import { requireOption } from '../check-command-line.js';
 import { databaseOf, exitCodesHelp, readSettings, removalGuardOf } from './shared-options.js';
+import { quoted } from '../../render/shown-text.js';
 
 interface SyncFlags {
   db?: string;
@@ -107,7 +108,7 @@ export function syncProblems(io: Console, keep?: { skipped: SkippedSourceRow[]; 
     for (const line of [...skips.lines('sync: skipped'), ...replaced.lines('sync: replaced')]) io.log.warn(line);
     for (const m of report?.mojibake ?? []) {
       io.log.warn(
-        `sync: ${m.table}.${m.column} holds text that looks like UTF-8 read as latin1 in ${m.rows} ${m.rows === 1 ? 'row' : 'rows'} (${m.table} ${m.row}: ${JSON.stringify(m.found.slice(0, 60))}): ` +
+        `sync: ${m.table}.${m.column} holds text that looks like UTF-8 read as latin1 in ${m.rows} ${m.rows === 1 ? 'row' : 'rows'} (${m.table} ${m.row}: ${quoted(m.found.slice(0, 60))}): ` +
           `a latin1 column holding UTF-8 bytes is mapped as ${bytesExpression(report!.source)} (docs/adopting.md, "Character sets")`,
       );
     }
