@@ -2,7 +2,7 @@ import mysql from 'mysql2/promise';
 import { join } from 'node:path';
 import { freePort } from './http.js';
 import { missingPrograms } from './programs.js';
-import { pidFromFile, retryUntil, runAsServerUser, serverDir, spawnAsServerUser, stopServer } from './server-dir.js';
+import { pidFromFile, retryUntil, runAsServerUser, serverDir, spawnAsServerUser, startOnFreePort, stopServer } from './server-dir.js';
 
 /**
  * A MariaDB server of Debian's `mariadb-server`, started for a test in a temporary directory on a
@@ -38,21 +38,29 @@ export async function startMariadb(): Promise<RunningMariadb> {
   const data = join(dir, 'data');
   const pidFile = join(dir, 'mariadbd.pid');
   runAsServerUser('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db']);
-  const port = await freePort();
-  const args = [
+  const log = join(dir, 'error.log');
+  const argsOn = (port: number) => [
     '--no-defaults', `--datadir=${data}`, `--socket=${join(dir, 'mariadbd.sock')}`, `--port=${port}`, '--bind-address=127.0.0.1',
     `--pid-file=${pidFile}`, '--skip-log-bin', '--innodb-buffer-pool-size=64M', '--innodb-flush-log-at-trx-commit=0', '--skip-name-resolve',
-    `--log-error=${join(dir, 'error.log')}`,
+    `--log-error=${log}`,
   ];
-  spawnAsServerUser(MARIADBD, args);
   const stop = () => stopServer(pidFromFile(pidFile), 'SIGTERM', dir);
-  const connectAdmin = () => retryUntil('MariaDB did not start', () => mysql.createConnection({ host: '127.0.0.1', port, user: 'root', multipleStatements: true, database: 'mysql' }));
+  /** Root's connection to this test's server: another test's could have taken the port before it bound it. */
+  const connectAdmin = async (port: number) => {
+    const admin = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root', multipleStatements: true, database: 'mysql', connectTimeout: 5000 });
+    const [rows] = await admin.query('SELECT @@pid_file AS pidFile');
+    if ((rows as Array<{ pidFile: string }>)[0]?.pidFile !== pidFile) {
+      await admin.end().catch(() => undefined);
+      throw new Error(`another MariaDB server answers on port ${port}`);
+    }
+    return admin;
+  };
   process.once('exit', () => {
     const pid = pidFromFile(pidFile);
     if (pid !== undefined) process.kill(pid, 'SIGKILL');
   });
   try {
-    const admin = await connectAdmin();
+    const { port, connection: admin } = await startOnFreePort('MariaDB', freePort, (p) => spawnAsServerUser(MARIADBD, argsOn(p)), connectAdmin, log);
     await admin.query(
       "CREATE DATABASE site CHARACTER SET utf8mb3; CREATE USER 'site'@'%' IDENTIFIED BY 'secret'; GRANT SELECT ON site.* TO 'site'@'%'; USE site",
     );
@@ -65,8 +73,8 @@ export async function startMariadb(): Promise<RunningMariadb> {
       async restart() {
         await server.admin.end().catch(() => undefined);
         await stopServer(pidFromFile(pidFile), 'SIGTERM', undefined);
-        spawnAsServerUser(MARIADBD, args);
-        server.admin = await connectAdmin();
+        spawnAsServerUser(MARIADBD, argsOn(port));
+        server.admin = await retryUntil('MariaDB did not start again', () => connectAdmin(port));
         await server.admin.query('USE site');
       },
       async stop() {

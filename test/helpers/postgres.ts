@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './http.js';
-import { pidFromFile, retryUntil, runAsServerUser, serverDir, spawnAsServerUser, stopServer } from './server-dir.js';
+import { pidFromFile, runAsServerUser, serverDir, spawnAsServerUser, startOnFreePort, stopServer } from './server-dir.js';
 
 /**
  * A PostgreSQL server of Debian's `postgresql`, started for a test in a temporary directory on a
@@ -34,8 +34,7 @@ export async function startPostgres(): Promise<RunningPostgres> {
   const pwfile = join(dir, 'pw');
   writeFileSync(pwfile, 'secret\n', { mode: 0o644 });
   runAsServerUser(join(BIN!, 'initdb'), ['-D', data, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--no-sync', '--locale=C.UTF-8']);
-  const port = await freePort();
-  spawnAsServerUser(join(BIN!, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'shared_buffers=32MB']);
+  const log = join(dir, 'postgres.log');
   const pidFile = join(data, 'postmaster.pid');
   // SIGINT: PostgreSQL's fast shutdown.
   const stop = () => stopServer(pidFromFile(pidFile), 'SIGINT', dir);
@@ -44,12 +43,24 @@ export async function startPostgres(): Promise<RunningPostgres> {
     if (pid !== undefined) process.kill(pid, 'SIGKILL');
   });
   try {
-    const admin = await retryUntil('PostgreSQL did not start', async () => {
-      const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: 'secret', database: 'postgres' });
-      client.on('error', () => undefined);
-      await client.connect();
-      return client;
-    });
+    const { port, connection: admin } = await startOnFreePort(
+      'PostgreSQL',
+      freePort,
+      (p) => spawnAsServerUser(join(BIN!, 'postgres'), ['-D', data, '-p', String(p), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'shared_buffers=32MB'], log),
+      async (p) => {
+        const client = new pg.Client({ host: '127.0.0.1', port: p, user: 'postgres', password: 'secret', database: 'postgres', connectionTimeoutMillis: 5000 });
+        client.on('error', () => undefined);
+        await client.connect();
+        // Another test's server could have taken the port before this one bound it.
+        const { rows } = await client.query<{ data_directory: string }>('SHOW data_directory');
+        if (rows[0]?.data_directory !== data) {
+          await client.end().catch(() => undefined);
+          throw new Error(`another PostgreSQL server answers on port ${p}`);
+        }
+        return client;
+      },
+      log,
+    );
     await admin.query("CREATE USER site PASSWORD 'secret'");
     await admin.query('CREATE DATABASE site OWNER postgres');
     await admin.end();

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -32,9 +32,55 @@ export function runAsServerUser(program: string, args: string[]): void {
   if (result.status !== 0) throw new Error(`${program} failed (${result.status}): ${result.stdout}${result.stderr}${result.error?.message ?? ''}`);
 }
 
-/** Starts the server in the foreground; its output goes to `log`. */
-export function spawnAsServerUser(program: string, args: string[]): ChildProcess {
-  return spawn(program, args, { stdio: 'ignore', cwd: tmpdir(), ...SERVER_USER });
+/** Starts the server in the foreground; its output goes to the file `output` when given. */
+export function spawnAsServerUser(program: string, args: string[], output?: string): ChildProcess {
+  if (output === undefined) return spawn(program, args, { stdio: 'ignore', cwd: tmpdir(), ...SERVER_USER });
+  const fd = openSync(output, 'a');
+  try {
+    return spawn(program, args, { stdio: ['ignore', fd, fd], cwd: tmpdir(), ...SERVER_USER });
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** How many times a server is started on another free port when the one it was given was taken. */
+const PORT_TRIES = 3;
+
+/**
+ * Starts a server on a free port and connects to it. The port is free when `freePort` asks, not
+ * always when the server binds it (another test's server can take it in between): a server that
+ * exits saying so is started again on another port. A server that exits for another reason, or
+ * does not answer within a minute, fails the start at once with the last lines of its log.
+ */
+export async function startOnFreePort<T>(
+  what: string,
+  freePort: () => Promise<number>,
+  start: (port: number) => ChildProcess,
+  connect: (port: number) => Promise<T>,
+  log: string,
+): Promise<{ port: number; connection: T }> {
+  for (let tries = 1; ; tries++) {
+    const port = await freePort();
+    const child = start(port);
+    let exited: string | undefined;
+    child.once('exit', (code, signal) => (exited = `it exited (${signal ?? `code ${code}`})`));
+    try {
+      return { port, connection: await retryUntil(`${what} did not start on port ${port}`, () => connect(port), 60_000, () => exited) };
+    } catch (error) {
+      const tail = logTail(log);
+      if (exited !== undefined && /address already in use/i.test(tail) && tries < PORT_TRIES) continue;
+      throw new Error(`${(error as Error).message}; the end of ${log}:\n${tail}`);
+    }
+  }
+}
+
+/** The last lines of a server's log, or why there are none. */
+function logTail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
+  } catch (error) {
+    return `(no log: ${(error as Error).message})`;
+  }
 }
 
 /** The server's own pid, from its pid file. */
@@ -66,9 +112,12 @@ export async function stopServer(pid: number | undefined, signal: NodeJS.Signals
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 }
 
-export async function retryUntil<T>(what: string, attempt: () => Promise<T>, deadlineMs = 60_000): Promise<T> {
+/** Tries `attempt` every 200 ms until it succeeds; fails after `deadlineMs`, or at once when `gone` says why it cannot succeed. */
+export async function retryUntil<T>(what: string, attempt: () => Promise<T>, deadlineMs = 60_000, gone: () => string | undefined = () => undefined): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
+    const why = gone();
+    if (why !== undefined) throw new Error(`${what}: ${why}`);
     try {
       return await attempt();
     } catch (error) {
