@@ -1,4 +1,4 @@
-import { openSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { connect as connectTo, createServer } from 'node:net';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -22,7 +22,11 @@ server.listen(Number(process.argv[1]), '127.0.0.1');
 
 function listener(port: number, log: string, exitAtOnce = false) {
   const fd = openSync(log, 'a');
-  return spawn(process.execPath, ['-e', exitAtOnce ? "console.error('FATAL: no such data directory'); process.exit(3)" : LISTENER, String(port)], { stdio: ['ignore', fd, fd] });
+  try {
+    return spawn(process.execPath, ['-e', exitAtOnce ? "console.error('FATAL: no such data directory'); process.exit(3)" : LISTENER, String(port)], { stdio: ['ignore', fd, fd] });
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Connects and checks that the server is the one started (as the helpers check the data directory): another answers otherwise. */
