@@ -1,6 +1,6 @@
 import type { ErrorObject } from 'ajv';
 import { CONFIG_SCHEMA, type JsonSchema } from './config-schema.js';
-import { quoted } from '../render/shown-text.js';
+import { quoted } from './shown-text.js';
 
 /**
  * Configuration problems in words: a setting's name as a user writes it (`player.width`), what a

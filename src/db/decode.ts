@@ -1,5 +1,5 @@
 import { isMediaType } from '../render/media-type.js';
-import { quoted } from '../render/shown-text.js';
+import { quoted } from '../config/shown-text.js';
 import { columnSpec, expected, MAX_UNIX_SECONDS, type ColumnSpec, type WrongValueRule } from './columns.js';
 
 /**

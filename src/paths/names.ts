@@ -3,7 +3,7 @@
  * A name that cannot is never written: the build reports it and skips the row.
  */
 
-import { quoted } from '../render/shown-text.js';
+import { quoted } from '../config/shown-text.js';
 
 /** The longest file name the file systems we target allow, in UTF-8 bytes. */
 export const MAX_SEGMENT_BYTES = 255;

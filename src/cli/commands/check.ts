@@ -16,7 +16,7 @@ import { reportHead } from '../json-report.js';
 import { runCommand } from '../command-runner.js';
 import type { Console } from '../output.js';
 import { configOptions, databaseOf, exitCodesHelp, outOf, readSettings, stateOf } from './shared-options.js';
-import { hasUnshowable, quoted } from '../../render/shown-text.js';
+import { hasUnshowable, quoted } from '../../config/shown-text.js';
 
 /**
  * `vidfeeds check --out DIR [--db FILE]`: is the tree a server serves the tree the last build made

@@ -5,7 +5,7 @@ import { EXIT, UsageError } from '../errors.js';
 import type { Console } from '../output.js';
 import { requireOption } from '../check-command-line.js';
 import { configOptions, databaseOf, exitCodesHelp, positiveInteger, readSettings } from './shared-options.js';
-import { replacedUnshowable } from '../../render/shown-text.js';
+import { replacedUnshowable } from '../../config/shown-text.js';
 
 /**
  * `vidfeeds recommendations list|approve|reject`: moderation of submitted recommendations

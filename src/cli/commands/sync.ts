@@ -12,7 +12,7 @@ import { runCommand, waitSeconds, type CommandRun, type Ending } from '../comman
 import type { Console } from '../output.js';
 import { requireOption } from '../check-command-line.js';
 import { databaseOf, exitCodesHelp, readSettings, removalGuardOf } from './shared-options.js';
-import { quoted } from '../../render/shown-text.js';
+import { quoted } from '../../config/shown-text.js';
 
 interface SyncFlags {
   db?: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hasUnshowable, quoted, replacedUnshowable } from '../../src/render/shown-text.js';
+import { hasUnshowable, quoted, replacedUnshowable } from '../../src/config/shown-text.js';
 
 // Written out by code point, not by the module's character classes: C0 escape, DEL, NEL and 8-bit
 // CSI (C1), Arabic letter mark, zero-width space and joiner, LRM/RLM, line and paragraph
