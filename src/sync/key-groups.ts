@@ -81,23 +81,14 @@ export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<RowBatc
     for (let r = 0; r < batch.length; r++) {
       const raw = batch[r]!;
       const key: number[] = new Array(keyCount);
-      let wrong = -1;
-      for (let i = 0; i < keyCount; i++) {
-        const value = normaliseValue(plan.specs[i]!, raw[plan.keys[i]!]);
-        if (wrong < 0 && (value === WRONG || value === null)) wrong = i;
-        key[i] = value as number;
-      }
+      const wrong = readKey(plan, raw, key);
       const row = new KeyedRow(plan, raw, key, digests?.[r]);
       if (wrong >= 0) {
         groups.push({ row, reason: keyProblem(plan, wrong, raw) });
         continue;
       }
       const order = rows.length === 0 ? 1 : compareKeys(key, rows[0]!.key, keyCount);
-      if (order < 0) {
-        throw new MappingError(
-          `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${row.name()} after ${rows[0]!.key.join(', ')}): return it as an integer (CAST it in the query)`,
-        );
-      }
+      if (order < 0) throw outOfOrder(plan, row.name(), rows[0]!.key);
       if (order > 0) close();
       if (rows.length >= MAX_ROWS_OF_ONE_KEY) {
         throw new MappingError(
@@ -113,6 +104,29 @@ export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<RowBatc
   }
   close();
   if (groups.length > 0) yield groups;
+}
+
+/**
+ * Fills `key` with the key as vidfeeds stores it, of a row (its columns by name) or of the key's
+ * own values (in the order of the plan's keys: SyncSource's `keys`); the index of the first
+ * column that cannot be stored (not an integer, or null), else -1.
+ */
+export function readKey(plan: TablePlan, raw: Record<string, unknown> | readonly unknown[], key: number[]): number {
+  const named = !Array.isArray(raw);
+  let wrong = -1;
+  for (let i = 0; i < key.length; i++) {
+    const value = normaliseValue(plan.specs[i]!, named ? (raw as Record<string, unknown>)[plan.keys[i]!] : (raw as readonly unknown[])[i]);
+    if (wrong < 0 && (value === WRONG || value === null)) wrong = i;
+    key[i] = value as number;
+  }
+  return wrong;
+}
+
+/** The error of a source whose key came back out of numeric order: `row` after the key `previous`. */
+export function outOfOrder(plan: TablePlan, row: string, previous: readonly number[]): MappingError {
+  return new MappingError(
+    `sync.tables.${plan.table}: the source returns the key (${plan.keys.join(', ')}) out of numeric order (${row} after ${previous.join(', ')}): return it as an integer (CAST it in the query)`,
+  );
 }
 
 /**

@@ -121,7 +121,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
       return batches<Record<string, unknown>>({ sql, values: params }, query);
     },
     keys(query, keys) {
-      return batches<Record<string, unknown>>({ sql: keysQuery(query, keys, DIALECT) }, query);
+      return batches<unknown[]>({ sql: keysQuery(query, keys, DIALECT), rowsAsArray: true }, query);
     },
     digests: {
       method: MYSQL_ROW_DIGEST_METHOD,

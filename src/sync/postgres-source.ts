@@ -198,7 +198,7 @@ export async function openPostgresSource(url: string, password: string | undefin
       return read<Record<string, unknown>>(new Cursor(sql, params), query);
     },
     keys(query, keys) {
-      return read<Record<string, unknown>>(new Cursor(keysQuery(query, keys, DIALECT), []), query);
+      return read<unknown[]>(new Cursor(keysQuery(query, keys, DIALECT), [], { rowMode: 'array' }), query);
     },
     async max(text, column) {
       try {

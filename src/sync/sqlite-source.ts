@@ -38,7 +38,7 @@ export async function openSqliteSource(file: string): Promise<SyncSource> {
       return iterate<Record<string, unknown>>(prepare(sql, query).safeIntegers(true), params, query);
     },
     keys(query, keys) {
-      return iterate<Record<string, unknown>>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true), [], query);
+      return iterate<unknown[]>(prepare(keysQuery(query, keys, DIALECT), query).safeIntegers(true).raw(true), [], query);
     },
     async max(query, column) {
       const statement = prepare(maxQuery(query, column, DIALECT), query).safeIntegers(true);

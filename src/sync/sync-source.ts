@@ -16,8 +16,12 @@ export interface SyncSource {
    * iterating costs beside the driver's own parsing.
    */
   rows(query: string, keys: readonly string[], filter?: RowFilter): AsyncIterable<Array<Record<string, unknown>>>;
-  /** Only the key columns of a query's rows, in key order, in batches. */
-  keys(query: string, keys: readonly string[]): AsyncIterable<Array<Record<string, unknown>>>;
+  /**
+   * Only the key columns of a query's rows, in key order, in batches: each row an array of its key's
+   * values in the order of `keys` (arrays cost the drivers less to make than named rows, and a
+   * key pass reads every row of the table).
+   */
+  keys(query: string, keys: readonly string[]): AsyncIterable<unknown[][]>;
   /** The greatest value of a column the query returns, as the driver gives it; null when there is none. */
   max(query: string, column: string): Promise<unknown>;
   /**

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
-import { keyGroups, type KeyGroup, type UnkeyedRow } from './key-groups.js';
+import { compareKeys, keyGroups, outOfOrder, readKey, type KeyGroup, type UnkeyedRow } from './key-groups.js';
 import { lookedUp, mergedWith, reconcile } from './reconcile.js';
+import { rowName } from './source-row.js';
 import type { RowBatch, RowFilter, SyncSource } from './sync-source.js';
 import { passRest, passTo, TargetPages } from './target-pages.js';
 import type { TableSync } from './table-sync.js';
@@ -111,18 +112,40 @@ async function changedRows(target: Database.Database, source: SyncSource, sync: 
   const several: unknown[][] = [];
   const gone = (key: number[]) => sync.remove(key);
   let tooMany = false;
-  for await (const batch of keyGroups(plan, source.keys(plan.query, plan.keys), { checkStop: () => sync.checkStop() })) {
+  // The key read last, until a row of another key shows whether the source holds several rows of
+  // it. Only keys are read here, so they are not grouped as rows are (keyGroups): a key allocates
+  // its array and nothing more, which keeps this pass near the driver's read of the keys.
+  let last: number[] | null = null;
+  let lastValues: unknown[] = [];
+  let lastRows = 0;
+  const close = () => {
+    if (last === null) return;
+    const held = passTo(pages, last, keyCount, gone) !== undefined;
+    if (lastRows > 1) several.push(lastValues);
+    else if (!held) missing.push(lastValues);
+    tooMany = missing.length + several.length > MAX_MISSING_KEYS;
+  };
+  for await (const batch of source.keys(plan.query, plan.keys)) {
+    sync.checkStop();
     // Read to the end even when too many are missing: a query left before its end drops the connection.
     for (let i = 0; i < batch.length && !tooMany; i++) {
-      const item = batch[i]!;
+      const values = batch[i]!;
+      const key: number[] = new Array(keyCount);
       // A key that is not an integer is skipped, and named, when its row is read in full.
-      if (!('kept' in item)) continue;
-      const held = passTo(pages, item.key, keyCount, gone) !== undefined;
-      if (item.others.length > 0) several.push(sourceKey(sync, item));
-      else if (!held) missing.push(sourceKey(sync, item));
-      tooMany = missing.length + several.length > MAX_MISSING_KEYS;
+      if (readKey(plan, values, key) >= 0) continue;
+      const order = last === null ? 1 : compareKeys(key, last, keyCount);
+      if (order === 0) {
+        lastRows++;
+        continue;
+      }
+      if (order < 0) throw outOfOrder(plan, rowName(plan, Object.fromEntries(plan.keys.map((column, c) => [column, values[c]]))), last!);
+      close();
+      last = key;
+      lastValues = values;
+      lastRows = 1;
     }
   }
+  if (!tooMany) close();
   if (tooMany) return false;
   passRest(pages, keyCount, gone);
   await readByKey(source, sync, missing, { column: plan.watermark!, value: since }, several);

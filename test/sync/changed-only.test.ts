@@ -157,6 +157,32 @@ describe('sync --changed-only', () => {
     source.close();
   });
 
+  it('refuses keys out of numeric order as a full compare does, writing nothing', async () => {
+    const dir = useTempDir('vidfeeds-changed-');
+    const sourceFile = join(dir, 'source.db');
+    const source = makeSource(sourceFile);
+    const target = fresh(dir, 'vidfeeds.sqlite');
+    // Keys as text sort as text: '10' comes between '1' and '2'.
+    const tables = { ...MAPPING, users: { ...MAPPING.users!, query: MAPPING.users!.query.replace('uid AS id', 'CAST(uid AS TEXT) AS id') } };
+    expect((await sync(target, sourceFile, { tables })).tables.users).toMatchObject({ mode: 'full' });
+    expect((await sync(target, sourceFile, { tables })).tables.users).toMatchObject({ mode: 'changed' });
+    const dump = () => {
+      const db = new Database(target, { readonly: true });
+      try {
+        return JSON.stringify(['users', 'videos', 'saved_videos', 'site_meta'].map((table) => db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).all()));
+      } finally {
+        db.close();
+      }
+    };
+    const before = dump();
+    source.exec(`INSERT INTO accounts VALUES (10, 'user10', ${T + 10}, 900)`);
+    await expect(sync(target, sourceFile, { tables })).rejects.toThrow(
+      /^sync\.tables\.users: the source returns the key \(id\) out of numeric order \(id=2 after 10\): return it as an integer/,
+    );
+    expect(dump()).toBe(before);
+    source.close();
+  });
+
   it('syncs a row skipped for a missing reference once that row appears, though its own watermark did not move', async () => {
     const dir = useTempDir('vidfeeds-changed-');
     const sourceFile = join(dir, 'source.db');
