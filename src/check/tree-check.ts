@@ -50,7 +50,7 @@ export interface TreeCheckResult {
 }
 
 export function checkTree(input: TreeCheckInput): TreeCheckResult {
-  const { out, state, paths } = input;
+  const { out, state } = input;
   const problems: CheckProblem[] = [];
   const report = (file: string, problem: string) => problems.push({ file, problem });
   const checker = input.checker ?? new DocumentChecker(input.formats);

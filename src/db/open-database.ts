@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrate, schemaVersion, SchemaVersionError, SCHEMA_VERSION, type MigrationResult } from './migrations.js';
 import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';

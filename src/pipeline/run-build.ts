@@ -1,5 +1,4 @@
 import type { ChangeLog } from '../db/change-log.js';
-import type { UserRow } from '../db/reader-columns.js';
 import type { SiteReader } from '../db/site-reader.js';
 import type { AnyUserFormat, Format, SiteContext, SiteFormat, VideoFormat } from '../formats/format.js';
 import type { Encoding } from '../paths/compression.js';

@@ -56,12 +56,12 @@ export function videoName(video: { title: string; publicId: string }): string {
  * caller is optimized, and the tree stays (as it does after an unused `Number(text)`).
  */
 export function flat(text: string): string {
-  lastRead = text.charCodeAt(0);
+  reads ^= text.charCodeAt(0);
   return text;
 }
 
-/** The character `flat` read last; kept only so that the read happens. */
-let lastRead = 0;
+/** The characters `flat` read, folded together; kept only so that the reads happen. */
+let reads = 0;
 
 /** Text ready for the builder's `txt` or `att` (the builder path only). */
 export function forBuilder(text: string): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
-import { cli, readTree } from '../helpers/cli.js';
+import { readTree } from '../helpers/cli.js';
 import { manifest } from '../helpers/deploy-objects.js';
 import { BUCKET, killWhenHeld, runCli } from '../helpers/s3.js';
 import { useDeployFixture } from '../helpers/deploy-fixture.js';

@@ -123,7 +123,7 @@ describe('hostile usernames and video ids', () => {
   });
 
   it('stops on the first unpublishable row with --strict', () => {
-    const { db, file } = createTestDb();
+    const { db } = createTestDb();
     insertUser(db, { username: 'a/b' });
     expect(() => {
       const config = testConfig({ strict: true });

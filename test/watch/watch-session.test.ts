@@ -378,7 +378,7 @@ describe('watch session', () => {
   });
 
   it('leaves owed sitemap dates in the state when it is killed before the pass, for the next build', async () => {
-    const { session, builds, out, file, stateFile } = await editedWithDatesOwed();
+    const { session, out, file, stateFile } = await editedWithDatesOwed();
 
     // The watch is gone before its pass (killed): a cron build with nothing new to read still
     // renders what it owed.

@@ -11,7 +11,6 @@ import {
   renameSync,
   rmdirSync,
   rmSync,
-  statSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';

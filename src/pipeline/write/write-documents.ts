@@ -1,5 +1,4 @@
 import { ALL_ENCODINGS, compress, compressedPath, type Encoding, isCompressible } from '../../paths/compression.js';
-import type { Format } from '../../formats/format.js';
 import type { BuildState } from '../build-state.js';
 import { documentHash } from '../../render/document-hash.js';
 import { documentBytes } from './document-bytes.js';
