@@ -130,7 +130,8 @@ export async function openPostgresSource(url: string, password: string | undefin
   const deadline = new ReadDeadline(readTimeoutSeconds, redactUrl(url), () => socket.destroy(), stop);
   // Closed under pg by the server or the network (not by vidfeeds: `close` ends the client only
   // after its last wait), the connection ends every wait at once.
-  socket.once('close', () => deadline.lose(postgresError(broken ?? new Error('the server closed the connection'), url, '')));
+  // Told as the connection lost whatever pg's last error was: a plain Error is never a query's.
+  socket.once('close', () => deadline.lose(postgresError(new Error(broken?.message ?? 'the server closed the connection'), url, '')));
   const query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string) =>
     broken === undefined ? deadline.within(client.query<R>(sql)) : Promise.reject(broken);
   const { version, versionNumber } = await begin(client, deadline, query, url);
