@@ -9,7 +9,8 @@ import { openForReading } from '../db/open-database.js';
  * `sync DB URL MAPPING` runs a sync (`sync-changed`: with --changed-only); `read DB URL MAPPING`
  * reads the same queries, in the same key order, through the driver alone and counts the rows: the
  * floor a sync is compared with.
- * Prints one `BENCH {...}` line.
+ * Prints one `BENCH {...}` line: the run's seconds, its CPU seconds (user and system, the whole
+ * process's) and its peak RSS.
  */
 const [mode, db, from, mappingFile] = process.argv.slice(2) as [string, string, string, string];
 const tables = JSON.parse(readFileSync(mappingFile, 'utf8')) as Record<string, TableMapping>;
@@ -33,4 +34,5 @@ if (mode === 'sync' || mode === 'sync-changed') {
   }
   result = { rows, tables: SYNC_ORDER.filter((t) => tables[t] !== undefined).length };
 }
-console.log(`BENCH ${JSON.stringify({ ...result, seconds: (performance.now() - started) / 1000, maxRssKb: process.resourceUsage().maxRSS })}`);
+const usage = process.resourceUsage();
+console.log(`BENCH ${JSON.stringify({ ...result, seconds: (performance.now() - started) / 1000, cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6, maxRssKb: usage.maxRSS })}`);

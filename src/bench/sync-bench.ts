@@ -45,6 +45,8 @@ function checkout(name: string, root: string): Checkout {
 
 interface Timed {
   seconds: number;
+  /** The process's CPU time, user and system (NaN from a baseline whose child does not report it). */
+  cpuSeconds: number;
   maxRssKb: number;
   report: Record<string, unknown>;
 }
@@ -198,7 +200,8 @@ function median(runs: readonly Timed[]): Timed {
 function line(what: string, t: Timed): void {
   const changed = Number(t.report.changedTables ?? 0) > 0 ? `, ${t.report.changedTables} tables by changed rows` : '';
   const detail = 'rows' in t.report ? `${t.report.rows} rows` : `${t.report.changes} changes, ${t.report.skipped} skipped${changed}`;
-  console.log(`   ${what.padEnd(36)} ${t.seconds.toFixed(2).padStart(8)} s  ${(t.maxRssKb / 1024).toFixed(0).padStart(5)} MB  ${detail}`);
+  const cpu = Number.isNaN(t.cpuSeconds) ? '' : `, CPU ${t.cpuSeconds.toFixed(2)} s`;
+  console.log(`   ${what.padEnd(36)} ${t.seconds.toFixed(2).padStart(8)} s  ${(t.maxRssKb / 1024).toFixed(0).padStart(5)} MB  ${detail}${cpu}`);
 }
 
 type Exec = { query(sql: string, values?: unknown[]): Promise<unknown>; end(): Promise<void> };
@@ -286,7 +289,7 @@ function runChild(child: string, args: string[]): Promise<Timed> {
     const found = stdout.split('\n').find((l) => l.startsWith('BENCH '));
     if (found === undefined) throw new Error(`sync bench child printed no result: ${stdout}`);
     const report = JSON.parse(found.slice(6)) as Record<string, unknown>;
-    return { seconds: Number(report.seconds), maxRssKb: Number(report.maxRssKb), report };
+    return { seconds: Number(report.seconds), cpuSeconds: Number(report.cpuSeconds), maxRssKb: Number(report.maxRssKb), report };
   });
 }
 
