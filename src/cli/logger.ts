@@ -1,3 +1,5 @@
+import { escapedUnshowable } from '../config/shown-text.js';
+
 /**
  * The lines vidfeeds writes to stderr: warnings, summaries, errors, and `serve`'s access log.
  * Two forms, one line per event either way:
@@ -11,6 +13,11 @@
  *
  * Lines below the level (`error` < `warn` < `info` < `debug`) are not written. Each line is one
  * synchronous write, so lines never interleave and none is lost when the process exits.
+ *
+ * A text line is written with its unshowable characters escaped (src/config/shown-text.ts): a
+ * message quotes values from the site's database, files and requests, and a C1 control (an 8-bit
+ * CSI), a bidirectional override or a line separator in one, which JSON's quoting leaves as it is,
+ * would act on the operator's terminal or show the line in another order than it was written.
  */
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
@@ -91,7 +98,7 @@ export class Logger {
       return;
     }
     // A message of several lines (every problem of a configuration) stays together, indented.
-    const text = `vidfeeds: ${message}`;
+    const text = `vidfeeds: ${escapedUnshowable(message)}`;
     this.write(this.timestamps ? `${this.now().toISOString()} ${text}` : text);
   }
 }

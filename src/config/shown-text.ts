@@ -24,6 +24,14 @@ export function quoted(text: string): string {
   return JSON.stringify(text).replace(UNSHOWABLE, escaped);
 }
 
+/**
+ * A line for a terminal or a log as it is stored: every unshowable character but the line breaks
+ * (`\n`) and tabs that lay out a message of several lines written as a `\uXXXX` escape.
+ */
+export function escapedUnshowable(text: string): string {
+  return HAS_UNSHOWABLE.test(text) ? text.replace(UNSHOWABLE, (c) => (c === '\n' || c === '\t' ? c : escaped(c))) : text;
+}
+
 /** Text shown as it is, unquoted (a column of a table on a terminal), each unshowable character replaced by U+FFFD. */
 export function replacedUnshowable(text: string): string {
   return text.replace(UNSHOWABLE, '\ufffd');
