@@ -1,3 +1,4 @@
+import { quoted } from '../config/shown-text.js';
 import { SITE_TABLES, typeCondition } from './columns.js';
 import { openForReading } from './open-database.js';
 import { EXIT, VidfeedsError } from '../config/vidfeeds-error.js';
@@ -10,9 +11,9 @@ export class UnknownUserError extends VidfeedsError {
     near: readonly string[],
   ) {
     super(EXIT.usage, {
-      where: `--user ${JSON.stringify(username)}`,
+      where: `--user ${quoted(username)}`,
       what: `no such user in ${file}`,
-      ...(near.length > 0 ? { hint: `did you mean ${near.map((n) => JSON.stringify(n)).join(' or ')}?` } : {}),
+      ...(near.length > 0 ? { hint: `did you mean ${near.map((n) => quoted(n)).join(' or ')}?` } : {}),
     });
   }
 }

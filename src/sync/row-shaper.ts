@@ -1,3 +1,4 @@
+import { quoted } from '../config/shown-text.js';
 import { segmentProblem } from '../paths/names.js';
 import type { SourceRow } from './key-groups.js';
 import { looksLikeMojibake } from './mojibake.js';
@@ -46,8 +47,9 @@ export class RowShaper {
    */
   private unpublishableName(values: readonly unknown[]): string | null {
     const name = this.username < 0 ? undefined : values[this.username];
-    const problem = typeof name === 'string' ? segmentProblem(name, () => false) : null;
-    return problem === null ? null : `username ${JSON.stringify(name)} cannot be a path (it ${problem}): the user is not published, nor their videos or links to them`;
+    if (typeof name !== 'string') return null;
+    const problem = segmentProblem(name, () => false);
+    return problem === null ? null : `username ${quoted(name)} cannot be a path (it ${problem}): the user is not published, nor their videos or links to them`;
   }
 
   /** Names each text the source gave that looks like UTF-8 read as latin1. */

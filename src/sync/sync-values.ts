@@ -1,3 +1,4 @@
+import { escapedUnshowable, quoted } from '../config/shown-text.js';
 import { MAX_UNIX_SECONDS, type ColumnSpec } from '../db/columns.js';
 import { isMediaType } from '../render/media-type.js';
 
@@ -164,7 +165,7 @@ function mediaTypeOf(raw: unknown): string | typeof WRONG {
 /** A source value in a message: its type and a short view, as the build names stored values. */
 export function describeSourceValue(raw: unknown): string {
   if (raw === null || raw === undefined) return 'NULL';
-  if (typeof raw === 'string') return `text ${JSON.stringify(raw.length > 40 ? `${raw.slice(0, 40)}…` : raw)}`;
+  if (typeof raw === 'string') return `text ${quoted(raw.length > 40 ? `${raw.slice(0, 40)}…` : raw)}`;
   if (typeof raw === 'number' || typeof raw === 'bigint') return `the number ${raw}`;
   if (typeof raw === 'boolean') return `the boolean ${raw}`;
   if (raw instanceof Date) return `the date ${Number.isNaN(raw.getTime()) ? 'Invalid Date' : raw.toISOString()}`;
@@ -185,7 +186,7 @@ function describeObject(raw: object): string {
   } catch {
     return kind;
   }
-  return `${kind} ${view.length > 40 ? `${view.slice(0, 40)}…` : view}`;
+  return `${kind} ${escapedUnshowable(view.length > 40 ? `${view.slice(0, 40)}…` : view)}`;
 }
 
 /** Bytes shown before and after the first one that is not UTF-8: enough to find them in the source, few enough for a line. */

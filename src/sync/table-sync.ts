@@ -1,3 +1,4 @@
+import { quoted } from '../config/shown-text.js';
 import type { ValueIssue } from '../db/decode.js';
 import type { DigestTable } from './digest-table.js';
 import type { SourceRow } from './key-groups.js';
@@ -159,7 +160,7 @@ function refusalReason(plan: TablePlan, refusal: Refusal): string {
     case 'unique': {
       const { column, value, holder } = refusal;
       const who = holder === null ? 'another row' : `${table} ${keys.map((k, j) => `${k}=${holder[j]}`).join(', ')}`;
-      return `${column} ${JSON.stringify(value)} is already taken by ${who} (${column} must be unique)`;
+      return `${column} ${typeof value === 'string' ? quoted(value) : JSON.stringify(value)} is already taken by ${who} (${column} must be unique)`;
     }
     case 'reference':
       return `${refusal.column} ${refusal.value}: no ${refusal.parent} row has that id (not in the source, or skipped)`;

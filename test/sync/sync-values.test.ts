@@ -56,6 +56,12 @@ describe('source values', () => {
     expect(normaliseValue(videos.duration_seconds!, '195.5')).toBe(WRONG);
   });
 
+  it('shows a text or a JSON value with what a terminal would act on, or that reorders a line, escaped', () => {
+    expect(describeSourceValue('evil\u202e\u009b2Jtitle')).toBe('text "evil\\u202e\\u009b2Jtitle"');
+    expect(describeSourceValue({ note: 'a\u2028b' })).toBe('an object {"note":"a\\u2028b"}');
+    expect(describeSourceValue('plain ünïcödé')).toBe('text "plain ünïcödé"');
+  });
+
   it('shows bytes that are not UTF-8 in hex around the first bad one, however long the value', () => {
     expect(describeSourceValue(Buffer.from('Jo\u00e3o'))).toBe('5 bytes');
     expect(describeSourceValue(Buffer.from([0x42, 0x61, 0x64, 0xff]))).toBe('4 bytes (not UTF-8 at offset 3: 42 61 64 [FF])');

@@ -15,6 +15,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { quoted } from '../../config/shown-text.js';
 
 /**
  * Where a build puts its files. The pipeline talks only to this interface, so it runs against
@@ -120,7 +121,7 @@ export function resolveInside(root: string, path: string): string {
   const full = resolve(root, path);
   const rel = relative(root, full);
   if (rel === '' || rel.startsWith('..') || rel.split(sep).includes('..') || resolve(root, rel) !== full) {
-    throw new Error(`refusing to write outside the output directory: ${JSON.stringify(path)}`);
+    throw new Error(`refusing to write outside the output directory: ${quoted(path)}`);
   }
   if (rel.split(sep)[0] === STAGING_DIR) throw new Error(`refusing to write into the staging folder: ${path}`);
   return full;
@@ -398,7 +399,7 @@ export class MemoryWriter implements OutputWriter {
 
   write(path: string, body: Buffer): void {
     if (path.split('/').some((part) => part === '..' || part === '.' || part === '') || path.startsWith('/')) {
-      throw new Error(`refusing to write outside the output directory: ${JSON.stringify(path)}`);
+      throw new Error(`refusing to write outside the output directory: ${quoted(path)}`);
     }
     this.files.set(path, Buffer.from(body));
     this.writes++;
