@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { PodcastConfig } from '../config/site-config.js';
 import type { UserView, VideoView } from '../model/views.js';
+import { numberText } from '../render/number-text.js';
 import { truncate } from '../render/truncate.js';
 import { blank, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 
@@ -116,7 +117,7 @@ const TIMED_CAPTIONS = new Set(['text/vtt', 'application/x-subrip']);
  */
 export function podcastItem(video: VideoView): string {
   const seconds = video.durationSeconds;
-  let out = seconds === null || seconds < 1 ? '' : `<itunes:duration>${seconds}</itunes:duration>`;
+  let out = seconds === null || seconds < 1 ? '' : `<itunes:duration>${numberText(seconds)}</itunes:duration>`;
   out += `<itunes:image href="${xmlAttr(video.thumbnailUrl)}"/><itunes:episodeType>full</itunes:episodeType>`;
   const type = video.captionsUrl === null ? null : captionsType(video.captionsUrl);
   if (type !== null) {

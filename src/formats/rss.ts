@@ -2,6 +2,7 @@ import type { SiteContext, UserFormat } from './format.js';
 import type { PersonRef, UserBundle, UserView, VideoView } from '../model/views.js';
 import { rfc822, w3cDate } from '../render/dates.js';
 import { handlebars } from '../render/templates.js';
+import { numberText } from '../render/number-text.js';
 import { NS } from '../render/xml.js';
 import { blank, flat, htmlText, personName, XML_DECLARATION, xmlAttr, xmlChars, xmlLeaf } from '../render/xml-text.js';
 import { FH_NS, newestArchivePage, RSS_ARCHIVE_PLACE } from './archive-places.js';
@@ -120,7 +121,10 @@ function item(video: VideoView, site: SiteContext, uploader: UploaderMarkup, pod
   const page = site.paths.videoPage(video.publicId);
   const fileUrl = xmlAttr(video.fileUrl);
   const fileType = xmlAttr(video.fileType);
-  const { fileSize, durationSeconds, width, height } = video;
+  const { width, height } = video;
+  // Sizes and durations differ from video to video: their text is made outside V8's cache (numberText).
+  const fileSize = video.fileSize === null ? null : numberText(video.fileSize);
+  const durationSeconds = video.durationSeconds === null ? null : numberText(video.durationSeconds);
   const tags = tagMarkup(site, video.tags);
   // RSS 2.0 wants a title or a description; a title blank once XML can carry it is an error to the
   // W3C validator ("item title is blank"), so it is left out, here and as media:title: the item

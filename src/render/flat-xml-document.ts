@@ -2,6 +2,7 @@ import { cleanElement, newElement, serialize, startTag, type Recording } from '.
 import { RecordedElement, XmlDocument } from './xml-document.js';
 import type { Attrs, XmlElement } from './xml-element.js';
 import type { XmlEngine } from './xml-engine.js';
+import { numberText } from './number-text.js';
 import { leafElement, MAYBE_FORBIDDEN, xmlChars, XML_DECLARATION } from './xml-text.js';
 
 /**
@@ -106,7 +107,10 @@ export class FlatXmlDocument {
     const names = this.leafNames;
     if (names.length === 0 && child === undefined) return `<${this.entryName}/>`;
     let out = `<${this.entryName}>`;
-    for (let i = 0; i < names.length; i++) out += leafElement(names[i]!, xmlChars(String(texts[i]!)));
+    for (let i = 0; i < names.length; i++) {
+      const text = texts[i]!;
+      out += leafElement(names[i]!, xmlChars(typeof text === 'string' ? text : numberText(text)));
+    }
     if (child !== undefined) out += this.childMarkup(child.name, child.build);
     return `${out}</${this.entryName}>`;
   }

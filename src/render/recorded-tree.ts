@@ -1,5 +1,6 @@
 import { fastPathTakesAttribute, fastPathTakesElementName } from './xml-names.js';
 import type { Attrs } from './xml-element.js';
+import { numberText } from './number-text.js';
 import { escapeAttr, escapeText, leafElement, sections, xmlChars } from './xml-text.js';
 
 /**
@@ -56,7 +57,7 @@ export function recordAttrs(attrs: Attrs, recording: Recording, isRoot: boolean,
     if (!Object.hasOwn(attrs, name)) continue;
     const value = attrs[name];
     if (value === null || value === undefined) continue;
-    const text = typeof value === 'string' ? value : String(value);
+    const text = typeof value === 'string' ? value : typeof value === 'number' ? numberText(value) : String(value);
     out.push(name, raw ? text : xmlChars(text));
   }
   checkAttrs(out, recording, isRoot);

@@ -17,6 +17,7 @@ import {
 import { createXmlBuilder } from './xmlbuilder-loader.js';
 import type { Attrs, XmlElement } from './xml-element.js';
 import type { XmlEngine } from './xml-engine.js';
+import { numberText } from './number-text.js';
 import { fastPathTakesDoctype } from './xml-names.js';
 import { forBuilder, MAYBE_FORBIDDEN, sections, XML_DECLARATION } from './xml-text.js';
 
@@ -39,7 +40,7 @@ export class RecordedElement implements XmlElement {
   leaf(name: string, text: string | number, attrs?: Attrs): this {
     const recorded = attrs === undefined ? NO_ATTRS : recordAttrs(attrs, this.recording, false);
     checkElementName(name, this.recording);
-    this.node.children.push({ kind: LEAF, name, attrs: recorded, text: typeof text === 'string' ? text : String(text) });
+    this.node.children.push({ kind: LEAF, name, attrs: recorded, text: typeof text === 'string' ? text : numberText(text) });
     return this;
   }
 

@@ -1,5 +1,6 @@
 import type { Attrs, XmlElement } from './xml-element.js';
 import { attributeNameKind, fastPathTakesAttribute, fastPathTakesDoctype, fastPathTakesElementName, PLAIN_ATTRIBUTE } from './xml-names.js';
+import { numberText } from './number-text.js';
 import { xmlAttr, xmlCdata, xmlText, XML_DECLARATION } from './xml-text.js';
 
 /**
@@ -50,7 +51,7 @@ export class XmlStream {
         let text: string;
         if (typeof value === 'number') {
           // Digits, a sign, a point, an exponent, NaN or Infinity: nothing to clean or escape.
-          text = String(value);
+          text = numberText(value);
         } else {
           text = xmlAttr(typeof value === 'string' ? value : String(value));
         }
@@ -128,7 +129,7 @@ class StreamedElement implements XmlElement {
     const stream = this.stream;
     stream.enter(this);
     stream.startTag(name, attrs);
-    stream.leafText(name, typeof text === 'string' ? text : String(text));
+    stream.leafText(name, typeof text === 'string' ? text : numberText(text));
     return this;
   }
 
