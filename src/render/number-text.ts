@@ -5,7 +5,7 @@
  * alive there until another number takes its slot: long enough to be moved to the old
  * generation, where it becomes garbage only a full collection reclaims. A feed-heavy build moved
  * about 70 KB of such text there between two young collections, most of what grew its old
- * generation and its peak RSS (docs/performance.md, "Peak RSS"). `toFixed` writes a whole
+ * generation and its peak RSS (docs/performance.md, "Feed-heavy sites"). `toFixed` writes a whole
  * number's digits into a string of its own; any other number goes through `String`.
  */
 export function numberText(n: number): string {
