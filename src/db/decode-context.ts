@@ -1,32 +1,23 @@
 import type Database from 'better-sqlite3';
-import type { PersonRef } from '../model/views.js';
 import { RowDecoder, type IssueSink } from './decode.js';
 
 /** What decoding needs besides the row: where issues go, and the check of text that may not be UTF-8. */
 export interface DecodeContext {
   sink: IssueSink;
   invalidUtf8: (table: string, column: string, rowId: number) => boolean;
-  /**
-   * People already decoded in this snapshot, by user id (null outside one, where rows may change
-   * between statements). A feed names its uploader on every item: decoding them (two URLs and a
-   * SHA-1) once per feed instead of once per item is a fifth of reading a feed-heavy user.
-   */
-  people: Map<number, PersonRef> | null;
-  /** A tag's name (null: not text), looked up by id; kept per snapshot like `people`. */
+  /** A tag's name (null: not text), looked up by id; kept per snapshot (null outside one). */
   tagName: (id: number) => string | null;
-  /** A category's name (null: none, or not text), looked up by id; kept per snapshot like `people`. */
+  /** A category's name (null: none, or not text), looked up by id; kept per snapshot likewise. */
   categoryById: (id: number) => string | null;
   /**
-   * A video's published tag names by its list of tag ids, kept per snapshot like `people` (null
-   * outside one): videos share their few tags' combinations, and naming and sorting them was a
+   * A video's published tag names by its list of tag ids, kept per snapshot (null outside one,
+   * where rows may change between statements): videos share their few tags' combinations, and naming and sorting them was a
    * tenth of decoding a video.
    */
   tagLists: Map<string, readonly string[]> | null;
 }
 
-/** People kept per snapshot at most; the map starts again when full (a feed's items share one uploader). */
-export const PEOPLE_KEPT = 1024;
-/** Tag names (and category names) kept per snapshot at most, likewise. */
+/** Tag names (and category names) kept per snapshot at most; the map starts again when full. */
 export const TAGS_KEPT = 65_536;
 
 /** A tag's or category's name by id from `statement`, kept in `names` while a snapshot is open (null outside one). */

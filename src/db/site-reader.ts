@@ -58,7 +58,6 @@ export class SiteReader {
     this.ctx = {
       sink: (issue) => this.report(issue),
       invalidUtf8: (table, column, rowId) => this.invalidUtf8(table, column, rowId),
-      people: null,
       tagName: (id) => keptName(this.tags, id, this.stmt.tagName),
       categoryById: (id) => keptName(this.categories, id, this.stmt.categoryName),
       tagLists: null,
@@ -139,17 +138,15 @@ export class SiteReader {
   /**
    * Begins one read transaction, as `snapshot` does, for a caller that cannot pass its work as one
    * function (a build whose steps yield between owners: src/pipeline/run-build.ts); returns what
-   * ends it. Inside it, people and tag and category names are kept between reads (docs/performance.md,
+   * ends it. Inside it, tag and category names are kept between reads (docs/performance.md,
    * "Reading").
    */
   beginSnapshot(): () => void {
     this.db.exec('BEGIN');
-    this.ctx.people = new Map();
     this.ctx.tagLists = new Map();
     this.tags = new Map();
     this.categories = new Map();
     return () => {
-      this.ctx.people = null;
       this.ctx.tagLists = null;
       this.tags = null;
       this.categories = null;

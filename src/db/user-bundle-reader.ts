@@ -17,7 +17,7 @@ import { decoder, validName, type DecodeContext } from './decode-context.js';
 import type { RowDecoder } from './decode.js';
 import { userColumn, type RawOwnVideo, type RawUser, type RawVideo } from './reader-columns.js';
 import { bundleStatements, type BundleStatements, type RawGroup, type ReaderLimits } from './reader-statements.js';
-import { decodePerson, person, userView } from './user-view.js';
+import { person, userView } from './user-view.js';
 import { ownVideoOrProblem, publishable, videoOrProblem, videoProblem, type VideoProblem } from './video-view.js';
 
 /**
@@ -124,12 +124,11 @@ export class UserBundleReader {
 
   /** Views of a user's own video rows (null for one that cannot be published); the user's row is `raw`. */
   private ownVideos(id: number, raw: RawUser): (row: RawOwnVideo) => VideoView | null {
-    // Decoded here, not kept among the snapshot's people: each user's bundle is read once, and
-    // kept people outlive the young generation (garbage the full collections must find).
+    // Decoded once for the user's rows, on the first that needs it.
     let uploader: PersonRef | null = null;
     const at = (column: string) => userColumn(raw, column);
     return (row) => {
-      uploader ??= decodePerson(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
+      uploader ??= person(this.ctx, [id, at('username') as string, at('display_name'), at('avatar_url'), at('homepage_url'), at('email')]);
       const view = ownVideoOrProblem(this.ctx, row, uploader);
       return 'problem' in view ? null : view;
     };

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import type { PersonRef, UserView } from '../model/views.js';
 import { webUrl } from '../render/urls.js';
-import { decoder, PEOPLE_KEPT, type DecodeContext } from './decode-context.js';
+import { decoder, type DecodeContext } from './decode-context.js';
 import { userColumn, type RawPerson, type RawUser } from './reader-columns.js';
 
 /**
@@ -19,19 +19,13 @@ function sha1Hex(text: string): string {
   return hash('sha1', text, 'hex');
 }
 
-/** A published user seen from another document. Its username passed SQL (text); the rest is decoded. */
-export function person(ctx: DecodeContext, raw: RawPerson): PersonRef {
-  const known = ctx.people?.get(raw[0]);
-  if (known !== undefined) return known;
-  const decoded = decodePerson(ctx, raw);
-  if (ctx.people !== null) {
-    if (ctx.people.size >= PEOPLE_KEPT) ctx.people.clear();
-    ctx.people.set(raw[0], decoded);
-  }
-  return decoded;
-}
-
-export function decodePerson(ctx: DecodeContext, [id, username, displayName, avatarUrl, homepageUrl, email]: RawPerson): PersonRef {
+/**
+ * A published user seen from another document. Its username passed SQL (text); the rest is decoded.
+ * Decoded each time, not kept for the snapshot: kept people outlive V8's young generation and die
+ * in the old one, which cost a feed-heavy build more memory and time than decoding them again
+ * (docs/performance.md, "Figures behind the code").
+ */
+export function person(ctx: DecodeContext, [id, username, displayName, avatarUrl, homepageUrl, email]: RawPerson): PersonRef {
   const d = decoder(ctx, 'users', id);
   const address = d.text('email', email);
   return {
