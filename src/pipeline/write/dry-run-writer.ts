@@ -5,13 +5,11 @@ import { holdsServedEntries, resolveInside, type OutputWriter } from './output-w
 /**
  * The writer of `build --dry-run`: it answers questions about the output directory from the disk
  * (sizes, bytes, whether it is empty), so the build compares as a real one does, and it writes and
- * removes nothing: it only remembers what it was asked to write and remove. It creates no folder,
- * not even the staging folder.
+ * removes nothing: it remembers only what it was asked to remove, so that the build sees those
+ * files gone (the report counts the rest). It creates no folder, not even the staging folder.
  */
 export class DryRunWriter implements OutputWriter {
   readonly root: string;
-  readonly written: string[] = [];
-  readonly removed: string[] = [];
   private readonly gone = new Set<string>();
 
   constructor(root: string) {
@@ -20,7 +18,6 @@ export class DryRunWriter implements OutputWriter {
 
   write(path: string, _body: Buffer): void {
     resolveInside(this.root, path);
-    this.written.push(path);
     this.gone.delete(path);
   }
 
@@ -40,7 +37,6 @@ export class DryRunWriter implements OutputWriter {
   /** Says whether a real build would have found the file to remove. */
   remove(path: string): boolean {
     if (this.size(path) === null) return false;
-    this.removed.push(path);
     this.gone.add(path);
     return true;
   }
