@@ -11,8 +11,8 @@ export interface DecodeContext {
   categoryById: (id: number) => string | null;
   /**
    * A video's published tag names by its list of tag ids, kept per snapshot (null outside one,
-   * where rows may change between statements): videos share their few tags' combinations, and naming and sorting them was a
-   * tenth of decoding a video.
+   * where rows may change between statements): videos share their few tags' combinations, and
+   * naming and sorting them was a tenth of decoding a video.
    */
   tagLists: Map<string, readonly string[]> | null;
 }

@@ -111,12 +111,10 @@ function walk(tree: Map<string, TreeFile>, start: string, index: string): Walk {
     const parsed = parsedFeed(tree, path);
     expect(parsed.bozo, `${path}: ${parsed.bozo_exception}`).toBe(false);
     ids.push(...parsed.entries.map((e) => e.id as string));
-    const links = ((parsed.feed.links ?? []) as Array<{ rel: string; href: string }>);
-    const rel = (name: string) => links.filter((l) => l.rel === name).map((l) => l.href);
     const isArchive = path !== start;
     expect(xpath(body, `count(//${FH})`), path).toBe(isArchive ? '1' : '0');
-    if (isArchive) expect(rel('current'), path).toEqual([`${BASE}/${start.split('/').slice(0, 2).join('/')}/`]);
-    const prev = rel('prev-archive');
+    if (isArchive) expect(linksOf(parsed, 'current'), path).toEqual([`${BASE}/${start.split('/').slice(0, 2).join('/')}/`]);
+    const prev = linksOf(parsed, 'prev-archive');
     expect(prev.length, path).toBeLessThanOrEqual(1);
     path = prev.length === 0 ? null : fileOf(prev[0]!, index);
   }
