@@ -1,6 +1,6 @@
 import { keyProblem, rowName } from './source-row.js';
 import { MappingError } from './sync-errors.js';
-import { BATCH_DIGESTS, type RowBatch } from './sync-source.js';
+import { isDeferred, type DeferredRow, type RowBatch } from './sync-source.js';
 import { normaliseValue, WRONG } from './sync-values.js';
 import type { TablePlan } from './table-plan.js';
 
@@ -15,7 +15,7 @@ import type { TablePlan } from './table-plan.js';
 export interface SourceRow {
   raw: Record<string, unknown>;
   key: number[];
-  /** The digest the driver handed over beside the row (BATCH_DIGESTS); undefined when it handed none. */
+  /** The digest the driver handed over with the row (DeferredRow); undefined when it handed none. */
   digest?: number | null;
   /** The row's name for messages, made when one needs it. */
   name: () => string;
@@ -77,14 +77,13 @@ export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<RowBatc
   };
   for await (const batch of batches) {
     hooks.checkStop();
-    const digests = batch[BATCH_DIGESTS];
-    for (let r = 0; r < batch.length; r++) {
-      const raw = batch[r]!;
+    for (const read of batch) {
       const key: number[] = new Array(keyCount);
-      const wrong = readKey(plan, raw, key);
-      const row = new KeyedRow(plan, raw, key, digests?.[r]);
+      const deferred = isDeferred(read);
+      const wrong = readKey(plan, deferred ? read.key : read, key);
+      const row = new KeyedRow(plan, read, key, deferred ? read.digest : undefined);
       if (wrong >= 0) {
-        groups.push({ row, reason: keyProblem(plan, wrong, raw) });
+        groups.push({ row, reason: keyProblem(plan, wrong, row.raw) });
         continue;
       }
       const order = rows.length === 0 ? 1 : compareKeys(key, rows[0]!.key, keyCount);
@@ -140,10 +139,15 @@ class KeyedRow implements SourceRow, KeyGroup {
 
   constructor(
     private readonly plan: TablePlan,
-    readonly raw: Record<string, unknown>,
+    private readonly read: Record<string, unknown> | DeferredRow,
     readonly key: number[],
     readonly digest: number | null | undefined,
   ) {}
+
+  /** The row's values: a deferred row's are made now, once (most rows of a full sync never are). */
+  get raw(): Record<string, unknown> {
+    return isDeferred(this.read) ? this.read.values() : this.read;
+  }
 
   name(): string {
     return (this.named ??= rowName(this.plan, this.raw));

@@ -1,11 +1,11 @@
 import mysql, { type Connection, type FieldPacket } from 'mysql2';
 import type { Socket } from 'node:net';
-import { MYSQL_ROW_DIGEST_METHOD, packetDigests } from './mysql-row-digest.js';
+import { deferRows, MYSQL_ROW_DIGEST_METHOD } from './mysql-row-digest.js';
 import { CancelOnStop } from './cancel-on-stop.js';
 import { ReadDeadline } from './read-deadline.js';
 import type { DigestSeed } from './row-digest.js';
 import { MappingError, noTls, SourceRefusedError, SourceUnavailableError } from './sync-errors.js';
-import { BATCH_DIGESTS, columnsQuery, keysQuery, maxQuery, orderedQuery, type Dialect, type RowBatch, type ServerMessage, type SourceOptions, type SyncSource } from './sync-source.js';
+import { columnsQuery, keysQuery, maxQuery, orderedQuery, type Dialect, type RowBatch, type ServerMessage, type SourceOptions, type SyncSource } from './sync-source.js';
 
 /**
  * MySQL and MariaDB through mysql2. A BIGINT comes as a number where it fits one exactly and as
@@ -88,8 +88,8 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
         connection.query(sql, (error, rows, fields) => (error ? reject(broken ?? error) : resolve({ rows, fields: fields as FieldPacket[] }))),
       ),
     );
-  const batches = <T>(options: QueryOptions, query: string, seed?: DigestSeed) =>
-    queryBatches<T>({ connection, streams, deadline, options, seed, describe: (error) => describe(error, query), left: () => deadline.drop(), ended: () => askWarnings(run, query, warned) });
+  const batches = <T>(options: QueryOptions, query: string, deferred?: DeferredRead) =>
+    queryBatches<T>({ connection, streams, deadline, options, deferred, describe: (error) => describe(error, query), left: () => deadline.drop(), ended: () => askWarnings(run, query, warned) });
   let version: string;
   try {
     await deadline.within(new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve()))));
@@ -127,7 +127,7 @@ export async function openMysqlSource(url: MysqlUrl, passwordFromFile: string | 
       method: MYSQL_ROW_DIGEST_METHOD,
       rows(query, keys, seed, filter) {
         const { sql, params } = orderedQuery(query, keys, DIALECT, filter);
-        return batches<Record<string, unknown>>({ sql, values: params }, query, seed);
+        return batches<RowBatch[number]>({ sql, values: params }, query, { seed, keys });
       },
     },
     async max(query, column) {
@@ -199,14 +199,19 @@ interface QueryOptions {
   rowsAsArray?: boolean;
 }
 
+interface DeferredRead {
+  seed: DigestSeed;
+  keys: readonly string[];
+}
+
 interface BatchRead {
   connection: Connection;
   /** Where the stream registers to hear of the connection's failure. */
   streams: Set<(error: Error) => void>;
   deadline: ReadDeadline;
   options: QueryOptions;
-  /** Given: each batch carries its rows' digests (BATCH_DIGESTS), made with this seed. */
-  seed: DigestSeed | undefined;
+  /** Given: the rows are deferred (DeferredRow), digested with this seed and keyed by these columns. */
+  deferred: DeferredRead | undefined;
   describe(error: unknown): Error;
   /** Drops the connection: the query was left before its end, and cannot be asked to finish. */
   left(): void;
@@ -227,10 +232,8 @@ const ROWS_PER_BATCH = 256;
  * one. It ends with the query's error, the connection's, or the deadline's when the server stays
  * silent. A query left before its end cannot be asked to finish: the connection is dropped.
  */
-async function* queryBatches<T>({ connection, streams, deadline, options, seed, describe, left, ended: afterEnd }: BatchRead): AsyncIterable<T[]> {
+async function* queryBatches<T>({ connection, streams, deadline, options, deferred, describe, left, ended: afterEnd }: BatchRead): AsyncIterable<T[]> {
   let batch: T[] = [];
-  /** The digests of `batch`'s rows, by index, when the query's rows are digested. */
-  let digests: Array<number | null> = [];
   let ended = false;
   let failure: unknown;
   let askedAfterEnd = false;
@@ -246,11 +249,9 @@ async function* queryBatches<T>({ connection, streams, deadline, options, seed, 
   };
   streams.add(onBroken);
   const query = connection.query(options);
-  let digest: (() => number | null) | undefined;
-  if (seed !== undefined) query.on('fields', (fields: FieldPacket[]) => (digest = packetDigests(seed, query, fields)));
+  if (deferred !== undefined) deferRows(query, deferred.seed, deferred.keys);
   query
     .on('result', (row) => {
-      if (digest !== undefined) digests.push(digest());
       if (batch.push(row as T) >= ROWS_PER_BATCH) {
         connection.pause();
         notify();
@@ -280,10 +281,6 @@ async function* queryBatches<T>({ connection, streams, deadline, options, seed, 
       if (failure !== undefined) throw failure instanceof SourceUnavailableError ? failure : describe(failure);
       const full = batch;
       batch = [];
-      if (digest !== undefined) {
-        (full as RowBatch)[BATCH_DIGESTS] = digests;
-        digests = [];
-      }
       // Resuming hands over the rows that came while paused, at once: they start the next batch.
       if (!ended) connection.resume();
       if (full.length > 0) yield full;

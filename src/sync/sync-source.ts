@@ -37,7 +37,7 @@ export interface SyncSource {
 export interface SourceDigests {
   /** How the source digests a row: digests made another way are never compared with these. */
   readonly method: string;
-  /** As `SyncSource.rows`, each row with its digest (null where the source has none for it). */
+  /** As `SyncSource.rows`, each row with its digest: in the row (DIGEST_COLUMN, null where the server has none), or deferred. */
   rows(query: string, keys: readonly string[], seed: DigestSeed, filter?: RowFilter): AsyncIterable<RowBatch>;
   /** The key columns of a query's rows and each row's digest, in key order, in batches: present where the server makes the digests. */
   keys?(query: string, keys: readonly string[], seed: DigestSeed): AsyncIterable<Array<Record<string, unknown>>>;
@@ -47,14 +47,26 @@ export interface SourceDigests {
 export const DIGEST_COLUMN = 'vidfeeds_row_digest';
 
 /**
- * Where a driver that digests each row as it reads it (MySQL, from the row's bytes) hands the
- * digests over: beside the batch, one per row in the batch's order. In each row, one more
- * property would grow every row the driver made.
+ * A row a driver hands over before making its values, where it digests each row as it reads it
+ * (MySQL, from the row's bytes: src/sync/mysql-row-digest.ts): its key, in the order of the keys
+ * the rows were asked by, and its digest come with it; its values are made when asked, which a
+ * full sync does only for the rows whose digest moved.
  */
-export const BATCH_DIGESTS: unique symbol = Symbol('vidfeeds row digests');
+export interface DeferredRow {
+  readonly [DEFERRED_ROW]: true;
+  readonly key: readonly unknown[];
+  readonly digest: number;
+  values(): Record<string, unknown>;
+}
 
-/** A batch of rows, with their digests where the driver made them (BATCH_DIGESTS). */
-export type RowBatch = Array<Record<string, unknown>> & { [BATCH_DIGESTS]?: ReadonlyArray<number | null> };
+export const DEFERRED_ROW: unique symbol = Symbol('vidfeeds deferred row');
+
+/** A batch of a query's rows: as the driver made them, or deferred (DeferredRow). */
+export type RowBatch = Array<Record<string, unknown> | DeferredRow>;
+
+export function isDeferred(row: Record<string, unknown> | DeferredRow): row is DeferredRow {
+  return DEFERRED_ROW in row;
+}
 
 /** Rows a source hands over at a time. */
 export const SOURCE_BATCH = 2000;

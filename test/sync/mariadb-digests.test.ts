@@ -7,16 +7,16 @@ import { MYSQL_ROW_DIGEST_METHOD } from '../../src/sync/mysql-row-digest.js';
 import { openSource } from '../../src/sync/open-source.js';
 import type { DigestSeed } from '../../src/sync/row-digest.js';
 import { runSync } from '../../src/sync/run-sync.js';
-import { BATCH_DIGESTS, type RowFilter } from '../../src/sync/sync-source.js';
+import { isDeferred, type DeferredRow, type RowFilter } from '../../src/sync/sync-source.js';
 import type { TableMapping } from '../../src/sync/table-plan.js';
 import { mariadbMissing, startMariadb, type RunningMariadb } from '../helpers/mariadb.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { dumpTables } from './sync-scenario.js';
 
 /**
- * MariaDB rows are digested from the bytes the server sent for them (src/sync/mysql-row-digest.ts),
- * through mysql2's own row parser: every digest is made (none falls back to null), and every
- * change a stored row could show moves it.
+ * MariaDB rows are digested from the bytes the server sent for them and made into values only when
+ * asked (src/sync/mysql-row-digest.ts): every digest is made (no row comes as the driver made it),
+ * every change a stored row could show moves it, and the values made later are the driver's.
  */
 
 const missing = mariadbMissing();
@@ -46,21 +46,62 @@ describe.skipIf(missing !== null)('row digests from MariaDB', () => {
     temp.cleanup();
   });
 
-  /** Each row's digest by id, as a full sync reads them (or those `filter` picks). */
-  async function digests(query = QUERY, seed = SEED, filter?: RowFilter): Promise<Map<number, unknown>> {
+  /** The rows a full sync reads (or those `filter` picks), in order. */
+  async function deferredRows(query = QUERY, seed = SEED, filter?: RowFilter, keys = ['id']): Promise<DeferredRow[]> {
     const source = await openSource(server.url);
     try {
-      const found = new Map<number, unknown>();
-      for await (const batch of source.digests!.rows(query, ['id'], seed, filter)) {
-        const digests = batch[BATCH_DIGESTS];
-        expect(digests?.length).toBe(batch.length);
-        batch.forEach((row, i) => found.set(row.id as number, digests![i]));
+      const rows: DeferredRow[] = [];
+      for await (const batch of source.digests!.rows(query, keys, seed, filter)) {
+        for (const row of batch) {
+          if (!isDeferred(row)) throw new Error(`a row came as the driver made it: ${JSON.stringify(row)}`);
+          rows.push(row);
+        }
       }
-      return found;
+      return rows;
     } finally {
       await source.close();
     }
   }
+
+  /** Each row's digest by id, as a full sync reads them (or those `filter` picks). */
+  async function digests(query = QUERY, seed = SEED, filter?: RowFilter): Promise<Map<number, unknown>> {
+    return new Map((await deferredRows(query, seed, filter)).map((row) => [row.key[0] as number, row.digest]));
+  }
+
+  /** The rows of `query` as the driver makes them, ordered by `keys`. */
+  async function driverRows(query: string, keys: string[]): Promise<Array<Record<string, unknown>>> {
+    const source = await openSource(server.url);
+    try {
+      const rows: Array<Record<string, unknown>> = [];
+      for await (const batch of source.rows(query, keys)) rows.push(...batch);
+      return rows;
+    } finally {
+      await source.close();
+    }
+  }
+
+  it("makes a row's values, when asked, as the driver makes them, and its key as the driver reads it", async () => {
+    await server.admin.query(`
+      CREATE TABLE keyed (a BIGINT NULL, b INT ZEROFILL, c VARCHAR(20), word VARCHAR(20), n DECIMAL(6,2));
+      INSERT INTO keyed VALUES (1, 7, '10', 'one', 1.50), (-5, 12, '2', 'two', NULL), (123456789012345, 0, 'x', NULL, 0),
+        (1234567890123456, 3, 'y', 'long', 2), (NULL, 4, 'z', 'null key', 3), (0, 5, '0', 'zero', 4);
+    `);
+    for (const [query, keys] of [
+      ['SELECT a, word, n FROM keyed', ['a']],
+      ['SELECT word, b, a FROM keyed WHERE a IS NOT NULL', ['b']],
+      ['SELECT c, word FROM keyed', ['c']],
+      ['SELECT a, b, word FROM keyed WHERE a IS NOT NULL', ['b', 'a']],
+      ['SELECT id, title, notes, length, code, added FROM clips', ['id']],
+    ] as const) {
+      const deferred = await deferredRows(query, SEED, undefined, [...keys]);
+      const driver = await driverRows(query, [...keys]);
+      expect(deferred.map((row) => row.values()), query).toEqual(driver);
+      expect(
+        deferred.map((row) => row.key),
+        query,
+      ).toEqual(driver.map((row) => keys.map((k) => row[k])));
+    }
+  });
 
   it('gives every row a 53-bit digest, the same whichever query reads it, another under another seed', async () => {
     const first = await digests();
@@ -82,6 +123,9 @@ describe.skipIf(missing !== null)('row digests from MariaDB', () => {
     expect(all.size).toBe(count);
     for (const digest of all.values()) expect(Number.isSafeInteger(digest)).toBe(true);
     expect(new Set(all.values()).size).toBe(count);
+    // Each row's values made after the rows of later batches came: the bytes they are made from stay as they were.
+    const rows = await deferredRows('SELECT id, word FROM many');
+    expect(rows.map((row) => row.values())).toEqual(Array.from({ length: count }, (_, i) => ({ id: i + 1, word: `word${i + 1}` })));
     const picked = [[1], [256], [257], [2_000], [count]];
     const byKey = await digests('SELECT id, word FROM many', SEED, { keys: picked });
     expect(byKey).toEqual(new Map(picked.map(([id]) => [id!, all.get(id!)])));
