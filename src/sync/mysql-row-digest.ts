@@ -163,7 +163,7 @@ class MadeRow implements DeferredRow {
  * no leading zero); null when one is not (NULL, ZEROFILL's zeros, a value past 15 digits), or the
  * row is shorter than its columns.
  */
-function readIntegerKey(bytes: Buffer, from: number, end: number, columns: readonly number[], last: number): number[] | null {
+export function readIntegerKey(bytes: Buffer, from: number, end: number, columns: readonly number[], last: number): number[] | null {
   const key: number[] = new Array(columns.length);
   let found = 0;
   let at = from;

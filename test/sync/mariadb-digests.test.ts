@@ -91,6 +91,8 @@ describe.skipIf(missing !== null)('row digests from MariaDB', () => {
       ['SELECT word, b, a FROM keyed WHERE a IS NOT NULL', ['b']],
       ['SELECT c, word FROM keyed', ['c']],
       ['SELECT a, b, word FROM keyed WHERE a IS NOT NULL', ['b', 'a']],
+      // Keys after values whose lengths take two and three bytes.
+      ["SELECT REPEAT('x', 300 + b) AS pad, b, REPEAT(c, 70000) AS more, a FROM keyed WHERE a IS NOT NULL", ['a']],
       ['SELECT id, title, notes, length, code, added FROM clips', ['id']],
     ] as const) {
       const deferred = await deferredRows(query, SEED, undefined, [...keys]);
