@@ -105,7 +105,9 @@ async function movedRows(source: SyncSource, sync: TableSync): Promise<boolean> 
 async function changedRows(target: Database.Database, source: SyncSource, sync: TableSync, since: unknown): Promise<boolean> {
   const { plan } = sync;
   const keyCount = plan.keys.length;
-  const pages = new TargetPages(target, plan.table, plan.keys, plan.keys);
+  // vidfeeds's keys: trusted digests mirror them, and read in a tenth of the time the table's
+  // rows take (packed a chunk of keys a row, where the table's rows are read whole).
+  const pages = sync.digests.trusted ? sync.digests.pages() : new TargetPages(target, plan.table, plan.keys, plan.keys);
   /** Keys as the source gave them: read back by `1`, a key the source holds as '001' would not be found. */
   const missing: unknown[][] = [];
   /** Keys the source holds several rows of, read whole: the row kept is chosen among all of them. */
