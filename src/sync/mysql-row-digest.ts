@@ -105,11 +105,7 @@ class DeferringParser implements RowParser<DeferredRow> {
       return new PacketRow(key, digest, this, buffer, start, end);
     }
     const values = this.parser.next(packet, fields, options);
-    return new MadeRow(
-      this.keys.map((k) => values[k]),
-      digest,
-      values,
-    );
+    return new MadeRow(this.keys.map((k) => values[k]), digest, values);
   }
 
   /** The values of a row read earlier, by mysql2's parser, from a packet made again over its bytes. */
