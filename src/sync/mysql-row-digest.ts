@@ -16,15 +16,15 @@ import { DEFERRED_ROW, type DeferredRow } from './sync-source.js';
  * row is handed over as a DeferredRow: its digest, its key read from the bytes (integers written
  * as the driver would read them as numbers; any other key, and a row whose key bytes are not of
  * that form, is made into values at once), and its place in the bytes, from which mysql2's own
- * parser makes the values when the sync asks for them. Making the values of every row took a
- * quarter of a no-change sync (docs/performance.md, "vidfeeds sync").
+ * parser makes the values when the sync asks for them. Making every row's values would be about a
+ * quarter of a no-change sync's work (docs/performance.md, "vidfeeds sync").
  *
  * mysql2 makes a result's row parser once its columns are known and keeps it in the query
  * (`_rowParser`); vidfeeds takes the parser as it is set and sets its own in front of it. The
  * bytes stay where mysql2 received them (a chunk from the socket, or a packet it joined), which
  * nothing writes again. Where the parser is not set that way (another mysql2), rows come as the
  * driver made them, with no digest: each is compared in full, which is slower and never wrong
- * (test/sync/mariadb-digests.test.ts fails if rows stop getting digests).
+ * (test/sync/mariadb-digests.test.ts fails if rows stop coming deferred).
  */
 
 /** How vidfeeds digests a MySQL or MariaDB row (DigestTable keeps it, so that digests made otherwise are made again). */
