@@ -20,11 +20,15 @@ import { DEFERRED_ROW, type DeferredRow } from './sync-source.js';
  * quarter of a no-change sync's work (docs/performance.md, "vidfeeds sync").
  *
  * mysql2 makes a result's row parser once its columns are known and keeps it in the query
- * (`_rowParser`); vidfeeds takes the parser as it is set and sets its own in front of it. The
- * bytes stay where mysql2 received them (a chunk from the socket, or a packet it joined), which
- * nothing writes again. Where the parser is not set that way (another mysql2), rows come as the
- * driver made them, with no digest: each is compared in full, which is slower and never wrong
- * (test/sync/mariadb-digests.test.ts fails if rows stop coming deferred).
+ * (`_rowParser`), then reads the first row with the query's own `row` (later rows with its
+ * class's). vidfeeds gives the query a `row` of its own that sets a parser in front of mysql2's
+ * and hands the row on. (Not an accessor over `_rowParser`: redefining a property of the query
+ * turns it into a dictionary-mode object, and every access mysql2 makes to it for every row cost
+ * a tenth of a no-change sync's CPU.) The bytes stay where mysql2 received them (a chunk from the
+ * socket, or a packet it joined), which nothing writes again. Where the parser is not set that way
+ * (another mysql2), rows come as the driver made them, with no digest: each is compared in full,
+ * which is slower and never wrong (test/sync/mariadb-digests.test.ts fails if rows stop coming
+ * deferred).
  */
 
 /** How vidfeeds digests a MySQL or MariaDB row (DigestTable keeps it, so that digests made otherwise are made again). */
@@ -56,16 +60,22 @@ const INTEGER_TYPES = new Set([1 /* TINY */, 2 /* SHORT */, 3 /* LONG */, 8 /* L
  */
 export function deferRows(query: object, seed: DigestSeed, keys: readonly string[]): void {
   let fields: readonly FieldPacket[] = [];
-  (query as { on(event: 'fields', listener: (fields: FieldPacket[]) => void): void }).on('fields', (given) => (fields = given));
-  let parser: DeferringParser | null = null;
-  Object.defineProperty(query, '_rowParser', {
-    configurable: true,
-    enumerable: true,
-    get: () => parser,
-    set: (made: RowParser<Record<string, unknown>> | null) => {
-      parser = made === null ? null : new DeferringParser(made, fields, seed, keys);
-    },
-  });
+  const read = query as ParsingQuery;
+  read.on('fields', (given) => (fields = given));
+  const row = (Object.getPrototypeOf(query) as ParsingQuery).row;
+  // Run for a result's first row (or its end), when its parser is set.
+  read.row = function (this: ParsingQuery, packet, connection) {
+    const made = this._rowParser;
+    if (made !== null && !(made instanceof DeferringParser)) this._rowParser = new DeferringParser(made, fields, seed, keys);
+    return row.call(this, packet, connection);
+  };
+}
+
+/** What vidfeeds uses of a mysql2 query. */
+interface ParsingQuery {
+  on(event: 'fields', listener: (fields: FieldPacket[]) => void): void;
+  _rowParser: RowParser<Record<string, unknown>> | DeferringParser | null;
+  row(packet: RowPacket, connection: unknown): unknown;
 }
 
 /** Stands in front of mysql2's parser of one result: a DeferredRow for each row packet. */
