@@ -68,33 +68,50 @@ export function sameKeyReason(plan: TablePlan): string {
  */
 export async function* keyGroups(plan: TablePlan, batches: AsyncIterable<RowBatch>, hooks: GroupHooks): AsyncIterable<Array<KeyGroup | UnkeyedRow>> {
   const keyCount = plan.keys.length;
-  /** The rows of the last key read, grouped once a row of another key (or the end) shows there are no more. */
-  let rows: KeyedRow[] = [];
+  // A key read from a row's bytes is a safe integer, as an id or a reference stores it.
+  const integerKeys = plan.specs.slice(0, keyCount).every((spec) => spec.kind === 'id' || spec.kind === 'ref');
+  /**
+   * The first row of the last key read, and any more of it (no array for a key of one row, nearly
+   * every key): grouped once a row of another key (or the end) shows there are no more.
+   */
+  let first: KeyedRow | undefined;
+  let more: KeyedRow[] | undefined;
   let groups: Array<KeyGroup | UnkeyedRow> = [];
   const close = () => {
-    if (rows.length > 0) groups.push(rows.length === 1 ? rows[0]! : choose(rows, hooks));
-    rows = [];
+    if (first !== undefined) groups.push(more === undefined ? first : choose([first, ...more], hooks));
+    first = undefined;
+    more = undefined;
   };
   for await (const batch of batches) {
     hooks.checkStop();
     for (const read of batch) {
-      const key: number[] = new Array(keyCount);
       const deferred = isDeferred(read);
-      const wrong = readKey(plan, deferred ? read.key : read, key);
+      let key: number[];
+      let wrong = -1;
+      // A key the driver read from the row's bytes is used as it is: no array a row made again.
+      if (deferred && read.integers && integerKeys) key = read.key as number[];
+      else {
+        key = new Array(keyCount);
+        wrong = readKey(plan, deferred ? read.key : read, key);
+      }
       const row = new KeyedRow(plan, read, key, deferred ? read.digest : undefined);
       if (wrong >= 0) {
         groups.push({ row, reason: keyProblem(plan, wrong, row.raw) });
         continue;
       }
-      const order = rows.length === 0 ? 1 : compareKeys(key, rows[0]!.key, keyCount);
-      if (order < 0) throw outOfOrder(plan, row.name(), rows[0]!.key);
+      const order = first === undefined ? 1 : compareKeys(key, first.key, keyCount);
+      if (order < 0) throw outOfOrder(plan, row.name(), first!.key);
       if (order > 0) close();
-      if (rows.length >= MAX_ROWS_OF_ONE_KEY) {
-        throw new MappingError(
-          `sync.tables.${plan.table}: the source returns more than ${MAX_ROWS_OF_ONE_KEY} rows with the key (${plan.keys.join(', ')}) ${key.join(', ')}: the key must name one row (is it the table's key?)`,
-        );
+      if (first === undefined) first = row;
+      else {
+        more ??= [];
+        if (more.length + 1 >= MAX_ROWS_OF_ONE_KEY) {
+          throw new MappingError(
+            `sync.tables.${plan.table}: the source returns more than ${MAX_ROWS_OF_ONE_KEY} rows with the key (${plan.keys.join(', ')}) ${key.join(', ')}: the key must name one row (is it the table's key?)`,
+          );
+        }
+        more.push(row);
       }
-      rows.push(row);
     }
     if (groups.length > 0) {
       yield groups;

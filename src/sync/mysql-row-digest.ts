@@ -127,6 +127,7 @@ class DeferringParser implements RowParser<DeferredRow> {
 /** A row whose values are made when asked. */
 class PacketRow implements DeferredRow {
   private made: Record<string, unknown> | undefined;
+  readonly integers = true;
 
   constructor(
     readonly key: readonly number[],
@@ -148,6 +149,7 @@ class PacketRow implements DeferredRow {
 
 /** A row made into values as it was read (its key could not be read from its bytes). */
 class MadeRow implements DeferredRow {
+  readonly integers = false;
   constructor(
     readonly key: readonly unknown[],
     readonly digest: number,

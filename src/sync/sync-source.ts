@@ -55,6 +55,8 @@ export const DIGEST_COLUMN = 'vidfeeds_row_digest';
 export interface DeferredRow {
   readonly [DEFERRED_ROW]: true;
   readonly key: readonly unknown[];
+  /** The key's values are safe integers (read from the row's bytes), as vidfeeds stores them. */
+  readonly integers: boolean;
   readonly digest: number;
   values(): Record<string, unknown>;
 }

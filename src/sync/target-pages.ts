@@ -55,15 +55,14 @@ export interface KeyedPages {
  * pages' own: read it before the next `head()`.
  */
 export function passTo(pages: KeyedPages, key: readonly unknown[], keyCount: number, gone: (key: number[]) => void): unknown[] | undefined {
-  let head = pages.head();
-  while (head !== undefined && compareKeys(head, key, keyCount) < 0) {
-    gone(head.slice(0, keyCount) as number[]);
+  for (let head = pages.head(); head !== undefined; head = pages.head()) {
+    const order = compareKeys(head, key, keyCount);
+    if (order > 0) return undefined;
     pages.advance();
-    head = pages.head();
+    if (order === 0) return head;
+    gone(head.slice(0, keyCount) as number[]);
   }
-  if (head === undefined || compareKeys(head, key, keyCount) !== 0) return undefined;
-  pages.advance();
-  return head;
+  return undefined;
 }
 
 /** Hands the key of every stored row left to `gone`, until it returns false. */

@@ -186,6 +186,32 @@ describe.skipIf(missing !== null)('row digests from MariaDB', () => {
     expect(state(db).method).toBe(MYSQL_ROW_DIGEST_METHOD);
     expect(await sync()).toMatchObject({ changes: 0, notes: [] });
   });
+
+  it('keep, of a key the query returns several rows of, the first by its values, sync after sync, and name the others', async () => {
+    const db = join(temp.dir, 'several.sqlite');
+    const target = new Database(db);
+    migrate(target, db);
+    target.close();
+    const query = `SELECT uid AS id, login AS username, 1262304000 AS created_at, 1262304000 AS updated_at FROM accounts
+      UNION ALL SELECT 2, 'zed', 1262304000, 1262304000 UNION ALL SELECT 2, 'al', 1262304000, 1262304000`;
+    const tables: Record<string, TableMapping> = { users: { query, decodeEntities: [] } };
+    const skipped: string[] = [];
+    const sync = () => runSync({ db, from: server.url, tables, dryRun: false, waitSeconds: 0 }, { skipped: (row) => skipped.push(`${row.row}: ${row.reason}`) });
+    expect((await sync()).tables.users).toMatchObject({ inserted: 3, skipped: 2 });
+    const kept = () => {
+      const read = new Database(db, { readonly: true });
+      try {
+        return (read.prepare('SELECT id, username FROM users ORDER BY id').all() as Array<{ id: number; username: string }>).map((u) => `${u.id} ${u.username}`);
+      } finally {
+        read.close();
+      }
+    };
+    expect(kept()).toEqual(['1 ann', '2 al', '3 cy']);
+    const reason = 'another row of the query has the same key (id); the one kept comes first by its values';
+    expect(skipped).toEqual([`id=2: ${reason}`, `id=2: ${reason}`]);
+    expect(await sync()).toMatchObject({ changes: 0, skipped: 2 });
+    expect(kept()).toEqual(['1 ann', '2 al', '3 cy']);
+  });
 });
 
 function state(file: string): Record<string, unknown> {
