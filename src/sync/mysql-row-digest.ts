@@ -1,5 +1,5 @@
 import type { FieldPacket } from 'mysql2';
-import { bytesDigest, resultSeed, type DigestSeed } from './row-digest.js';
+import { BufferDigests, resultSeed, type DigestSeed } from './row-digest.js';
 import { DEFERRED_ROW, type DeferredRow } from './sync-source.js';
 
 /**
@@ -47,6 +47,9 @@ type PacketClass = new (id: number, buffer: Buffer, start: number, end: number) 
 interface RowParser<Row> {
   next(packet: RowPacket, fields: readonly FieldPacket[], options: unknown): Row;
 }
+
+/** Digests of rows where they lie in the bytes mysql2 received (made when the first row is read: one for every query). */
+let digests: BufferDigests | undefined;
 
 /** A packet's header (its length and sequence number), before the row. */
 const HEADER = 4;
@@ -106,8 +109,7 @@ class DeferringParser implements RowParser<DeferredRow> {
   next(packet: RowPacket, fields: readonly FieldPacket[], options: unknown): DeferredRow {
     const { buffer, start, end } = packet;
     const from = start + HEADER;
-    // A plain view: Buffer's own subarray costs about as much again, making a Buffer of it.
-    const digest = bytesDigest(new Uint8Array(buffer.buffer, buffer.byteOffset + from, end - from), this.bits);
+    const digest = (digests ??= new BufferDigests()).digest(buffer, from, end, this.bits);
     const key = this.keyColumns === null ? null : readIntegerKey(buffer, from, end, this.keyColumns, this.lastKeyColumn);
     if (key !== null) {
       this.packetClass ??= packet.constructor as PacketClass;

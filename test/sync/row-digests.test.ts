@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import xxhash from 'xxhash-wasm';
 import { migrate } from '../../src/db/migrations.js';
-import { rowDigest } from '../../src/sync/row-digest.js';
+import { BufferDigests, rowDigest } from '../../src/sync/row-digest.js';
 import { runSync, type SyncReport } from '../../src/sync/run-sync.js';
 import type { TableMapping } from '../../src/sync/table-plan.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -294,5 +294,29 @@ describe('rowDigest', () => {
     // A lone surrogate has no UTF-8: such a row is hashed as UTF-16, under another seed.
     const utf16 = Buffer.from('\u0001\u0001\uD83D', 'utf16le');
     expect(rowDigest(['\uD83D'], seed)).toBe(Number(h64Raw(utf16, seedBits ^ 0x9e3779b97f4a7c15n) & ((1n << 53n) - 1n)));
+  });
+});
+
+describe('BufferDigests', () => {
+  it("is xxhash-wasm's XXH64 of each range, cut to 53 bits, whichever buffer was copied last and however long", async () => {
+    const { h64Raw } = await xxhash();
+    const low53 = (bytes: Uint8Array, seed: bigint) => Number(h64Raw(bytes, seed) & ((1n << 53n) - 1n));
+    const seed = 0xfedc_ba98_7654_3210n;
+    const small = Buffer.from('\u0003abc\u00012\u0000\u0005hello');
+    // Past the module's first page of memory, which it grows to hold the buffer.
+    const large = Buffer.alloc(200_000);
+    for (let i = 0; i < large.length; i++) large[i] = (i * 7919) % 251;
+    const digests = new BufferDigests();
+    const ranges: Array<[Buffer, number, number]> = [
+      [small, 0, small.length],
+      [small, 4, 7],
+      [small, 3, 3],
+      [large, 150_000, 199_999],
+      [small, 1, 9],
+      [large, 0, 70_000],
+      [large.subarray(100), 0, 64],
+    ];
+    for (const [buffer, from, end] of ranges) expect(digests.digest(buffer, from, end, seed)).toBe(low53(buffer.subarray(from, end), seed));
+    expect(digests.digest(small, 0, 4, seed)).not.toBe(digests.digest(small, 0, 4, seed + 1n));
   });
 });
