@@ -28,6 +28,8 @@ const require = createRequire(import.meta.url);
 const MYSQL2 = join(dirname(require.resolve('mysql2')), 'lib');
 const getTextParser = require(join(MYSQL2, 'parsers/text_parser.js')) as (fields: object[], options: object, config: object) => new (fields: object[]) => { next(packet: object, fields: object[], options: object): Record<string, unknown> };
 const Packet = require(join(MYSQL2, 'packets/packet.js')) as new (id: number, buffer: Buffer, start: number, end: number) => object;
+/** Bytes the socket hands over at a time. */
+const CHUNK = 65_536;
 const TYPES = { LONGLONG: 8, DOUBLE: 5, BLOB: 252, TIMESTAMP: 7 };
 const UTF8MB4 = 224;
 const BINARY = 63;
@@ -69,15 +71,31 @@ function tableOf(source: Database.Database, table: string, keys: string[]): Tabl
     ({ name, columnType, type: columnType, characterSet: text ? UTF8MB4 : BINARY, encoding: text ? 'utf8' : 'binary', flags: 0, decimals: 0, table, schema: 'site' }) as unknown as FieldPacket;
   const fields = columns.map((c) => (/INT/i.test(c.type) ? field(c.name, TYPES.LONGLONG, false) : /REAL/i.test(c.type) ? field(c.name, TYPES.DOUBLE, false) : field(c.name, TYPES.BLOB, true)));
   fields.push(field('changed_at', TYPES.TIMESTAMP, false));
-  const packets: object[] = [];
+  const bodies: Buffer[] = [];
   let i = 0;
   for (const row of source.prepare(`SELECT * FROM "${table}"`).raw(true).iterate() as Iterable<unknown[]>) {
     const stamp = `2026-11-27 09:${String(10 + (i % 50)).padStart(2, '0')}:${String(i++ % 60).padStart(2, '0')}.${100_000 + (i % 900_000)}`;
     const parts = [...row, stamp].map((v) => (v === null ? Buffer.from([0xfb]) : lengthCoded(Buffer.isBuffer(v) ? v : Buffer.from(String(v), 'utf8'))));
-    const body = Buffer.concat([Buffer.alloc(4), ...parts]);
-    packets.push(new Packet(0, body, 0, body.length));
+    bodies.push(Buffer.concat([Buffer.alloc(4), ...parts]));
   }
-  return { keys, fields, packets };
+  return { keys, fields, packets: chunked(bodies) };
+}
+
+/** Packets laid one after another in chunks of about 64 KiB, as the socket hands them to mysql2. */
+function chunked(bodies: readonly Buffer[]): object[] {
+  const packets: object[] = [];
+  for (let at = 0; at < bodies.length; ) {
+    const from = at;
+    let length = 0;
+    while (at < bodies.length && (at === from || length + bodies[at]!.length <= CHUNK)) length += bodies[at++]!.length;
+    const chunk = Buffer.concat(bodies.slice(from, at));
+    let start = 0;
+    for (let b = from; b < at; b++) {
+      packets.push(new Packet(0, chunk, start, start + bodies[b]!.length));
+      start += bodies[b]!.length;
+    }
+  }
+  return packets;
 }
 
 function lengthCoded(bytes: Buffer): Buffer {
@@ -87,6 +105,22 @@ function lengthCoded(bytes: Buffer): Buffer {
 }
 
 type Way = (table: Table) => number;
+
+/** What deferRows uses of a mysql2 query: its `fields` event, its row parser, and its class's `row`. */
+class BenchQuery {
+  announce: ((fields: FieldPacket[]) => void) | undefined;
+  _rowParser: { next(packet: object, fields: object[], options: object): unknown } | null = null;
+
+  constructor(private readonly fields: FieldPacket[]) {}
+
+  on(_: 'fields', listener: (fields: FieldPacket[]) => void): void {
+    this.announce = listener;
+  }
+
+  row(packet: object): unknown {
+    return this._rowParser!.next(packet, this.fields, {});
+  }
+}
 
 /** Each way parses every packet from its start, as the driver does once. */
 function rewound(packet: object): object {
@@ -108,12 +142,12 @@ const WAYS: Record<string, Way> = {
     return sum;
   },
   deferred: ({ keys, fields, packets }) => {
-    // As mysql2 runs a query: its columns announced, then its row parser set, then each row parsed.
-    let announce = (_: FieldPacket[]) => {};
-    const query = { on: (_: 'fields', listener: typeof announce) => (announce = listener), _rowParser: null as unknown };
+    // As mysql2 runs a query: its columns announced, its row parser set, its first row read with the query's `row`.
+    const query = new BenchQuery(fields);
     deferRows(query, seed, keys);
-    announce(fields);
+    query.announce?.(fields);
     query._rowParser = new (getTextParser(fields, {}, CONFIG))(fields);
+    query.row(rewound(packets[0]!));
     const parser = query._rowParser as { next(packet: object, fields: object[], options: object): DeferredRow };
     let sum = 0;
     for (const packet of packets) {
@@ -143,7 +177,7 @@ for (const [name, table] of tables) {
     return sorted[Math.floor((sorted.length - 1) / 2)]!;
   };
   const [parse, values, deferred] = ['parse', 'values', 'deferred'].map(median) as [number, number, number];
-  const size = table.packets.reduce((sum, p) => sum + (p as { end: number }).end - 4, 0) / table.packets.length;
+  const size = table.packets.reduce((sum, p) => sum + (p as { end: number }).end - (p as { start: number }).start - 4, 0) / table.packets.length;
   const cell = (n: number) => n.toFixed(0).padStart(7);
   console.log(`${name.padEnd(14)} ${String(table.packets.length).padStart(8)} ${size.toFixed(0).padStart(6)} ${cell(parse)} ${cell(values)} ${cell(deferred).padStart(8)}`);
 }
