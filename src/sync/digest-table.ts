@@ -72,7 +72,7 @@ export class DigestTable {
     this.planId = digestPlanId(plan, this.method);
     this.state = readState(target, plan.table);
     this.seed = this.state?.seed ?? [0, 0];
-    this.trusted = this.state !== null && this.state.plan === this.planId && this.sameMethod(this.state) && this.store.exists() && followChangeLog(target, plan, this.store, this.state.log);
+    this.trusted = this.state !== null && this.state.plan === this.planId && madeAlike(this.state, this.method, this.keyed) && this.store.exists() && followChangeLog(target, plan, this.store, this.state.log);
     this.maintained = this.trusted;
   }
 
@@ -91,7 +91,7 @@ export class DigestTable {
    * another digest method (an earlier vidfeeds): a full compare then reads every stored row once.
    */
   get remade(): string | null {
-    if (this.trusted || this.state === null || this.sameMethod(this.state)) return null;
+    if (this.trusted || this.state === null || madeAlike(this.state, this.method, this.keyed)) return null;
     return `sync.tables.${this.plan.table}: the row digests kept from the last sync were made ${this.state.method === undefined ? "with vidfeeds's earlier 53-bit row hash" : `by ${this.state.method}`}; this sync compares every stored row once and makes them again (${this.method})`;
   }
 
@@ -167,11 +167,11 @@ export class DigestTable {
     if (this.maintained) writeMetaJson(this.target, key, { plan: this.planId, method: this.method, seed: this.seed, log } satisfies DigestState);
     else if (this.state !== null) deleteMeta(this.target, key);
   }
+}
 
-  /** States without a method are of vidfeeds before XXH64, whose server digests (PostgreSQL's, `keyed`) were made as now. */
-  private sameMethod(state: DigestState): boolean {
-    return state.method === this.method || (state.method === undefined && this.keyed);
-  }
+/** States without a method are of vidfeeds before XXH64, whose server digests (PostgreSQL's, `keyed`) were made as now. */
+function madeAlike(state: DigestState, method: string, keyed: boolean): boolean {
+  return state.method === method || (state.method === undefined && keyed);
 }
 
 function readState(target: Database.Database, table: string): DigestState | null {
