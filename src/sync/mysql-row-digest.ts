@@ -23,8 +23,8 @@ import { DEFERRED_ROW, type DeferredRow } from './sync-source.js';
  * (`_rowParser`), then reads the first row with the query's own `row` (later rows with its
  * class's). vidfeeds gives the query a `row` of its own that sets a parser in front of mysql2's
  * and hands the row on. (Not an accessor over `_rowParser`: redefining a property of the query
- * turns it into a dictionary-mode object, and every access mysql2 makes to it for every row cost
- * a tenth of a no-change sync's CPU.) The bytes stay where mysql2 received them (a chunk from the
+ * would turn it into a dictionary-mode object, which slows every access mysql2 makes to it, several
+ * a row.) The bytes stay where mysql2 received them (a chunk from the
  * socket, or a packet it joined), which nothing writes again. Where the parser is not set that way
  * (another mysql2), rows come as the driver made them, with no digest: each is compared in full,
  * which is slower and never wrong (test/sync/mariadb-digests.test.ts fails if rows stop coming
@@ -65,7 +65,9 @@ export function deferRows(query: object, seed: DigestSeed, keys: readonly string
   let fields: readonly FieldPacket[] = [];
   const read = query as ParsingQuery;
   read.on('fields', (given) => (fields = given));
-  const row = (Object.getPrototypeOf(query) as ParsingQuery).row;
+  const row = (Object.getPrototypeOf(query) as Partial<ParsingQuery>).row;
+  // Another mysql2, without the method: its rows come as it makes them.
+  if (typeof row !== 'function') return;
   // Run for a result's first row (or its end), when its parser is set.
   read.row = function (this: ParsingQuery, packet, connection) {
     const made = this._rowParser;

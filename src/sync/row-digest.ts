@@ -102,7 +102,7 @@ export class BufferDigests {
   private copied: Buffer | undefined;
 
   constructor() {
-    const exports = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(XXHASH_WASM))).exports as unknown as XxhashExports;
+    const exports = new WebAssembly.Instance(new WebAssembly.Module(readModule())).exports as unknown as XxhashExports;
     this.memory = exports.mem;
     this.xxh64 = exports.xxh64;
     this.bytes = new Uint8Array(this.memory.buffer);
@@ -134,6 +134,14 @@ const WASM_PAGE = 65_536;
 
 /** The module beside xxhash-wasm's CommonJS entry, in the package it is part of. */
 const XXHASH_WASM = join(dirname(createRequire(import.meta.url).resolve('xxhash-wasm')), '..', 'workerd', 'xxhash.wasm');
+
+function readModule(): Uint8Array<ArrayBuffer> {
+  try {
+    return new Uint8Array(readFileSync(XXHASH_WASM));
+  } catch (error) {
+    throw new Error(`xxhash-wasm's WebAssembly module cannot be read at ${XXHASH_WASM} (${(error as Error).message}): reinstall vidfeeds's dependencies (npm ci), with the xxhash-wasm version its package-lock.json names`);
+  }
+}
 
 /** A text preceded by its length in UTF-16 units, in two characters (one when it is under 0x8000). */
 function sized(text: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readIntegerKey } from '../../src/sync/mysql-row-digest.js';
+import { deferRows, readIntegerKey } from '../../src/sync/mysql-row-digest.js';
 
 /**
  * The key of a MySQL text-protocol row read from its bytes (src/sync/mysql-row-digest.ts): each
@@ -60,5 +60,15 @@ describe("a MySQL row's key read from its bytes", () => {
     const cut = row('1', '12345');
     expect(readIntegerKey(cut, 0, cut.length, [0, 1], 1)).toEqual([1, 12_345]);
     expect(readIntegerKey(cut, 0, cut.length - 2, [0, 1], 1)).toBeNull();
+  });
+});
+
+describe('deferRows', () => {
+  it("leaves a query whose class reads no first row with `row` (another mysql2) as it is: its rows come as the driver makes them", () => {
+    let listeners = 0;
+    const query = { on: () => listeners++, _rowParser: null };
+    deferRows(query, [1, 2], ['id']);
+    expect(listeners).toBe(1);
+    expect(Object.keys(query)).toEqual(['on', '_rowParser']);
   });
 });
