@@ -39,6 +39,8 @@ export function userColumn(raw: RawUser, column: string): unknown {
 
 /** A person seen from another document: [id, username, display_name, avatar_url, homepage_url, email]. */
 export type RawPerson = [id: number, username: string, displayName: unknown, avatarUrl: unknown, homepageUrl: unknown, email: unknown];
+/** The columns a group's owner is named by: the first three of RawPerson. */
+export type RawOwner = [id: number, username: string, displayName: unknown];
 export const PERSON_COLUMNS = (alias: string) => `${alias}.id, ${alias}.username, ${alias}.display_name, ${alias}.avatar_url, ${alias}.homepage_url, ${alias}.email`;
 
 /**

@@ -1,8 +1,8 @@
 import { hash } from 'node:crypto';
-import type { PersonRef, UserView } from '../model/views.js';
+import type { GroupOwner, PersonRef, UserView } from '../model/views.js';
 import { webUrl } from '../render/urls.js';
 import { decoder, type DecodeContext } from './decode-context.js';
-import { userColumn, type RawPerson, type RawUser } from './reader-columns.js';
+import { userColumn, type RawOwner, type RawPerson, type RawUser } from './reader-columns.js';
 
 /**
  * People as the documents see them: a user's own view (their profile, with every privacy choice
@@ -35,6 +35,11 @@ export function person(ctx: DecodeContext, [id, username, displayName, avatarUrl
     homepageUrl: webUrl(d.text('homepage_url', homepageUrl)),
     emailSha1: address ? mboxSha1(address) : null,
   };
+}
+
+/** A published user as a group's entry names its owner: by username and display name. */
+export function groupOwner(ctx: DecodeContext, [id, username, displayName]: RawOwner): GroupOwner {
+  return { username, displayName: decoder(ctx, 'users', id).text('display_name', displayName) ?? '' };
 }
 
 export function userView(ctx: DecodeContext, raw: RawUser): UserView {

@@ -84,14 +84,23 @@ export interface VideoView {
   updatedAt: Date;
 }
 
+/** What a group's entry shows of its owner: their name. */
+export type GroupOwner = Pick<PersonRef, 'username' | 'displayName'>;
+
+/** What a group's entry shows of its featured video: the file, its thumbnail and its title. */
+export type FeaturedVideo = Pick<
+  VideoView,
+  'publicId' | 'title' | 'fileUrl' | 'fileType' | 'fileSize' | 'durationSeconds' | 'thumbnailUrl' | 'thumbnailWidth' | 'thumbnailHeight'
+>;
+
 export interface GroupView {
   id: number;
   slug: string;
   title: string;
   description: string;
-  owner: PersonRef;
+  owner: GroupOwner;
   /** The featured video when it is public; null otherwise. */
-  featuredVideo: VideoView | null;
+  featuredVideo: FeaturedVideo | null;
   createdAt: Date;
   updatedAt: Date;
 }
