@@ -99,23 +99,10 @@ export type RawGroup = [
   createdAt: unknown, updatedAt: unknown, ...owner: RawOwner,
 ];
 
-/** A group's id and its sort key, `created_at` as stored. */
-export type GroupKey = [id: number, createdAt: unknown];
-
-/** A group row's columns (RawGroup), of `groups g` and its owner `users o`. */
-const GROUP_COLUMNS = `g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at, o.id, o.username, o.display_name`;
-
 /** The visible groups a user (the one parameter) belongs to, of listed owners (listedUser). */
-const GROUPS_OF = `SELECT ${GROUP_COLUMNS}
+const GROUPS_OF = `SELECT g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at, o.id, o.username, o.display_name
        FROM group_members m JOIN groups g ON g.id = m.group_id JOIN users o ON o.id = g.owner_id
        WHERE m.user_id = ? AND g.hidden = 0 AND ${listedUser('o')}`;
-
-/**
- * The sort keys of the visible groups a user (the first parameter) belongs to, newest first,
- * without their owners: a feed reads each group's row by id (`groupById`, which applies the owner's
- * rule) and keeps it for the snapshot, since a group is in many members' feeds.
- */
-const GROUP_KEYS_OF = `SELECT g.id, g.created_at FROM group_members m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ? AND g.hidden = 0`;
 
 /** Statements that read the parts of one user's bundle, newest first where a document lists the newest. */
 export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
@@ -133,15 +120,11 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
       `SELECT ${OWN_VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at DESC, v.id DESC LIMIT ${limits.uploads}`,
     ).raw(true),
-    // A user's groups newest first, a batch at a time (the last parameter), and after a batch's
-    // last key; each group's row by id, when it is visible and its owner listed.
-    groupKeys: p<GroupKey>(`${GROUP_KEYS_OF} ORDER BY g.created_at DESC, g.id DESC LIMIT ?`).raw(true),
-    groupKeysBefore: p<GroupKey>(`${GROUP_KEYS_OF} AND (g.created_at, g.id) < (?, ?) ORDER BY g.created_at DESC, g.id DESC LIMIT ?`).raw(true),
-    groupById: p<RawGroup>(`SELECT ${GROUP_COLUMNS} FROM groups g JOIN users o ON o.id = g.owner_id WHERE g.id = ? AND g.hidden = 0 AND ${listedUser('o')}`).raw(true),
-    // The archives: the uploads oldest first (every row, or those older than a feed's last row),
-    // with the columns that decide whether each can be published (a page holds only rows that
-    // can; the groups' are the keys above, read on); and pages oldest first after the last row of
-    // the page before (a walk along the index, however long the history).
+    groups: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at DESC, g.id DESC LIMIT ${limits.groups}`).raw(true),
+    // The archives: the rows oldest first (every row, or those older than a feed's last row), with
+    // the columns that decide whether each can be published (a page holds only rows that can);
+    // and pages oldest first after the last row of the page before (a walk along the index,
+    // however long the history).
     uploadsDeciding: db.prepare<[number], unknown[]>(`SELECT ${VIDEO_DECIDING} FROM videos v JOIN users u ON u.id = v.user_id WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at, v.id`).raw(true),
     uploadsDecidingBefore: db.prepare<[number, unknown, number], unknown[]>(
       `SELECT ${VIDEO_DECIDING} FROM videos v JOIN users u ON u.id = v.user_id
@@ -151,6 +134,8 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
       `SELECT ${OWN_VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} AND (v.created_at, v.id) > (?, ?) ORDER BY v.created_at, v.id LIMIT ?`,
     ).raw(true),
+    groupsAll: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at, g.id`).raw(true),
+    groupsBefore: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) < (?, ?) ORDER BY g.created_at, g.id`).raw(true),
     groupsFrom: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) > (?, ?) ORDER BY g.created_at, g.id LIMIT ?`).raw(true),
     friends: p<RawPerson>(
       `SELECT ${PERSON_COLUMNS('u')}

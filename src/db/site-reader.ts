@@ -138,7 +138,7 @@ export class SiteReader {
   /**
    * Begins one read transaction, as `snapshot` does, for a caller that cannot pass its work as one
    * function (a build whose steps yield between owners: src/pipeline/run-build.ts); returns what
-   * ends it. Inside it, tag and category names and the groups feeds show are kept between reads
+   * ends it. Inside it, tag and category names and groups' featured videos are kept between reads
    * (docs/performance.md, "Reading").
    */
   beginSnapshot(): () => void {
@@ -146,9 +146,9 @@ export class SiteReader {
     this.ctx.tagLists = new Map();
     this.tags = new Map();
     this.categories = new Map();
-    this.bundles.keepGroups(true);
+    this.bundles.keepFeatured(true);
     return () => {
-      this.bundles.keepGroups(false);
+      this.bundles.keepFeatured(false);
       this.ctx.tagLists = null;
       this.tags = null;
       this.categories = null;

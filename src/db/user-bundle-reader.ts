@@ -17,7 +17,7 @@ import { webUrl } from '../render/urls.js';
 import { decoder, validName, type DecodeContext } from './decode-context.js';
 import type { RowDecoder } from './decode.js';
 import { userColumn, type RawOwnVideo, type RawUser, type RawVideo } from './reader-columns.js';
-import { bundleStatements, type BundleStatements, type GroupKey, type RawGroup, type ReaderLimits } from './reader-statements.js';
+import { bundleStatements, type BundleStatements, type RawGroup, type ReaderLimits } from './reader-statements.js';
 import { groupOwner, person, userView } from './user-view.js';
 import { ownVideoOrProblem, publishable, videoOrProblem, videoProblem, type VideoProblem } from './video-view.js';
 
@@ -29,8 +29,8 @@ import { ownVideoOrProblem, publishable, videoOrProblem, videoProblem, type Vide
  */
 export class UserBundleReader {
   private readonly stmt: BundleStatements;
-  /** Groups read while a snapshot is open, by id (`keptGroup`); null outside one, where rows may change between statements. */
-  private keptGroups: Map<number, GroupView | null | typeof NOT_VISIBLE> | null = null;
+  /** Featured videos read while a snapshot is open, by id (`featured`); null outside one, where rows may change between statements. */
+  private keptFeatured: Map<number, FeaturedVideo | null> | null = null;
 
   constructor(
     db: Database.Database,
@@ -42,9 +42,9 @@ export class UserBundleReader {
     this.stmt = bundleStatements(db, limits);
   }
 
-  /** A snapshot begins (true) or ends (false): groups are kept only inside one. */
-  keepGroups(on: boolean): void {
-    this.keptGroups = on ? new Map() : null;
+  /** A snapshot begins (true) or ends (false): featured videos are kept only inside one. */
+  keepFeatured(on: boolean): void {
+    this.keptFeatured = on ? new Map() : null;
   }
 
   /** Loads a user's data, only the parts asked for (the others stay empty). */
@@ -75,21 +75,12 @@ export class UserBundleReader {
     if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
-    const { uploadsDeciding, uploadsDecidingBefore, groupKeys, groupKeysBefore } = this.stmt;
-    // Only the rows the pages will hold are paged (`pagesOf` skips the others alike); the uploads'
-    // issues are reported once, when the pages are read, not here.
+    const { uploadsDeciding, uploadsDecidingBefore, groupsAll, groupsBefore } = this.stmt;
+    // Only the rows the pages will hold are paged (`pagesOf` skips the others alike); their issues
+    // are reported once, when the pages are read, not here.
     const quiet: DecodeContext = { ...this.ctx, sink: () => {} };
     const video = (row: unknown[]) => (videoProblem(quiet, row) === null ? (row[0] as number) : null);
-    // Groups as the feed reads them (kept for the snapshot), oldest first: those SQL leaves out are no rows.
-    const groups = (newestFirst: GroupKey[]) => {
-      const ids: Array<number | null> = [];
-      for (let i = newestFirst.length - 1; i >= 0; i--) {
-        const [groupId] = newestFirst[i]!;
-        const group = this.keptGroup(groupId);
-        if (group !== NOT_VISIBLE) ids.push(group === null ? null : groupId);
-      }
-      return ids;
-    };
+    const group = (row: RawGroup) => (groupColumns(decoder(quiet, 'groups', row[0]), row).rejected === null ? row[0] : null);
     if (parts.has('archivedUploads')) {
       bundle.archived.uploads = beyondFeed(
         rowsRead.uploads,
@@ -99,12 +90,11 @@ export class UserBundleReader {
       );
     }
     if (parts.has('archivedGroups')) {
-      // A LIMIT of -1 is none.
       bundle.archived.groups = beyondFeed(
         rowsRead.groups,
         this.limits.groups,
-        () => groups(groupKeys.all(id, -1)),
-        (createdAt, last) => groups(groupKeysBefore.all(id, createdAt, last, -1)),
+        () => groupsAll.all(id).map(group),
+        (createdAt, last) => groupsBefore.all(id, createdAt, last).map(group),
       );
     }
     return bundle;
@@ -122,7 +112,7 @@ export class UserBundleReader {
         // created_at is the 17th column of a row (OWN_VIDEO_COLUMNS), the id the first.
         return pagesOf(pageRows, (after, limit) => this.stmt.uploadsFrom.all(id, ...after, limit), (row) => [row[16], row[0]], own);
       },
-      groups: (pageRows) => pagesOf(pageRows, (after, limit) => this.stmt.groupsFrom.all(id, ...after, limit), (row) => [row[5], row[0]], (row) => this.groupOfRow(row)),
+      groups: (pageRows) => pagesOf(pageRows, (after, limit) => this.stmt.groupsFrom.all(id, ...after, limit), (row) => [row[5], row[0]], (row) => this.group(row)),
     };
   }
 
@@ -167,59 +157,31 @@ export class UserBundleReader {
     return this.stmt.friends.all(id).map((row) => person(this.ctx, row));
   }
 
-  /**
-   * The user's newest groups (`limits.groups` of them, those that cannot be published left out),
-   * newest first. The user's memberships are read as keys, a batch at a time, and each group by id
-   * (`keptGroup`): a group is in the feeds of all its members, and reading its row, its owner and
-   * its featured video again for each was most of an Atom feed's cost on a site of busy groups.
-   */
   private groupsOf(userId: number, rowsRead: { groups: FeedRead | null }): GroupView[] {
-    const limit = this.limits.groups;
     const groups: GroupView[] = [];
-    // The rows a LIMIT in SQL would have returned: the visible groups of listed owners, publishable or not.
-    let rows = 0;
-    let last: FeedRead['last'] = null;
-    let keys = limit > 0 ? this.stmt.groupKeys.all(userId, limit) : [];
-    while (keys.length > 0) {
-      for (const [id, createdAt] of keys) {
-        const group = this.keptGroup(id);
-        if (group === NOT_VISIBLE) continue;
-        rows++;
-        last = [createdAt, id];
-        if (group !== null) groups.push(group);
-        if (rows === limit) break;
-      }
-      if (rows === limit) break;
-      const [lastId, lastCreatedAt] = keys.at(-1)!;
-      keys = this.stmt.groupKeysBefore.all(userId, lastCreatedAt, lastId, limit - rows);
+    const rows = this.stmt.groups.all(userId);
+    rowsRead.groups = { rows: rows.length, last: rows.length === 0 ? null : [rows.at(-1)![5], rows.at(-1)![0]] };
+    for (const row of rows) {
+      const group = this.group(row);
+      if (group !== null) groups.push(group);
     }
-    rowsRead.groups = { rows, last };
     return groups;
   }
 
   /**
-   * The group with this id as a feed shows it: its view, null when its row cannot be published
-   * (reported), NOT_VISIBLE when SQL leaves it out (hidden, or an owner not listed). Kept while a
-   * snapshot is open, up to GROUPS_KEPT groups; past that, groups are read each time.
+   * What a group's entry shows of the featured video with this id, or null when it is not
+   * published. A group is in the feed of each of its members, so a featured video is read once
+   * per snapshot and kept, up to FEATURED_KEPT of them; past that, read each time.
    */
-  private keptGroup(id: number): GroupView | null | typeof NOT_VISIBLE {
-    const known = this.keptGroups?.get(id);
+  private featured(id: number): FeaturedVideo | null {
+    const known = this.keptFeatured?.get(id);
     if (known !== undefined) return known;
-    const row = this.stmt.groupById.get(id);
-    return this.keep(id, row === undefined ? NOT_VISIBLE : this.group(row));
-  }
-
-  /** The view of a group row (an archive page's), from the groups kept in this snapshot when it is there. */
-  private groupOfRow(row: RawGroup): GroupView | null {
-    const known = this.keptGroups?.get(row[0]);
-    return known !== undefined && known !== NOT_VISIBLE ? known : this.keep(row[0], this.group(row));
-  }
-
-  private keep<T extends GroupView | null | typeof NOT_VISIBLE>(id: number, group: T): T {
-    // Full, the map stays as it is: one started again would keep promoting new groups into V8's
+    const view = publishable(this.video(id));
+    const featured = view === null ? null : featuredVideo(view);
+    // Full, the map stays as it is: one started again would keep promoting new entries into V8's
     // old generation to die there (docs/performance.md, "Figures behind the code").
-    if (this.keptGroups !== null && this.keptGroups.size < GROUPS_KEPT) this.keptGroups.set(id, group);
-    return group;
+    if (this.keptFeatured !== null && this.keptFeatured.size < FEATURED_KEPT) this.keptFeatured.set(id, featured);
+    return featured;
   }
 
   /** A group's view, or null when it cannot be published (its row is reported). */
@@ -228,14 +190,13 @@ export class UserBundleReader {
     const d = decoder(this.ctx, 'groups', id);
     const group = groupColumns(d, row);
     if (d.rejected !== null) return null;
-    const featured = typeof featuredVideoId === 'number' ? publishable(this.video(featuredVideoId)) : null;
     return {
       id,
       slug: group.slug!,
       title: group.title!,
       description: group.description,
       owner: groupOwner(this.ctx, owner),
-      featuredVideo: featured === null ? null : featuredVideo(featured),
+      featuredVideo: typeof featuredVideoId === 'number' ? this.featured(featuredVideoId) : null,
       createdAt: group.createdAt!,
       updatedAt: d.time('updated_at', updatedAt) ?? group.createdAt!,
     };
@@ -358,17 +319,14 @@ function groupColumns(d: RowDecoder, [, slug, title, description, , createdAt]: 
   };
 }
 
-/** A group SQL leaves out of every feed (hidden, or its owner not listed), as kept. */
-const NOT_VISIBLE = Symbol('not visible');
-
 /**
- * Groups kept per snapshot at most. A group's view with its owner's name and its featured video
- * is about 850 bytes of heap: 32,768 of them hold under 30 MB, and every group of a site of that
- * many (the feed-heavy bench site has 25,000 at 100,000 users).
+ * Featured videos kept per snapshot at most. What an entry shows of one is about 350 bytes of
+ * heap: 32,768 of them hold about 11 MB, and every featured video of a site of that many groups
+ * (the feed-heavy bench site has 25,000 at 100,000 users).
  */
-export const GROUPS_KEPT = 32_768;
+export const FEATURED_KEPT = 32_768;
 
-/** What a group's entry shows of its featured video, without the rest of its view (kept with the group). */
+/** What a group's entry shows of its featured video, without the rest of its view. */
 function featuredVideo(video: VideoView): FeaturedVideo {
   const { publicId, title, fileUrl, fileType, fileSize, durationSeconds, thumbnailUrl, thumbnailWidth, thumbnailHeight } = video;
   return { publicId, title, fileUrl, fileType, fileSize, durationSeconds, thumbnailUrl, thumbnailWidth, thumbnailHeight };
