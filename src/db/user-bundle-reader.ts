@@ -320,9 +320,9 @@ function groupColumns(d: RowDecoder, [, slug, title, description, , createdAt]: 
 }
 
 /**
- * Featured videos kept per snapshot at most. What an entry shows of one is about 350 bytes of
- * heap: 32,768 of them hold about 11 MB, and every featured video of a site of that many groups
- * (the feed-heavy bench site has 25,000 at 100,000 users).
+ * Featured videos kept per snapshot at most. What an entry shows of one is about 400 bytes of
+ * heap (19,110 of them, 7.8 MB): 32,768 hold about 13 MB, and every featured video of a site of
+ * that many groups (the feed-heavy bench site has 25,000 at 100,000 users).
  */
 export const FEATURED_KEPT = 32_768;
 
