@@ -34,8 +34,8 @@ import { packTree } from './pack.js';
  *   npm run bench -- --pairs 3         time the full build and its floor 3 times each, alternating,
  *                                      and judge the median of the pairs' ratios (the floor of the
  *                                      same files moves by a third from one minute to the next)
- *   npm run bench -- --xml builder     render every document but the RSS feeds (markup of their own,
- *                                      rss.ts) through xmlbuilder2's DOM (the figures before the
+ *   npm run bench -- --xml builder     render every document but the feeds (markup of their own,
+ *                                      rss.ts, atom.ts) through xmlbuilder2's DOM (the figures before the
  *                                      fast paths of src/render/xml.ts)
  *   npm run bench -- --freshness       instead: the time from a commit to its documents in place
  *                                      while `vidfeeds watch` runs (freshness.ts); --rate <changes

@@ -1,10 +1,10 @@
 import type { SiteContext, UserFormat } from './format.js';
 import type { GroupView, UserBundle, UserView } from '../model/views.js';
 import { latest, rfc3339 } from '../render/dates.js';
-import { NS, xmlDocument } from '../render/xml.js';
-import type { XmlElement } from '../render/xml-element.js';
+import { numberText } from '../render/number-text.js';
+import { NS } from '../render/xml.js';
 import { ATOM_ARCHIVE_PLACE, FH_NS, newestArchivePage } from './archive-places.js';
-import { blank, htmlText } from '../render/xml-text.js';
+import { blank, htmlText, XML_DECLARATION, xmlAttr, xmlLeaf } from '../render/xml-text.js';
 
 /**
  * Atom 1.0 feed of the 20 most recent groups a user belongs to (seed 2.9), one entry per group.
@@ -17,8 +17,7 @@ import { blank, htmlText } from '../render/xml-text.js';
 
 /** A stable Atom id for a thing on this site: a tag URI (RFC 4151) from the site's host. */
 function tagUri(site: SiteContext, date: Date, specific: string): string {
-  const host = new URL(site.paths.base).hostname;
-  return `tag:${host},${date.getUTCFullYear()}:${site.paths.basePath}/${specific}`;
+  return `tag:${site.paths.hostname},${date.getUTCFullYear()}:${site.paths.basePath}/${specific}`;
 }
 
 /** Groups in a user's Atom feed, newest first: the reader loads no more than this (read-limits.ts passes it on). */
@@ -37,31 +36,42 @@ export interface AtomPage {
   archive: boolean;
 }
 
-/** A user's Atom document holding `groups` (newest first): the current feed or an archive page. */
+/**
+ * A user's Atom document holding `groups` (newest first): the current feed or an archive page.
+ *
+ * Written as markup with xml-text.ts's escaping (xmlLeaf, xmlAttr), as the RSS feed is, not through
+ * xmlDocument: a feed-heavy site's build renders two million entries, and making each through
+ * xmlDocument's calls cost more than the entry's own text (docs/performance.md, "Figures behind the
+ * code"). test/formats/atom.test.ts holds the two to the byte.
+ */
 export function atomDocument(user: UserView, groups: readonly GroupView[], site: SiteContext, page: AtomPage): string {
-  const attrs = { xmlns: NS.atom, 'xmlns:media': NS.media, ...(page.archive ? { 'xmlns:fh': FH_NS } : {}), 'xml:lang': site.config.language };
-  return xmlDocument('feed', attrs, (feed) => {
-    // A display name blank once XML can carry it would leave the author nameless (groupEntry).
-    const name = page.archive || blank(user.displayName) ? user.username : user.displayName;
-    // An archive page's time is its own entries'; the user's profile does not move it.
-    const updated = latest(groups.map((g) => g.updatedAt), page.archive ? user.createdAt : user.updatedAt);
-    feed
-      .leaf('title', `${site.config.siteName}: groups of ${name}`, { type: 'text' })
-      .leaf('subtitle', `The groups ${htmlText(user.username)} belongs to on ${htmlText(site.config.siteName)}.`, { type: 'html' })
-      .leaf('updated', rfc3339(updated))
-      .leaf('id', tagUri(site, user.createdAt, `users/${encodeURIComponent(user.username)}/groups`));
-    feed.el('link', { rel: 'alternate', type: 'text/html', hreflang: site.config.language, href: site.paths.userPage(user.username) });
-    feed.el('link', { rel: 'self', type: 'application/atom+xml', href: page.self });
-    // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
-    if (!page.archive) for (const hub of site.config.websub.hubs) feed.el('link', { rel: 'hub', href: hub });
-    for (const link of page.links) feed.el('link', link);
-    if (page.archive) feed.el('fh:archive');
-    // RFC 4287 wants an author for the feed or for every entry; the feed is the user's.
-    feed.el('author').leaf('name', name).leaf('uri', site.paths.userPage(user.username));
-    feed.leaf('rights', site.config.copyright);
-    feed.leaf('generator', site.generator.name, { uri: site.generator.uri, version: site.generator.version });
-    for (const group of groups) groupEntry(feed, group, user, site);
-  }, { engine: site.xmlEngine });
+  const { config, paths, generator } = site;
+  // A display name blank once XML can carry it would leave the author nameless (groupEntry).
+  const name = page.archive || blank(user.displayName) ? user.username : user.displayName;
+  // An archive page's time is its own entries'; the user's profile does not move it.
+  const updated = latest(groups.map((g) => g.updatedAt), page.archive ? user.createdAt : user.updatedAt);
+  const userPage = paths.userPage(user.username);
+  const language = xmlAttr(config.language);
+  let out =
+    `${XML_DECLARATION}<feed xmlns="${NS.atom}" xmlns:media="${NS.media}"${page.archive ? ` xmlns:fh="${FH_NS}"` : ''} xml:lang="${language}">` +
+    xmlLeaf('title', `${config.siteName}: groups of ${name}`, ' type="text"') +
+    xmlLeaf('subtitle', `The groups ${htmlText(user.username)} belongs to on ${htmlText(config.siteName)}.`, ' type="html"') +
+    `<updated>${rfc3339(updated)}</updated>` +
+    xmlLeaf('id', tagUri(site, user.createdAt, `users/${encodeURIComponent(user.username)}/groups`)) +
+    `<link rel="alternate" type="text/html" hreflang="${language}" href="${xmlAttr(userPage)}"/>` +
+    `<link rel="self" type="application/atom+xml" href="${xmlAttr(page.self)}"/>`;
+  // WebSub discovery: the hubs that hear of this feed's changes, beside its self link.
+  if (!page.archive) for (const hub of config.websub.hubs) out += `<link rel="hub" href="${xmlAttr(hub)}"/>`;
+  for (const { rel, href } of page.links) out += `<link rel="${xmlAttr(rel)}" href="${xmlAttr(href)}"/>`;
+  if (page.archive) out += '<fh:archive/>';
+  // RFC 4287 wants an author for the feed or for every entry; the feed is the user's.
+  out +=
+    `<author>${xmlLeaf('name', name)}${xmlLeaf('uri', userPage)}</author>` +
+    xmlLeaf('rights', config.copyright) +
+    xmlLeaf('generator', generator.name, ` uri="${xmlAttr(generator.uri)}" version="${xmlAttr(generator.version)}"`);
+  const entryId = `users/${encodeURIComponent(user.username)}/groups/`;
+  for (const group of groups) out += groupEntry(group, entryId, site);
+  return `${out}</feed>\n`;
 }
 
 /**
@@ -69,35 +79,43 @@ export function atomDocument(user: UserView, groups: readonly GroupView[], site:
  * one (and an empty `title` attribute of a link, and an empty author name): a group whose title is
  * blank once XML can carry it is titled by its slug, else by its page; a featured video's blank
  * title is left out of its link; an owner's blank display name gives way to the username.
+ *
+ * `entryId` is the user's part of the entry's id: the same group in two members' feeds must have
+ * two ids (readers key entries by id across all their feeds), one each, the same on every build.
  */
-function groupEntry(feed: XmlElement, group: GroupView, user: UserView, site: SiteContext): void {
-  const entry = feed.el('entry');
+function groupEntry(group: GroupView, entryId: string, site: SiteContext): string {
   const page = site.paths.groupPage(group.slug);
-  entry.leaf('title', [group.title, group.slug].find((title) => !blank(title)) ?? page, { type: 'text' });
-  entry.el('link', { rel: 'alternate', type: 'text/html', href: page });
   const featured = group.featuredVideo;
+  let out =
+    '<entry>' +
+    xmlLeaf('title', blank(group.title) ? (blank(group.slug) ? page : group.slug) : group.title, ' type="text"') +
+    `<link rel="alternate" type="text/html" href="${xmlAttr(page)}"/>`;
+  let fileUrl = '';
+  let fileType = '';
   if (featured !== null) {
-    entry.el('link', { rel: 'enclosure', type: featured.fileType, length: featured.fileSize, href: featured.fileUrl, title: blank(featured.title) ? null : featured.title });
+    fileUrl = xmlAttr(featured.fileUrl);
+    fileType = xmlAttr(featured.fileType);
+    out +=
+      `<link rel="enclosure" type="${fileType}"` +
+      (featured.fileSize === null ? '' : ` length="${numberText(featured.fileSize)}"`) +
+      ` href="${fileUrl}"` +
+      (blank(featured.title) ? '' : ` title="${xmlAttr(featured.title)}"`) +
+      '/>';
   }
-  entry
-    // The group in this user's feed: readers key entries by id across all their feeds, so the
-    // same group in two members' feeds must have two ids (one each, the same on every build).
-    .leaf('id', tagUri(site, group.createdAt, `users/${encodeURIComponent(user.username)}/groups/${encodeURIComponent(group.slug)}`))
-    .leaf('updated', rfc3339(group.updatedAt))
-    .leaf('published', rfc3339(group.createdAt));
-  const author = entry.el('author');
-  author.leaf('name', blank(group.owner.displayName) ? group.owner.username : group.owner.displayName).leaf('uri', site.paths.userPage(group.owner.username));
-  if (group.description !== '') entry.leaf('summary', group.description, { type: 'text' });
+  const owner = group.owner;
+  out +=
+    xmlLeaf('id', tagUri(site, group.createdAt, entryId + encodeURIComponent(group.slug))) +
+    `<updated>${rfc3339(group.updatedAt)}</updated><published>${rfc3339(group.createdAt)}</published>` +
+    `<author>${xmlLeaf('name', blank(owner.displayName) ? owner.username : owner.displayName)}${xmlLeaf('uri', site.paths.userPage(owner.username))}</author>`;
+  if (group.description !== '') out += xmlLeaf('summary', group.description, ' type="text"');
   if (featured !== null) {
-    entry.el('media:content', {
-      url: featured.fileUrl,
-      type: featured.fileType,
-      medium: 'video',
-      fileSize: featured.fileSize,
-      duration: featured.durationSeconds,
-    });
-    entry.el('media:thumbnail', { url: featured.thumbnailUrl, width: featured.thumbnailWidth, height: featured.thumbnailHeight });
+    out +=
+      `<media:content url="${fileUrl}" type="${fileType}" medium="video"` +
+      (featured.fileSize === null ? '' : ` fileSize="${numberText(featured.fileSize)}"`) +
+      (featured.durationSeconds === null ? '' : ` duration="${numberText(featured.durationSeconds)}"`) +
+      `/><media:thumbnail url="${xmlAttr(featured.thumbnailUrl)}" width="${numberText(featured.thumbnailWidth)}" height="${numberText(featured.thumbnailHeight)}"/>`;
   }
+  return `${out}</entry>`;
 }
 
 export const atom: UserFormat = {

@@ -13,6 +13,8 @@ export class SitePaths {
   readonly base: string;
   /** Path part of the base URL, e.g. `/videos` (empty at the root). */
   readonly basePath: string;
+  /** Host name of the base URL, e.g. `example.org` (what the Atom feeds' tag URIs are minted under). */
+  readonly hostname: string;
   private readonly siteFiles: readonly SitePlace[];
   private readonly ownerFormats: readonly KeyedPlace[];
   /** Each page template with `{base}` filled in, split at its one placeholder: a link is then one join (feeds make many). */
@@ -24,7 +26,9 @@ export class SitePaths {
     places: readonly Place[],
   ) {
     this.base = baseUrl.replace(/\/+$/, '');
-    this.basePath = new URL(this.base).pathname.replace(/\/+$/, '');
+    const url = new URL(this.base);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.hostname = url.hostname;
     this.siteFiles = places.filter((p): p is SitePlace => p.scope === 'site');
     this.ownerFormats = places.filter((p): p is KeyedPlace => p.scope !== 'site');
     const split = (template: string, placeholder: string) => template.replaceAll('{base}', this.base).split(placeholder);

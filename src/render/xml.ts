@@ -4,9 +4,10 @@ import type { XmlEngine } from './xml-engine.js';
 import { NOT_STREAMABLE, XmlStream } from './xml-stream.js';
 
 /**
- * All XML goes through here. Formats describe elements (the RSS feed, the hottest document, writes
- * its markup itself, its values through xmlLeaf and xmlAttr); xmlbuilder2 validates names and
- * escapes text; this module adds the two things the builder leaves to its caller:
+ * All XML goes through here. Formats describe elements (the RSS and Atom feeds, the hottest
+ * documents, write their markup themselves, their values through xmlLeaf and xmlAttr);
+ * xmlbuilder2 validates names and escapes text; this module adds the two things the builder leaves
+ * to its caller:
  *
  * 1. Characters XML 1.0 forbids (most C0 controls, lone surrogates, U+FFFE/U+FFFF) are removed.
  * 2. xmlbuilder2 deliberately leaves an `&` that starts something entity-shaped (`&copy;`, `&#65;`)
