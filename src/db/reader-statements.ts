@@ -93,16 +93,21 @@ export function lookupStatements(db: Database.Database) {
 
 export type LookupStatements = ReturnType<typeof lookupStatements>;
 
-/** A group row as the bundle reads it: the group's columns, then its owner's (those an entry names them by). */
+/**
+ * A group row as the bundle reads it: the group's columns, then its owner's id. The owner is read
+ * by `groupOwner` (listed owners only, listedUser), which the reader keeps per snapshot: joined
+ * into the statement, the owner was a random read of `users` for every membership, most of the Atom
+ * feed's reading (docs/performance.md, "Figures behind the code").
+ */
 export type RawGroup = [
   id: number, slug: unknown, title: unknown, description: unknown, featuredVideoId: unknown,
-  createdAt: unknown, updatedAt: unknown, ...owner: RawOwner,
+  createdAt: unknown, updatedAt: unknown, ownerId: unknown,
 ];
 
-/** The visible groups a user (the one parameter) belongs to, of listed owners (listedUser). */
-const GROUPS_OF = `SELECT g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at, o.id, o.username, o.display_name
-       FROM group_members m JOIN groups g ON g.id = m.group_id JOIN users o ON o.id = g.owner_id
-       WHERE m.user_id = ? AND g.hidden = 0 AND ${listedUser('o')}`;
+/** The visible groups a user (the one parameter) belongs to, whoever owns them (see RawGroup). */
+const GROUPS_OF = `SELECT g.id, g.slug, g.title, g.description, g.featured_video_id, g.created_at, g.updated_at, g.owner_id
+       FROM group_members m JOIN groups g ON g.id = m.group_id
+       WHERE m.user_id = ? AND g.hidden = 0`;
 
 /** Statements that read the parts of one user's bundle, newest first where a document lists the newest. */
 export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
@@ -121,6 +126,9 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at DESC, v.id DESC LIMIT ${limits.uploads}`,
     ).raw(true),
     groups: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at DESC, g.id DESC LIMIT ${limits.groups}`).raw(true),
+    // More of the newest, after the last row read, where the first rows' owners were not all listed.
+    groupsOlder: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) < (?, ?) ORDER BY g.created_at DESC, g.id DESC LIMIT ?`).raw(true),
+    groupOwner: db.prepare<[unknown], RawOwner>(`SELECT o.id, o.username, o.display_name FROM users o WHERE o.id = ? AND ${listedUser('o')}`).raw(true),
     // The archives: the rows oldest first (every row, or those older than a feed's last row), with
     // the columns that decide whether each can be published (a page holds only rows that can);
     // and pages oldest first after the last row of the page before (a walk along the index,

@@ -138,17 +138,17 @@ export class SiteReader {
   /**
    * Begins one read transaction, as `snapshot` does, for a caller that cannot pass its work as one
    * function (a build whose steps yield between owners: src/pipeline/run-build.ts); returns what
-   * ends it. Inside it, tag and category names and groups' featured videos are kept between reads
-   * (docs/performance.md, "Reading").
+   * ends it. Inside it, tag and category names and groups' featured videos and owners are kept
+   * between reads (docs/performance.md, "Reading").
    */
   beginSnapshot(): () => void {
     this.db.exec('BEGIN');
     this.ctx.tagLists = new Map();
     this.tags = new Map();
     this.categories = new Map();
-    this.bundles.keepFeatured(true);
+    this.bundles.keepInSnapshot(true);
     return () => {
-      this.bundles.keepFeatured(false);
+      this.bundles.keepInSnapshot(false);
       this.ctx.tagLists = null;
       this.tags = null;
       this.categories = null;

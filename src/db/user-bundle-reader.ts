@@ -4,6 +4,7 @@ import type {
   AttentionConcept,
   AttentionSource,
   FeaturedVideo,
+  GroupOwner,
   GroupView,
   OnlineAccount,
   PersonRef,
@@ -31,6 +32,8 @@ export class UserBundleReader {
   private readonly stmt: BundleStatements;
   /** Featured videos read while a snapshot is open, by id (`featured`); null outside one, where rows may change between statements. */
   private keptFeatured: Map<number, FeaturedVideo | null> | null = null;
+  /** Groups' owners read while a snapshot is open, by user id (`owner`), null for one not listed; null outside a snapshot. */
+  private keptOwners: Map<number, GroupOwner | null> | null = null;
 
   constructor(
     db: Database.Database,
@@ -42,9 +45,10 @@ export class UserBundleReader {
     this.stmt = bundleStatements(db, limits);
   }
 
-  /** A snapshot begins (true) or ends (false): featured videos are kept only inside one. */
-  keepFeatured(on: boolean): void {
+  /** A snapshot begins (true) or ends (false): featured videos and groups' owners are kept only inside one. */
+  keepInSnapshot(on: boolean): void {
     this.keptFeatured = on ? new Map() : null;
+    this.keptOwners = on ? new Map() : null;
   }
 
   /** Loads a user's data, only the parts asked for (the others stay empty). */
@@ -81,6 +85,9 @@ export class UserBundleReader {
     const quiet: DecodeContext = { ...this.ctx, sink: () => {} };
     const video = (row: unknown[]) => (videoProblem(quiet, row) === null ? (row[0] as number) : null);
     const group = (row: RawGroup) => (groupColumns(decoder(quiet, 'groups', row[0]), row).rejected === null ? row[0] : null);
+    // A group whose owner is not listed is not in the user's lists at all, as if the statement had
+    // not returned it (the feed's newest are the newest of listed owners).
+    const listed = (row: RawGroup) => this.owner(row[7]) !== null;
     if (parts.has('archivedUploads')) {
       bundle.archived.uploads = beyondFeed(
         rowsRead.uploads,
@@ -93,8 +100,8 @@ export class UserBundleReader {
       bundle.archived.groups = beyondFeed(
         rowsRead.groups,
         this.limits.groups,
-        () => groupsAll.all(id).map(group),
-        (createdAt, last) => groupsBefore.all(id, createdAt, last).map(group),
+        () => groupsAll.all(id).filter(listed).map(group),
+        (createdAt, last) => groupsBefore.all(id, createdAt, last).filter(listed).map(group),
       );
     }
     return bundle;
@@ -157,15 +164,46 @@ export class UserBundleReader {
     return this.stmt.friends.all(id).map((row) => person(this.ctx, row));
   }
 
+  /**
+   * The user's newest groups of listed owners: the statement's rows, and where some of their owners
+   * are not listed, as many more after the last as are missing.
+   */
   private groupsOf(userId: number, rowsRead: { groups: FeedRead | null }): GroupView[] {
-    const groups: GroupView[] = [];
-    const rows = this.stmt.groups.all(userId);
+    const limit = this.limits.groups;
+    const rows: RawGroup[] = [];
+    let wanted = limit;
+    let read = this.stmt.groups.all(userId);
+    for (;;) {
+      for (const row of read) if (this.owner(row[7]) !== null) rows.push(row);
+      if (rows.length === limit || read.length < wanted) break;
+      const last = read[read.length - 1]!;
+      wanted = limit - rows.length;
+      read = this.stmt.groupsOlder.all(userId, last[5], last[0], wanted);
+    }
     rowsRead.groups = { rows: rows.length, last: rows.length === 0 ? null : [rows.at(-1)![5], rows.at(-1)![0]] };
+    const groups: GroupView[] = [];
     for (const row of rows) {
       const group = this.group(row);
       if (group !== null) groups.push(group);
     }
     return groups;
+  }
+
+  /**
+   * A group's owner as its entry names them, or null when the owner is not listed (listedUser):
+   * such a group is left out. Owners are few beside memberships (22,000 owners of 2.7 million
+   * memberships on the feed-heavy bench site at 100,000 users), so each is read once per snapshot
+   * and kept, up to OWNERS_KEPT of them; past that, read each time.
+   */
+  private owner(id: unknown): GroupOwner | null {
+    // The join this replaces matched an integer id only (a text or real owner_id names no user).
+    if (typeof id !== 'number' || !Number.isSafeInteger(id)) return null;
+    const known = this.keptOwners?.get(id);
+    if (known !== undefined) return known;
+    const raw = this.stmt.groupOwner.get(id);
+    const owner = raw === undefined ? null : groupOwner(this.ctx, raw);
+    if (this.keptOwners !== null && this.keptOwners.size < OWNERS_KEPT) this.keptOwners.set(id, owner);
+    return owner;
   }
 
   /**
@@ -186,7 +224,9 @@ export class UserBundleReader {
 
   /** A group's view, or null when it cannot be published (its row is reported). */
   private group(row: RawGroup): GroupView | null {
-    const [id, , , , featuredVideoId, , updatedAt, ...owner] = row;
+    const [id, , , , featuredVideoId, , updatedAt, ownerId] = row;
+    const owner = this.owner(ownerId);
+    if (owner === null) return null;
     const d = decoder(this.ctx, 'groups', id);
     const group = groupColumns(d, row);
     if (d.rejected !== null) return null;
@@ -195,7 +235,7 @@ export class UserBundleReader {
       slug: group.slug!,
       title: group.title!,
       description: group.description,
-      owner: groupOwner(this.ctx, owner),
+      owner,
       featuredVideo: typeof featuredVideoId === 'number' ? this.featured(featuredVideoId) : null,
       createdAt: group.createdAt!,
       updatedAt: d.time('updated_at', updatedAt) ?? group.createdAt!,
@@ -325,6 +365,13 @@ function groupColumns(d: RowDecoder, [, slug, title, description, , createdAt]: 
  * that many groups (the feed-heavy bench site has 25,000 at 100,000 users).
  */
 export const FEATURED_KEPT = 32_768;
+
+/**
+ * Groups' owners kept per snapshot at most. An owner kept is about 150 bytes of heap (21,203 of
+ * them, 3.2 MB): 32,768 hold about 5 MB, and every owner of a site of that many (the feed-heavy
+ * bench site has 22,141 at 100,000 users).
+ */
+export const OWNERS_KEPT = 32_768;
 
 /** What a group's entry shows of its featured video, without the rest of its view. */
 function featuredVideo(video: VideoView): FeaturedVideo {

@@ -75,7 +75,7 @@ describe("a user's groups and their featured videos", () => {
     expect(visible.indexOf(110)).toBeLessThan(visible.indexOf(109));
   });
 
-  it('sees every change in the next snapshot: no featured video is kept from one to the next', () => {
+  it('sees every change in the next snapshot: no featured video or owner is kept from one to the next', () => {
     const { db, file, member } = groupsSite();
     const reader = new SiteReader(new Database(file, { readonly: true }), readLimits(8));
     const before = reader.snapshot(() => reader.userBundle(member.id, PARTS));
@@ -85,10 +85,17 @@ describe("a user's groups and their featured videos", () => {
     db.prepare(`UPDATE videos SET title = 'Retitled' WHERE public_id = 'shown'`).run();
     db.prepare(`UPDATE videos SET visibility = 'public' WHERE public_id = 'kept-private'`).run();
     db.prepare(`UPDATE groups SET hidden = 0 WHERE id = 129`).run();
+    expect(before.groups.map((g) => g.id)).not.toContain(128);
+    // g28's owner comes back and the other owner is renamed: the owners read before are not kept.
+    db.prepare(`UPDATE users SET state = 'active' WHERE username = 'gone'`).run();
+    db.prepare(`UPDATE users SET display_name = 'Renamed' WHERE username = 'owner'`).run();
     const after = reader.snapshot(() => reader.userBundle(member.id, PARTS));
     expect(after.groups[0]!.id).toBe(129);
+    expect(after.groups[1]).toMatchObject({ id: 128, owner: { username: 'gone' } });
+    expect(after.groups[2]!.owner).toEqual({ username: 'owner', displayName: 'Renamed' });
     expect(bySlug(after, 'g26')!.featuredVideo).toMatchObject({ publicId: 'shown', title: 'Retitled' });
     expect(bySlug(after, 'g25')!.featuredVideo).toMatchObject({ publicId: 'kept-private' });
     expect(after.groups.map((g) => g.id)).toEqual(visibleInSql(db, member.id).filter((id) => id !== 127).slice(0, 19));
+    expect(after.archived.groups).toEqual(visibleInSql(db, member.id).slice(20).reverse());
   });
 });
