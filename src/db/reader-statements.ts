@@ -125,11 +125,10 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
       `SELECT ${OWN_VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} ORDER BY v.created_at DESC, v.id DESC LIMIT ${limits.uploads}`,
     ).raw(true),
-    groups: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at DESC, g.id DESC LIMIT ${limits.groups}`).raw(true),
-    // More of the newest, after the last row read, where the first rows' owners were not all listed.
-    groupsOlder: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) < (?, ?) ORDER BY g.created_at DESC, g.id DESC LIMIT ?`).raw(true),
+    // Every group, the feed's and the archive's: the feed's are the newest of listed owners (RawGroup).
+    groupsNewestFirst: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at DESC, g.id DESC`).raw(true),
     groupOwner: db.prepare<[unknown], RawOwner>(`SELECT o.id, o.username, o.display_name FROM users o WHERE o.id = ? AND ${listedUser('o')}`).raw(true),
-    // The archives: the rows oldest first (every row, or those older than a feed's last row), with
+    // The archives: uploads oldest first (every row, or those older than the feed's last row), with
     // the columns that decide whether each can be published (a page holds only rows that can);
     // and pages oldest first after the last row of the page before (a walk along the index,
     // however long the history).
@@ -142,8 +141,6 @@ export function bundleStatements(db: Database.Database, limits: ReaderLimits) {
       `SELECT ${OWN_VIDEO_COLUMNS} FROM videos v JOIN users u ON u.id = v.user_id
        WHERE v.user_id = ? AND ${PUBLISHED_VIDEO} AND (v.created_at, v.id) > (?, ?) ORDER BY v.created_at, v.id LIMIT ?`,
     ).raw(true),
-    groupsAll: p<RawGroup>(`${GROUPS_OF} ORDER BY g.created_at, g.id`).raw(true),
-    groupsBefore: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) < (?, ?) ORDER BY g.created_at, g.id`).raw(true),
     groupsFrom: p<RawGroup>(`${GROUPS_OF} AND (g.created_at, g.id) > (?, ?) ORDER BY g.created_at, g.id LIMIT ?`).raw(true),
     friends: p<RawPerson>(
       `SELECT ${PERSON_COLUMNS('u')}

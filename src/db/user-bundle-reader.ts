@@ -68,10 +68,9 @@ export class UserBundleReader {
       readingList: [],
       archived: { uploads: [], groups: [] },
     };
-    // What the feeds' statements returned (publishable or not), for `archived`.
-    const rowsRead: { uploads: FeedRead | null; groups: FeedRead | null } = { uploads: null, groups: null };
+    // What the feed's statement returned (publishable or not), for `archived`.
+    const rowsRead: { uploads: FeedRead | null } = { uploads: null };
     if (parts.has('uploads')) bundle.uploads = this.uploadsOf(id, raw, rowsRead);
-    if (parts.has('groups')) bundle.groups = this.groupsOf(id, rowsRead);
     if (parts.has('friends')) bundle.friends = this.friendsOf(id);
     if (parts.has('accounts')) bundle.accounts = this.accountsOf(id);
     if (parts.has('interests')) bundle.interests = this.stmt.interests.all(id).map((r) => r.name).filter(validName);
@@ -79,15 +78,12 @@ export class UserBundleReader {
     if (parts.has('recommendations')) bundle.recommendations = this.recommendationsOf(id);
     if (parts.has('attention')) bundle.attention = { concepts: this.conceptsOf(id), sources: this.sourcesOf(id) };
     if (parts.has('readingList')) bundle.readingList = this.readingListOf(id);
-    const { uploadsDeciding, uploadsDecidingBefore, groupsAll, groupsBefore } = this.stmt;
+    const { uploadsDeciding, uploadsDecidingBefore } = this.stmt;
     // Only the rows the pages will hold are paged (`pagesOf` skips the others alike); their issues
     // are reported once, when the pages are read, not here.
     const quiet: DecodeContext = { ...this.ctx, sink: () => {} };
     const video = (row: unknown[]) => (videoProblem(quiet, row) === null ? (row[0] as number) : null);
     const group = (row: RawGroup) => (groupColumns(decoder(quiet, 'groups', row[0]), row).rejected === null ? row[0] : null);
-    // A group whose owner is not listed is not in the user's lists at all, as if the statement had
-    // not returned it (the feed's newest are the newest of listed owners).
-    const listed = (row: RawGroup) => this.owner(row[7]) !== null;
     if (parts.has('archivedUploads')) {
       bundle.archived.uploads = beyondFeed(
         rowsRead.uploads,
@@ -96,13 +92,15 @@ export class UserBundleReader {
         (createdAt, last) => uploadsDecidingBefore.all(id, createdAt, last).map(video),
       );
     }
-    if (parts.has('archivedGroups')) {
-      bundle.archived.groups = beyondFeed(
-        rowsRead.groups,
-        this.limits.groups,
-        () => groupsAll.all(id).filter(listed).map(group),
-        (createdAt, last) => groupsBefore.all(id, createdAt, last).filter(listed).map(group),
-      );
+    if (parts.has('groups') || parts.has('archivedGroups')) {
+      // Every group of the user in one statement, newest first: the feed holds the newest rows, the
+      // archive the rest. A group whose owner is not listed is in neither, as if the statement had
+      // not returned it. (Read apart, the archive's rows cost a second statement as long as the
+      // first: the join of every membership is its work, not the rows it returns.)
+      const rows = this.stmt.groupsNewestFirst.all(id).filter((row) => this.owner(row[7]) !== null);
+      const { groups: limit } = this.limits;
+      if (parts.has('groups')) bundle.groups = this.groupViews(rows.slice(0, limit));
+      if (parts.has('archivedGroups')) bundle.archived.groups = rows.slice(limit).reverse().map(group).filter((groupId) => groupId !== null);
     }
     return bundle;
   }
@@ -164,23 +162,8 @@ export class UserBundleReader {
     return this.stmt.friends.all(id).map((row) => person(this.ctx, row));
   }
 
-  /**
-   * The user's newest groups of listed owners: the statement's rows, and where some of their owners
-   * are not listed, as many more after the last as are missing.
-   */
-  private groupsOf(userId: number, rowsRead: { groups: FeedRead | null }): GroupView[] {
-    const limit = this.limits.groups;
-    const rows: RawGroup[] = [];
-    let wanted = limit;
-    let read = this.stmt.groups.all(userId);
-    for (;;) {
-      for (const row of read) if (this.owner(row[7]) !== null) rows.push(row);
-      if (rows.length === limit || read.length < wanted) break;
-      const last = read[read.length - 1]!;
-      wanted = limit - rows.length;
-      read = this.stmt.groupsOlder.all(userId, last[5], last[0], wanted);
-    }
-    rowsRead.groups = { rows: rows.length, last: rows.length === 0 ? null : [rows.at(-1)![5], rows.at(-1)![0]] };
+  /** The views of a user's groups (rows the feed holds), those that can be published. */
+  private groupViews(rows: readonly RawGroup[]): GroupView[] {
     const groups: GroupView[] = [];
     for (const row of rows) {
       const group = this.group(row);
