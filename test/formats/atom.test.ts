@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { HOSTILE } from '../../src/db/demo-data.js';
 import { atomDocument, type AtomPage } from '../../src/formats/atom.js';
 import type { SiteContext } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
@@ -12,6 +11,7 @@ import { htmlText } from '../../src/render/xml-text.js';
 import { NS, xmlDocument } from '../../src/render/xml.js';
 import type { XmlEngine } from '../../src/render/xml-engine.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
+import { MARKUP_TEXTS as TEXTS, randomChoices, wellFormed } from '../helpers/random-markup.js';
 import { feedparser, jing, SCHEMAS, xpath } from '../helpers/validators.js';
 
 /** RFC 4287's Schematron rules, which RELAX NG validators ignore (schemas/README.md). */
@@ -177,16 +177,9 @@ function oracle(user: UserView, groups: readonly GroupView[], site: SiteContext,
   }, { engine });
 }
 
-const TEXTS = [...Object.values(HOSTILE), '', ' ', '&amp; &#65; &copy; ]]> ]]]]>>', 'a\u0000b\uFFFE\uD800c\r\nd\re', '\u0001', 'plain'];
-
 describe('Atom written as markup', () => {
   it('is byte for byte the document xmlDocument makes of the same calls, on 400 random feeds and archive pages', () => {
-    let seed = 11;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
-    const maybe = <T>(value: T): T | null => (random() < 0.3 ? null : value);
-    // Names and slugs go into URLs; the database gives them well formed (a lone surrogate cannot come from UTF-8).
-    const wellFormed = (text: string) => text.replace(/[\uD800-\uDFFF]/g, '');
+    const { random, pick, maybe } = randomChoices(11);
     const date = () => new Date(Math.floor(random() * 4e12));
     const sites = [
       createSiteContext(testConfig(), FORMATS, new Date(0)),

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { HOSTILE } from '../../src/db/demo-data.js';
 import type { SiteContext } from '../../src/formats/format.js';
 import { FORMATS } from '../../src/formats/registry.js';
 import { planArchivePages } from '../../src/formats/archive-places.js';
@@ -14,6 +13,7 @@ import { NS, xmlDocument } from '../../src/render/xml.js';
 import type { XmlEngine } from '../../src/render/xml-engine.js';
 import { buildInMemory, createDemoDb, createTestDb, insertRow, insertUser, insertVideo, T0, testConfig } from '../helpers/site-fixture.js';
 import { checkRssFeed } from '../helpers/feed-validator-rules.js';
+import { MARKUP_TEXTS as TEXTS, randomChoices, wellFormed } from '../helpers/random-markup.js';
 import { feedparser, xmllintWellFormed, xpath } from '../helpers/validators.js';
 
 describe('RSS 2.0 feed of latest uploads', () => {
@@ -205,16 +205,9 @@ function oracle({ user, uploads, archived }: UserBundle, site: SiteContext, engi
   }, { engine });
 }
 
-const TEXTS = [...Object.values(HOSTILE), '', ' ', '&amp; &#65; &copy; ]]> ]]]]>>', 'a\u0000b\uFFFE\uD800c\r\nd\re', '\u0001', 'plain'];
-
 describe('RSS written as markup', () => {
   it('is byte for byte the document xmlDocument makes of the same calls, on 400 random feeds', () => {
-    let seed = 7;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
-    const maybe = <T>(value: T): T | null => (random() < 0.3 ? null : value);
-    // Names and ids go into URLs; the database gives them well formed (a lone surrogate cannot come from UTF-8).
-    const wellFormed = (text: string) => text.replace(/[\uD800-\uDFFF]/g, '');
+    const { random, pick, maybe } = randomChoices(7);
     const sites = [
       createSiteContext(testConfig(), FORMATS, new Date(0)),
       createSiteContext(testConfig({ siteName: 'Site <&> "q" &amp;', copyright: '<c> & "d" ]]>', logoUrl: 'https://example.org/l.png?a=1&b="2"' }), FORMATS, new Date(0)),
