@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { boundHeapGrowth } from '../cli/heap-growth.js';
 import { openSource } from '../sync/open-source.js';
 import { runSync } from '../sync/run-sync.js';
 import { planTables, SYNC_ORDER, type TableMapping } from '../sync/table-plan.js';
@@ -12,6 +13,8 @@ import { openForReading } from '../db/open-database.js';
  * Prints one `BENCH {...}` line: the run's seconds, its CPU seconds (user and system, the whole
  * process's) and its peak RSS.
  */
+// As `bin/vidfeeds.js` does, for the sync and for the read it is compared with alike.
+boundHeapGrowth();
 const [mode, db, from, mappingFile] = process.argv.slice(2) as [string, string, string, string];
 const tables = JSON.parse(readFileSync(mappingFile, 'utf8')) as Record<string, TableMapping>;
 const started = performance.now();

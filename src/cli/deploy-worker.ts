@@ -1,5 +1,6 @@
 import { onLockReleased } from '../lock/lock.js';
 import { exitCodeOfSignal, type StopSignal } from './command-runner.js';
+import { boundHeapGrowth } from './heap-growth.js';
 import { main } from './main.js';
 
 /**
@@ -16,6 +17,8 @@ import { main } from './main.js';
  * holds the lock and owes notifications) and the process ends.
  */
 
+// A process of its own: the heap's bound set for the watch is not inherited (heap-growth.ts).
+boundHeapGrowth();
 const args = process.argv.slice(2);
 let deploying = false;
 let orphaned = false;
